@@ -1,0 +1,66 @@
+#include "models/torch_runtime.h"
+
+#include <link.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <thread>
+
+namespace partita {
+
+void set_torch_threads(int threads) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  torch::set_num_threads(threads);
+}
+
+int torch_threads() { return torch::get_num_threads(); }
+
+namespace {
+
+int collect_blas(struct dl_phdr_info* info, size_t, void* out) {
+  std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  auto* found = static_cast<std::string*>(out);
+  if (name.find("openblas") != std::string::npos) {
+    *found = "openblas";
+  } else if (name.find("libmkl") != std::string::npos && found->empty()) {
+    *found = "mkl";
+  } else if (name.find("libblis") != std::string::npos && found->empty()) {
+    *found = "blis";
+  } else if (name.find("libblas.so") != std::string::npos && found->empty()) {
+    // Debian's reference BLAS lives under .../blas/libblas.so.3; the alternatives symlink
+    // resolves there when no optimised BLAS is installed.
+    char resolved[4096];
+    if (realpath(name.c_str(), resolved) != nullptr) {
+      std::string real = resolved;
+      *found = real.find("openblas") != std::string::npos ? "openblas"
+               : real.find("/blas/") != std::string::npos ? "reference"
+                                                           : real;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string loaded_blas() {
+  // A small matmul makes sure libtorch has bound its BLAS symbols.
+  auto a = torch::ones({8, 8});
+  (void)torch::mm(a, a);
+  std::string found;
+  dl_iterate_phdr(collect_blas, &found);
+  return found.empty() ? "unknown" : found;
+}
+
+void warn_if_slow_blas() {
+  std::string blas = loaded_blas();
+  if (blas == "reference" || blas == "unknown") {
+    spdlog::warn(
+        "libtorch is using the {} BLAS: dense layers will be 15-25x slower. Install "
+        "libopenblas0-pthread (apt-get install libopenblas0-pthread).",
+        blas);
+  } else {
+    spdlog::debug("BLAS: {}", blas);
+  }
+}
+
+}  // namespace partita

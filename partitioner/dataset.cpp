@@ -1,0 +1,118 @@
+#include "partitioner/dataset.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace partita {
+
+void EdgeList::reserve(size_t n) {
+  src.reserve(n);
+  dst.reserve(n);
+}
+
+namespace {
+
+class Validator {
+ public:
+  explicit Validator(const Dataset& d) : d_(d) {}
+
+  [[noreturn]] void fail(const std::string& message) const {
+    throw Error("dataset '" + d_.name + "': " + message);
+  }
+
+  void expect_size(const std::string& field, size_t actual, int64_t expected,
+                   const std::string& what) const {
+    if (static_cast<int64_t>(actual) != expected) {
+      fail(field + " has " + std::to_string(actual) + " entries, expected " + what + " = " +
+           std::to_string(expected));
+    }
+  }
+
+  void check_edges(const std::string& field, const EdgeList& e) const {
+    if (e.src.size() != e.dst.size()) fail(field + ": src and dst differ in length");
+    if (!e.type.empty()) expect_size(field + ".type", e.type.size(), e.size(), "number of edges");
+    for (int64_t i = 0; i < e.size(); ++i) {
+      if (e.src[i] < 0 || e.src[i] >= d_.num_nodes || e.dst[i] < 0 || e.dst[i] >= d_.num_nodes) {
+        fail(field + " edge " + std::to_string(i) + " (" + std::to_string(e.src[i]) + " -> " +
+             std::to_string(e.dst[i]) + ") has a node id outside [0, " +
+             std::to_string(d_.num_nodes) + ")");
+      }
+      if (!e.type.empty() &&
+          (e.type[i] < 0 || e.type[i] >= static_cast<int32_t>(d_.edge_types.size()))) {
+        fail(field + " edge " + std::to_string(i) + " has edge type " + std::to_string(e.type[i]) +
+             ", but there are " + std::to_string(d_.edge_types.size()) + " edge types");
+      }
+    }
+  }
+
+  void check_split(const std::string& field, const std::vector<int64_t>& idx) const {
+    for (size_t i = 0; i < idx.size(); ++i) {
+      if (idx[i] < 0 || idx[i] >= d_.num_nodes) {
+        fail(field + "[" + std::to_string(i) + "] = " + std::to_string(idx[i]) +
+             " is outside [0, " + std::to_string(d_.num_nodes) + ")");
+      }
+      if (i > 0 && idx[i] <= idx[i - 1]) fail(field + " is not sorted and unique");
+    }
+  }
+
+ private:
+  const Dataset& d_;
+};
+
+}  // namespace
+
+void Dataset::validate() const {
+  Validator v(*this);
+  if (num_nodes <= 0) v.fail("the graph is empty (no nodes)");
+  v.check_edges("edges", edges);
+  v.check_edges("val_edges", val_edges);
+  v.check_edges("test_edges", test_edges);
+  if (feature_dim < 0) v.fail("feature_dim is negative");
+  v.expect_size("x", x.size(), num_nodes * feature_dim, "num_nodes * feature_dim");
+  if (!y.empty()) {
+    v.expect_size("y", y.size(), num_nodes, "num_nodes");
+    for (size_t i = 0; i < y.size(); ++i) {
+      if (y[i] < -1 || y[i] >= num_classes) {
+        v.fail("y[" + std::to_string(i) + "] = " + std::to_string(y[i]) + " is outside [-1, " +
+               std::to_string(num_classes) + ")");
+      }
+    }
+  }
+  if (edge_feature_dim < 0) v.fail("edge_feature_dim is negative");
+  v.expect_size("edge_attr", edge_attr.size(), num_edges() * edge_feature_dim,
+                "num_edges * edge_feature_dim");
+  if (!node_time.empty()) v.expect_size("node_time", node_time.size(), num_nodes, "num_nodes");
+  if (!edge_time.empty()) v.expect_size("edge_time", edge_time.size(), num_edges(), "num_edges");
+  if (!node_type_names.empty()) {
+    v.expect_size("node_type", node_type.size(), num_nodes, "num_nodes");
+    int32_t types = static_cast<int32_t>(node_type_names.size());
+    for (size_t i = 0; i < node_type.size(); ++i) {
+      if (node_type[i] < 0 || node_type[i] >= types) {
+        v.fail("node_type[" + std::to_string(i) + "] = " + std::to_string(node_type[i]) +
+               " is not one of the " + std::to_string(types) + " node types");
+      }
+    }
+  } else if (!node_type.empty()) {
+    v.fail("node_type is set but node_type_names is empty");
+  }
+  if (!edge_types.empty() && edges.type.empty() && num_edges() > 0) {
+    v.fail("edge_types are declared but edges carry no type");
+  }
+  for (const auto& t : edge_types) {
+    if (node_type_names.empty()) break;
+    auto known = [&](const std::string& n) {
+      return std::find(node_type_names.begin(), node_type_names.end(), n) != node_type_names.end();
+    };
+    if (!known(t.src_type) || !known(t.dst_type)) {
+      v.fail("edge type (" + t.src_type + ", " + t.relation + ", " + t.dst_type +
+             ") names an unknown node type");
+    }
+  }
+  v.check_split("train_idx", train_idx);
+  v.check_split("val_idx", val_idx);
+  v.check_split("test_idx", test_idx);
+  if (!node_names.empty()) v.expect_size("node_names", node_names.size(), num_nodes, "num_nodes");
+}
+
+}  // namespace partita

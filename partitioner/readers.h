@@ -1,0 +1,47 @@
+// Dataset readers. Each yields a validated Dataset or throws an Error naming the file,
+// the line where there is one, and the problem.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "partitioner/dataset.h"
+
+namespace partita {
+
+struct ReadOptions {
+  // Seed of the per-class split for formats whose files carry none (LINQS).
+  uint64_t split_seed = 0;
+};
+
+// LINQS citation format (Cora, CiteSeer). `path` is a folder holding exactly one
+// `X.content` and `X.cites`, or the common prefix `dir/X`. Dangling citations are counted
+// and skipped, self-loops dropped, duplicates merged, and the graph made undirected.
+// Split (seeded): 20 train nodes per class, then 500 validation and 1000 test nodes.
+Dataset read_linqs(const std::string& path, const ReadOptions& options = {});
+
+// A folder of .npy files as a PyG user writes them: edge_index int64 [2,E] (required),
+// x [N,F], y [N], edge_attr [E,Fe], node_time [N], edge_time [E], and train_idx /
+// val_idx / test_idx (int64 ids or bool masks). Also node_type [N] and edge_type [E]
+// with their names in types.json (heterogeneous graphs). Float64 features are converted
+// to float32, int32 ids to int64.
+Dataset read_npy_folder(const std::string& dir);
+
+// Writes `d` as read_npy_folder reads it (the generators' output format).
+void write_npy_folder(const Dataset& d, const std::string& dir);
+
+// Text edge list: one `src dst` pair per line (whitespace-separated non-negative integers),
+// `#` starts a comment. Node count = largest id + 1.
+Dataset read_edgelist(const std::string& path);
+
+// Knowledge-graph triples: a folder with train.txt, valid.txt and test.txt, one
+// `head<TAB>relation<TAB>tail` per line (LF or CRLF). Entities and relations map to ids
+// in order of first appearance (train, then valid, then test); each relation is an edge type.
+// `edges` holds the train triples; valid/test go to val_edges/test_edges.
+Dataset read_triples(const std::string& dir);
+
+// Dispatches on format: "linqs", "npy", "edgelist", "triples". Unknown format: UsageError.
+Dataset read_dataset(const std::string& format, const std::string& path,
+                     const ReadOptions& options = {});
+
+}  // namespace partita

@@ -1,0 +1,39 @@
+// Helpers shared by the tests: temporary folders, the real datasets, running the CLI.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace partita::testing {
+
+// A fresh folder under $TMPDIR, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// ../shared/data/<name> (or $PARTITA_DATA_DIR/<name>); fails the test if it is missing.
+std::string dataset_path(const std::string& name);
+// tests/corpus/<name>: the collection of broken inputs.
+std::string corpus_path(const std::string& name);
+
+void write_text(const std::string& path, const std::string& text);
+std::string read_text(const std::string& path);
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+// Runs the partita binary with `args`, killing it after timeout_s seconds.
+CommandResult run_partita(const std::vector<std::string>& args, int timeout_s = 120);
+
+}  // namespace partita::testing
