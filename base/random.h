@@ -3,6 +3,7 @@
 // on thread counts, so everything random is built from these two primitives.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
