@@ -1,20 +1,15 @@
 #include "test_util.h"
 
 #include <gtest/gtest.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
-extern char** environ;
+#include <spdlog/spdlog.h>
+
+#include "base/subprocess.h"
 
 namespace partita::testing {
 
@@ -59,42 +54,19 @@ std::string read_text(const std::string& path) {
 }
 
 CommandResult run_partita(const std::vector<std::string>& args, int timeout_s) {
-  TempDir io;
-  std::string out_path = io / "stdout", err_path = io / "stderr";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> argv_storage{PARTITA_BINARY};
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_storage) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, PARTITA_BINARY, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  CommandResult result;
-  if (rc != 0) {
-    ADD_FAILURE() << "cannot start " << PARTITA_BINARY;
-    return result;
-  }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  int status = 0;
-  while (true) {
-    pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      ADD_FAILURE() << "partita did not finish within " << timeout_s << " s";
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = read_text(out_path);
-  result.err = read_text(err_path);
-  return result;
+  std::vector<std::string> argv{PARTITA_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessResult r = run_process(argv, timeout_s);
+  if (r.timed_out) ADD_FAILURE() << "partita did not finish within " << timeout_s << " s";
+  return {r.exit_code, r.out, r.err};
 }
 
 }  // namespace partita::testing
+
+namespace {
+// Tests keep stderr for failures: progress and info lines from the code under test would
+// bury them.
+struct QuietLogs {
+  QuietLogs() { spdlog::set_level(spdlog::level::warn); }
+} quiet_logs;
+}  // namespace

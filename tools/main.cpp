@@ -1,1 +1,75 @@
-int main() { return 0; }
+// partita: partition graphs and train GNNs on them. See README.md for every command.
+//
+// Exit codes: 0 success, 1 runtime error (bad file, corrupt data, I/O), 2 usage error.
+// Errors are one line on stderr that names the problem and where it is.
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "base/error.h"
+#include "base/logging.h"
+#include "models/torch_runtime.h"
+#include "tools/commands.h"
+
+namespace {
+
+constexpr int kExitRuntimeError = 1;
+constexpr int kExitUsageError = 2;
+
+// CLI11's messages can span lines; the contract is one line per error.
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n') c = ' ';
+  }
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace partita;
+  CLI::App app{"Partita: distributed GNN training on partitioned graphs", "partita"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "partita 0.1.0");
+  cli::GlobalOptions global;
+  app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error or off")
+      ->capture_default_str();
+  app.add_option("--threads", global.threads, "worker and libtorch threads (0 = all cores)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.parse_complete_callback([&] {
+    init_logging(global.log_level);
+    set_torch_threads(global.threads);
+  });
+  cli::add_generate_command(app, global);
+  cli::add_partition_command(app, global);
+  cli::add_inspect_command(app, global);
+  cli::add_bench_command(app, global);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "partita: " << one_line(e.what()) << " (see partita --help)\n";
+    return kExitUsageError;
+  } catch (const UsageError& e) {
+    std::cerr << "partita: " << one_line(e.what()) << "\n";
+    return kExitUsageError;
+  } catch (const Error& e) {
+    std::cerr << "partita: error: " << one_line(e.what()) << "\n";
+    return kExitRuntimeError;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "partita: error: out of memory\n";
+    return kExitRuntimeError;
+  } catch (const std::exception& e) {
+    std::cerr << "partita: error: " << one_line(e.what()) << "\n";
+    return kExitRuntimeError;
+  }
+  return 0;
+}

@@ -1,0 +1,19 @@
+// META.json: the partition folder's table of contents, read before any array is mapped.
+#pragma once
+
+#include <string>
+
+#include "partitioner/partition_format.h"
+
+namespace partita {
+
+// The dataset-level fields of META.json (no parts or partition book yet).
+PartitionMeta describe_dataset(const Dataset& dataset);
+
+void write_meta_json(const PartitionMeta& meta, const std::string& path);
+
+// Parses and validates; every error names the file and the field
+// ("META.json: field 'num_parts': expected a positive integer").
+PartitionMeta parse_meta_json(const std::string& path);
+
+}  // namespace partita

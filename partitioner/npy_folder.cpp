@@ -1,0 +1,490 @@
+// A folder of .npy files, one per field, named as a PyG user names the tensors of a Data
+// object (edge_index.npy, x.npy, y.npy, ...); see readers.h for the list.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <optional>
+
+#include "base/error.h"
+#include "partitioner/npy.h"
+#include "partitioner/reader_util.h"
+#include "partitioner/readers.h"
+
+namespace partita {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kTypesFile = "types.json";
+
+// Every file this format defines: write_npy_folder removes the ones it does not rewrite,
+// so a folder reused for another dataset does not read back with stale fields.
+constexpr const char* kFormatFiles[] = {
+    "edge_index.npy", "edge_type.npy",      "edge_attr.npy",      "edge_time.npy",
+    "x.npy",          "y.npy",              "node_time.npy",      "node_type.npy",
+    "train_idx.npy",  "val_idx.npy",        "test_idx.npy",       "val_edge_index.npy",
+    "val_edge_type.npy", "test_edge_index.npy", "test_edge_type.npy", kTypesFile,
+};
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i > 0 ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::string dtype_text(const NpyArray& a) { return a.is_bool ? "bool" : std::string(dtype_name(a.dtype)); }
+
+[[noreturn]] void wrong_dtype(const NpyArray& a, const std::string& path, const std::string& expected) {
+  throw file_error(path, "dtype " + dtype_text(a) + " is not supported here (expected " + expected + ")");
+}
+
+template <typename T>
+std::vector<T> copy_as(const NpyArray& a) {
+  std::vector<T> out(a.data.size() / sizeof(T));
+  std::memcpy(out.data(), a.data.data(), out.size() * sizeof(T));
+  return out;
+}
+
+// Element-wise conversion straight from the file's bytes (no intermediate copy: x may be
+// gigabytes).
+template <typename To, typename From>
+std::vector<To> convert(const NpyArray& a) {
+  size_t n = a.data.size() / sizeof(From);
+  std::vector<To> out(n);
+  const char* bytes = a.data.data();
+  for (size_t i = 0; i < n; ++i) {
+    From value;
+    std::memcpy(&value, bytes + i * sizeof(From), sizeof(From));
+    out[i] = static_cast<To>(value);
+  }
+  return out;
+}
+
+std::vector<int64_t> as_int64(const NpyArray& a, const std::string& path) {
+  if (a.dtype == DType::kInt64) return copy_as<int64_t>(a);
+  if (a.dtype == DType::kInt32) return convert<int64_t, int32_t>(a);
+  wrong_dtype(a, path, "int64 or int32");
+}
+
+std::vector<float> as_float32(const NpyArray& a, const std::string& path) {
+  if (a.dtype == DType::kFloat32) return copy_as<float>(a);
+  if (a.dtype == DType::kFloat64) return convert<float, double>(a);
+  wrong_dtype(a, path, "float32 or float64");
+}
+
+// Type indices; range-checked against the number of names later, in check_types.
+std::vector<int32_t> as_type_ids(const NpyArray& a, const std::string& path) {
+  if (a.dtype == DType::kInt32) return copy_as<int32_t>(a);
+  if (a.dtype != DType::kInt64) wrong_dtype(a, path, "int32 or int64");
+  std::vector<int64_t> wide = copy_as<int64_t>(a);
+  for (size_t i = 0; i < wide.size(); ++i) {
+    if (wide[i] < 0 || wide[i] > std::numeric_limits<int32_t>::max()) {
+      throw file_error(path, "entry " + std::to_string(i) + " = " + std::to_string(wide[i]) +
+                                 " is not a type index");
+    }
+  }
+  return std::vector<int32_t>(wide.begin(), wide.end());
+}
+
+// Rows of a [rows] or [rows, 1] array: labels and times are often saved as column vectors.
+int64_t vector_length(const NpyArray& a, const std::string& path) {
+  if (a.shape.size() == 1) return a.shape[0];
+  if (a.shape.size() == 2 && a.shape[1] == 1) return a.shape[0];
+  throw file_error(path, "shape " + shape_text(a.shape) + " is not a vector");
+}
+
+void expect_matrix(const NpyArray& a, const std::string& path, const char* layout) {
+  if (a.shape.size() != 2) {
+    throw file_error(path, "shape " + shape_text(a.shape) + " is not " + layout);
+  }
+}
+
+// The files of one folder, read on demand; every error names the file.
+class Folder {
+ public:
+  explicit Folder(std::string dir) : dir_(std::move(dir)) {}
+
+  std::string path(const std::string& name) const { return (fs::path(dir_) / name).string(); }
+  bool has(const std::string& name) const {
+    std::error_code ec;
+    return fs::exists(path(name), ec);
+  }
+  std::optional<NpyArray> read_optional(const std::string& name) const {
+    if (!has(name)) return std::nullopt;
+    return read_npy(path(name));
+  }
+
+ private:
+  std::string dir_;
+};
+
+// A per-node array's claim on the node count, for cross-checking and for error messages.
+struct NodeCountSource {
+  std::string file;
+  int64_t count;
+  std::string described;  // "x.npy has 12 rows"
+};
+
+class NodeCount {
+ public:
+  void add(const std::string& file, int64_t count, const char* unit, const Folder& folder) {
+    std::string described = file + " has " + std::to_string(count) + " " + unit;
+    if (!sources_.empty() && count != sources_.front().count) {
+      throw file_error(folder.path(file), "has " + std::to_string(count) + " " + unit + ", but " +
+                                              sources_.front().described + " (both are per node)");
+    }
+    sources_.push_back({file, count, described});
+  }
+  bool known() const { return !sources_.empty(); }
+  int64_t value() const { return sources_.front().count; }
+  const std::string& reason() const { return sources_.front().described; }
+
+ private:
+  std::vector<NodeCountSource> sources_;
+};
+
+struct EdgeFile {
+  std::string file;
+  EdgeList* edges;
+};
+
+// [2, E] rows src then dst, as PyG's edge_index.
+EdgeList read_edge_index(const NpyArray& a, const std::string& path) {
+  if (a.shape.size() != 2 || a.shape[0] != 2) {
+    throw file_error(path, "shape " + shape_text(a.shape) + " is not (2, num_edges)");
+  }
+  std::vector<int64_t> ids = as_int64(a, path);
+  size_t num_edges = static_cast<size_t>(a.shape[1]);
+  EdgeList edges;
+  edges.src.assign(ids.begin(), ids.begin() + num_edges);
+  edges.dst.assign(ids.begin() + num_edges, ids.end());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0) {
+      throw file_error(path, "edge " + std::to_string(i % num_edges) + " has a negative node id " +
+                                 std::to_string(ids[i]));
+    }
+  }
+  return edges;
+}
+
+int64_t max_node_id(const EdgeList& edges) {
+  int64_t max_id = -1;
+  for (int64_t id : edges.src) max_id = std::max(max_id, id);
+  for (int64_t id : edges.dst) max_id = std::max(max_id, id);
+  return max_id;
+}
+
+void check_edge_ids(const EdgeList& edges, int64_t num_nodes, const std::string& path,
+                    const std::string& reason) {
+  for (int64_t i = 0; i < edges.size(); ++i) {
+    int64_t worst = std::max(edges.src[i], edges.dst[i]);
+    if (worst >= num_nodes) {
+      throw file_error(path, "edge " + std::to_string(i) + " (" + std::to_string(edges.src[i]) + " -> " +
+                                 std::to_string(edges.dst[i]) + ") has node id " + std::to_string(worst) +
+                                 ", out of range: " + reason + ", so ids must be < " +
+                                 std::to_string(num_nodes));
+    }
+  }
+}
+
+void expect_edge_count(int64_t count, const char* unit, int64_t num_edges, const std::string& path,
+                       const std::string& edge_file) {
+  if (count != num_edges) {
+    throw file_error(path, "has " + std::to_string(count) + " " + unit + ", but " + edge_file + " has " +
+                               std::to_string(num_edges) + " edges");
+  }
+}
+
+// Node ids (sorted and deduplicated here) or a bool mask over the nodes.
+std::vector<int64_t> read_split(const NpyArray& a, const std::string& path, int64_t num_nodes) {
+  if (a.shape.size() != 1) throw file_error(path, "shape " + shape_text(a.shape) + " is not a vector");
+  std::vector<int64_t> ids;
+  if (a.is_bool) {
+    for (size_t node = 0; node < a.data.size(); ++node) {
+      if (a.data[node] != 0) ids.push_back(static_cast<int64_t>(node));
+    }
+    return ids;
+  }
+  if (a.dtype != DType::kInt64 && a.dtype != DType::kInt32) wrong_dtype(a, path, "int64 node ids or a bool mask");
+  ids = as_int64(a, path);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= num_nodes) {
+      throw file_error(path, "entry " + std::to_string(i) + " = " + std::to_string(ids[i]) +
+                                 " is not a node id in [0, " + std::to_string(num_nodes) + ")");
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+std::vector<int64_t> read_labels(const NpyArray& a, const std::string& path, int64_t* num_classes) {
+  std::vector<int64_t> y = as_int64(a, path);
+  int64_t max_label = -1;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (y[i] < -1) {
+      throw file_error(path, "label " + std::to_string(y[i]) + " of node " + std::to_string(i) +
+                                 " is negative (only -1, unlabelled, may be)");
+    }
+    max_label = std::max(max_label, y[i]);
+  }
+  *num_classes = max_label + 1;
+  return y;
+}
+
+struct Types {
+  std::vector<std::string> node_types;
+  std::vector<EdgeType> edge_types;
+};
+
+// {"node_types": ["author", ...], "edge_types": [["author", "writes", "paper"], ...]}
+Types read_types(const std::string& path) {
+  std::string text = detail::read_file(path);
+  Types types;
+  try {
+    nlohmann::json json = nlohmann::json::parse(text);
+    if (!json.is_object()) throw file_error(path, "expected a JSON object");
+    for (const auto& [key, value] : json.items()) {
+      if (key != "node_types" && key != "edge_types") {
+        throw file_error(path, "unknown key \"" + key + "\" (expected node_types, edge_types)");
+      }
+    }
+    if (json.contains("node_types")) types.node_types = json.at("node_types").get<std::vector<std::string>>();
+    if (json.contains("edge_types")) {
+      for (const auto& triple : json.at("edge_types")) {
+        if (!triple.is_array() || triple.size() != 3) {
+          throw file_error(path, "edge type " + triple.dump() + " is not [src_type, relation, dst_type]");
+        }
+        types.edge_types.push_back(EdgeType{triple[0].get<std::string>(), triple[1].get<std::string>(),
+                                            triple[2].get<std::string>()});
+      }
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw file_error(path, e.what());
+  }
+  return types;
+}
+
+void read_node_arrays(const Folder& folder, Dataset* d, NodeCount* count,
+                      std::vector<std::pair<std::string, NpyArray>>* splits) {
+  if (auto x = folder.read_optional("x.npy")) {
+    expect_matrix(*x, folder.path("x.npy"), "(num_nodes, num_features)");
+    count->add("x.npy", x->shape[0], "rows", folder);
+    d->feature_dim = x->shape[1];
+    d->x = as_float32(*x, folder.path("x.npy"));
+  }
+  if (auto y = folder.read_optional("y.npy")) {
+    count->add("y.npy", vector_length(*y, folder.path("y.npy")), "entries", folder);
+    d->y = read_labels(*y, folder.path("y.npy"), &d->num_classes);
+  }
+  if (auto t = folder.read_optional("node_time.npy")) {
+    count->add("node_time.npy", vector_length(*t, folder.path("node_time.npy")), "entries", folder);
+    d->node_time = as_int64(*t, folder.path("node_time.npy"));
+  }
+  if (auto t = folder.read_optional("node_type.npy")) {
+    count->add("node_type.npy", vector_length(*t, folder.path("node_type.npy")), "entries", folder);
+    d->node_type = as_type_ids(*t, folder.path("node_type.npy"));
+  }
+  for (const char* name : {"train_idx.npy", "val_idx.npy", "test_idx.npy"}) {
+    auto split = folder.read_optional(name);
+    if (!split) continue;
+    if (split->is_bool) count->add(name, vector_length(*split, folder.path(name)), "mask entries", folder);
+    splits->emplace_back(name, std::move(*split));
+  }
+}
+
+void read_edge_arrays(const Folder& folder, Dataset* d) {
+  const std::string edge_file = "edge_index.npy";
+  int64_t num_edges = d->edges.size();
+  if (auto a = folder.read_optional("edge_attr.npy")) {
+    expect_matrix(*a, folder.path("edge_attr.npy"), "(num_edges, num_edge_features)");
+    expect_edge_count(a->shape[0], "rows", num_edges, folder.path("edge_attr.npy"), edge_file);
+    d->edge_feature_dim = a->shape[1];
+    d->edge_attr = as_float32(*a, folder.path("edge_attr.npy"));
+  }
+  if (auto t = folder.read_optional("edge_time.npy")) {
+    expect_edge_count(vector_length(*t, folder.path("edge_time.npy")), "entries", num_edges,
+                      folder.path("edge_time.npy"), edge_file);
+    d->edge_time = as_int64(*t, folder.path("edge_time.npy"));
+  }
+}
+
+// Reads <prefix>edge_index.npy and, when present, <prefix>edge_type.npy.
+std::optional<EdgeList> read_typed_edges(const Folder& folder, const std::string& prefix) {
+  std::string index_file = prefix + "edge_index.npy", type_file = prefix + "edge_type.npy";
+  auto index = folder.read_optional(index_file);
+  if (!index) {
+    if (folder.has(type_file)) throw file_error(folder.path(type_file), "present without " + index_file);
+    return std::nullopt;
+  }
+  EdgeList edges = read_edge_index(*index, folder.path(index_file));
+  if (auto types = folder.read_optional(type_file)) {
+    expect_edge_count(vector_length(*types, folder.path(type_file)), "entries", edges.size(),
+                      folder.path(type_file), index_file);
+    edges.type = as_type_ids(*types, folder.path(type_file));
+  }
+  return edges;
+}
+
+void check_type_range(const std::vector<int32_t>& types, size_t count, const std::string& path,
+                      const char* kind) {
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (static_cast<size_t>(types[i]) >= count) {
+      throw file_error(path, "entry " + std::to_string(i) + " = " + std::to_string(types[i]) + ", but " +
+                                 kTypesFile + " names " + std::to_string(count) + " " + kind + " types");
+    }
+  }
+}
+
+// types.json names what node_type.npy and edge_type.npy index; neither makes sense alone.
+void apply_types(const Folder& folder, Dataset* d) {
+  bool has_types_file = folder.has(kTypesFile);
+  if (!has_types_file) {
+    for (const char* typed : {"node_type.npy", "edge_type.npy", "val_edge_type.npy", "test_edge_type.npy"}) {
+      if (folder.has(typed)) {
+        throw file_error(folder.path(typed), std::string("needs ") + kTypesFile + " to name the types");
+      }
+    }
+    return;
+  }
+  Types types = read_types(folder.path(kTypesFile));
+  d->node_type_names = std::move(types.node_types);
+  d->edge_types = std::move(types.edge_types);
+  if (!d->node_type_names.empty() && d->node_type.empty()) {
+    throw file_error(folder.path("node_type.npy"), std::string("missing, but ") + kTypesFile + " declares node types");
+  }
+  if (!d->edge_types.empty() && d->edges.type.empty() && d->edges.size() > 0) {
+    throw file_error(folder.path("edge_type.npy"), std::string("missing, but ") + kTypesFile + " declares edge types");
+  }
+  size_t node_types = d->node_type_names.size(), edge_types = d->edge_types.size();
+  check_type_range(d->node_type, node_types, folder.path("node_type.npy"), "node");
+  check_type_range(d->edges.type, edge_types, folder.path("edge_type.npy"), "edge");
+  check_type_range(d->val_edges.type, edge_types, folder.path("val_edge_type.npy"), "edge");
+  check_type_range(d->test_edges.type, edge_types, folder.path("test_edge_type.npy"), "edge");
+}
+
+void write_types(const Dataset& d, const std::string& path) {
+  nlohmann::json json;
+  json["node_types"] = d.node_type_names;
+  json["edge_types"] = nlohmann::json::array();
+  for (const EdgeType& t : d.edge_types) json["edge_types"].push_back({t.src_type, t.relation, t.dst_type});
+  std::string text = json.dump(2) + "\n";
+  detail::ScopedFd fd = detail::open_for_writing(path);
+  detail::write_all(fd.get(), path, text.data(), text.size());
+  fd.close_or_throw(path);
+}
+
+// Writes the fields of one folder and remembers which files it wrote.
+class FolderWriter {
+ public:
+  explicit FolderWriter(std::string dir) : dir_(std::move(dir)) {}
+
+  std::string path(const std::string& name) {
+    written_.push_back(name);
+    return (fs::path(dir_) / name).string();
+  }
+
+  template <typename T>
+  void vector(const std::string& name, const std::vector<T>& values) {
+    if (values.empty()) return;
+    write_npy(path(name), dtype_of<T>(), {static_cast<int64_t>(values.size())}, values.data());
+  }
+
+  void matrix(const std::string& name, const std::vector<float>& values, int64_t rows, int64_t cols) {
+    if (cols == 0) return;
+    write_npy(path(name), DType::kFloat32, {rows, cols}, values.data());
+  }
+
+  // [2, E] from the two rows as they are, with no interleaved copy.
+  void edges(const std::string& prefix, const EdgeList& e, bool always) {
+    if (e.size() == 0 && !always) return;
+    size_t bytes = e.src.size() * sizeof(int64_t);
+    detail::write_npy_chunks(path(prefix + "edge_index.npy"), DType::kInt64, {2, e.size()},
+                             {{e.src.data(), bytes}, {e.dst.data(), bytes}});
+    vector(prefix + "edge_type.npy", e.type);
+  }
+
+  void remove_stale_files() const {
+    for (const char* name : kFormatFiles) {
+      if (std::find(written_.begin(), written_.end(), name) != written_.end()) continue;
+      std::error_code ec;
+      fs::remove(fs::path(dir_) / name, ec);
+      if (ec) throw file_error((fs::path(dir_) / name).string(), "cannot remove stale file: " + ec.message());
+    }
+  }
+
+ private:
+  std::string dir_;
+  std::vector<std::string> written_;
+};
+
+}  // namespace
+
+// The node count is what the per-node arrays (x, y, node_time, node_type, bool masks) say,
+// and they must agree; with none of them it is the largest node id in any edge file + 1.
+Dataset read_npy_folder(const std::string& dir) {
+  if (!fs::is_directory(dir)) throw file_error(dir, "not a folder (expected a folder of .npy files)");
+  Folder folder(dir);
+  Dataset d;
+  d.name = detail::folder_name(dir);
+
+  if (!folder.has("edge_index.npy")) {
+    throw file_error(folder.path("edge_index.npy"), "missing: an npy dataset needs edge_index (int64 [2, num_edges])");
+  }
+  d.edges = *read_typed_edges(folder, "");
+  if (auto val = read_typed_edges(folder, "val_")) d.val_edges = std::move(*val);
+  if (auto test = read_typed_edges(folder, "test_")) d.test_edges = std::move(*test);
+
+  NodeCount count;
+  std::vector<std::pair<std::string, NpyArray>> splits;
+  read_node_arrays(folder, &d, &count, &splits);
+  const EdgeFile edge_files[] = {
+      {"edge_index.npy", &d.edges}, {"val_edge_index.npy", &d.val_edges}, {"test_edge_index.npy", &d.test_edges}};
+  if (count.known()) {
+    d.num_nodes = count.value();
+    for (const EdgeFile& f : edge_files) check_edge_ids(*f.edges, d.num_nodes, folder.path(f.file), count.reason());
+  } else {
+    for (const EdgeFile& f : edge_files) d.num_nodes = std::max(d.num_nodes, max_node_id(*f.edges) + 1);
+  }
+
+  read_edge_arrays(folder, &d);
+  for (const auto& [name, array] : splits) {
+    std::vector<int64_t> ids = read_split(array, folder.path(name), d.num_nodes);
+    if (name == "train_idx.npy") d.train_idx = std::move(ids);
+    else if (name == "val_idx.npy") d.val_idx = std::move(ids);
+    else d.test_idx = std::move(ids);
+  }
+  apply_types(folder, &d);
+  d.validate();
+  return d;
+}
+
+void write_npy_folder(const Dataset& d, const std::string& dir) {
+  d.validate();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw file_error(dir, "cannot create the folder: " + (ec ? ec.message() : "a file is in the way"));
+  }
+  FolderWriter out(dir);
+  out.edges("", d.edges, /*always=*/true);
+  out.edges("val_", d.val_edges, false);
+  out.edges("test_", d.test_edges, false);
+  out.matrix("x.npy", d.x, d.num_nodes, d.feature_dim);
+  out.vector("y.npy", d.y);
+  out.matrix("edge_attr.npy", d.edge_attr, d.num_edges(), d.edge_feature_dim);
+  out.vector("node_time.npy", d.node_time);
+  out.vector("edge_time.npy", d.edge_time);
+  out.vector("node_type.npy", d.node_type);
+  out.vector("train_idx.npy", d.train_idx);
+  out.vector("val_idx.npy", d.val_idx);
+  out.vector("test_idx.npy", d.test_idx);
+  if (d.is_hetero()) write_types(d, out.path(kTypesFile));
+  out.remove_stale_files();
+}
+
+}  // namespace partita

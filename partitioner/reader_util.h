@@ -1,0 +1,131 @@
+// Helpers shared by the dataset readers (not part of the public API): whole-file input,
+// line splitting with line numbers, progress for large inputs, and chunked .npy output.
+#pragma once
+
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/progress.h"
+
+namespace partita::detail {
+
+// Owns a POSIX file descriptor (closing it on scope exit) so that error paths leak nothing.
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ~ScopedFd();
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  int get() const { return fd_; }
+  // Closes now and reports failure (a full disk can surface only at close); errors name `path`.
+  void close_or_throw(const std::string& path);
+
+ private:
+  int fd_;
+};
+
+// Open for reading / for writing (created or truncated); errors name the file and the reason.
+ScopedFd open_for_reading(const std::string& path);
+ScopedFd open_for_writing(const std::string& path);
+// Size in bytes of an open regular file; a folder or device is an error naming `path`.
+size_t regular_file_size(int fd, const std::string& path);
+
+// The whole file in one buffer: text readers then parse with std::from_chars and
+// string_views into it instead of paying for an iostream per line.
+// Throws an Error naming the file when it is missing, a folder, or unreadable.
+std::string read_file(const std::string& path);
+
+// Fills `buffer` (of exactly `bytes` bytes) from the open descriptor; errors name `path`.
+// Loops because read() may return less than asked (and at most ~2 GB per call on Linux).
+void read_exactly(int fd, const std::string& path, char* buffer, size_t bytes);
+void write_all(int fd, const std::string& path, const void* data, size_t bytes);
+
+// "fb15k-237" for "data/fb15k-237/": a dataset folder's name (the trailing slash that shell
+// completion leaves is ignored).
+std::string folder_name(const std::string& path);
+// "cora" for "data/cora.content".
+std::string file_stem(const std::string& path);
+
+// Iterates the lines of a buffer, numbering them from 1 and removing the '\r' of CRLF
+// endings, so every reader accepts files written on Windows.
+class LineReader {
+ public:
+  explicit LineReader(std::string_view text) : text_(text) {}
+
+  // Sets `line` to the next line (without its ending); false at the end of the buffer.
+  bool next(std::string_view* line) {
+    if (pos_ >= text_.size()) return false;
+    size_t end = text_.find('\n', pos_);
+    if (end == std::string_view::npos) end = text_.size();
+    *line = text_.substr(pos_, end - pos_);
+    if (!line->empty() && line->back() == '\r') line->remove_suffix(1);
+    pos_ = end + 1;
+    ++line_number_;
+    return true;
+  }
+  long line_number() const { return line_number_; }
+  size_t position() const { return pos_ < text_.size() ? pos_ : text_.size(); }
+
+ private:
+  std::string_view text_;
+  size_t pos_ = 0;
+  long line_number_ = 0;
+};
+
+inline bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+// Splits on runs of spaces and tabs, appending to `fields` (cleared first).
+void split_whitespace(std::string_view line, std::vector<std::string_view>* fields);
+
+// Parses the whole of `token` as T (integers or floats); false if anything is left over,
+// it is empty, or out of T's range.
+template <typename T>
+bool parse_number(std::string_view token, T* value) {
+  if (token.empty()) return false;
+  const char* end = token.data() + token.size();
+  auto [ptr, ec] = std::from_chars(token.data(), end, *value);
+  return ec == std::errc() && ptr == end;
+}
+
+// Progress lines while parsing a buffer; silent for inputs that take well under a second,
+// where a log line per file would only be noise.
+class ParseProgress {
+ public:
+  ParseProgress(const std::string& task, size_t total_bytes);
+  // `position` is the number of bytes parsed so far. Cheap enough to call per line.
+  void update(size_t position) {
+    if (progress_ == nullptr || position - reported_ < kStride) return;
+    progress_->advance(static_cast<int64_t>(position - reported_));
+    reported_ = position;
+  }
+  void done(size_t total_bytes);
+
+ private:
+  static constexpr size_t kStride = size_t{1} << 20;
+  std::unique_ptr<Progress> progress_;
+  size_t reported_ = 0;
+};
+
+// Inputs at least this large log progress (about a second of parsing or reading).
+constexpr size_t kProgressThresholdBytes = size_t{64} << 20;
+
+// A piece of an array's data, in order.
+struct ByteRange {
+  const void* data;
+  size_t bytes;
+};
+
+// Writes a .npy file whose data is the concatenation of `chunks`, so arrays kept as
+// separate buffers (edge_index's src and dst rows) are written without an interleaved copy.
+// The chunks must add up to exactly the bytes `shape` needs.
+void write_npy_chunks(const std::string& path, DType dtype, const std::vector<int64_t>& shape,
+                      const std::vector<ByteRange>& chunks);
+
+}  // namespace partita::detail

@@ -1,0 +1,15 @@
+#include "partitioner/readers.h"
+
+#include "base/error.h"
+
+namespace partita {
+
+Dataset read_dataset(const std::string& format, const std::string& path, const ReadOptions& options) {
+  if (format == "linqs") return read_linqs(path, options);
+  if (format == "npy") return read_npy_folder(path);
+  if (format == "edgelist") return read_edgelist(path);
+  if (format == "triples") return read_triples(path);
+  throw UsageError("unknown dataset format '" + format + "' (expected one of: linqs, npy, edgelist, triples)");
+}
+
+}  // namespace partita

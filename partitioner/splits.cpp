@@ -1,0 +1,88 @@
+#include "partitioner/splits.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "base/error.h"
+#include "base/random.h"
+
+namespace partita {
+
+namespace {
+
+int64_t fraction_of(double fraction, int64_t n) {
+  return static_cast<int64_t>(std::llround(fraction * static_cast<double>(n)));
+}
+
+struct SplitSizes {
+  int64_t train, val, test;
+};
+
+SplitSizes split_sizes(const SplitOptions& o, int64_t n) {
+  return {o.num_train > 0 ? o.num_train : fraction_of(o.train_fraction, n),
+          fraction_of(o.val_fraction, n), fraction_of(o.test_fraction, n)};
+}
+
+void check_fraction(const char* flag, double value) {
+  // Written so that NaN fails too.
+  if (!(value >= 0.0 && value <= 1.0)) {
+    throw UsageError(std::string(flag) + ": must be in [0, 1] (got " + std::to_string(value) +
+                     ")");
+  }
+}
+
+}  // namespace
+
+void check_split_options(const SplitOptions& o, int64_t num_candidates) {
+  if (o.num_train < 0) {
+    throw UsageError("--train-nodes: must not be negative (got " + std::to_string(o.num_train) +
+                     ")");
+  }
+  check_fraction("--train-fraction", o.train_fraction);
+  check_fraction("--val-fraction", o.val_fraction);
+  check_fraction("--test-fraction", o.test_fraction);
+  // When num_train is given, train_fraction is unused and must not make a valid split fail.
+  double train = o.num_train > 0 ? 0.0 : o.train_fraction;
+  if (train + o.val_fraction + o.test_fraction > 1.0 + 1e-9) {
+    throw UsageError("--train-fraction/--val-fraction/--test-fraction: the fractions sum to " +
+                     std::to_string(train + o.val_fraction + o.test_fraction) +
+                     ", which is above 1");
+  }
+  SplitSizes s = split_sizes(o, num_candidates);
+  if (s.train + s.val + s.test > num_candidates) {
+    throw UsageError("--train-nodes: " + std::to_string(s.train) + " training nodes plus " +
+                     std::to_string(s.val) + " validation and " + std::to_string(s.test) +
+                     " test nodes exceed the " + std::to_string(num_candidates) +
+                     " nodes that can be split");
+  }
+}
+
+NodeSplit random_node_split(std::vector<int64_t> candidates, const SplitOptions& options,
+                            uint64_t seed) {
+  const int64_t n = static_cast<int64_t>(candidates.size());
+  check_split_options(options, n);
+  SplitSizes s = split_sizes(options, n);
+  const int64_t taken = s.train + s.val + s.test;
+
+  // Forward Fisher-Yates, stopped once the split's prefix is drawn: each prefix position
+  // gets a uniform pick from what is left, so the cost is the split's size, not n.
+  Rng rng(seed);
+  for (int64_t i = 0; i < taken; ++i) {
+    int64_t j = i + static_cast<int64_t>(rng.below(static_cast<uint64_t>(n - i)));
+    std::swap(candidates[i], candidates[j]);
+  }
+
+  auto sorted_range = [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> ids(candidates.begin() + begin, candidates.begin() + end);
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  };
+  NodeSplit split;
+  split.train = sorted_range(0, s.train);
+  split.val = sorted_range(s.train, s.train + s.val);
+  split.test = sorted_range(s.train + s.val, taken);
+  return split;
+}
+
+}  // namespace partita

@@ -1,0 +1,29 @@
+// Random train/val/test node splits, as the synthetic generators (and readers of datasets
+// without a published split) make them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "partitioner/generators.h"
+
+namespace partita {
+
+struct NodeSplit {
+  std::vector<int64_t> train;  // each sorted; the three are disjoint
+  std::vector<int64_t> val;
+  std::vector<int64_t> test;
+};
+
+// Throws UsageError (naming the flag) unless `options` can split `num_candidates` nodes:
+// fractions in [0, 1] summing to at most 1, and num_train + val + test nodes fitting.
+void check_split_options(const SplitOptions& options, int64_t num_candidates);
+
+// Draws the split from `candidates` (distinct node ids, any order): the first num_train (or
+// round(train_fraction * n)) of a seeded random order for training, the next
+// round(val_fraction * n) for validation, the next round(test_fraction * n) for testing.
+// The rest are in no split. The result depends only on the candidates, options and seed.
+NodeSplit random_node_split(std::vector<int64_t> candidates, const SplitOptions& options,
+                            uint64_t seed);
+
+}  // namespace partita

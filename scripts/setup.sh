@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what is missing (Debian bookworm, as root or with sudo), then configures and
+# builds Partita in ./build. Sourced by scripts/main.sh and scripts/test.sh.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${PARTITA_BUILD_DIR:-$ROOT/build}"
+
+PACKAGES=(
+  build-essential cmake ccache pkg-config
+  libcaf-dev libtorch-dev libmetis-dev libcapnp-dev capnproto
+  libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev
+  nlohmann-json3-dev libcli11-dev
+  # Debian's libtorch calls the reference BLAS unless OpenBLAS provides libblas.so.3:
+  # dense layers are then 15-25x slower.
+  libopenblas0-pthread
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "partita setup: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# libblas.so.3 is an alternative; make sure it resolves to OpenBLAS, not the reference BLAS.
+if ! readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 | grep -q openblas; then
+  echo "partita setup: warning: libblas.so.3 does not point to OpenBLAS; libtorch will be slow" >&2
+fi
+
+cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD_DIR" -j"$(nproc)"

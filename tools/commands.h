@@ -1,0 +1,20 @@
+// The `partita` subcommands. Each add_*_command registers its flags on `app` and a
+// callback that calls into the layers below; errors propagate as partita::Error.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace partita::cli {
+
+// Options every subcommand shares.
+struct GlobalOptions {
+  std::string log_level = "info";
+  int threads = 0;  // 0 = all cores
+};
+
+void add_generate_command(CLI::App& app, const GlobalOptions& global);
+void add_partition_command(CLI::App& app, const GlobalOptions& global);
+void add_inspect_command(CLI::App& app, const GlobalOptions& global);
+void add_bench_command(CLI::App& app, const GlobalOptions& global);
+
+}  // namespace partita::cli

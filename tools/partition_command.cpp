@@ -1,0 +1,86 @@
+// partita partition: read a dataset, partition it, write the partition folder.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "partitioner/partition.h"
+#include "partitioner/partition_format.h"
+#include "partitioner/partition_report.h"
+#include "partitioner/readers.h"
+#include "tools/commands.h"
+
+namespace partita::cli {
+
+namespace {
+
+struct PartitionCommand {
+  std::string input;
+  std::string format = "npy";
+  std::string output;
+  std::string method = "metis";
+  int parts = 2;
+  uint64_t seed = 0;
+  uint64_t split_seed = 0;
+  bool overwrite = false;
+  bool no_balance_train = false;
+  bool json = false;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void run(const PartitionCommand& c, const GlobalOptions& global) {
+  PartitionOptions options;
+  options.num_parts = c.parts;
+  options.method = parse_partition_method(c.method);
+  options.seed = c.seed;
+  options.balance_train = !c.no_balance_train;
+  options.threads = global.threads;
+
+  auto start = std::chrono::steady_clock::now();
+  ReadOptions read_options;
+  read_options.split_seed = c.split_seed;
+  Dataset dataset = read_dataset(c.format, c.input, read_options);
+  spdlog::info("read {} ({}): {} nodes, {} directed edges in {:.2f}s", c.input, c.format,
+               dataset.num_nodes, dataset.num_edges(), seconds_since(start));
+
+  auto phase = std::chrono::steady_clock::now();
+  std::vector<int32_t> parts = assign_partitions(dataset, options);
+  spdlog::info("{} partitioning into {} parts took {:.2f}s", c.method, c.parts, seconds_since(phase));
+
+  phase = std::chrono::steady_clock::now();
+  WriteOptions write_options;
+  write_options.overwrite = c.overwrite;
+  write_options.threads = global.threads;
+  PartitionMeta meta = write_partitions(dataset, parts, options, c.output, write_options);
+  spdlog::info("wrote {} in {:.2f}s (total {:.2f}s)", c.output, seconds_since(phase), seconds_since(start));
+  std::cout << (c.json ? format_report_json(meta) : format_report_table(meta));
+}
+
+}  // namespace
+
+void add_partition_command(CLI::App& app, const GlobalOptions& global) {
+  auto c = std::make_shared<PartitionCommand>();
+  CLI::App* cmd = app.add_subcommand("partition", "partition a dataset into a partition folder");
+  cmd->add_option("-i,--input", c->input, "dataset file or folder")->required();
+  cmd->add_option("-f,--format", c->format, "dataset format: linqs, npy, edgelist, triples")
+      ->check(CLI::IsMember({"linqs", "npy", "edgelist", "triples"}))
+      ->capture_default_str();
+  cmd->add_option("-o,--output", c->output, "partition folder to write")->required();
+  cmd->add_option("-k,--parts", c->parts, "number of partitions")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--method", c->method, "metis or random")
+      ->check(CLI::IsMember({"metis", "random"}))
+      ->capture_default_str();
+  cmd->add_option("--seed", c->seed, "partitioning seed")->capture_default_str();
+  cmd->add_option("--split-seed", c->split_seed, "seed of the node split for formats without one (linqs)")
+      ->capture_default_str();
+  cmd->add_flag("--no-balance-train", c->no_balance_train,
+                "do not balance training nodes across parts (one METIS constraint fewer)");
+  cmd->add_flag("--overwrite", c->overwrite, "replace the output folder if it exists");
+  cmd->add_flag("--json", c->json, "print the partition report as JSON");
+  cmd->callback([c, &global] { run(*c, global); });
+}
+
+}  // namespace partita::cli
