@@ -63,7 +63,9 @@ class BalancedClasses {
 
   int64_t num_classes() const { return num_classes_; }
   int64_t class_of(int64_t node) const { return rank_[node] % num_classes_; }
-  int64_t class_size(int64_t c) const { return (num_nodes() - c + num_classes_ - 1) / num_classes_; }
+  int64_t class_size(int64_t c) const {
+    return (num_nodes() - c + num_classes_ - 1) / num_classes_;
+  }
   // A uniform member of `node`'s class other than `node` itself (needs class size >= 2).
   int64_t classmate(int64_t node, Rng& rng) const;
   // A uniform node of any class but c (needs at least two classes).

@@ -78,6 +78,14 @@ std::string format_report_table(const PartitionMeta& meta) {
       << (meta.edge_feature_dim > 0 ? "edge_attr float32 " + shape_text(meta.num_edges, meta.edge_feature_dim) : "none")
       << "\n";
   out << "labels: " << (meta.has_labels ? "y int64, " + std::to_string(meta.num_classes) + " classes" : "none") << "\n";
+  if (meta.has_edge_splits) {
+    int64_t val = 0, test = 0;
+    for (const auto& p : meta.parts) {
+      val += p.num_val_edges;
+      test += p.num_test_edges;
+    }
+    out << "held-out edges: " << val << " validation, " << test << " test\n";
+  }
   if (meta.is_hetero) {
     out << "node types: " << meta.node_types.size() << ", edge types: " << meta.edge_types.size() << "\n";
   }
@@ -116,7 +124,9 @@ std::string format_report_json(const PartitionMeta& meta) {
                           {"num_val", s.num_val},
                           {"num_test", s.num_test},
                           {"num_halo", s.num_halo},
-                          {"num_cut_edges", s.num_cut_edges}});
+                          {"num_cut_edges", s.num_cut_edges},
+                          {"num_val_edges", s.num_val_edges},
+                          {"num_test_edges", s.num_test_edges}});
   }
   return j.dump(2) + "\n";
 }

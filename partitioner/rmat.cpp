@@ -24,7 +24,8 @@ constexpr int64_t kEdgeChunk = int64_t{1} << 16;
 constexpr int kMaxDrawsPerEdge = 1000;
 
 void check_options(const RmatOptions& o) {
-  require(o.num_nodes >= 2, "--nodes", "must be at least 2 (got " + std::to_string(o.num_nodes) + ")");
+  require(o.num_nodes >= 2, "--nodes",
+          "must be at least 2 (got " + std::to_string(o.num_nodes) + ")");
   require(o.avg_degree > 0 && std::isfinite(o.avg_degree), "--avg-degree",
           "must be above 0 (got " + std::to_string(o.avg_degree) + ")");
   require(o.a >= 0 && o.b >= 0 && o.c >= 0, "--a/--b/--c", "probabilities must not be negative");

@@ -247,7 +247,7 @@ TEST(RmatTest, ProbabilitiesThatNeverGiveAnEdgeFailInsteadOfHanging) {
   // of them past num_nodes = 1025.
   RmatOptions o;
   o.num_nodes = 1025;
-  o.avg_degree = 4;
+  o.avg_degree = 200;  // several chunks: the error must cross from the worker threads
   o.a = 0, o.b = 0.001, o.c = 0;
   o.threads = 2;
   expect_usage_error([&] { generate_rmat(o); }, "--a/--b/--c");

@@ -1,0 +1,182 @@
+// The `partita` command line, end to end: exit codes, one-line errors, the whole pipeline.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace partita {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_partita;
+using testing::TempDir;
+
+bool one_line(const std::string& s) {
+  return !s.empty() && s.find('\n') == s.size() - 1;
+}
+
+TEST(CliTest, GenerateThenPartitionThenInspect) {
+  TempDir tmp;
+  auto gen = run_partita({"--log-level", "warn", "generate", "sbm", "--nodes", "5000",
+                          "--classes", "4", "--features", "8", "--seed", "3", "-o", tmp / "g"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  auto part = run_partita({"--log-level", "warn", "partition", "-i", tmp / "g", "-o", tmp / "p",
+                           "-k", "3", "--json"});
+  ASSERT_EQ(part.exit_code, 0) << part.err;
+  auto report = nlohmann::json::parse(part.out);
+  EXPECT_EQ(report["num_nodes"], 5000);
+  EXPECT_EQ(report["num_parts"], 3);
+  auto inspect = run_partita({"--log-level", "warn", "inspect", tmp / "p", "--verify", "--json"});
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_EQ(nlohmann::json::parse(inspect.out), report);
+  auto table = run_partita({"--log-level", "warn", "inspect", tmp / "p"});
+  ASSERT_EQ(table.exit_code, 0);
+  EXPECT_NE(table.out.find("edge cut:"), std::string::npos);
+  EXPECT_NE(table.out.find("balance (largest / mean)"), std::string::npos);
+}
+
+TEST(CliTest, GeneratorOutputDoesNotDependOnThreads) {
+  TempDir tmp;
+  for (const char* threads : {"1", "2"}) {
+    auto r = run_partita({"--log-level", "warn", "--threads", threads, "generate", "rmat",
+                          "--nodes", "20000", "--features", "4", "--classes", "3", "-o",
+                          tmp / (std::string("t") + threads)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  for (const char* file : {"edge_index.npy", "x.npy", "y.npy", "train_idx.npy"}) {
+    EXPECT_EQ(testing::read_text(tmp / (std::string("t1/") + file)),
+              testing::read_text(tmp / (std::string("t2/") + file)))
+        << file;
+  }
+}
+
+TEST(CliTest, UsageErrorsExitTwoWithOneLine) {
+  const std::vector<std::vector<std::string>> cases{
+      {},
+      {"frobnicate"},
+      {"partition", "-o", "/tmp/x"},  // missing --input
+      {"partition", "-i", "x", "-o", "y", "--parts", "0"},
+      {"partition", "-i", "x", "-o", "y", "--parts", "two"},
+      {"partition", "-i", "x", "-o", "y", "--format", "csv"},
+      {"partition", "-i", "x", "-o", "y", "--method", "spectral"},
+      {"generate", "rmat", "-o", "y", "--a", "0.5", "--b", "0.3", "--c", "0.3"},
+      {"generate", "sbm", "-o", "y", "--homophily", "1.5"},
+      {"--log-level", "loud", "inspect", "x"},
+      {"--threads", "-1", "inspect", "x"},
+  };
+  for (const auto& args : cases) {
+    auto r = run_partita(args);
+    std::string cmd;
+    for (const auto& a : args) cmd += a + " ";
+    EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.err;
+    EXPECT_TRUE(one_line(r.err)) << cmd << "\n" << r.err;
+  }
+}
+
+TEST(CliTest, RuntimeErrorsExitOneAndNameTheProblem) {
+  TempDir tmp;
+  testing::write_text(tmp / "edges.txt", "0 1\n1 2\n2 x\n");
+  testing::write_text(tmp / "small.txt", "0 1\n1 2\n");
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;  // a fragment the error must contain
+  };
+  const std::vector<Case> cases{
+      {{"partition", "-f", "npy", "-i", tmp / "missing", "-o", tmp / "o"}, tmp / "missing"},
+      {{"partition", "-f", "edgelist", "-i", tmp / "edges.txt", "-o", tmp / "o"}, "edges.txt:3"},
+      {{"partition", "-f", "edgelist", "-i", tmp / "small.txt", "-o", tmp / "o", "-k", "5"}, "5 partitions"},
+      {{"partition", "-f", "edgelist", "-i", tmp / "small.txt", "-o", tmp / "nope/o"}, "does not exist"},
+      {{"inspect", tmp / "missing"}, "not a folder"},
+      {{"inspect", tmp.path()}, "META.json"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_partita(c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.expected << "\n" << r.err;
+    EXPECT_TRUE(one_line(r.err)) << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(tmp / "o")) << "a failed run left output behind";
+}
+
+class CorruptFolderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto r = run_partita({"--log-level", "warn", "partition", "-f", "linqs", "-i",
+                          testing::dataset_path("cora"), "-o", dir(), "-k", "2"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  std::string dir() const { return tmp_ / "cora"; }
+  std::string inspect_error(bool verify) {
+    std::vector<std::string> args{"--log-level", "warn", "inspect", dir()};
+    if (verify) args.push_back("--verify");
+    auto r = run_partita(args);
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_TRUE(one_line(r.err)) << r.err;
+    return r.err;
+  }
+  void patch(const std::string& file, long offset, const std::string& bytes) {
+    std::fstream f(dir() + "/" + file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(offset);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  TempDir tmp_;
+};
+
+TEST_F(CorruptFolderTest, TruncatedArrayIsNamed) {
+  fs::resize_file(dir() + "/part1/indices.bin", 100);
+  std::string e = inspect_error(false);
+  EXPECT_NE(e.find("part1/indices.bin"), std::string::npos) << e;
+  EXPECT_NE(e.find("size mismatch"), std::string::npos) << e;
+}
+
+TEST_F(CorruptFolderTest, CorruptFeatureByteFailsVerify) {
+  patch("part0/x.bin", 64 + 4 * 1000, "\x7f");
+  auto quick = run_partita({"--log-level", "warn", "inspect", dir()});
+  EXPECT_EQ(quick.exit_code, 0) << "structure is intact; only --verify reads every byte";
+  std::string e = inspect_error(true);
+  EXPECT_NE(e.find("part0/x.bin: checksum mismatch"), std::string::npos) << e;
+}
+
+TEST_F(CorruptFolderTest, OutOfRangeSourceIdIsNamed) {
+  // A huge source id with an intact header: only the range check can catch it.
+  patch("part0/indices.bin", 64 + 8 * 3, std::string("\xff\xff\xff\x00\x00\x00\x00\x00", 8));
+  std::string e = inspect_error(false);
+  EXPECT_NE(e.find("part0/indices.bin: entry 3"), std::string::npos) << e;
+  EXPECT_NE(e.find("outside [0, 2708)"), std::string::npos) << e;
+}
+
+TEST_F(CorruptFolderTest, MissingPartFileIsNamed) {
+  fs::remove(dir() + "/part1/orig_ids.bin");
+  std::string e = inspect_error(false);
+  EXPECT_NE(e.find("part1/orig_ids.bin: missing"), std::string::npos) << e;
+}
+
+TEST_F(CorruptFolderTest, BrokenMetaFieldIsNamed) {
+  std::string meta = testing::read_text(dir() + "/META.json");
+  auto j = nlohmann::json::parse(meta);
+  j["num_parts"] = "two";
+  testing::write_text(dir() + "/META.json", j.dump());
+  EXPECT_NE(inspect_error(false).find("field 'num_parts': expected an integer"), std::string::npos);
+  j["num_parts"] = 2;
+  j["format_version"] = 99;
+  testing::write_text(dir() + "/META.json", j.dump());
+  EXPECT_NE(inspect_error(false).find("version 99 is not supported"), std::string::npos);
+  testing::write_text(dir() + "/META.json", meta.substr(0, meta.size() / 2));
+  EXPECT_NE(inspect_error(false).find("invalid JSON"), std::string::npos);
+}
+
+TEST_F(CorruptFolderTest, SwappedNodeMapFailsVerify) {
+  // Consistent checksums and ranges, wrong content: the cross-part check catches it.
+  std::string map = testing::read_text(dir() + "/node_map.bin");
+  std::string first = map.substr(64, 8), second = map.substr(72, 8);
+  patch("node_map.bin", 64, second);
+  patch("node_map.bin", 72, first);
+  std::string e = inspect_error(true);
+  EXPECT_NE(e.find("node_map.bin"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace partita
