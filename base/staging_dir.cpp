@@ -10,8 +10,16 @@ namespace partita {
 
 namespace fs = std::filesystem;
 
-StagingDir::StagingDir(const std::string& target, bool overwrite)
-    : target_(target), overwrite_(overwrite) {
+namespace {
+// "out/" and "out" are the same target; the staging folder must be a sibling, not a child.
+std::string without_trailing_slash(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+}  // namespace
+
+void StagingDir::check_target(const std::string& raw_target, bool overwrite) {
+  std::string target = without_trailing_slash(raw_target);
   std::error_code ec;
   fs::path parent = fs::absolute(target, ec).parent_path();
   if (!fs::is_directory(parent, ec)) {
@@ -23,7 +31,13 @@ StagingDir::StagingDir(const std::string& target, bool overwrite)
   if (fs::exists(target, ec) && !overwrite) {
     throw file_error(target, "output folder already exists (pass --overwrite to replace it)");
   }
-  path_ = target + ".partita-tmp-" + std::to_string(::getpid());
+}
+
+StagingDir::StagingDir(const std::string& target, bool overwrite)
+    : target_(without_trailing_slash(target)), overwrite_(overwrite) {
+  check_target(target, overwrite);
+  std::error_code ec;
+  path_ = target_ + ".partita-tmp-" + std::to_string(::getpid());
   fs::remove_all(path_, ec);
   if (!fs::create_directory(path_, ec)) {
     throw file_error(target, "cannot create output folder: " + ec.message());

@@ -16,6 +16,9 @@ class StagingDir {
   StagingDir(const StagingDir&) = delete;
   StagingDir& operator=(const StagingDir&) = delete;
 
+  // The constructor's checks alone, to fail before hours of work rather than after.
+  static void check_target(const std::string& target, bool overwrite);
+
   const std::string& path() const { return path_; }
 
   // Renames the staging folder to the target, replacing an existing target if allowed.

@@ -19,6 +19,8 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the npy reader assumes
 
 namespace {
 
+using detail::shape_text;
+
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicBytes = 6;
 // np.save aligns the data to 64 bytes (numpy >= 1.14); we do the same so that mapping a
@@ -46,16 +48,6 @@ struct NpyHeader {
   bool fortran_order = false;
   std::vector<int64_t> shape;
 };
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  if (shape.size() == 1) s += ",";
-  return s + ")";
-}
 
 // Parses the header dict. numpy itself uses ast.literal_eval; we accept the same literals
 // it writes (and any key order, spacing or trailing comma a hand-written file may have)

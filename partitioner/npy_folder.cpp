@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 #include "base/error.h"
 #include "partitioner/npy.h"
@@ -30,11 +31,7 @@ constexpr const char* kFormatFiles[] = {
     "val_edge_type.npy", "test_edge_index.npy", "test_edge_type.npy", kTypesFile,
 };
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i > 0 ? ", " : "") + std::to_string(shape[i]);
-  return s + (shape.size() == 1 ? ",)" : ")");
-}
+using detail::shape_text;
 
 std::string dtype_text(const NpyArray& a) { return a.is_bool ? "bool" : std::string(dtype_name(a.dtype)); }
 
@@ -42,32 +39,42 @@ std::string dtype_text(const NpyArray& a) { return a.is_bool ? "bool" : std::str
   throw file_error(path, "dtype " + dtype_text(a) + " is not supported here (expected " + expected + ")");
 }
 
-template <typename T>
-std::vector<T> copy_as(const NpyArray& a) {
-  std::vector<T> out(a.data.size() / sizeof(T));
-  std::memcpy(out.data(), a.data.data(), out.size() * sizeof(T));
-  return out;
-}
-
-// Element-wise conversion straight from the file's bytes (no intermediate copy: x may be
-// gigabytes).
+// Elements [first, first + count) converted straight from the file's bytes: no
+// intermediate copy, since x may be gigabytes.
 template <typename To, typename From>
-std::vector<To> convert(const NpyArray& a) {
-  size_t n = a.data.size() / sizeof(From);
-  std::vector<To> out(n);
-  const char* bytes = a.data.data();
-  for (size_t i = 0; i < n; ++i) {
-    From value;
-    std::memcpy(&value, bytes + i * sizeof(From), sizeof(From));
-    out[i] = static_cast<To>(value);
+std::vector<To> convert(const NpyArray& a, size_t first, size_t count) {
+  std::vector<To> out(count);
+  const char* bytes = a.data.data() + first * sizeof(From);
+  if constexpr (std::is_same_v<To, From>) {
+    std::memcpy(out.data(), bytes, count * sizeof(From));
+  } else {
+    for (size_t i = 0; i < count; ++i) {
+      From value;
+      std::memcpy(&value, bytes + i * sizeof(From), sizeof(From));
+      out[i] = static_cast<To>(value);
+    }
   }
   return out;
 }
 
-std::vector<int64_t> as_int64(const NpyArray& a, const std::string& path) {
-  if (a.dtype == DType::kInt64) return copy_as<int64_t>(a);
-  if (a.dtype == DType::kInt32) return convert<int64_t, int32_t>(a);
+template <typename To, typename From>
+std::vector<To> convert(const NpyArray& a) {
+  return convert<To, From>(a, 0, a.data.size() / sizeof(From));
+}
+
+template <typename T>
+std::vector<T> copy_as(const NpyArray& a) {
+  return convert<T, T>(a);
+}
+
+std::vector<int64_t> int64_slice(const NpyArray& a, const std::string& path, size_t first, size_t count) {
+  if (a.dtype == DType::kInt64) return convert<int64_t, int64_t>(a, first, count);
+  if (a.dtype == DType::kInt32) return convert<int64_t, int32_t>(a, first, count);
   wrong_dtype(a, path, "int64 or int32");
+}
+
+std::vector<int64_t> as_int64(const NpyArray& a, const std::string& path) {
+  return int64_slice(a, path, 0, static_cast<size_t>(a.num_elements()));
 }
 
 std::vector<float> as_float32(const NpyArray& a, const std::string& path) {
@@ -122,29 +129,27 @@ class Folder {
   std::string dir_;
 };
 
-// A per-node array's claim on the node count, for cross-checking and for error messages.
-struct NodeCountSource {
-  std::string file;
-  int64_t count;
-  std::string described;  // "x.npy has 12 rows"
-};
-
+// The node count the per-node arrays agree on; the first one read is the reference that
+// the others are checked against and that error messages quote.
 class NodeCount {
  public:
   void add(const std::string& file, int64_t count, const char* unit, const Folder& folder) {
-    std::string described = file + " has " + std::to_string(count) + " " + unit;
-    if (!sources_.empty() && count != sources_.front().count) {
-      throw file_error(folder.path(file), "has " + std::to_string(count) + " " + unit + ", but " +
-                                              sources_.front().described + " (both are per node)");
+    if (known() && count != count_) {
+      throw file_error(folder.path(file), "has " + std::to_string(count) + " " + unit + ", but " + reason_ +
+                                              " (both are per node)");
     }
-    sources_.push_back({file, count, described});
+    if (!known()) {
+      count_ = count;
+      reason_ = file + " has " + std::to_string(count) + " " + unit;
+    }
   }
-  bool known() const { return !sources_.empty(); }
-  int64_t value() const { return sources_.front().count; }
-  const std::string& reason() const { return sources_.front().described; }
+  bool known() const { return count_ >= 0; }
+  int64_t value() const { return count_; }
+  const std::string& reason() const { return reason_; }
 
  private:
-  std::vector<NodeCountSource> sources_;
+  int64_t count_ = -1;
+  std::string reason_;  // "x.npy has 12 rows"
 };
 
 struct EdgeFile {
@@ -157,15 +162,15 @@ EdgeList read_edge_index(const NpyArray& a, const std::string& path) {
   if (a.shape.size() != 2 || a.shape[0] != 2) {
     throw file_error(path, "shape " + shape_text(a.shape) + " is not (2, num_edges)");
   }
-  std::vector<int64_t> ids = as_int64(a, path);
   size_t num_edges = static_cast<size_t>(a.shape[1]);
   EdgeList edges;
-  edges.src.assign(ids.begin(), ids.begin() + num_edges);
-  edges.dst.assign(ids.begin() + num_edges, ids.end());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0) {
-      throw file_error(path, "edge " + std::to_string(i % num_edges) + " has a negative node id " +
-                                 std::to_string(ids[i]));
+  edges.src = int64_slice(a, path, 0, num_edges);
+  edges.dst = int64_slice(a, path, num_edges, num_edges);
+  for (const std::vector<int64_t>* row : {&edges.src, &edges.dst}) {
+    for (size_t i = 0; i < num_edges; ++i) {
+      if ((*row)[i] < 0) {
+        throw file_error(path, "edge " + std::to_string(i) + " has a negative node id " + std::to_string((*row)[i]));
+      }
     }
   }
   return edges;

@@ -30,7 +30,8 @@ namespace {
 void check_options(const Dataset& dataset, const PartitionOptions& options) {
   if (options.num_parts < 1) throw UsageError("--parts must be at least 1");
   if (options.num_parts > dataset.num_nodes) {
-    throw UsageError("--parts: cannot cut " + std::to_string(dataset.num_nodes) + " nodes into " +
+    // Depends on the data, not only on the flag: a runtime error.
+    throw Error("--parts: cannot cut " + std::to_string(dataset.num_nodes) + " nodes into " +
                      std::to_string(options.num_parts) + " partitions");
   }
 }
@@ -113,8 +114,9 @@ MetisGraph build_metis_graph(const Dataset& dataset, const PartitionOptions& opt
     g.adjncy[cursor[src[e]]++] = static_cast<int32_t>(dst[e]);
     g.adjncy[cursor[dst[e]]++] = static_cast<int32_t>(src[e]);
   }
-  // Sort and deduplicate every list; slices of nodes sized by adjacency entries, not
-  // nodes, so a power-law hub does not leave one thread with all the work.
+  // Deduplicate every list in place with a last-seen marker per node (O(degree), no sort:
+  // METIS does not need sorted lists). Slices are cut by adjacency entries, not nodes, so
+  // a power-law hub does not leave one thread with all the work.
   std::vector<int64_t> unique_count(n, 0);
   int threads = resolve_threads(options.threads);
   std::vector<int64_t> slice_begin(threads + 1, n);
@@ -124,15 +126,21 @@ MetisGraph build_metis_graph(const Dataset& dataset, const PartitionOptions& opt
     slice_begin[t] = t == threads ? n : v;
   }
   parallel_for(threads, threads, [&](int64_t t0, int64_t t1) {
+    std::vector<int32_t> last_seen_by(n, -1);
     for (int64_t t = t0; t < t1; ++t) {
       for (int64_t v = slice_begin[t]; v < slice_begin[t + 1]; ++v) {
-        auto first = g.adjncy.begin() + start[v], last = g.adjncy.begin() + start[v + 1];
-        std::sort(first, last);
-        unique_count[v] = std::unique(first, last) - first;
+        int64_t kept = start[v];
+        for (int64_t k = start[v]; k < start[v + 1]; ++k) {
+          int32_t u = g.adjncy[k];
+          if (last_seen_by[u] == v) continue;
+          last_seen_by[u] = static_cast<int32_t>(v);
+          g.adjncy[kept++] = u;
+        }
+        unique_count[v] = kept - start[v];
       }
     }
   });
-  // Compact in place: lists only move left.
+  // Compact: lists only move left.
   g.xadj.resize(n + 1);
   int64_t out = 0;
   for (int64_t v = 0; v < n; ++v) {
@@ -171,13 +179,15 @@ std::vector<int32_t> run_metis(MetisGraph& g, int num_parts, uint64_t seed) {
   return part;
 }
 
-std::vector<int32_t> assign_partitions(const Dataset& dataset, const PartitionOptions& options) {
+std::vector<int32_t> assign_partitions(const Dataset& dataset, const PartitionOptions& options,
+                                       const std::function<void()>& while_metis_runs) {
   check_options(dataset, options);
   if (options.num_parts == 1) return std::vector<int32_t>(dataset.num_nodes, 0);
   if (options.method == PartitionMethod::kRandom) return random_partitions(dataset, options);
   MetisGraph graph = build_metis_graph(dataset, options);
   spdlog::info("METIS: {} nodes, {} undirected edges, {} constraint(s), {} parts",
                graph.xadj.size() - 1, graph.adjncy.size() / 2, graph.ncon, options.num_parts);
+  if (while_metis_runs) while_metis_runs();
   return run_metis(graph, options.num_parts, options.seed);
 }
 

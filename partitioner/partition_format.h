@@ -63,9 +63,25 @@ struct WriteOptions {
   bool overwrite = false;
   int threads = 0;
 };
+
+// Every node's in-edges in original ids, each column in original-edge-id order: what the
+// writer slices parts from. It does not depend on the partition, so it can be built while
+// METIS runs.
+struct InEdges {
+  std::vector<int64_t> indptr;    // [N+1]
+  std::vector<int64_t> src;       // [E] source of each in-edge
+  std::vector<int64_t> edge_ids;  // [E] original edge id
+};
+InEdges build_in_edges(const Dataset& dataset);
+
+// `in_edges` may be given when already built (see partition_dataset).
 PartitionMeta write_partitions(const Dataset& dataset, const std::vector<int32_t>& part_of_node,
                                const PartitionOptions& partition_options, const std::string& dir,
-                               const WriteOptions& options = {});
+                               const WriteOptions& options = {}, const InEdges* in_edges = nullptr);
+
+// assign_partitions + write_partitions, with the in-edge index built concurrently with METIS.
+PartitionMeta partition_dataset(const Dataset& dataset, const PartitionOptions& partition_options,
+                                const std::string& dir, const WriteOptions& options = {});
 
 // Reads and validates META.json; errors name the file and field.
 PartitionMeta read_partition_meta(const std::string& dir);

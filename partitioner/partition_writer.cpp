@@ -2,6 +2,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <future>
 #include <filesystem>
 
 #include "base/error.h"
@@ -42,32 +44,28 @@ void write_gathered(const std::string& path, const std::vector<T>& source, int64
   writer.finish();
 }
 
-// The whole graph's CSC over relabelled ids. Columns of part p are the contiguous slice
-// [book[p], book[p+1]), so each part's CSC is a slice with a rebased indptr.
-struct GlobalCsc {
-  std::vector<int64_t> indptr;    // [N+1]
-  std::vector<int64_t> indices;   // [E] new source ids
-  std::vector<int64_t> edge_ids;  // [E] original edge ids
-};
+}  // namespace
 
-GlobalCsc build_global_csc(const Dataset& d, const std::vector<int64_t>& new_id) {
-  GlobalCsc csc;
+InEdges build_in_edges(const Dataset& d) {
+  InEdges in;
   const int64_t n = d.num_nodes, m = d.num_edges();
-  csc.indptr.assign(n + 1, 0);
-  for (int64_t e = 0; e < m; ++e) ++csc.indptr[new_id[d.edges.dst[e]] + 1];
-  for (int64_t v = 0; v < n; ++v) csc.indptr[v + 1] += csc.indptr[v];
-  csc.indices.resize(m);
-  csc.edge_ids.resize(m);
-  std::vector<int64_t> cursor(csc.indptr.begin(), csc.indptr.end() - 1);
+  in.indptr.assign(n + 1, 0);
+  for (int64_t e = 0; e < m; ++e) ++in.indptr[d.edges.dst[e] + 1];
+  for (int64_t v = 0; v < n; ++v) in.indptr[v + 1] += in.indptr[v];
+  in.src.resize(m);
+  in.edge_ids.resize(m);
+  std::vector<int64_t> cursor(in.indptr.begin(), in.indptr.end() - 1);
   // Edges are visited in original order, so every column comes out sorted by original
   // edge id: the canonical neighbour order partition-invariant sampling relies on.
   for (int64_t e = 0; e < m; ++e) {
-    int64_t pos = cursor[new_id[d.edges.dst[e]]]++;
-    csc.indices[pos] = new_id[d.edges.src[e]];
-    csc.edge_ids[pos] = e;
+    int64_t pos = cursor[d.edges.dst[e]]++;
+    in.src[pos] = d.edges.src[e];
+    in.edge_ids[pos] = e;
   }
-  return csc;
+  return in;
 }
+
+namespace {
 
 // Global ids of a node split that part p owns, sorted.
 std::vector<int64_t> split_of_part(const std::vector<int64_t>& split,
@@ -108,40 +106,53 @@ struct WriteContext {
   const Dataset& d;
   const std::vector<int64_t>& new_id;
   const std::vector<int64_t>& orig_id;  // inverse of new_id
-  const GlobalCsc& csc;
+  const InEdges& in;
   const std::vector<int64_t>& book;
 };
 
 PartStats write_part(const WriteContext& c, int p, const std::string& part_dir) {
   const Dataset& d = c.d;
   const int64_t begin = c.book[p], end = c.book[p + 1];
-  const int64_t e_begin = c.csc.indptr[begin], e_end = c.csc.indptr[end];
   PartStats stats;
   stats.num_nodes = end - begin;
-  stats.num_edges = e_end - e_begin;
   std::error_code ec;
   if (!fs::create_directory(part_dir, ec)) throw file_error(part_dir, "cannot create: " + ec.message());
 
-  std::vector<int64_t> indptr(c.csc.indptr.begin() + begin, c.csc.indptr.begin() + end + 1);
-  for (auto& x : indptr) x -= e_begin;
-  write_array(part_dir + "/indptr.bin", indptr);
-  Span<const int64_t> indices(c.csc.indices.data() + e_begin, e_end - e_begin);
-  Span<const int64_t> edge_ids(c.csc.edge_ids.data() + e_begin, e_end - e_begin);
-  write_array(part_dir + "/indices.bin", {stats.num_edges}, indices.data());
-  write_array(part_dir + "/edge_ids.bin", {stats.num_edges}, edge_ids.data());
+  // The part's CSC: its nodes' columns in global-id order, sources relabelled. Columns are
+  // read in original-id order within the part, so the reads stream through `in`.
   Span<const int64_t> orig(c.orig_id.data() + begin, stats.num_nodes);
-  write_array(part_dir + "/orig_ids.bin", {stats.num_nodes}, orig.data());
-
-  std::vector<int64_t> halo;
-  for (int64_t s : indices) {
-    if (s < begin || s >= end) halo.push_back(s);
+  std::vector<int64_t> indptr(stats.num_nodes + 1, 0);
+  for (int64_t i = 0; i < stats.num_nodes; ++i) {
+    indptr[i + 1] = indptr[i] + c.in.indptr[orig[i] + 1] - c.in.indptr[orig[i]];
   }
-  stats.num_cut_edges = static_cast<int64_t>(halo.size());
-  std::sort(halo.begin(), halo.end());
-  halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
+  stats.num_edges = indptr.back();
+  std::vector<int64_t> indices(stats.num_edges), edge_ids(stats.num_edges);
+  // Remote sources are marked in a bitmap over all nodes rather than collected and sorted:
+  // O(E + N) instead of O(E log E) on cut-heavy parts.
+  std::vector<bool> is_halo(d.num_nodes, false);
+  for (int64_t i = 0; i < stats.num_nodes; ++i) {
+    int64_t from = c.in.indptr[orig[i]], to = c.in.indptr[orig[i] + 1];
+    int64_t out = indptr[i];
+    for (int64_t k = from; k < to; ++k, ++out) {
+      int64_t source = c.new_id[c.in.src[k]];
+      indices[out] = source;
+      edge_ids[out] = c.in.edge_ids[k];
+      if (source < begin || source >= end) {
+        ++stats.num_cut_edges;
+        is_halo[source] = true;
+      }
+    }
+  }
+  write_array(part_dir + "/indptr.bin", indptr);
+  write_array(part_dir + "/indices.bin", indices);
+  write_array(part_dir + "/edge_ids.bin", edge_ids);
+  write_array(part_dir + "/orig_ids.bin", {stats.num_nodes}, orig.data());
+  std::vector<int64_t> halo;
+  for (int64_t g = 0; g < d.num_nodes; ++g) {
+    if (is_halo[g]) halo.push_back(g);
+  }
   stats.num_halo = static_cast<int64_t>(halo.size());
   write_array(part_dir + "/halo.bin", halo);
-
   auto train = split_of_part(d.train_idx, c.new_id, begin, end);
   auto val = split_of_part(d.val_idx, c.new_id, begin, end);
   auto test = split_of_part(d.test_idx, c.new_id, begin, end);
@@ -157,7 +168,7 @@ PartStats write_part(const WriteContext& c, int p, const std::string& part_dir) 
   if (!d.node_time.empty()) write_gathered(part_dir + "/node_time.bin", d.node_time, 0, orig);
   if (!d.node_type.empty()) write_gathered(part_dir + "/node_type.bin", d.node_type, 0, orig);
   if (d.edge_feature_dim > 0) {
-    write_gathered(part_dir + "/edge_attr.bin", d.edge_attr, d.edge_feature_dim, edge_ids);
+    write_gathered(part_dir + "/edge_attr.bin", d.edge_attr, d.edge_feature_dim, Span<const int64_t>(edge_ids));
   }
   if (!d.edge_time.empty()) write_gathered(part_dir + "/edge_time.bin", d.edge_time, 0, edge_ids);
   if (!d.edges.type.empty()) write_gathered(part_dir + "/edge_type.bin", d.edges.type, 0, edge_ids);
@@ -172,7 +183,7 @@ PartStats write_part(const WriteContext& c, int p, const std::string& part_dir) 
 
 PartitionMeta write_partitions(const Dataset& d, const std::vector<int32_t>& part_of_node,
                                const PartitionOptions& partition_options, const std::string& dir,
-                               const WriteOptions& options) {
+                               const WriteOptions& options, const InEdges* in_edges) {
   const int k = partition_options.num_parts;
   if (static_cast<int64_t>(part_of_node.size()) != d.num_nodes) {
     throw Error("partition assignment covers " + std::to_string(part_of_node.size()) +
@@ -195,7 +206,11 @@ PartitionMeta write_partitions(const Dataset& d, const std::vector<int32_t>& par
     }
   }
   StagingDir staging(dir, options.overwrite);
-  GlobalCsc csc = build_global_csc(d, new_id);
+  InEdges own_in_edges;
+  if (in_edges == nullptr) {
+    own_in_edges = build_in_edges(d);
+    in_edges = &own_in_edges;
+  }
 
   PartitionMeta meta = describe_dataset(d);
   meta.num_parts = k;
@@ -205,7 +220,7 @@ PartitionMeta write_partitions(const Dataset& d, const std::vector<int32_t>& par
   meta.parts.resize(k);
 
   Progress progress("write partitions", k, "parts");
-  WriteContext context{d, new_id, orig_id, csc, book};
+  WriteContext context{d, new_id, orig_id, *in_edges, book};
   parallel_for(k, std::min(resolve_threads(options.threads), k), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       meta.parts[p] = write_part(context, static_cast<int>(p),
@@ -219,6 +234,26 @@ PartitionMeta write_partitions(const Dataset& d, const std::vector<int32_t>& par
   staging.commit();
   progress.done();
   return meta;
+}
+
+PartitionMeta partition_dataset(const Dataset& d, const PartitionOptions& partition_options,
+                                const std::string& dir, const WriteOptions& options) {
+  StagingDir::check_target(dir, options.overwrite);
+  // METIS is single-threaded: the writer's in-edge index is built on another core meanwhile.
+  // (An async future joins in its destructor, also when assignment throws.)
+  std::future<InEdges> in_edges;
+  auto start_in_edges = [&] {
+    auto launch = resolve_threads(options.threads) > 1 ? std::launch::async : std::launch::deferred;
+    in_edges = std::async(launch, [&d] { return build_in_edges(d); });
+  };
+  auto start = std::chrono::steady_clock::now();
+  std::vector<int32_t> parts = assign_partitions(d, partition_options, start_in_edges);
+  if (!in_edges.valid()) start_in_edges();  // no METIS call (random, or one part)
+  spdlog::info("{} assignment into {} parts took {:.2f}s", partition_method_name(partition_options.method),
+               partition_options.num_parts,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  InEdges index = in_edges.get();
+  return write_partitions(d, parts, partition_options, dir, options, &index);
 }
 
 }  // namespace partita

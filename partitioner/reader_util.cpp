@@ -90,6 +90,16 @@ std::string folder_name(const std::string& path) {
 
 std::string file_stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) text += ",";
+  return text + ")";
+}
+
 void split_whitespace(std::string_view line, std::vector<std::string_view>* fields) {
   fields->clear();
   size_t i = 0;

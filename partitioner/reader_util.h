@@ -53,6 +53,9 @@ std::string folder_name(const std::string& path);
 // "cora" for "data/cora.content".
 std::string file_stem(const std::string& path);
 
+// "(2, 3)", "(5,)", "()": a shape as Python (and so numpy's header) writes it.
+std::string shape_text(const std::vector<int64_t>& shape);
+
 // Iterates the lines of a buffer, numbering them from 1 and removing the '\r' of CRLF
 // endings, so every reader accepts files written on Windows.
 class LineReader {

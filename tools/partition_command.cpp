@@ -46,16 +46,11 @@ void run(const PartitionCommand& c, const GlobalOptions& global) {
   spdlog::info("read {} ({}): {} nodes, {} directed edges in {:.2f}s", c.input, c.format,
                dataset.num_nodes, dataset.num_edges(), seconds_since(start));
 
-  auto phase = std::chrono::steady_clock::now();
-  std::vector<int32_t> parts = assign_partitions(dataset, options);
-  spdlog::info("{} partitioning into {} parts took {:.2f}s", c.method, c.parts, seconds_since(phase));
-
-  phase = std::chrono::steady_clock::now();
   WriteOptions write_options;
   write_options.overwrite = c.overwrite;
   write_options.threads = global.threads;
-  PartitionMeta meta = write_partitions(dataset, parts, options, c.output, write_options);
-  spdlog::info("wrote {} in {:.2f}s (total {:.2f}s)", c.output, seconds_since(phase), seconds_since(start));
+  PartitionMeta meta = partition_dataset(dataset, options, c.output, write_options);
+  spdlog::info("partitioned and wrote {} in {:.2f}s", c.output, seconds_since(start));
   std::cout << (c.json ? format_report_json(meta) : format_report_table(meta));
 }
 

@@ -176,3 +176,17 @@ TEST(RandomTest, BelowIsUniformEnough) {
 
 }  // namespace
 }  // namespace partita
+
+namespace partita {
+namespace {
+
+TEST(StagingDirTest, TrailingSlashStagesBesideNotInside) {
+  testing::TempDir tmp;
+  StagingDir staging(tmp / "out/", false);
+  EXPECT_EQ(std::filesystem::path(staging.path()).parent_path(), std::filesystem::path(tmp.path()));
+  staging.commit();
+  EXPECT_TRUE(std::filesystem::is_directory(tmp / "out"));
+}
+
+}  // namespace
+}  // namespace partita

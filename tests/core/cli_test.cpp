@@ -93,7 +93,9 @@ TEST(CliTest, RuntimeErrorsExitOneAndNameTheProblem) {
       {{"inspect", tmp.path()}, "META.json"},
   };
   for (const auto& c : cases) {
-    auto r = run_partita(c.args);
+    std::vector<std::string> args{"--log-level", "error"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto r = run_partita(args);
     EXPECT_EQ(r.exit_code, 1) << c.expected << "\n" << r.err;
     EXPECT_TRUE(one_line(r.err)) << r.err;
     EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;

@@ -235,6 +235,21 @@ TEST(PartitionTest, SameInputAndSeedGiveIdenticalFolders) {
   EXPECT_NE(folder_contents(tmp / "c"), folder_contents(tmp / "e"));
 }
 
+TEST(PartitionTest, ThreadCountDoesNotChangeTheFolder) {
+  Dataset d = small_sbm();
+  TempDir tmp;
+  for (int threads : {1, 2, 3}) {
+    PartitionOptions options;
+    options.num_parts = 3;
+    options.threads = threads;
+    WriteOptions write;
+    write.threads = threads;
+    partition_dataset(d, options, tmp / ("t" + std::to_string(threads)), write);
+  }
+  EXPECT_EQ(folder_contents(tmp / "t1"), folder_contents(tmp / "t2"));
+  EXPECT_EQ(folder_contents(tmp / "t1"), folder_contents(tmp / "t3"));
+}
+
 TEST(PartitionTest, PartitionBookFindsEveryOwner) {
   Dataset d = small_sbm();
   TempDir tmp;
@@ -247,14 +262,14 @@ TEST(PartitionTest, PartitionBookFindsEveryOwner) {
   }
 }
 
-TEST(PartitionTest, MorePartsThanNodesIsAUsageError) {
+TEST(PartitionTest, MorePartsThanNodesIsAnError) {
   Dataset d;
   d.name = "tiny";
   d.num_nodes = 3;
   d.edges.push_back(0, 1);
   PartitionOptions options;
   options.num_parts = 4;
-  EXPECT_THROW(assign_partitions(d, options), UsageError);
+  EXPECT_THROW(assign_partitions(d, options), Error);
 }
 
 TEST(PartitionTest, ExistingOutputIsKeptUnlessOverwriteIsGiven) {
