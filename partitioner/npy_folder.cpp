@@ -46,7 +46,7 @@ std::vector<To> convert(const NpyArray& a, size_t first, size_t count) {
   std::vector<To> out(count);
   const char* bytes = a.data.data() + first * sizeof(From);
   if constexpr (std::is_same_v<To, From>) {
-    std::memcpy(out.data(), bytes, count * sizeof(From));
+    if (count > 0) std::memcpy(out.data(), bytes, count * sizeof(From));  // empty vectors may hold null
   } else {
     for (size_t i = 0; i < count; ++i) {
       From value;

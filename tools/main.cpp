@@ -31,7 +31,9 @@ int main(int argc, char** argv) {
   using namespace partita;
   CLI::App app{"Partita: distributed GNN training on partitioned graphs", "partita"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "partita 0.1.0");
+  app.set_version_flag("--version", [] {
+    return "partita 0.1.0 (libtorch BLAS: " + loaded_blas() + ")";
+  });
   cli::GlobalOptions global;
   app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str();

@@ -36,7 +36,7 @@ std::string raw(const std::vector<T>& values) {
 template <typename T>
 std::vector<T> elements(const NpyArray& a) {
   std::vector<T> out(a.data.size() / sizeof(T));
-  std::memcpy(out.data(), a.data.data(), a.data.size());
+  if (!out.empty()) std::memcpy(out.data(), a.data.data(), a.data.size());
   return out;
 }
 
