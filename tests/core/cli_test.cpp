@@ -182,3 +182,42 @@ TEST_F(CorruptFolderTest, SwappedNodeMapFailsVerify) {
 
 }  // namespace
 }  // namespace partita
+
+namespace partita {
+namespace {
+
+// Every broken input of the corpus, through the command line a user types: exit 1, one
+// line, the file named, nothing written.
+TEST(CliTest, EveryCorpusInputFailsCleanly) {
+  TempDir tmp;
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(testing::corpus_path("readers"))) {
+    std::string name = entry.path().filename().string();
+    if (name == "README.md") continue;
+    std::string input = entry.path().string(), format, named = name;
+    if (entry.path().extension() == ".npy") {
+      // A bare array: as the edge_index of an otherwise empty npy folder.
+      std::string dir = tmp / ("npy-" + name);
+      fs::create_directory(dir);
+      fs::copy_file(input, dir + "/edge_index.npy");
+      input = dir;
+      format = "npy";
+      named = "edge_index.npy";
+    } else {
+      format = name.substr(0, name.find('_'));
+    }
+    ASSERT_TRUE(format == "npy" || format == "linqs" || format == "edgelist" || format == "triples")
+        << name;
+    auto r = run_partita({"--log-level", "error", "partition", "-f", format, "-i", input, "-o",
+                          tmp / "out"});
+    EXPECT_EQ(r.exit_code, 1) << name << ": " << r.err;
+    EXPECT_TRUE(one_line(r.err)) << name << ": " << r.err;
+    EXPECT_NE(r.err.find(named), std::string::npos) << name << ": " << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "out")) << name;
+    ++checked;
+  }
+  EXPECT_GE(checked, 30);
+}
+
+}  // namespace
+}  // namespace partita
