@@ -163,13 +163,7 @@ Dataset generate_hetero(const HeteroOptions& options) {
   d.x = gen::class_features(d.y, C, options.feature_dim, options.noise,
                             mix64(seed, gen::kFeatureStream), options.threads);
 
-  std::vector<int64_t> paper_ids(static_cast<size_t>(papers));
-  for (int64_t i = 0; i < papers; ++i) paper_ids[i] = i;
-  NodeSplit split = random_node_split(std::move(paper_ids), options.split,
-                                      mix64(seed, gen::kSplitStream));
-  d.train_idx = std::move(split.train);
-  d.val_idx = std::move(split.val);
-  d.test_idx = std::move(split.test);
+  assign_random_split(d, papers, options.split, mix64(seed, gen::kSplitStream));  // papers first
   d.validate();
   return d;
 }

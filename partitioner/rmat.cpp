@@ -127,13 +127,7 @@ Dataset generate_rmat(const RmatOptions& options) {
     d.y.resize(static_cast<size_t>(n));
     Rng rng(mix64(options.seed, gen::kLabelStream));
     for (auto& label : d.y) label = static_cast<int64_t>(rng.below(options.num_classes));
-    std::vector<int64_t> nodes(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) nodes[i] = i;
-    NodeSplit split =
-        random_node_split(std::move(nodes), options.split, mix64(options.seed, gen::kSplitStream));
-    d.train_idx = std::move(split.train);
-    d.val_idx = std::move(split.val);
-    d.test_idx = std::move(split.test);
+    assign_random_split(d, n, options.split, mix64(options.seed, gen::kSplitStream));
   }
   d.validate();
   return d;

@@ -78,13 +78,7 @@ Dataset generate_sbm(const SbmOptions& options) {
   d.x = gen::class_features(d.y, options.num_classes, options.feature_dim, options.noise,
                             mix64(options.seed, gen::kFeatureStream), options.threads);
 
-  std::vector<int64_t> nodes(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) nodes[i] = i;
-  NodeSplit split =
-      random_node_split(std::move(nodes), options.split, mix64(options.seed, gen::kSplitStream));
-  d.train_idx = std::move(split.train);
-  d.val_idx = std::move(split.val);
-  d.test_idx = std::move(split.test);
+  assign_random_split(d, n, options.split, mix64(options.seed, gen::kSplitStream));
   d.validate();
   return d;
 }

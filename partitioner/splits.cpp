@@ -85,4 +85,14 @@ NodeSplit random_node_split(std::vector<int64_t> candidates, const SplitOptions&
   return split;
 }
 
+void assign_random_split(Dataset& d, int64_t num_candidates, const SplitOptions& options,
+                         uint64_t seed) {
+  std::vector<int64_t> candidates(static_cast<size_t>(num_candidates));
+  for (int64_t i = 0; i < num_candidates; ++i) candidates[i] = i;
+  NodeSplit split = random_node_split(std::move(candidates), options, seed);
+  d.train_idx = std::move(split.train);
+  d.val_idx = std::move(split.val);
+  d.test_idx = std::move(split.test);
+}
+
 }  // namespace partita

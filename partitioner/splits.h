@@ -26,4 +26,9 @@ void check_split_options(const SplitOptions& options, int64_t num_candidates);
 NodeSplit random_node_split(std::vector<int64_t> candidates, const SplitOptions& options,
                             uint64_t seed);
 
+// The split of nodes 0..num_candidates-1 (the generators' labelled nodes come first),
+// stored into d's train_idx, val_idx and test_idx.
+void assign_random_split(Dataset& d, int64_t num_candidates, const SplitOptions& options,
+                         uint64_t seed);
+
 }  // namespace partita
