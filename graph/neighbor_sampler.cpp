@@ -1,0 +1,292 @@
+// The one-hop sampling kernel. Every choice is drawn from a stream keyed by (batch key,
+// hop, original node id [, tree] [, edge type]) over the node's neighbours in canonical
+// order, and chosen neighbours are emitted in that order: so the result is a function of
+// the graph and the key alone, whoever samples.
+#include "graph/neighbor_sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "base/error.h"
+#include "base/random.h"
+
+namespace partita {
+
+void HopOutput::clear() {
+  offsets.assign(1, 0);
+  neighbors.clear();
+  edge_ids.clear();
+  edge_types.clear();
+}
+
+void SamplerConfig::validate(const Topology& topology) const {
+  if (fanouts.empty()) throw UsageError("fanouts: at least one hop is needed");
+  if (static_cast<int>(fanouts.size()) != topology.num_edge_types()) {
+    throw UsageError("fanouts: " + std::to_string(fanouts.size()) + " rows given, the graph has " +
+                     std::to_string(topology.num_edge_types()) + " edge types");
+  }
+  for (const auto& row : fanouts) {
+    if (row.size() != fanouts[0].size()) {
+      throw UsageError("fanouts: every edge type needs the same number of hops");
+    }
+    for (int f : row) {
+      if (f < -1) throw UsageError("fanouts: " + std::to_string(f) + " is not a fanout (use -1 for all)");
+    }
+  }
+  if (!edge_weight.empty()) {
+    if (edge_weight.dtype() != DType::kFloat32 || edge_weight.rows() != topology.num_edges()) {
+      throw UsageError("edge weights must be float32, one per edge of the partition");
+    }
+  }
+  if (temporal != TemporalMode::kNone && !disjoint) {
+    throw UsageError("temporal sampling needs disjoint mode: a node reached from two seeds "
+                     "would have two time bounds");
+  }
+  if (temporal == TemporalMode::kNodeTime &&
+      (node_time.dtype() != DType::kInt64 || node_time.rows() != topology.book().num_nodes())) {
+    throw UsageError("node-time sampling needs int64 node times for all nodes of the graph");
+  }
+  if (temporal == TemporalMode::kEdgeTime &&
+      (edge_time.dtype() != DType::kInt64 || edge_time.rows() != topology.num_edges())) {
+    throw UsageError("edge-time sampling needs int64 edge times for the partition's edges");
+  }
+}
+
+namespace {
+
+uint64_t hop_key(const SampleKey& key, int hop) {
+  return mix64(mix64(key.seed, key.epoch, key.batch), static_cast<uint64_t>(hop));
+}
+
+// Floyd's algorithm: k distinct draws from [0, n) with exactly k random numbers. The
+// membership test scans the picks, which beats any set for the fanouts GNNs use.
+void choose_distinct(Rng& rng, int64_t n, int64_t k, std::vector<int64_t>& picks) {
+  picks.clear();
+  for (int64_t j = n - k; j < n; ++j) {
+    int64_t t = static_cast<int64_t>(rng.below(static_cast<uint64_t>(j + 1)));
+    bool taken = std::find(picks.begin(), picks.end(), t) != picks.end();
+    picks.push_back(taken ? j : t);
+  }
+  std::sort(picks.begin(), picks.end());
+}
+
+// Everything the per-node selection needs, resolved once per call.
+struct Context {
+  const Topology& topology;
+  const SamplerConfig& config;
+  uint64_t key;  // the hop's key
+  int hop;
+  Span<const float> weight;
+  Span<const int64_t> node_time, edge_time;
+  // Per node type, the edge types ending in it (hetero); {0} for homogeneous graphs.
+  std::vector<std::vector<int32_t>> types_into;
+  // Scratch, reused across nodes.
+  std::vector<int64_t> candidates, picks;
+  std::vector<std::pair<double, int64_t>> ranked;
+  std::vector<double> cumulative;
+};
+
+int64_t edge_id_at(const Context& c, const CscColumns& csc, int64_t position) {
+  return csc.edge_ids.empty() ? c.topology.edge_begin() + position
+                              : csc.edge_ids.as<int64_t>()[position];
+}
+
+// Picks, as indices into c.candidates (positions in the column), the neighbours to keep.
+void select(Context& c, Rng& rng, uint64_t node_key, int64_t fanout, const CscColumns& csc,
+            std::vector<int64_t>& chosen) {
+  const int64_t n = static_cast<int64_t>(c.candidates.size());
+  chosen.clear();
+  if (n == 0 || fanout == 0) return;
+  const bool all = fanout < 0 || (!c.config.replace && fanout >= n);
+  if (c.config.temporal != TemporalMode::kNone &&
+      c.config.temporal_strategy == TemporalStrategy::kLast) {
+    if (all) {
+      for (int64_t i = 0; i < n; ++i) chosen.push_back(i);
+      return;
+    }
+    // Most recent first; among equal times the later edge is the more recent one.
+    c.ranked.clear();
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t pos = c.candidates[i];
+      int64_t time = c.config.temporal == TemporalMode::kEdgeTime
+                         ? c.edge_time[edge_id_at(c, csc, pos) - c.topology.edge_begin()]
+                         : c.node_time[csc.indices.as<int64_t>()[pos]];
+      c.ranked.emplace_back(-static_cast<double>(time), -pos);
+    }
+    std::partial_sort(c.ranked.begin(), c.ranked.begin() + fanout, c.ranked.end());
+    for (int64_t i = 0; i < fanout; ++i) chosen.push_back(-c.ranked[i].second);
+    // back from positions to candidate indices, in canonical order
+    std::sort(chosen.begin(), chosen.end());
+    for (auto& pos : chosen) {
+      pos = std::lower_bound(c.candidates.begin(), c.candidates.end(), pos) - c.candidates.begin();
+    }
+    return;
+  }
+  if (all) {
+    for (int64_t i = 0; i < n; ++i) chosen.push_back(i);
+    return;
+  }
+  if (c.weight.empty()) {
+    if (c.config.replace) {
+      for (int64_t i = 0; i < fanout; ++i) chosen.push_back(static_cast<int64_t>(rng.below(n)));
+    } else {
+      choose_distinct(rng, n, fanout, chosen);
+    }
+    return;
+  }
+  auto weight_of = [&](int64_t i) {
+    return static_cast<double>(c.weight[edge_id_at(c, csc, c.candidates[i]) - c.topology.edge_begin()]);
+  };
+  if (c.config.replace) {
+    c.cumulative.resize(n);
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) c.cumulative[i] = total += std::max(0.0, weight_of(i));
+    if (total <= 0) return;
+    for (int64_t i = 0; i < fanout; ++i) {
+      double r = rng.uniform() * total;
+      int64_t at = std::upper_bound(c.cumulative.begin(), c.cumulative.end(), r) - c.cumulative.begin();
+      chosen.push_back(std::min(at, n - 1));
+    }
+    return;
+  }
+  // Without replacement (Efraimidis-Spirakis): the k smallest Exp(1)/w keys. Each key comes
+  // from the node's key and the neighbour's canonical position, so it is partition-invariant.
+  c.ranked.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    double w = weight_of(i);
+    if (!(w > 0)) continue;
+    uint64_t h = mix64(node_key, static_cast<uint64_t>(c.candidates[i]));
+    double u = (static_cast<double>(h >> 11) + 0.5) * 0x1.0p-53;
+    c.ranked.emplace_back(-std::log(u) / w, i);
+  }
+  int64_t take = std::min<int64_t>(fanout, static_cast<int64_t>(c.ranked.size()));
+  std::partial_sort(c.ranked.begin(), c.ranked.begin() + take, c.ranked.end());
+  for (int64_t i = 0; i < take; ++i) chosen.push_back(c.ranked[i].second);
+  std::sort(chosen.begin(), chosen.end());
+}
+
+// The general path: any edge type, weights, replacement, time bounds.
+void sample_node(Context& c, int64_t node, int64_t tree, int64_t time_bound, HopOutput& out) {
+  const Topology& t = c.topology;
+  const int64_t local = node - t.node_begin();
+  uint64_t node_key = mix64(c.key, static_cast<uint64_t>(t.original_node_id(node)));
+  if (tree >= 0) node_key = mix64(node_key, static_cast<uint64_t>(tree));
+  for (int32_t type : c.types_into[t.node_type(node)]) {
+    const CscColumns& csc = t.csc(type);
+    const int fanout = c.config.fanouts[type][c.hop];
+    auto indptr = csc.indptr.as<int64_t>();
+    auto indices = csc.indices.as<int64_t>();
+    const int64_t begin = indptr[local], end = indptr[local + 1];
+    c.candidates.clear();
+    for (int64_t pos = begin; pos < end; ++pos) {
+      if (c.config.temporal == TemporalMode::kNodeTime && c.node_time[indices[pos]] > time_bound) continue;
+      if (c.config.temporal == TemporalMode::kEdgeTime &&
+          c.edge_time[edge_id_at(c, csc, pos) - t.edge_begin()] > time_bound) {
+        continue;
+      }
+      c.candidates.push_back(pos);
+    }
+    uint64_t type_key = t.is_hetero() ? mix64(node_key, static_cast<uint64_t>(type)) : node_key;
+    Rng rng(type_key);
+    select(c, rng, type_key, fanout, csc, c.picks);
+    for (int64_t i : c.picks) {
+      int64_t pos = c.candidates[i];
+      out.neighbors.push_back(indices[pos]);
+      out.edge_ids.push_back(edge_id_at(c, csc, pos));
+      if (t.is_hetero()) out.edge_types.push_back(type);
+    }
+  }
+}
+
+// The common case (homogeneous, uniform, no replacement, no time): straight over the
+// column, with the next nodes' column bounds prefetched to overlap cache misses.
+void sample_uniform_homogeneous(const Topology& t, uint64_t key, int fanout, const HopInput& input,
+                                HopOutput& out, std::vector<int64_t>& picks) {
+  auto indptr = t.csc(0).indptr.as<int64_t>().data();
+  auto indices = t.csc(0).indices.as<int64_t>().data();
+  auto orig = t.orig_node_ids().data();
+  const int64_t node_begin = t.node_begin(), edge_begin = t.edge_begin();
+  const size_t n = input.nodes.size();
+  constexpr size_t kAhead = 8;
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) {
+      int64_t ahead = input.nodes[i + kAhead] - node_begin;
+      __builtin_prefetch(indptr + ahead);
+      __builtin_prefetch(orig + ahead);
+    }
+    const int64_t local = input.nodes[i] - node_begin;
+    const int64_t begin = indptr[local], degree = indptr[local + 1] - begin;
+    if (fanout < 0 || degree <= fanout) {
+      for (int64_t pos = begin; pos < begin + degree; ++pos) {
+        out.neighbors.push_back(indices[pos]);
+        out.edge_ids.push_back(edge_begin + pos);
+      }
+    } else {
+      uint64_t node_key = mix64(key, static_cast<uint64_t>(orig[local]));
+      if (!input.trees.empty()) node_key = mix64(node_key, static_cast<uint64_t>(input.trees[i]));
+      Rng rng(node_key);
+      choose_distinct(rng, degree, fanout, picks);
+      for (int64_t p : picks) {
+        out.neighbors.push_back(indices[begin + p]);
+        out.edge_ids.push_back(edge_begin + begin + p);
+      }
+    }
+    out.offsets.push_back(static_cast<int64_t>(out.neighbors.size()));
+  }
+}
+
+}  // namespace
+
+void sample_hop(const Topology& topology, const SamplerConfig& config, const SampleKey& key,
+                int hop, const HopInput& input, HopOutput& out) {
+  out.clear();
+  for (size_t i = 0; i < input.nodes.size(); ++i) {
+    if (!topology.owns(input.nodes[i])) {
+      throw Error("sample: node " + std::to_string(input.nodes[i]) + " is not in partition " +
+                  std::to_string(topology.part()) + " [" + std::to_string(topology.node_begin()) +
+                  ", " + std::to_string(topology.node_end()) + ")");
+    }
+  }
+  if (hop < 0 || hop >= config.num_hops()) {
+    throw Error("sample: hop " + std::to_string(hop) + " of " + std::to_string(config.num_hops()));
+  }
+  const uint64_t k = hop_key(key, hop);
+  out.offsets.reserve(input.nodes.size() + 1);
+  if (!topology.is_hetero() && config.edge_weight.empty() && !config.replace &&
+      config.temporal == TemporalMode::kNone) {
+    std::vector<int64_t> picks;
+    int fanout = config.fanouts[0][hop];
+    if (fanout > 0) {
+      out.neighbors.reserve(input.nodes.size() * fanout);
+      out.edge_ids.reserve(input.nodes.size() * fanout);
+    }
+    sample_uniform_homogeneous(topology, k, fanout, input, out, picks);
+    return;
+  }
+  Context c{topology, config, k, hop, {}, {}, {}, {}, {}, {}, {}, {}};
+  if (!config.edge_weight.empty()) c.weight = config.edge_weight.as<float>();
+  if (config.temporal == TemporalMode::kNodeTime) c.node_time = config.node_time.as<int64_t>();
+  if (config.temporal == TemporalMode::kEdgeTime) c.edge_time = config.edge_time.as<int64_t>();
+  if (topology.is_hetero()) {
+    for (int32_t type = 0; type < topology.num_edge_types(); ++type) {
+      int32_t dst = topology.edge_type_ends()[type].dst_type;
+      if (static_cast<int32_t>(c.types_into.size()) <= dst) c.types_into.resize(dst + 1);
+      c.types_into[dst].push_back(type);
+    }
+    c.types_into.resize(std::max<size_t>(c.types_into.size(), 1));
+  } else {
+    c.types_into = {{0}};
+  }
+  for (size_t i = 0; i < input.nodes.size(); ++i) {
+    int64_t tree = input.trees.empty() ? -1 : input.trees[i];
+    int64_t bound = input.times.empty() ? 0 : input.times[i];
+    int32_t node_type = topology.node_type(input.nodes[i]);
+    if (node_type < static_cast<int32_t>(c.types_into.size())) {
+      sample_node(c, input.nodes[i], tree, bound, out);
+    }
+    out.offsets.push_back(static_cast<int64_t>(out.neighbors.size()));
+  }
+}
+
+}  // namespace partita

@@ -1,0 +1,105 @@
+#include "graph/subgraph_builder.h"
+
+#include <string>
+
+#include "base/error.h"
+
+namespace partita {
+
+void SubgraphBuilder::start(Span<const int64_t> seeds, Span<const int64_t> seed_times) {
+  map_.clear();
+  batch_ = MiniBatch{};
+  frontier_.clear();
+  frontier_trees_.clear();
+  frontier_times_.clear();
+  num_trees_ = std::max<int64_t>(1, static_cast<int64_t>(seeds.size()));
+  seed_times_.assign(seed_times.begin(), seed_times.end());
+  batch_.input_ids.assign(seeds.begin(), seeds.end());
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    const int64_t tree = static_cast<int64_t>(i);
+    const int64_t next = static_cast<int64_t>(batch_.node_ids.size());
+    auto [local, inserted] = map_.insert(key_of(seeds[i], tree), next);
+    batch_.input_local.push_back(local);
+    if (!inserted) continue;
+    batch_.node_ids.push_back(seeds[i]);
+    frontier_.push_back(seeds[i]);
+    if (disjoint_) {
+      batch_.batch.push_back(tree);
+      frontier_trees_.push_back(tree);
+    }
+    if (!seed_times_.empty()) frontier_times_.push_back(seed_times_[i]);
+  }
+  batch_.batch_size = static_cast<int64_t>(batch_.node_ids.size());
+  batch_.num_sampled_nodes.push_back(batch_.batch_size);
+  batch_.num_sampled_edges.push_back(0);
+  frontier_begin_ = 0;
+}
+
+void SubgraphBuilder::add_hop(const HopOutput& hop) {
+  if (hop.offsets.size() != frontier_.size() + 1) {
+    throw Error("sample: a hop returned " + std::to_string(hop.offsets.size() - 1) +
+                " neighbour lists for a frontier of " + std::to_string(frontier_.size()));
+  }
+  const bool typed = !hop.edge_types.empty();
+  const size_t edges_before = batch_.row.size();
+  const int64_t nodes_before = static_cast<int64_t>(batch_.node_ids.size());
+  std::vector<int64_t> next, next_trees, next_times;
+  for (size_t i = 0; i < frontier_.size(); ++i) {
+    const int64_t col = frontier_begin_ + static_cast<int64_t>(i);
+    const int64_t tree = disjoint_ ? frontier_trees_[i] : 0;
+    for (int64_t k = hop.offsets[i]; k < hop.offsets[i + 1]; ++k) {
+      const int64_t neighbor = hop.neighbors[k];
+      const int64_t fresh = static_cast<int64_t>(batch_.node_ids.size());
+      auto [local, inserted] = map_.insert(key_of(neighbor, tree), fresh);
+      if (inserted) {
+        batch_.node_ids.push_back(neighbor);
+        next.push_back(neighbor);
+        if (disjoint_) {
+          batch_.batch.push_back(tree);
+          next_trees.push_back(tree);
+        }
+        if (!frontier_times_.empty()) next_times.push_back(frontier_times_[i]);
+      }
+      batch_.row.push_back(local);
+      batch_.col.push_back(col);
+      batch_.edge_ids.push_back(hop.edge_ids[k]);
+      if (typed) batch_.edge_types.push_back(hop.edge_types[k]);
+    }
+  }
+  batch_.num_sampled_nodes.push_back(static_cast<int64_t>(batch_.node_ids.size()) - nodes_before);
+  batch_.num_sampled_edges.push_back(static_cast<int64_t>(batch_.row.size() - edges_before));
+  frontier_begin_ = nodes_before;
+  frontier_ = std::move(next);
+  frontier_trees_ = std::move(next_trees);
+  frontier_times_ = std::move(next_times);
+}
+
+MiniBatch SubgraphBuilder::finish() {
+  MiniBatch out = std::move(batch_);
+  batch_ = MiniBatch{};
+  return out;
+}
+
+NeighborSampler::NeighborSampler(const Topology& topology, SamplerConfig config)
+    : topology_(topology), config_(std::move(config)), builder_(config_.disjoint) {
+  config_.validate(topology_);
+  if (topology_.num_nodes() != topology_.book().num_nodes()) {
+    throw UsageError("the reference sampler needs the whole graph in one partition");
+  }
+}
+
+MiniBatch NeighborSampler::sample(Span<const int64_t> seeds, const SampleKey& key,
+                                  Span<const int64_t> seed_times) {
+  if (config_.temporal != TemporalMode::kNone && seed_times.size() != seeds.size()) {
+    throw UsageError("temporal sampling needs one time per seed");
+  }
+  builder_.start(seeds, seed_times);
+  for (int hop = 0; hop < config_.num_hops(); ++hop) {
+    HopInput input{builder_.frontier_nodes(), builder_.frontier_trees(), builder_.frontier_times()};
+    sample_hop(topology_, config_, key, hop, input, hop_);
+    builder_.add_hop(hop_);
+  }
+  return builder_.finish();
+}
+
+}  // namespace partita

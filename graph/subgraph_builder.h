@@ -1,0 +1,66 @@
+// The merge step of multi-hop sampling: takes each hop's neighbour lists in frontier order,
+// deduplicates and relabels the nodes, and grows the mini-batch. The local and the
+// distributed samplers both use it, fed by the same one-hop kernel, so they agree.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/span.h"
+#include "graph/mini_batch.h"
+#include "graph/neighbor_sampler.h"
+#include "graph/node_map.h"
+
+namespace partita {
+
+class SubgraphBuilder {
+ public:
+  explicit SubgraphBuilder(bool disjoint) : disjoint_(disjoint) {}
+
+  // Starts a batch. seed_times: the time bound of each seed (temporal sampling), or empty.
+  void start(Span<const int64_t> seeds, Span<const int64_t> seed_times = {});
+
+  // The nodes to sample at the next hop, in order, with their trees and time bounds.
+  Span<const int64_t> frontier_nodes() const { return {frontier_.data(), frontier_.size()}; }
+  Span<const int64_t> frontier_trees() const { return {frontier_trees_.data(), frontier_trees_.size()}; }
+  Span<const int64_t> frontier_times() const { return {frontier_times_.data(), frontier_times_.size()}; }
+
+  // Appends one hop: `hop` holds the neighbour lists of frontier_nodes(), in that order.
+  void add_hop(const HopOutput& hop);
+
+  // The finished batch; the builder is ready for start() again.
+  MiniBatch finish();
+
+ private:
+  // The dedup key of a node: in disjoint mode the same node in two trees is two nodes.
+  int64_t key_of(int64_t node, int64_t tree) const {
+    return disjoint_ ? node * num_trees_ + tree : node;
+  }
+
+  bool disjoint_;
+  int64_t num_trees_ = 1;
+  NodeMap map_;
+  MiniBatch batch_;
+  std::vector<int64_t> frontier_, frontier_trees_, frontier_times_;
+  int64_t frontier_begin_ = 0;  // local index of frontier_[0]
+  std::vector<int64_t> seed_times_;
+};
+
+// The reference multi-hop sampler over one topology that owns every node it meets (the whole
+// graph in one partition): what PyG's NeighborLoader computes.
+class NeighborSampler {
+ public:
+  // Throws UsageError when the config does not fit the topology.
+  NeighborSampler(const Topology& topology, SamplerConfig config);
+
+  MiniBatch sample(Span<const int64_t> seeds, const SampleKey& key,
+                   Span<const int64_t> seed_times = {});
+
+ private:
+  const Topology& topology_;
+  SamplerConfig config_;
+  SubgraphBuilder builder_;
+  HopOutput hop_;
+};
+
+}  // namespace partita

@@ -1,0 +1,72 @@
+#include "partitioner/partition_stores.h"
+
+#include <algorithm>
+
+namespace partita {
+
+namespace {
+
+std::vector<EdgeTypeEnds> edge_type_ends(const std::vector<std::string>& node_types,
+                                         const std::vector<EdgeType>& edge_types) {
+  auto index_of = [&](const std::string& name) {
+    return static_cast<int32_t>(std::find(node_types.begin(), node_types.end(), name) - node_types.begin());
+  };
+  std::vector<EdgeTypeEnds> ends;
+  for (const auto& t : edge_types) ends.push_back({index_of(t.src_type), index_of(t.dst_type)});
+  return ends;
+}
+
+// Homogeneous graphs use the CSC as stored; heterogeneous ones get one CSC per edge type.
+void set_columns(Topology::Parts& parts, ArrayRef indptr, ArrayRef indices, ArrayRef edge_type,
+                 const std::vector<std::string>& node_types, const std::vector<EdgeType>& edge_types) {
+  if (edge_types.empty() || node_types.empty()) {
+    parts.csc.push_back({std::move(indptr), std::move(indices), {}});
+    return;
+  }
+  parts.csc = split_by_edge_type(indptr.as<int64_t>(), indices.as<int64_t>(), edge_type.as<int32_t>(),
+                                 static_cast<int>(edge_types.size()), parts.edge_begin);
+  parts.edge_type_ends = edge_type_ends(node_types, edge_types);
+}
+
+}  // namespace
+
+Topology load_topology(const PartitionFolder& folder, int part) {
+  PartitionData data = folder.load_part(part, Verify::kStructure);
+  const PartitionMeta& meta = folder.meta();
+  Topology::Parts parts;
+  parts.book = folder.book();
+  parts.part = part;
+  for (int p = 0; p < part; ++p) parts.edge_begin += meta.parts[p].num_edges;
+  parts.orig_node_ids = ArrayRef::from_mapped(std::move(data.orig_ids));
+  parts.orig_edge_ids = ArrayRef::from_mapped(std::move(data.edge_ids));
+  bool hetero = !meta.node_types.empty() && !meta.edge_types.empty();
+  if (hetero) parts.node_type = ArrayRef::from_mapped(std::move(*data.node_type));
+  set_columns(parts, ArrayRef::from_mapped(std::move(data.indptr)),
+              ArrayRef::from_mapped(std::move(data.indices)),
+              hetero ? ArrayRef::from_mapped(std::move(*data.edge_type)) : ArrayRef{},
+              meta.node_types, meta.edge_types);
+  return Topology(std::move(parts));
+}
+
+Topology topology_from_dataset(const Dataset& d) {
+  InEdges in = build_in_edges(d);
+  Topology::Parts parts;
+  parts.book = PartitionBook({0, d.num_nodes});
+  std::vector<int64_t> identity(d.num_nodes);
+  for (int64_t v = 0; v < d.num_nodes; ++v) identity[v] = v;
+  parts.orig_node_ids = ArrayRef::from_vector(std::move(identity));
+  bool hetero = !d.node_type_names.empty() && !d.edge_types.empty();
+  ArrayRef edge_type;
+  if (hetero) {
+    parts.node_type = ArrayRef::from_vector(d.node_type);
+    std::vector<int32_t> types(in.edge_ids.size());
+    for (size_t k = 0; k < types.size(); ++k) types[k] = d.edges.type[in.edge_ids[k]];
+    edge_type = ArrayRef::from_vector(std::move(types));
+  }
+  parts.orig_edge_ids = ArrayRef::from_vector(std::move(in.edge_ids));
+  set_columns(parts, ArrayRef::from_vector(std::move(in.indptr)), ArrayRef::from_vector(std::move(in.src)),
+              edge_type, d.node_type_names, d.edge_types);
+  return Topology(std::move(parts));
+}
+
+}  // namespace partita

@@ -1,0 +1,19 @@
+// Opening the graph/ stores of a partition: from a partition folder (memory-mapped) or from
+// an in-memory dataset (as one partition).
+#pragma once
+
+#include "graph/topology.h"
+#include "partitioner/dataset.h"
+#include "partitioner/partition_format.h"
+
+namespace partita {
+
+// The topology of one part of a partition folder, mapped: opening is instant and only the
+// pages the sampler touches are read.
+Topology load_topology(const PartitionFolder& folder, int part);
+
+// The whole dataset as a single partition (global ids = original ids), for the reference
+// sampler and for tests that compare against partitioned runs.
+Topology topology_from_dataset(const Dataset& dataset);
+
+}  // namespace partita
