@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <limits>
 
 #include "base/error.h"
 
@@ -30,15 +29,14 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-// Element count of a shape, or -1 on a negative dimension or overflow.
-int64_t checked_count(const int64_t* shape, size_t ndim) {
-  int64_t n = 1;
+// Data bytes of a shape, or -1 on a negative dimension or when the size overflows: a
+// corrupt header must not wrap around to a small size that matches the file.
+int64_t checked_bytes(const int64_t* shape, size_t ndim, DType dtype) {
+  int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
   for (size_t i = 0; i < ndim; ++i) {
-    if (shape[i] < 0) return -1;
-    if (shape[i] != 0 && n > std::numeric_limits<int64_t>::max() / shape[i]) return -1;
-    n *= shape[i];
+    if (shape[i] < 0 || __builtin_mul_overflow(bytes, shape[i], &bytes)) return -1;
   }
-  return n;
+  return bytes;
 }
 
 void write_all(int fd, const void* data, size_t bytes, const std::string& path) {
@@ -61,9 +59,9 @@ ArrayWriter::ArrayWriter(const std::string& path, DType dtype, std::vector<int64
   if (shape_.empty() || shape_.size() > kArrayMaxDims) {
     throw file_error(path_, "array must have 1 to 4 dimensions, got " + shape_text(shape_));
   }
-  int64_t count = checked_count(shape_.data(), shape_.size());
-  if (count < 0) throw file_error(path_, "invalid array shape " + shape_text(shape_));
-  expected_bytes_ = static_cast<uint64_t>(count) * dtype_size(dtype_);
+  int64_t bytes = checked_bytes(shape_.data(), shape_.size(), dtype_);
+  if (bytes < 0) throw file_error(path_, "invalid array shape " + shape_text(shape_));
+  expected_bytes_ = static_cast<uint64_t>(bytes);
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw file_error(path_, "cannot create file: " + errno_text());
   // Until finish() rewrites it, the header's magic is zero: a torn file never looks valid.
@@ -109,8 +107,7 @@ void ArrayWriter::finish() {
 void write_array(const std::string& path, DType dtype, const std::vector<int64_t>& shape,
                  const void* data) {
   ArrayWriter writer(path, dtype, shape);
-  int64_t count = checked_count(shape.data(), shape.size());
-  writer.append(data, static_cast<size_t>(count) * dtype_size(dtype));
+  writer.append(data, static_cast<size_t>(checked_bytes(shape.data(), shape.size(), dtype)));
   writer.finish();
 }
 
@@ -156,12 +153,12 @@ MappedArray::MappedArray(const std::string& path) : path_(path) {
   }
   dtype_ = static_cast<DType>(header.dtype);
   shape_.assign(header.shape, header.shape + header.ndim);
-  int64_t count = checked_count(header.shape, header.ndim);
-  if (count < 0) {
+  int64_t bytes = checked_bytes(header.shape, header.ndim, dtype_);
+  if (bytes < 0) {
     release();
     throw file_error(path, "invalid shape " + shape_text(shape_));
   }
-  uint64_t expected = static_cast<uint64_t>(count) * dtype_size(dtype_);
+  uint64_t expected = static_cast<uint64_t>(bytes);
   if (file_bytes - sizeof(ArrayHeader) != expected) {
     release();
     throw file_error(path, "size mismatch: shape " + shape_text(shape_) + " of " +

@@ -27,6 +27,7 @@ inline uint64_t load64(const uint8_t* p) {
 // Four independent lanes (as in xxHash) so the multiply chains overlap and the hash
 // runs near memory bandwidth; stripes are 32 bytes regardless of how updates are cut.
 void Checksum::update(const void* data, size_t bytes) {
+  if (bytes == 0) return;  // data may be null then, and memcpy(…, nullptr, 0) is undefined
   auto* p = static_cast<const uint8_t*>(data);
   total_bytes_ += bytes;
   if (num_pending_ > 0) {

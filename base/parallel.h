@@ -26,16 +26,22 @@ void parallel_for(int64_t n, int threads, Body body) {
   }
   std::vector<std::thread> workers;
   std::vector<std::exception_ptr> errors(threads);
-  for (int t = 0; t < threads; ++t) {
-    int64_t begin = n * t / threads, end = n * (t + 1) / threads;
-    workers.emplace_back([&, t, begin, end] {
-      try {
-        body(begin, end);
-      } catch (...) {
-        errors[t] = std::current_exception();
-      }
-    });
+  auto run = [&](int t) {
+    try {
+      body(n * t / threads, n * (t + 1) / threads);
+    } catch (...) {
+      errors[t] = std::current_exception();
+    }
+  };
+  try {
+    for (int t = 1; t < threads; ++t) workers.emplace_back(run, t);
+  } catch (...) {
+    // The system refused a thread: join those started before rethrowing, since a joinable
+    // std::thread's destructor would terminate the process.
+    for (auto& w : workers) w.join();
+    throw;
   }
+  run(0);  // the calling thread takes the first slice
   for (auto& w : workers) w.join();
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);

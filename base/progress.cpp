@@ -10,9 +10,6 @@ namespace {
 // advance() checks the clock only every this many items, so per-item calls stay cheap.
 constexpr int64_t kCheckStride = 4096;
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 }  // namespace
 
 std::string human_count(double value) {
@@ -39,8 +36,7 @@ Progress::Progress(std::string task, int64_t total, std::string unit,
       total_(total),
       unit_(std::move(unit)),
       period_(period),
-      start_(std::chrono::steady_clock::now()),
-      last_report_(start_) {}
+      last_report_(std::chrono::steady_clock::now()) {}
 
 Progress::~Progress() = default;
 
@@ -58,7 +54,7 @@ void Progress::maybe_report() {
   auto now = std::chrono::steady_clock::now();
   if (now - last_report_ < period_) return;
   last_report_ = now;
-  double elapsed = seconds_since(start_);
+  double elapsed = watch_.seconds();
   double count = static_cast<double>(count_.load(std::memory_order_relaxed));
   double rate = elapsed > 0 ? count / elapsed : 0;
   if (total_ > 0) {
@@ -75,7 +71,7 @@ void Progress::done() {
   std::lock_guard<std::mutex> lock(report_mutex_);
   if (finished_) return;
   finished_ = true;
-  double elapsed = seconds_since(start_);
+  double elapsed = watch_.seconds();
   double count = static_cast<double>(count_.load());
   spdlog::info("{}: {} {} in {:.2f}s ({} {}/s)", task_, human_count(count), unit_, elapsed,
                human_count(elapsed > 0 ? count / elapsed : 0), unit_);

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <string>
 
+#include "base/stopwatch.h"
+
 namespace partita {
 
 class Progress {
@@ -29,7 +31,7 @@ class Progress {
   int64_t total_;
   std::string unit_;
   std::chrono::milliseconds period_;
-  std::chrono::steady_clock::time_point start_;
+  Stopwatch watch_;
   std::atomic<int64_t> count_{0};
   std::atomic<int64_t> next_check_{0};
   std::mutex report_mutex_;

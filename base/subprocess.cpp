@@ -28,71 +28,93 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// Temporary files for the child's stdout/stderr: pipes would need a reader thread to
-// avoid the child blocking on a full pipe.
-struct CaptureFiles {
-  std::string out, err;
-  CaptureFiles() {
-    std::string dir = std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "/tmp";
-    out = make(dir);
-    err = make(dir);
-  }
-  ~CaptureFiles() {
-    ::unlink(out.c_str());
-    ::unlink(err.c_str());
-  }
-  static std::string make(const std::string& dir) {
-    std::string pattern = dir + "/partita-child-XXXXXX";
-    int fd = ::mkstemp(pattern.data());
-    if (fd < 0) throw Error("cannot create a temporary file in " + dir);
-    ::close(fd);
-    return pattern;
-  }
-};
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string make_temp_file() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/partita-child-XXXXXX";
+  int fd = ::mkstemp(pattern.data());
+  if (fd < 0) throw Error("cannot create a temporary file in " + pattern);
+  ::close(fd);
+  return pattern;
+}
 
 }  // namespace
 
-ProcessResult run_process(const std::vector<std::string>& args, double timeout_seconds) {
-  CaptureFiles capture;
+// Files rather than pipes: a pipe needs a reader thread, or the child blocks when it fills.
+struct ChildProcess::Capture {
+  std::string out = make_temp_file();
+  std::string err = make_temp_file();
+  ~Capture() {
+    ::unlink(out.c_str());
+    ::unlink(err.c_str());
+  }
+};
+
+ChildProcess::ChildProcess(const std::vector<std::string>& args) : capture_(std::make_unique<Capture>()) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, capture.out.c_str(), O_WRONLY | O_TRUNC, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, capture.err.c_str(), O_WRONLY | O_TRUNC, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, capture_->out.c_str(), O_WRONLY | O_TRUNC, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, capture_->err.c_str(), O_WRONLY | O_TRUNC, 0);
   std::vector<std::string> storage(args);
   std::vector<char*> argv;
   for (auto& a : storage) argv.push_back(a.data());
   argv.push_back(nullptr);
-
-  auto start = std::chrono::steady_clock::now();
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  started_ = now_seconds();
+  int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw Error("cannot start " + args.at(0) + ": error " + std::to_string(rc));
+}
 
-  ProcessResult result;
-  auto deadline = start + std::chrono::duration<double>(timeout_seconds);
-  int status = 0;
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !reaped_) {
+    ::kill(pid_, SIGKILL);
+    try_reap(true);
+  }
+}
+
+bool ChildProcess::try_reap(bool block) {
+  if (reaped_) return true;
   struct rusage usage {};
+  pid_t done = ::wait4(pid_, &status_, block ? 0 : WNOHANG, &usage);
+  if (done != pid_) return false;
+  reaped_ = true;
+  max_rss_bytes_ = static_cast<double>(usage.ru_maxrss) * 1024.0;  // Linux reports kilobytes
+  return true;
+}
+
+bool ChildProcess::running() { return !try_reap(false); }
+
+void ChildProcess::kill() {
+  if (!reaped_) ::kill(pid_, SIGKILL);
+}
+
+ProcessResult ChildProcess::wait(double timeout_seconds) {
+  ProcessResult result;
+  const double deadline = started_ + timeout_seconds;
   auto pause = std::chrono::milliseconds(1);
-  while (true) {
-    pid_t done = ::wait4(pid, &status, WNOHANG, &usage);
-    if (done == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::wait4(pid, &status, 0, &usage);
+  while (!try_reap(false)) {
+    if (now_seconds() > deadline) {
+      kill();
+      try_reap(true);
       result.timed_out = true;
       break;
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(20));
   }
-  result.wall_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.max_rss_bytes = static_cast<double>(usage.ru_maxrss) * 1024.0;  // Linux: kilobytes
-  result.out = slurp(capture.out);
-  result.err = slurp(capture.err);
+  result.wall_seconds = now_seconds() - started_;
+  result.exit_code = WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+  result.max_rss_bytes = max_rss_bytes_;
+  result.out = slurp(capture_->out);
+  result.err = slurp(capture_->err);
   return result;
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, double timeout_seconds) {
+  return ChildProcess(argv).wait(timeout_seconds);
 }
 
 std::string self_executable() {

@@ -1,15 +1,18 @@
-// Running a child process with a deadline, capturing its output and resource use. Used by
-// the benchmarks (each measured run is a fresh process, so its peak memory is its own) and
-// by the tests that drive the CLI.
+// Child processes with deadlines, captured output and resource use. Used by the benchmarks
+// (each measured run is a fresh process, so its peak memory is its own) and by the tests
+// that drive the CLI.
 #pragma once
 
+#include <sys/types.h>
+
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace partita {
 
 struct ProcessResult {
-  int exit_code = -1;     // the exit status, or 128 + signal number
+  int exit_code = -1;      // the exit status, or 128 + signal number
   bool timed_out = false;  // killed at the deadline
   std::string out;
   std::string err;
@@ -17,8 +20,35 @@ struct ProcessResult {
   double max_rss_bytes = 0;  // the child's peak resident set
 };
 
-// Runs argv[0] (a path) with the arguments; kills it with SIGKILL after timeout_seconds.
-// Throws Error if the program cannot be started.
+// A started child whose stdout and stderr go to temporary files. The destructor kills and
+// reaps a child still running, so no test or benchmark leaves processes behind.
+class ChildProcess {
+ public:
+  // Starts argv[0] (a path) with the arguments; throws Error if it cannot be started.
+  explicit ChildProcess(const std::vector<std::string>& argv);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running();
+  // Sends SIGKILL (if still running).
+  void kill();
+  // Waits until the child exits or the deadline passes (then kills it).
+  ProcessResult wait(double timeout_seconds);
+
+ private:
+  struct Capture;
+  std::unique_ptr<Capture> capture_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+  double max_rss_bytes_ = 0;
+  double started_ = 0;
+  bool try_reap(bool block);
+};
+
+// Runs a child to completion, killing it after timeout_seconds.
 ProcessResult run_process(const std::vector<std::string>& argv, double timeout_seconds);
 
 // The path of the running executable (/proc/self/exe), to re-run it as a child.

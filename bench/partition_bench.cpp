@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -12,6 +11,7 @@
 #include "base/error.h"
 #include "base/progress.h"
 #include "base/staging_dir.h"
+#include "base/stopwatch.h"
 #include "base/subprocess.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
@@ -22,10 +22,6 @@ namespace partita::bench {
 namespace fs = std::filesystem;
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 ProcessResult run_child(const std::vector<std::string>& args, double timeout) {
   std::vector<std::string> argv{self_executable()};
@@ -50,12 +46,12 @@ void run_bare_metis(const std::string& npy_dir, int parts, uint64_t seed, int th
     Dataset dataset = read_npy_folder(npy_dir);
     graph = build_metis_graph(dataset, options);
   }  // only METIS's own input stays alive during the call, as in a bare METIS program
-  auto start = std::chrono::steady_clock::now();
+  Stopwatch watch;
   run_metis(graph, parts, seed);
-  std::cout << nlohmann::json{{"metis_seconds", seconds_since(start)}}.dump() << "\n";
+  std::cout << nlohmann::json{{"metis_seconds", watch.seconds()}}.dump() << "\n";
 }
 
-int run_partition_bench(const PartitionBenchOptions& o) {
+void run_partition_bench(const PartitionBenchOptions& o) {
   std::string workdir = o.workdir;
   bool own_workdir = workdir.empty();
   if (own_workdir) {
@@ -73,7 +69,7 @@ int run_partition_bench(const PartitionBenchOptions& o) {
   } cleanup{workdir, own_workdir};
 
   std::string graph_dir = workdir + "/rmat";
-  auto start = std::chrono::steady_clock::now();
+  Stopwatch watch;
   {
     RmatOptions rmat;
     rmat.num_nodes = o.num_nodes;
@@ -81,11 +77,11 @@ int run_partition_bench(const PartitionBenchOptions& o) {
     rmat.seed = o.seed;
     rmat.threads = o.threads;
     Dataset graph = generate_rmat(rmat);
-    StagingDir staging(graph_dir, true);
+    StagingDir staging(graph_dir, true, kNpyFolderMarker);
     write_npy_folder(graph, staging.path());
     staging.commit();
   }
-  double generate_seconds = seconds_since(start);
+  double generate_seconds = watch.seconds();
   spdlog::info("generated RMAT {} nodes, avg degree {} in {:.1f}s", o.num_nodes, o.avg_degree,
                generate_seconds);
 
@@ -117,7 +113,6 @@ int run_partition_bench(const PartitionBenchOptions& o) {
   std::printf("\npartition s: the whole `partita partition` command (read npy, METIS, relabel, "
               "write); bare METIS s: METIS_PartGraphKway alone on the same graph. Peak memory "
               "is each child process's maximum resident set.\n");
-  return 0;
 }
 
 }  // namespace partita::bench

@@ -20,9 +20,8 @@ struct PartitionBenchOptions {
 // Generates the RMAT graph once (npy layout), then for each part count runs, each as a
 // fresh child process so that its peak memory is its own: (1) `partita partition` on the
 // files, end to end (read, METIS, relabel, write); (2) the baseline: read the same files,
-// build METIS's input and time METIS_PartGraphKway alone. Prints a table and returns the
-// process exit code.
-int run_partition_bench(const PartitionBenchOptions& options);
+// build METIS's input and time METIS_PartGraphKway alone. Prints a table.
+void run_partition_bench(const PartitionBenchOptions& options);
 
 // The baseline child: prints one JSON line {"metis_seconds": ...}.
 void run_bare_metis(const std::string& npy_dir, int parts, uint64_t seed, int threads);

@@ -1,6 +1,7 @@
 #include "partitioner/dataset.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "base/error.h"
 
@@ -46,6 +47,20 @@ class Validator {
     }
   }
 
+  // An edge type joins given node types, and node_type must agree for each edge of it:
+  // readers take the two from different files, and a mismatch would make a relational
+  // model apply one relation's weights to another's nodes. Runs after the ids, the types
+  // and the type names are checked.
+  void check_endpoint_types(const std::string& field, const EdgeList& e) const {
+    if (d_.node_type.empty() || e.type.empty()) return;
+    std::vector<std::pair<int32_t, int32_t>> ends;
+    for (const EdgeType& t : d_.edge_types) ends.emplace_back(type_index(t.src_type), type_index(t.dst_type));
+    for (int64_t i = 0; i < e.size(); ++i) {
+      check_endpoint(field, e, i, "src", e.src[i], ends[e.type[i]].first);
+      check_endpoint(field, e, i, "dst", e.dst[i], ends[e.type[i]].second);
+    }
+  }
+
   void check_split(const std::string& field, const std::vector<int64_t>& idx) const {
     for (size_t i = 0; i < idx.size(); ++i) {
       if (idx[i] < 0 || idx[i] >= d_.num_nodes) {
@@ -57,6 +72,20 @@ class Validator {
   }
 
  private:
+  int32_t type_index(const std::string& name) const {
+    const auto& names = d_.node_type_names;
+    return static_cast<int32_t>(std::find(names.begin(), names.end(), name) - names.begin());
+  }
+
+  void check_endpoint(const std::string& field, const EdgeList& e, int64_t i, const char* side,
+                      int64_t node, int32_t expected) const {
+    if (d_.node_type[node] == expected) return;
+    const EdgeType& t = d_.edge_types[e.type[i]];
+    fail(field + " edge " + std::to_string(i) + " has edge type " + std::to_string(e.type[i]) + " (" +
+         t.src_type + ", " + t.relation + ", " + t.dst_type + "), but its " + side + " node " +
+         std::to_string(node) + " has node type '" + d_.node_type_names[d_.node_type[node]] + "'");
+  }
+
   const Dataset& d_;
 };
 
@@ -109,6 +138,9 @@ void Dataset::validate() const {
              ") names an unknown node type");
     }
   }
+  v.check_endpoint_types("edges", edges);
+  v.check_endpoint_types("val_edges", val_edges);
+  v.check_endpoint_types("test_edges", test_edges);
   v.check_split("train_idx", train_idx);
   v.check_split("val_idx", val_idx);
   v.check_split("test_idx", test_idx);

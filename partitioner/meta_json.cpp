@@ -1,6 +1,7 @@
 #include "partitioner/meta_json.h"
 
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -25,6 +26,14 @@ PartitionMeta describe_dataset(const Dataset& d) {
   meta.has_edge_time = !d.edge_time.empty();
   meta.has_edge_splits = d.val_edges.size() > 0 || d.test_edges.size() > 0;
   return meta;
+}
+
+json part_stats_json(const PartStats& p) {
+  return {{"num_nodes", p.num_nodes},         {"num_edges", p.num_edges},
+          {"num_train", p.num_train},         {"num_val", p.num_val},
+          {"num_test", p.num_test},           {"num_halo", p.num_halo},
+          {"num_cut_edges", p.num_cut_edges}, {"num_val_edges", p.num_val_edges},
+          {"num_test_edges", p.num_test_edges}};
 }
 
 int64_t PartitionMeta::total_cut_edges() const {
@@ -63,17 +72,7 @@ void write_meta_json(const PartitionMeta& meta, const std::string& path) {
   j["seed"] = meta.seed;
   j["partition_book"] = meta.partition_book;
   j["parts"] = json::array();
-  for (const auto& p : meta.parts) {
-    j["parts"].push_back({{"num_nodes", p.num_nodes},
-                          {"num_edges", p.num_edges},
-                          {"num_train", p.num_train},
-                          {"num_val", p.num_val},
-                          {"num_test", p.num_test},
-                          {"num_halo", p.num_halo},
-                          {"num_cut_edges", p.num_cut_edges},
-                          {"num_val_edges", p.num_val_edges},
-                          {"num_test_edges", p.num_test_edges}});
-  }
+  for (const auto& p : meta.parts) j["parts"].push_back(part_stats_json(p));
   std::ofstream out(path);
   out << j.dump(2) << "\n";
   out.close();
@@ -97,11 +96,16 @@ class MetaReader {
   }
 
   int64_t integer(const json& object, const std::string& name, int64_t min,
-                  const std::string& where = "") const {
+                  const std::string& where = "",
+                  int64_t max = std::numeric_limits<int64_t>::max() / 2) const {
     const json& v = field(object, name, where);
     if (!v.is_number_integer()) fail(where + name, "expected an integer");
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max)) {
+      fail(where + name, "must be at most " + std::to_string(max));
+    }
     int64_t x = v.get<int64_t>();
     if (x < min) fail(where + name, "must be at least " + std::to_string(min));
+    if (x > max) fail(where + name, "must be at most " + std::to_string(max));
     return x;
   }
 
@@ -122,10 +126,6 @@ class MetaReader {
   const json& j_;
 };
 
-}  // namespace
-
-namespace {
-
 PartitionMeta parse_meta(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw file_error(path, "cannot open (is this a partition folder?)");
@@ -139,14 +139,14 @@ PartitionMeta parse_meta(const std::string& path) {
   if (!j.is_object()) throw file_error(path, "expected a JSON object");
   if (r.string("format") != "partita-partitions") r.fail("format", "not 'partita-partitions'");
   PartitionMeta meta;
-  meta.format_version = static_cast<int>(r.integer(j, "format_version", 1));
+  meta.format_version = static_cast<int>(r.integer(j, "format_version", 1, "", 1 << 20));
   if (meta.format_version != kPartitionFormatVersion) {
     r.fail("format_version", "version " + std::to_string(meta.format_version) +
                                  " is not supported (this build reads version " +
                                  std::to_string(kPartitionFormatVersion) + ")");
   }
   meta.graph_name = r.string("graph_name");
-  meta.num_parts = static_cast<int>(r.integer(j, "num_parts", 1));
+  meta.num_parts = static_cast<int>(r.integer(j, "num_parts", 1, "", kMaxParts));
   meta.num_nodes = r.integer(j, "num_nodes", 1);
   meta.num_edges = r.integer(j, "num_edges", 0);
   meta.is_hetero = r.boolean("is_hetero");

@@ -1,6 +1,7 @@
 // META.json: the partition folder's table of contents, read before any array is mapped.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "partitioner/partition_format.h"
@@ -11,6 +12,9 @@ namespace partita {
 PartitionMeta describe_dataset(const Dataset& dataset);
 
 void write_meta_json(const PartitionMeta& meta, const std::string& path);
+
+// One part's statistics as META.json and `inspect --json` write them.
+nlohmann::json part_stats_json(const PartStats& stats);
 
 // Parses and validates; every error names the file and the field
 // ("META.json: field 'num_parts': expected a positive integer").

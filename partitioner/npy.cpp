@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "base/error.h"
 #include "partitioner/reader_util.h"
@@ -43,7 +44,8 @@ constexpr Descr kDescrs[] = {
     {"<u1", DType::kUInt8, false},
 };
 
-struct NpyHeader {
+// The header dict as written, before its dtype is looked up.
+struct HeaderDict {
   std::string descr;
   bool fortran_order = false;
   std::vector<int64_t> shape;
@@ -56,8 +58,8 @@ class HeaderParser {
  public:
   HeaderParser(std::string_view text, const std::string& path) : text_(text), path_(path) {}
 
-  NpyHeader parse() {
-    NpyHeader header;
+  HeaderDict parse() {
+    HeaderDict header;
     bool seen_descr = false, seen_order = false, seen_shape = false;
     expect('{');
     while (!consume('}')) {
@@ -220,7 +222,7 @@ uint32_t read_little_endian(const unsigned char* bytes, int count) {
 }
 
 // Reads the magic, version and header; leaves `fd` at the first data byte.
-NpyHeader read_header(int fd, const std::string& path, size_t file_size, size_t* data_offset) {
+HeaderDict read_header(int fd, const std::string& path, size_t file_size, size_t* data_offset) {
   unsigned char prefix[12];
   if (file_size < 10) throw file_error(path, "too short to be a .npy file");
   detail::read_exactly(fd, path, reinterpret_cast<char*>(prefix), 8);
@@ -282,26 +284,24 @@ std::string format_header(DType dtype, const std::vector<int64_t>& shape) {
   return out + dict;
 }
 
-}  // namespace
-
-int64_t NpyArray::num_elements() const {
+int64_t element_count(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t dim : shape) n *= dim;
   return n;
 }
 
-NpyArray read_npy(const std::string& path) {
-  detail::ScopedFd fd = detail::open_for_reading(path);
-  size_t file_size = detail::regular_file_size(fd.get(), path);
+// The header of the open file, checked against the file's size; leaves `fd` at the data.
+NpyHeader read_checked_header(int fd, const std::string& path) {
+  size_t file_size = detail::regular_file_size(fd, path);
   size_t data_offset = 0;
-  NpyHeader header = read_header(fd.get(), path, file_size, &data_offset);
-  const Descr& descr = lookup_descr(header.descr, path);
-  if (header.fortran_order) {
+  HeaderDict dict = read_header(fd, path, file_size, &data_offset);
+  const Descr& descr = lookup_descr(dict.descr, path);
+  if (dict.fortran_order) {
     throw file_error(path, "Fortran-order arrays are not supported; save with np.ascontiguousarray");
   }
-  uint64_t needed = data_bytes(header.shape, descr.dtype, path);
+  uint64_t needed = data_bytes(dict.shape, descr.dtype, path);
   uint64_t present = file_size - data_offset;
-  std::string layout = "shape " + shape_text(header.shape) + " of '" + header.descr + "' needs " +
+  std::string layout = "shape " + shape_text(dict.shape) + " of '" + dict.descr + "' needs " +
                        std::to_string(needed) + " data bytes";
   if (present < needed) {
     throw file_error(path, "truncated: " + layout + ", the file has " + std::to_string(present));
@@ -310,14 +310,130 @@ NpyArray read_npy(const std::string& path) {
     throw file_error(path, std::to_string(present - needed) + " unexpected bytes after the data (" +
                                layout + ")");
   }
+  NpyHeader header;
+  header.dtype = descr.dtype;
+  header.is_bool = descr.is_bool;
+  header.shape = std::move(dict.shape);
+  header.data_offset = data_offset;
+  return header;
+}
+
+// Bytes of elements [first, first + count); a range outside the array is a caller's bug.
+size_t range_bytes(const std::string& path, const NpyHeader& header, int64_t first, int64_t count) {
+  if (first < 0 || count < 0 || first > header.num_elements() - count) {
+    throw Error("read_npy " + path + ": elements [" + std::to_string(first) + ", " +
+                std::to_string(first) + " + " + std::to_string(count) + ") are outside shape " +
+                shape_text(header.shape));
+  }
+  return static_cast<size_t>(count) * dtype_size(header.dtype);
+}
+
+// Elements [first, first + count) of a file whose header was read earlier, read in order
+// in pieces of any size, with one progress line over the whole range.
+class ElementReader {
+ public:
+  ElementReader(const std::string& path, const NpyHeader& header, int64_t first, int64_t count)
+      : path_(path),
+        element_bytes_(dtype_size(header.dtype)),
+        total_(range_bytes(path, header, first, count)),
+        fd_(detail::open_for_reading(path)),
+        progress_("read " + path, total_) {
+    detail::seek_to(fd_.get(), path, header.data_offset + static_cast<uint64_t>(first) * element_bytes_);
+  }
+
+  // The next `count` elements into `dst`.
+  void read(char* dst, size_t count) {
+    size_t bytes = count * element_bytes_;
+    if (bytes > total_ - read_) throw Error("read_npy " + path_ + ": read past the requested elements");
+    for (size_t at = 0; at < bytes;) {
+      size_t chunk = std::min(detail::kProgressThresholdBytes, bytes - at);
+      detail::read_exactly(fd_.get(), path_, dst + at, chunk);
+      at += chunk;
+      read_ += chunk;
+      progress_.update(read_);
+    }
+    if (read_ == total_ && bytes > 0) progress_.done(total_);
+  }
+
+ private:
+  const std::string& path_;
+  size_t element_bytes_;
+  size_t total_;
+  size_t read_ = 0;
+  detail::ScopedFd fd_;
+  detail::ParseProgress progress_;
+};
+
+// Fills `out` from the reader's elements of type From: directly when From is To, else
+// through a bounded buffer, converting each element.
+template <typename To, typename From>
+void convert_elements(ElementReader& reader, const NpyHeader& header, const std::string& path,
+                      std::vector<To>* out) {
+  if constexpr (std::is_same_v<To, From>) {
+    reader.read(reinterpret_cast<char*>(out->data()), out->size());
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    throw file_error(path, "dtype " + std::string(dtype_name(header.dtype)) + " cannot be read as " +
+                               std::string(dtype_name(dtype_of<To>())));
+  } else {
+    constexpr size_t kChunkElements = (size_t{4} << 20) / sizeof(From);
+    std::vector<From> chunk(std::min(kChunkElements, out->size()));
+    for (size_t done = 0; done < out->size(); done += chunk.size()) {
+      size_t n = std::min(chunk.size(), out->size() - done);
+      reader.read(reinterpret_cast<char*>(chunk.data()), n);
+      for (size_t i = 0; i < n; ++i) (*out)[done + i] = static_cast<To>(chunk[i]);
+    }
+  }
+}
+
+}  // namespace
+
+int64_t NpyArray::num_elements() const { return element_count(shape); }
+
+int64_t NpyHeader::num_elements() const { return element_count(shape); }
+
+NpyArray read_npy(const std::string& path) {
+  detail::ScopedFd fd = detail::open_for_reading(path);
+  NpyHeader header = read_checked_header(fd.get(), path);
   NpyArray array;
-  array.dtype = descr.dtype;
-  array.is_bool = descr.is_bool;
+  array.dtype = header.dtype;
+  array.is_bool = header.is_bool;
   array.shape = std::move(header.shape);
-  array.data.resize(needed);
-  read_data(fd.get(), path, array.data.data(), needed);
+  array.data.resize(data_bytes(array.shape, array.dtype, path));
+  read_data(fd.get(), path, array.data.data(), array.data.size());
   return array;
 }
+
+NpyHeader read_npy_header(const std::string& path) {
+  detail::ScopedFd fd = detail::open_for_reading(path);
+  return read_checked_header(fd.get(), path);
+}
+
+void read_npy_into(const std::string& path, const NpyHeader& header, int64_t first, int64_t count,
+                   void* dst) {
+  ElementReader reader(path, header, first, count);
+  reader.read(static_cast<char*>(dst), static_cast<size_t>(count));
+}
+
+template <typename T>
+std::vector<T> read_npy_as(const std::string& path, const NpyHeader& header, int64_t first,
+                           int64_t count) {
+  ElementReader reader(path, header, first, count);
+  std::vector<T> out(static_cast<size_t>(count));
+  switch (header.dtype) {
+    case DType::kUInt8: convert_elements<T, uint8_t>(reader, header, path, &out); break;
+    case DType::kInt32: convert_elements<T, int32_t>(reader, header, path, &out); break;
+    case DType::kInt64: convert_elements<T, int64_t>(reader, header, path, &out); break;
+    case DType::kFloat32: convert_elements<T, float>(reader, header, path, &out); break;
+    case DType::kFloat64: convert_elements<T, double>(reader, header, path, &out); break;
+  }
+  return out;
+}
+
+template std::vector<uint8_t> read_npy_as<uint8_t>(const std::string&, const NpyHeader&, int64_t, int64_t);
+template std::vector<int32_t> read_npy_as<int32_t>(const std::string&, const NpyHeader&, int64_t, int64_t);
+template std::vector<int64_t> read_npy_as<int64_t>(const std::string&, const NpyHeader&, int64_t, int64_t);
+template std::vector<float> read_npy_as<float>(const std::string&, const NpyHeader&, int64_t, int64_t);
+template std::vector<double> read_npy_as<double>(const std::string&, const NpyHeader&, int64_t, int64_t);
 
 void write_npy(const std::string& path, DType dtype, const std::vector<int64_t>& shape,
                const void* data) {

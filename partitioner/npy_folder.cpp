@@ -3,11 +3,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <optional>
-#include <type_traits>
+#include <utility>
 
 #include "base/error.h"
 #include "partitioner/npy.h"
@@ -33,84 +32,74 @@ constexpr const char* kFormatFiles[] = {
 
 using detail::shape_text;
 
-std::string dtype_text(const NpyArray& a) { return a.is_bool ? "bool" : std::string(dtype_name(a.dtype)); }
+// One file of the folder: its header, checked when the file is found, and its data, read
+// only when a field asks for it and then straight into the field's vector, since x and
+// edge_index may be gigabytes and a whole-file buffer beside them would double the peak.
+struct NpyFile {
+  std::string path;
+  NpyHeader header;
 
-[[noreturn]] void wrong_dtype(const NpyArray& a, const std::string& path, const std::string& expected) {
-  throw file_error(path, "dtype " + dtype_text(a) + " is not supported here (expected " + expected + ")");
-}
-
-// Elements [first, first + count) converted straight from the file's bytes: no
-// intermediate copy, since x may be gigabytes.
-template <typename To, typename From>
-std::vector<To> convert(const NpyArray& a, size_t first, size_t count) {
-  std::vector<To> out(count);
-  const char* bytes = a.data.data() + first * sizeof(From);
-  if constexpr (std::is_same_v<To, From>) {
-    if (count > 0) std::memcpy(out.data(), bytes, count * sizeof(From));  // empty vectors may hold null
-  } else {
-    for (size_t i = 0; i < count; ++i) {
-      From value;
-      std::memcpy(&value, bytes + i * sizeof(From), sizeof(From));
-      out[i] = static_cast<To>(value);
-    }
+  const std::vector<int64_t>& shape() const { return header.shape; }
+  template <typename T>
+  std::vector<T> read(int64_t first, int64_t count) const {
+    return read_npy_as<T>(path, header, first, count);
   }
-  return out;
+  template <typename T>
+  std::vector<T> read_all() const {
+    return read<T>(0, header.num_elements());
+  }
+};
+
+std::string dtype_text(const NpyFile& f) {
+  return f.header.is_bool ? "bool" : std::string(dtype_name(f.header.dtype));
 }
 
-template <typename To, typename From>
-std::vector<To> convert(const NpyArray& a) {
-  return convert<To, From>(a, 0, a.data.size() / sizeof(From));
+[[noreturn]] void wrong_dtype(const NpyFile& f, const std::string& expected) {
+  throw file_error(f.path, "dtype " + dtype_text(f) + " is not supported here (expected " + expected + ")");
 }
 
-template <typename T>
-std::vector<T> copy_as(const NpyArray& a) {
-  return convert<T, T>(a);
+bool is_dtype(const NpyFile& f, DType dtype) { return !f.header.is_bool && f.header.dtype == dtype; }
+
+std::vector<int64_t> int64_slice(const NpyFile& f, int64_t first, int64_t count) {
+  if (!is_dtype(f, DType::kInt64) && !is_dtype(f, DType::kInt32)) wrong_dtype(f, "int64 or int32");
+  return f.read<int64_t>(first, count);
 }
 
-std::vector<int64_t> int64_slice(const NpyArray& a, const std::string& path, size_t first, size_t count) {
-  if (a.dtype == DType::kInt64) return convert<int64_t, int64_t>(a, first, count);
-  if (a.dtype == DType::kInt32) return convert<int64_t, int32_t>(a, first, count);
-  wrong_dtype(a, path, "int64 or int32");
-}
+std::vector<int64_t> as_int64(const NpyFile& f) { return int64_slice(f, 0, f.header.num_elements()); }
 
-std::vector<int64_t> as_int64(const NpyArray& a, const std::string& path) {
-  return int64_slice(a, path, 0, static_cast<size_t>(a.num_elements()));
-}
-
-std::vector<float> as_float32(const NpyArray& a, const std::string& path) {
-  if (a.dtype == DType::kFloat32) return copy_as<float>(a);
-  if (a.dtype == DType::kFloat64) return convert<float, double>(a);
-  wrong_dtype(a, path, "float32 or float64");
+std::vector<float> as_float32(const NpyFile& f) {
+  if (!is_dtype(f, DType::kFloat32) && !is_dtype(f, DType::kFloat64)) wrong_dtype(f, "float32 or float64");
+  return f.read_all<float>();
 }
 
 // Type indices; range-checked against the number of names later, in check_types.
-std::vector<int32_t> as_type_ids(const NpyArray& a, const std::string& path) {
-  if (a.dtype == DType::kInt32) return copy_as<int32_t>(a);
-  if (a.dtype != DType::kInt64) wrong_dtype(a, path, "int32 or int64");
-  std::vector<int64_t> wide = copy_as<int64_t>(a);
+std::vector<int32_t> as_type_ids(const NpyFile& f) {
+  if (is_dtype(f, DType::kInt32)) return f.read_all<int32_t>();
+  if (!is_dtype(f, DType::kInt64)) wrong_dtype(f, "int32 or int64");
+  std::vector<int64_t> wide = f.read_all<int64_t>();
   for (size_t i = 0; i < wide.size(); ++i) {
     if (wide[i] < 0 || wide[i] > std::numeric_limits<int32_t>::max()) {
-      throw file_error(path, "entry " + std::to_string(i) + " = " + std::to_string(wide[i]) +
-                                 " is not a type index");
+      throw file_error(f.path, "entry " + std::to_string(i) + " = " + std::to_string(wide[i]) +
+                                   " is not a type index");
     }
   }
   return std::vector<int32_t>(wide.begin(), wide.end());
 }
 
 // Rows of a [rows] or [rows, 1] array: labels and times are often saved as column vectors.
-int64_t vector_length(const NpyArray& a, const std::string& path) {
-  if (a.shape.size() == 1) return a.shape[0];
-  if (a.shape.size() == 2 && a.shape[1] == 1) return a.shape[0];
-  throw file_error(path, "shape " + shape_text(a.shape) + " is not a vector");
+int64_t vector_length(const NpyFile& f) {
+  if (f.shape().size() == 1) return f.shape()[0];
+  if (f.shape().size() == 2 && f.shape()[1] == 1) return f.shape()[0];
+  throw file_error(f.path, "shape " + shape_text(f.shape()) + " is not a vector");
 }
 
-void expect_matrix(const NpyArray& a, const std::string& path, const char* layout) {
-  if (a.shape.size() != 2) {
-    throw file_error(path, "shape " + shape_text(a.shape) + " is not " + layout);
+void expect_matrix(const NpyFile& f, const char* layout) {
+  if (f.shape().size() != 2) {
+    throw file_error(f.path, "shape " + shape_text(f.shape()) + " is not " + layout);
   }
 }
 
-// The files of one folder, read on demand; every error names the file.
+// The files of one folder, found on demand; every error names the file.
 class Folder {
  public:
   explicit Folder(std::string dir) : dir_(std::move(dir)) {}
@@ -120,9 +109,9 @@ class Folder {
     std::error_code ec;
     return fs::exists(path(name), ec);
   }
-  std::optional<NpyArray> read_optional(const std::string& name) const {
+  std::optional<NpyFile> find(const std::string& name) const {
     if (!has(name)) return std::nullopt;
-    return read_npy(path(name));
+    return NpyFile{path(name), read_npy_header(path(name))};
   }
 
  private:
@@ -157,19 +146,20 @@ struct EdgeFile {
   EdgeList* edges;
 };
 
-// [2, E] rows src then dst, as PyG's edge_index.
-EdgeList read_edge_index(const NpyArray& a, const std::string& path) {
-  if (a.shape.size() != 2 || a.shape[0] != 2) {
-    throw file_error(path, "shape " + shape_text(a.shape) + " is not (2, num_edges)");
+// [2, E] rows src then dst, as PyG's edge_index. C order puts all of src before all of
+// dst, so each row is read straight into its vector.
+EdgeList read_edge_index(const NpyFile& f) {
+  if (f.shape().size() != 2 || f.shape()[0] != 2) {
+    throw file_error(f.path, "shape " + shape_text(f.shape()) + " is not (2, num_edges)");
   }
-  size_t num_edges = static_cast<size_t>(a.shape[1]);
+  int64_t num_edges = f.shape()[1];
   EdgeList edges;
-  edges.src = int64_slice(a, path, 0, num_edges);
-  edges.dst = int64_slice(a, path, num_edges, num_edges);
+  edges.src = int64_slice(f, 0, num_edges);
+  edges.dst = int64_slice(f, num_edges, num_edges);
   for (const std::vector<int64_t>* row : {&edges.src, &edges.dst}) {
-    for (size_t i = 0; i < num_edges; ++i) {
+    for (size_t i = 0; i < row->size(); ++i) {
       if ((*row)[i] < 0) {
-        throw file_error(path, "edge " + std::to_string(i) + " has a negative node id " + std::to_string((*row)[i]));
+        throw file_error(f.path, "edge " + std::to_string(i) + " has a negative node id " + std::to_string((*row)[i]));
       }
     }
   }
@@ -205,21 +195,22 @@ void expect_edge_count(int64_t count, const char* unit, int64_t num_edges, const
 }
 
 // Node ids (sorted and deduplicated here) or a bool mask over the nodes.
-std::vector<int64_t> read_split(const NpyArray& a, const std::string& path, int64_t num_nodes) {
-  if (a.shape.size() != 1) throw file_error(path, "shape " + shape_text(a.shape) + " is not a vector");
+std::vector<int64_t> read_split(const NpyFile& f, int64_t num_nodes) {
+  if (f.shape().size() != 1) throw file_error(f.path, "shape " + shape_text(f.shape()) + " is not a vector");
   std::vector<int64_t> ids;
-  if (a.is_bool) {
-    for (size_t node = 0; node < a.data.size(); ++node) {
-      if (a.data[node] != 0) ids.push_back(static_cast<int64_t>(node));
+  if (f.header.is_bool) {
+    std::vector<uint8_t> mask = f.read_all<uint8_t>();
+    for (size_t node = 0; node < mask.size(); ++node) {
+      if (mask[node] != 0) ids.push_back(static_cast<int64_t>(node));
     }
     return ids;
   }
-  if (a.dtype != DType::kInt64 && a.dtype != DType::kInt32) wrong_dtype(a, path, "int64 node ids or a bool mask");
-  ids = as_int64(a, path);
+  if (!is_dtype(f, DType::kInt64) && !is_dtype(f, DType::kInt32)) wrong_dtype(f, "int64 node ids or a bool mask");
+  ids = as_int64(f);
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= num_nodes) {
-      throw file_error(path, "entry " + std::to_string(i) + " = " + std::to_string(ids[i]) +
-                                 " is not a node id in [0, " + std::to_string(num_nodes) + ")");
+      throw file_error(f.path, "entry " + std::to_string(i) + " = " + std::to_string(ids[i]) +
+                                   " is not a node id in [0, " + std::to_string(num_nodes) + ")");
     }
   }
   std::sort(ids.begin(), ids.end());
@@ -227,13 +218,13 @@ std::vector<int64_t> read_split(const NpyArray& a, const std::string& path, int6
   return ids;
 }
 
-std::vector<int64_t> read_labels(const NpyArray& a, const std::string& path, int64_t* num_classes) {
-  std::vector<int64_t> y = as_int64(a, path);
+std::vector<int64_t> read_labels(const NpyFile& f, int64_t* num_classes) {
+  std::vector<int64_t> y = as_int64(f);
   int64_t max_label = -1;
   for (size_t i = 0; i < y.size(); ++i) {
     if (y[i] < -1) {
-      throw file_error(path, "label " + std::to_string(y[i]) + " of node " + std::to_string(i) +
-                                 " is negative (only -1, unlabelled, may be)");
+      throw file_error(f.path, "label " + std::to_string(y[i]) + " of node " + std::to_string(i) +
+                                   " is negative (only -1, unlabelled, may be)");
     }
     max_label = std::max(max_label, y[i]);
   }
@@ -275,62 +266,60 @@ Types read_types(const std::string& path) {
 }
 
 void read_node_arrays(const Folder& folder, Dataset* d, NodeCount* count,
-                      std::vector<std::pair<std::string, NpyArray>>* splits) {
-  if (auto x = folder.read_optional("x.npy")) {
-    expect_matrix(*x, folder.path("x.npy"), "(num_nodes, num_features)");
-    count->add("x.npy", x->shape[0], "rows", folder);
-    d->feature_dim = x->shape[1];
-    d->x = as_float32(*x, folder.path("x.npy"));
+                      std::vector<NpyFile>* splits) {
+  if (auto x = folder.find("x.npy")) {
+    expect_matrix(*x, "(num_nodes, num_features)");
+    count->add("x.npy", x->shape()[0], "rows", folder);
+    d->feature_dim = x->shape()[1];
+    d->x = as_float32(*x);
   }
-  if (auto y = folder.read_optional("y.npy")) {
-    count->add("y.npy", vector_length(*y, folder.path("y.npy")), "entries", folder);
-    d->y = read_labels(*y, folder.path("y.npy"), &d->num_classes);
+  if (auto y = folder.find("y.npy")) {
+    count->add("y.npy", vector_length(*y), "entries", folder);
+    d->y = read_labels(*y, &d->num_classes);
   }
-  if (auto t = folder.read_optional("node_time.npy")) {
-    count->add("node_time.npy", vector_length(*t, folder.path("node_time.npy")), "entries", folder);
-    d->node_time = as_int64(*t, folder.path("node_time.npy"));
+  if (auto t = folder.find("node_time.npy")) {
+    count->add("node_time.npy", vector_length(*t), "entries", folder);
+    d->node_time = as_int64(*t);
   }
-  if (auto t = folder.read_optional("node_type.npy")) {
-    count->add("node_type.npy", vector_length(*t, folder.path("node_type.npy")), "entries", folder);
-    d->node_type = as_type_ids(*t, folder.path("node_type.npy"));
+  if (auto t = folder.find("node_type.npy")) {
+    count->add("node_type.npy", vector_length(*t), "entries", folder);
+    d->node_type = as_type_ids(*t);
   }
   for (const char* name : {"train_idx.npy", "val_idx.npy", "test_idx.npy"}) {
-    auto split = folder.read_optional(name);
+    auto split = folder.find(name);
     if (!split) continue;
-    if (split->is_bool) count->add(name, vector_length(*split, folder.path(name)), "mask entries", folder);
-    splits->emplace_back(name, std::move(*split));
+    if (split->header.is_bool) count->add(name, vector_length(*split), "mask entries", folder);
+    splits->push_back(std::move(*split));
   }
 }
 
 void read_edge_arrays(const Folder& folder, Dataset* d) {
   const std::string edge_file = "edge_index.npy";
   int64_t num_edges = d->edges.size();
-  if (auto a = folder.read_optional("edge_attr.npy")) {
-    expect_matrix(*a, folder.path("edge_attr.npy"), "(num_edges, num_edge_features)");
-    expect_edge_count(a->shape[0], "rows", num_edges, folder.path("edge_attr.npy"), edge_file);
-    d->edge_feature_dim = a->shape[1];
-    d->edge_attr = as_float32(*a, folder.path("edge_attr.npy"));
+  if (auto a = folder.find("edge_attr.npy")) {
+    expect_matrix(*a, "(num_edges, num_edge_features)");
+    expect_edge_count(a->shape()[0], "rows", num_edges, a->path, edge_file);
+    d->edge_feature_dim = a->shape()[1];
+    d->edge_attr = as_float32(*a);
   }
-  if (auto t = folder.read_optional("edge_time.npy")) {
-    expect_edge_count(vector_length(*t, folder.path("edge_time.npy")), "entries", num_edges,
-                      folder.path("edge_time.npy"), edge_file);
-    d->edge_time = as_int64(*t, folder.path("edge_time.npy"));
+  if (auto t = folder.find("edge_time.npy")) {
+    expect_edge_count(vector_length(*t), "entries", num_edges, t->path, edge_file);
+    d->edge_time = as_int64(*t);
   }
 }
 
 // Reads <prefix>edge_index.npy and, when present, <prefix>edge_type.npy.
 std::optional<EdgeList> read_typed_edges(const Folder& folder, const std::string& prefix) {
   std::string index_file = prefix + "edge_index.npy", type_file = prefix + "edge_type.npy";
-  auto index = folder.read_optional(index_file);
+  auto index = folder.find(index_file);
   if (!index) {
     if (folder.has(type_file)) throw file_error(folder.path(type_file), "present without " + index_file);
     return std::nullopt;
   }
-  EdgeList edges = read_edge_index(*index, folder.path(index_file));
-  if (auto types = folder.read_optional(type_file)) {
-    expect_edge_count(vector_length(*types, folder.path(type_file)), "entries", edges.size(),
-                      folder.path(type_file), index_file);
-    edges.type = as_type_ids(*types, folder.path(type_file));
+  EdgeList edges = read_edge_index(*index);
+  if (auto types = folder.find(type_file)) {
+    expect_edge_count(vector_length(*types), "entries", edges.size(), types->path, index_file);
+    edges.type = as_type_ids(*types);
   }
   return edges;
 }
@@ -342,6 +331,39 @@ void check_type_range(const std::vector<int32_t>& types, size_t count, const std
       throw file_error(path, "entry " + std::to_string(i) + " = " + std::to_string(types[i]) + ", but " +
                                  kTypesFile + " names " + std::to_string(count) + " " + kind + " types");
     }
+  }
+}
+
+// Position in the node type names of each edge type's (src, dst) types; -1 for a name
+// types.json does not list (which validate() reports).
+std::vector<std::pair<int32_t, int32_t>> endpoint_type_ids(const Dataset& d) {
+  auto index_of = [&](const std::string& name) {
+    auto it = std::find(d.node_type_names.begin(), d.node_type_names.end(), name);
+    return it == d.node_type_names.end() ? -1 : static_cast<int32_t>(it - d.node_type_names.begin());
+  };
+  std::vector<std::pair<int32_t, int32_t>> ids;
+  for (const EdgeType& t : d.edge_types) ids.emplace_back(index_of(t.src_type), index_of(t.dst_type));
+  return ids;
+}
+
+// types.json says which node types each edge type joins, node_type.npy what each node is;
+// a file saved from the wrong mapping makes them disagree, and a relational model would
+// then silently apply one relation's weights to another's nodes. Ids and types are
+// already range-checked.
+void check_endpoint_types(const Dataset& d, const EdgeList& edges, const std::string& type_path) {
+  if (d.node_type.empty() || edges.type.empty()) return;
+  const auto ends = endpoint_type_ids(d);
+  auto check = [&](int64_t edge, const char* side, int64_t node, int32_t expected) {
+    if (expected < 0 || d.node_type[node] == expected) return;
+    const EdgeType& t = d.edge_types[edges.type[edge]];
+    throw file_error(type_path, "edge " + std::to_string(edge) + " has type " + std::to_string(edges.type[edge]) +
+                                    " (" + t.src_type + ", " + t.relation + ", " + t.dst_type + "), but its " +
+                                    side + " node " + std::to_string(node) + " has type '" +
+                                    d.node_type_names[d.node_type[node]] + "' in node_type.npy");
+  };
+  for (int64_t i = 0; i < edges.size(); ++i) {
+    check(i, "src", edges.src[i], ends[edges.type[i]].first);
+    check(i, "dst", edges.dst[i], ends[edges.type[i]].second);
   }
 }
 
@@ -370,6 +392,9 @@ void apply_types(const Folder& folder, Dataset* d) {
   check_type_range(d->edges.type, edge_types, folder.path("edge_type.npy"), "edge");
   check_type_range(d->val_edges.type, edge_types, folder.path("val_edge_type.npy"), "edge");
   check_type_range(d->test_edges.type, edge_types, folder.path("test_edge_type.npy"), "edge");
+  check_endpoint_types(*d, d->edges, folder.path("edge_type.npy"));
+  check_endpoint_types(*d, d->val_edges, folder.path("val_edge_type.npy"));
+  check_endpoint_types(*d, d->test_edges, folder.path("test_edge_type.npy"));
 }
 
 void write_types(const Dataset& d, const std::string& path) {
@@ -445,7 +470,7 @@ Dataset read_npy_folder(const std::string& dir) {
   if (auto test = read_typed_edges(folder, "test_")) d.test_edges = std::move(*test);
 
   NodeCount count;
-  std::vector<std::pair<std::string, NpyArray>> splits;
+  std::vector<NpyFile> splits;
   read_node_arrays(folder, &d, &count, &splits);
   const EdgeFile edge_files[] = {
       {"edge_index.npy", &d.edges}, {"val_edge_index.npy", &d.val_edges}, {"test_edge_index.npy", &d.test_edges}};
@@ -457,8 +482,9 @@ Dataset read_npy_folder(const std::string& dir) {
   }
 
   read_edge_arrays(folder, &d);
-  for (const auto& [name, array] : splits) {
-    std::vector<int64_t> ids = read_split(array, folder.path(name), d.num_nodes);
+  for (const NpyFile& split : splits) {
+    std::vector<int64_t> ids = read_split(split, d.num_nodes);
+    std::string name = fs::path(split.path).filename().string();
     if (name == "train_idx.npy") d.train_idx = std::move(ids);
     else if (name == "val_idx.npy") d.val_idx = std::move(ids);
     else d.test_idx = std::move(ids);

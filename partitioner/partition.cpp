@@ -29,6 +29,7 @@ namespace {
 
 void check_options(const Dataset& dataset, const PartitionOptions& options) {
   if (options.num_parts < 1) throw UsageError("--parts must be at least 1");
+  if (options.num_parts > (1 << 16)) throw UsageError("--parts must be at most 65536");
   if (options.num_parts > dataset.num_nodes) {
     // Depends on the data, not only on the flag: a runtime error.
     throw Error("--parts: cannot cut " + std::to_string(dataset.num_nodes) + " nodes into " +
@@ -51,12 +52,17 @@ std::vector<int32_t> random_partitions(const Dataset& dataset, const PartitionOp
   return part;
 }
 
-// Vertex weights, one column per constraint. A constraint whose column is constant
-// adds nothing but METIS time, so it is left out.
+// Vertex weights, one column per constraint: one per node type that has nodes (when there
+// are two or more), else a node count, plus training nodes. A constant column (every node
+// a training node) or an empty one (a type without nodes) balances nothing and can make
+// METIS fail, so neither is added.
 void add_vertex_weights(const Dataset& dataset, const PartitionOptions& options, MetisGraph& g) {
   std::vector<std::vector<int32_t>> columns;
-  if (dataset.node_type_names.size() > 1) {
-    for (size_t t = 0; t < dataset.node_type_names.size(); ++t) {
+  std::vector<int64_t> nodes_of_type(dataset.node_type_names.size(), 0);
+  for (int32_t t : dataset.node_type) ++nodes_of_type[t];
+  if (std::count_if(nodes_of_type.begin(), nodes_of_type.end(), [](int64_t c) { return c > 0; }) > 1) {
+    for (size_t t = 0; t < nodes_of_type.size(); ++t) {
+      if (nodes_of_type[t] == 0) continue;
       std::vector<int32_t> column(dataset.num_nodes);
       for (int64_t v = 0; v < dataset.num_nodes; ++v) {
         column[v] = dataset.node_type[v] == static_cast<int32_t>(t);
@@ -118,7 +124,8 @@ MetisGraph build_metis_graph(const Dataset& dataset, const PartitionOptions& opt
   // METIS does not need sorted lists). Slices are cut by adjacency entries, not nodes, so
   // a power-law hub does not leave one thread with all the work.
   std::vector<int64_t> unique_count(n, 0);
-  int threads = resolve_threads(options.threads);
+  // Each thread holds a marker per node (4 bytes * N): a few threads saturate memory anyway.
+  int threads = std::min(resolve_threads(options.threads), 4);
   std::vector<int64_t> slice_begin(threads + 1, n);
   for (int t = 0, v = 0; t <= threads; ++t) {
     int64_t target = start[n] * t / threads;

@@ -169,6 +169,12 @@ void PartitionFolder::verify_all(Verify verify) const {
   if (verify == Verify::kFull) map.verify_checksum();
   check_range(map, 0, meta_.num_nodes);
   auto node_map = map.as<int64_t>();
+  // Allocate by num_edges only once the files agree with it (a corrupt META.json could
+  // claim any count): each part's edge_ids.bin must hold exactly its stated edges.
+  for (int p = 0; p < meta_.num_parts; ++p) {
+    MappedArray edges(dir_ + "/part" + std::to_string(p) + "/edge_ids.bin");
+    edges.expect_shape({meta_.parts[p].num_edges});
+  }
   std::vector<uint8_t> edge_seen(meta_.num_edges, 0);
   for (int p = 0; p < meta_.num_parts; ++p) {
     PartitionData part = load_part(p, verify);

@@ -22,6 +22,8 @@ namespace partita {
 
 constexpr int kPartitionFormatVersion = 1;
 constexpr const char* kMetaFile = "META.json";
+// More parts than this is a corrupt META.json, not a cluster anyone runs.
+constexpr int kMaxParts = 1 << 16;
 
 struct PartStats {
   int64_t num_nodes = 0;

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "partitioner/meta_json.h"
+
 namespace partita {
 
 namespace {
@@ -117,17 +119,7 @@ std::string format_report_json(const PartitionMeta& meta) {
   j["node_types"] = meta.node_types;
   j["num_edge_types"] = meta.edge_types.size();
   j["parts"] = nlohmann::json::array();
-  for (const auto& s : meta.parts) {
-    j["parts"].push_back({{"num_nodes", s.num_nodes},
-                          {"num_edges", s.num_edges},
-                          {"num_train", s.num_train},
-                          {"num_val", s.num_val},
-                          {"num_test", s.num_test},
-                          {"num_halo", s.num_halo},
-                          {"num_cut_edges", s.num_cut_edges},
-                          {"num_val_edges", s.num_val_edges},
-                          {"num_test_edges", s.num_test_edges}});
-  }
+  for (const auto& s : meta.parts) j["parts"].push_back(part_stats_json(s));
   return j.dump(2) + "\n";
 }
 

@@ -2,7 +2,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <chrono>
 #include <future>
 #include <filesystem>
 
@@ -10,6 +9,7 @@
 #include "base/parallel.h"
 #include "base/progress.h"
 #include "base/staging_dir.h"
+#include "base/stopwatch.h"
 #include "partitioner/meta_json.h"
 #include "partitioner/partition_format.h"
 
@@ -205,7 +205,7 @@ PartitionMeta write_partitions(const Dataset& d, const std::vector<int32_t>& par
       orig_id[new_id[v]] = v;
     }
   }
-  StagingDir staging(dir, options.overwrite);
+  StagingDir staging(dir, options.overwrite, kMetaFile);
   InEdges own_in_edges;
   if (in_edges == nullptr) {
     own_in_edges = build_in_edges(d);
@@ -238,7 +238,7 @@ PartitionMeta write_partitions(const Dataset& d, const std::vector<int32_t>& par
 
 PartitionMeta partition_dataset(const Dataset& d, const PartitionOptions& partition_options,
                                 const std::string& dir, const WriteOptions& options) {
-  StagingDir::check_target(dir, options.overwrite);
+  StagingDir::check_target(dir, options.overwrite, kMetaFile);
   // METIS is single-threaded: the writer's in-edge index is built on another core meanwhile.
   // (An async future joins in its destructor, also when assignment throws.)
   std::future<InEdges> in_edges;
@@ -246,12 +246,11 @@ PartitionMeta partition_dataset(const Dataset& d, const PartitionOptions& partit
     auto launch = resolve_threads(options.threads) > 1 ? std::launch::async : std::launch::deferred;
     in_edges = std::async(launch, [&d] { return build_in_edges(d); });
   };
-  auto start = std::chrono::steady_clock::now();
+  Stopwatch watch;
   std::vector<int32_t> parts = assign_partitions(d, partition_options, start_in_edges);
   if (!in_edges.valid()) start_in_edges();  // no METIS call (random, or one part)
   spdlog::info("{} assignment into {} parts took {:.2f}s", partition_method_name(partition_options.method),
-               partition_options.num_parts,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+               partition_options.num_parts, watch.seconds());
   InEdges index = in_edges.get();
   return write_partitions(d, parts, partition_options, dir, options, &index);
 }

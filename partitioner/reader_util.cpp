@@ -74,6 +74,12 @@ void write_all(int fd, const std::string& path, const void* data, size_t bytes) 
   }
 }
 
+void seek_to(int fd, const std::string& path, uint64_t offset) {
+  if (::lseek(fd, static_cast<off_t>(offset), SEEK_SET) < 0) {
+    throw file_error(path, "cannot seek to byte " + std::to_string(offset) + ": " + errno_text());
+  }
+}
+
 std::string read_file(const std::string& path) {
   ScopedFd fd = open_for_reading(path);
   size_t size = regular_file_size(fd.get(), path);

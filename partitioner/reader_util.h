@@ -46,6 +46,8 @@ std::string read_file(const std::string& path);
 // Loops because read() may return less than asked (and at most ~2 GB per call on Linux).
 void read_exactly(int fd, const std::string& path, char* buffer, size_t bytes);
 void write_all(int fd, const std::string& path, const void* data, size_t bytes);
+// Moves the descriptor to byte `offset` from the start; errors name `path`.
+void seek_to(int fd, const std::string& path, uint64_t offset);
 
 // "fb15k-237" for "data/fb15k-237/": a dataset folder's name (the trailing slash that shell
 // completion leaves is ignored).

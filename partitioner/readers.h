@@ -17,21 +17,30 @@ struct ReadOptions {
 // LINQS citation format (Cora, CiteSeer). `path` is a folder holding exactly one
 // `X.content` and `X.cites`, or the common prefix `dir/X`. Dangling citations are counted
 // and skipped, self-loops dropped, duplicates merged, and the graph made undirected.
+// Node ids follow the .content lines; classes are numbered in sorted order of their names.
+// Edges are sorted by (dst, src), the order of a CSC (in-neighbour) view.
 // Split (seeded): 20 train nodes per class, then 500 validation and 1000 test nodes.
+// A graph too small for that keeps the 20 (or fewer) per class and gives what remains to
+// validation first, then test, either possibly short or empty.
 Dataset read_linqs(const std::string& path, const ReadOptions& options = {});
 
 // A folder of .npy files as a PyG user writes them: edge_index int64 [2,E] (required),
 // x [N,F], y [N], edge_attr [E,Fe], node_time [N], edge_time [E], and train_idx /
 // val_idx / test_idx (int64 ids or bool masks). Also node_type [N] and edge_type [E]
-// with their names in types.json (heterogeneous graphs). Float64 features are converted
+// with their names in types.json (heterogeneous graphs); each edge's endpoints must have
+// the node types its edge type names. Float64 features are converted
 // to float32, int32 ids to int64.
 Dataset read_npy_folder(const std::string& dir);
+
+// The file every npy dataset folder has: what marks a folder as replaceable by --overwrite.
+constexpr const char* kNpyFolderMarker = "edge_index.npy";
 
 // Writes `d` as read_npy_folder reads it (the generators' output format).
 void write_npy_folder(const Dataset& d, const std::string& dir);
 
 // Text edge list: one `src dst` pair per line (whitespace-separated non-negative integers),
-// `#` starts a comment. Node count = largest id + 1.
+// `#` starts a comment. Node count = largest id + 1, which must not exceed
+// 16 * edges + 1,000,000: sparse ids (hashes, say) must be remapped to 0..N-1 first.
 Dataset read_edgelist(const std::string& path);
 
 // Knowledge-graph triples: a folder with train.txt, valid.txt and test.txt, one

@@ -32,6 +32,21 @@ void check_fraction(const char* flag, double value) {
   }
 }
 
+// "--train-nodes/--test-fraction": the flags behind the non-empty parts of a split, which
+// are the ones to change when it does not fit (with fractions alone, rounding up can).
+std::string responsible_flags(const SplitOptions& o, const SplitSizes& s) {
+  std::string flags;
+  auto add = [&](bool nonempty, const char* flag) {
+    if (!nonempty) return;
+    if (!flags.empty()) flags += "/";
+    flags += flag;
+  };
+  add(s.train > 0, o.num_train > 0 ? "--train-nodes" : "--train-fraction");
+  add(s.val > 0, "--val-fraction");
+  add(s.test > 0, "--test-fraction");
+  return flags;
+}
+
 }  // namespace
 
 void check_split_options(const SplitOptions& o, int64_t num_candidates) {
@@ -51,7 +66,7 @@ void check_split_options(const SplitOptions& o, int64_t num_candidates) {
   }
   SplitSizes s = split_sizes(o, num_candidates);
   if (s.train + s.val + s.test > num_candidates) {
-    throw UsageError("--train-nodes: " + std::to_string(s.train) + " training nodes plus " +
+    throw UsageError(responsible_flags(o, s) + ": " + std::to_string(s.train) + " training nodes plus " +
                      std::to_string(s.val) + " validation and " + std::to_string(s.test) +
                      " test nodes exceed the " + std::to_string(num_candidates) +
                      " nodes that can be split");

@@ -29,7 +29,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # libblas.so.3 is an alternative; make sure it resolves to OpenBLAS, not the reference BLAS.
-if ! readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 | grep -q openblas; then
+if ! readlink -f "/usr/lib/$(gcc -print-multiarch)/libblas.so.3" | grep -q openblas; then
   echo "partita setup: warning: libblas.so.3 does not point to OpenBLAS; libtorch will be slow" >&2
 fi
 

@@ -31,9 +31,15 @@ void add_split_flags(CLI::App* cmd, SplitOptions& split) {
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
 }
 
+// Checks the output folder as StagingDir will, so a generate into an existing folder fails
+// at once rather than after minutes of generating.
+void check_output(const OutputOptions& out) {
+  StagingDir::check_target(out.dir, out.overwrite, kNpyFolderMarker);
+}
+
 // The generator writes into a staging folder so a failed or interrupted run leaves nothing.
 void write_output(const Dataset& dataset, const OutputOptions& out) {
-  StagingDir staging(out.dir, out.overwrite);
+  StagingDir staging(out.dir, out.overwrite, kNpyFolderMarker);
   write_npy_folder(dataset, staging.path());
   staging.commit();
   spdlog::info("wrote {}: {} nodes, {} directed edges{}", out.dir, dataset.num_nodes,
@@ -64,6 +70,7 @@ void add_generate_command(CLI::App& app, const GlobalOptions& global) {
   r->add_option("--seed", rmat->seed, "random seed")->capture_default_str();
   add_output_flags(r, *rmat_out);
   r->callback([rmat, rmat_out, &global] {
+    check_output(*rmat_out);
     rmat->threads = global.threads;
     write_output(generate_rmat(*rmat), *rmat_out);
   });
@@ -75,12 +82,13 @@ void add_generate_command(CLI::App& app, const GlobalOptions& global) {
   s->add_option("--classes", sbm->num_classes, "number of classes (blocks)")->check(CLI::PositiveNumber)->capture_default_str();
   s->add_option("--avg-degree", sbm->avg_degree, "directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
   s->add_option("--homophily", sbm->homophily, "fraction of edges inside a class")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  s->add_option("--features", sbm->feature_dim, "feature dimension")->check(CLI::PositiveNumber)->capture_default_str();
+  s->add_option("--features", sbm->feature_dim, "feature dimension (0: none)")->check(CLI::NonNegativeNumber)->capture_default_str();
   s->add_option("--noise", sbm->noise, "feature noise relative to the class signal")->check(CLI::NonNegativeNumber)->capture_default_str();
   add_split_flags(s, sbm->split);
   s->add_option("--seed", sbm->seed, "random seed")->capture_default_str();
   add_output_flags(s, *sbm_out);
   s->callback([sbm, sbm_out, &global] {
+    check_output(*sbm_out);
     sbm->threads = global.threads;
     write_output(generate_sbm(*sbm), *sbm_out);
   });
@@ -92,13 +100,18 @@ void add_generate_command(CLI::App& app, const GlobalOptions& global) {
   h->add_option("--authors", het->num_authors, "author nodes")->check(CLI::PositiveNumber)->capture_default_str();
   h->add_option("--venues", het->num_venues, "venue nodes")->check(CLI::PositiveNumber)->capture_default_str();
   h->add_option("--classes", het->num_classes, "paper fields (labels)")->check(CLI::PositiveNumber)->capture_default_str();
-  h->add_option("--features", het->feature_dim, "paper feature dimension")->check(CLI::PositiveNumber)->capture_default_str();
+  h->add_option("--features", het->feature_dim, "paper feature dimension (0: none)")->check(CLI::NonNegativeNumber)->capture_default_str();
   h->add_option("--citations", het->citations_per_paper, "citations per paper")->check(CLI::NonNegativeNumber)->capture_default_str();
   h->add_option("--authors-per-paper", het->authors_per_paper, "authors per paper")->check(CLI::NonNegativeNumber)->capture_default_str();
+  h->add_option("--homophily", het->homophily, "fraction of citations and authorships within the paper's field")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  h->add_option("--noise", het->noise, "paper feature noise relative to the field signal")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   add_split_flags(h, het->split);
   h->add_option("--seed", het->seed, "random seed")->capture_default_str();
   add_output_flags(h, *het_out);
   h->callback([het, het_out, &global] {
+    check_output(*het_out);
     het->threads = global.threads;
     write_output(generate_hetero(*het), *het_out);
   });

@@ -40,16 +40,28 @@ int main(int argc, char** argv) {
   app.add_option("--threads", global.threads, "worker and libtorch threads (0 = all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.parse_complete_callback([&] {
-    init_logging(global.log_level);
-    set_torch_threads(global.threads);
-  });
+  // libtorch's thread pool is set up by the commands that use libtorch, not here: the
+  // partitioning commands never pay for it.
+  app.parse_complete_callback([&] { init_logging(global.log_level); });
   cli::add_generate_command(app, global);
   cli::add_partition_command(app, global);
   cli::add_inspect_command(app, global);
   cli::add_bench_command(app, global);
 
   try {
+    // CLI11 reports a mistyped command as "a subcommand is required"; name it instead.
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg.rfind("-", 0) == 0) {
+        if (arg.find('=') == std::string::npos && (arg == "--log-level" || arg == "--threads")) ++i;
+        continue;
+      }
+      auto commands = app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == arg; });
+      if (commands.empty()) {
+        throw UsageError("unknown command '" + arg + "' (see partita --help)");
+      }
+      break;
+    }
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

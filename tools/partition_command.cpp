@@ -1,9 +1,10 @@
 // partita partition: read a dataset, partition it, write the partition folder.
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <iostream>
 
+#include "base/staging_dir.h"
+#include "base/stopwatch.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_format.h"
 #include "partitioner/partition_report.h"
@@ -27,10 +28,6 @@ struct PartitionCommand {
   bool json = false;
 };
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 void run(const PartitionCommand& c, const GlobalOptions& global) {
   PartitionOptions options;
   options.num_parts = c.parts;
@@ -39,18 +36,20 @@ void run(const PartitionCommand& c, const GlobalOptions& global) {
   options.balance_train = !c.no_balance_train;
   options.threads = global.threads;
 
-  auto start = std::chrono::steady_clock::now();
+  // Fail on an unusable --output now, not after reading and partitioning.
+  StagingDir::check_target(c.output, c.overwrite, kMetaFile);
+  Stopwatch watch;
   ReadOptions read_options;
   read_options.split_seed = c.split_seed;
   Dataset dataset = read_dataset(c.format, c.input, read_options);
   spdlog::info("read {} ({}): {} nodes, {} directed edges in {:.2f}s", c.input, c.format,
-               dataset.num_nodes, dataset.num_edges(), seconds_since(start));
+               dataset.num_nodes, dataset.num_edges(), watch.seconds());
 
   WriteOptions write_options;
   write_options.overwrite = c.overwrite;
   write_options.threads = global.threads;
   PartitionMeta meta = partition_dataset(dataset, options, c.output, write_options);
-  spdlog::info("partitioned and wrote {} in {:.2f}s", c.output, seconds_since(start));
+  spdlog::info("partitioned and wrote {} in {:.2f}s", c.output, watch.seconds());
   std::cout << (c.json ? format_report_json(meta) : format_report_table(meta));
 }
 

@@ -53,26 +53,31 @@ TEST(CliTest, GeneratorOutputDoesNotDependOnThreads) {
   }
 }
 
-TEST(CliTest, UsageErrorsExitTwoWithOneLine) {
-  const std::vector<std::vector<std::string>> cases{
-      {},
-      {"frobnicate"},
-      {"partition", "-o", "/tmp/x"},  // missing --input
-      {"partition", "-i", "x", "-o", "y", "--parts", "0"},
-      {"partition", "-i", "x", "-o", "y", "--parts", "two"},
-      {"partition", "-i", "x", "-o", "y", "--format", "csv"},
-      {"partition", "-i", "x", "-o", "y", "--method", "spectral"},
-      {"generate", "rmat", "-o", "y", "--a", "0.5", "--b", "0.3", "--c", "0.3"},
-      {"generate", "sbm", "-o", "y", "--homophily", "1.5"},
-      {"--log-level", "loud", "inspect", "x"},
-      {"--threads", "-1", "inspect", "x"},
+TEST(CliTest, UsageErrorsExitTwoWithOneLineNamingTheFlag) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;  // what the message must name
   };
-  for (const auto& args : cases) {
-    auto r = run_partita(args);
+  const std::vector<Case> cases{
+      {{}, "subcommand"},
+      {{"frobnicate"}, "frobnicate"},
+      {{"partition", "-o", "/tmp/x"}, "--input"},
+      {{"partition", "-i", "x", "-o", "y", "--parts", "0"}, "--parts"},
+      {{"partition", "-i", "x", "-o", "y", "--parts", "two"}, "--parts"},
+      {{"partition", "-i", "x", "-o", "y", "--format", "csv"}, "--format"},
+      {{"partition", "-i", "x", "-o", "y", "--method", "spectral"}, "--method"},
+      {{"generate", "rmat", "-o", "y", "--a", "0.5", "--b", "0.3", "--c", "0.3"}, "--a/--b/--c"},
+      {{"generate", "sbm", "-o", "y", "--homophily", "1.5"}, "--homophily"},
+      {{"--log-level", "loud", "inspect", "x"}, "--log-level"},
+      {{"--threads", "-1", "inspect", "x"}, "--threads"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_partita(c.args);
     std::string cmd;
-    for (const auto& a : args) cmd += a + " ";
+    for (const auto& a : c.args) cmd += a + " ";
     EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.err;
     EXPECT_TRUE(one_line(r.err)) << cmd << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << cmd << "\n" << r.err;
   }
 }
 
@@ -89,6 +94,8 @@ TEST(CliTest, RuntimeErrorsExitOneAndNameTheProblem) {
       {{"partition", "-f", "edgelist", "-i", tmp / "edges.txt", "-o", tmp / "o"}, "edges.txt:3"},
       {{"partition", "-f", "edgelist", "-i", tmp / "small.txt", "-o", tmp / "o", "-k", "5"}, "5 partitions"},
       {{"partition", "-f", "edgelist", "-i", tmp / "small.txt", "-o", tmp / "nope/o"}, "does not exist"},
+      {{"partition", "-f", "edgelist", "-i", tmp / "small.txt", "-o", tmp.path(), "--overwrite"},
+       "refusing to replace a folder without META.json"},
       {{"inspect", tmp / "missing"}, "not a folder"},
       {{"inspect", tmp.path()}, "META.json"},
   };
@@ -162,6 +169,9 @@ TEST_F(CorruptFolderTest, BrokenMetaFieldIsNamed) {
   j["num_parts"] = "two";
   testing::write_text(dir() + "/META.json", j.dump());
   EXPECT_NE(inspect_error(false).find("field 'num_parts': expected an integer"), std::string::npos);
+  j["num_parts"] = 4294967298;  // 2 if truncated to 32 bits
+  testing::write_text(dir() + "/META.json", j.dump());
+  EXPECT_NE(inspect_error(false).find("field 'num_parts': must be at most 65536"), std::string::npos);
   j["num_parts"] = 2;
   j["format_version"] = 99;
   testing::write_text(dir() + "/META.json", j.dump());
@@ -180,11 +190,6 @@ TEST_F(CorruptFolderTest, SwappedNodeMapFailsVerify) {
   EXPECT_NE(e.find("node_map.bin"), std::string::npos) << e;
 }
 
-}  // namespace
-}  // namespace partita
-
-namespace partita {
-namespace {
 
 // Every broken input of the corpus, through the command line a user types: exit 1, one
 // line, the file named, nothing written.

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "partitioner/generators.h"
+#include "partitioner/readers.h"
 #include "partitioner/splits.h"
+#include "test_util.h"
 
 namespace partita {
 namespace {
@@ -122,6 +125,32 @@ TEST(SplitTest, InvalidOptionsAreNamed) {
   SplitOptions negative;
   negative.val_fraction = -0.1;
   expect_usage_error([&] { random_node_split(iota(100), negative, 0); }, "--val-fraction");
+}
+
+// The flags named are the ones whose nodes overflow the split, not always --train-nodes.
+TEST(SplitTest, OversizedSplitNamesTheFlagsThatSetIt) {
+  auto message = [](const SplitOptions& o, int64_t n) {
+    try {
+      random_node_split(iota(n), o, 0);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "expected a UsageError";
+    return std::string();
+  };
+  SplitOptions rounded;  // fractions sum to 1, but round(1.5) + round(1.5) = 4 > 3
+  rounded.train_fraction = 0.5;
+  rounded.val_fraction = 0.5;
+  rounded.test_fraction = 0;
+  std::string m = message(rounded, 3);
+  EXPECT_EQ(m.rfind("--train-fraction/--val-fraction: 2 training nodes plus 2 validation and 0 test", 0), 0u) << m;
+
+  SplitOptions counted;  // 4 + 0 + round(1.2) > 4
+  counted.num_train = 4;
+  counted.val_fraction = 0;
+  counted.test_fraction = 0.3;
+  m = message(counted, 4);
+  EXPECT_EQ(m.rfind("--train-nodes/--test-fraction: 4 training nodes", 0), 0u) << m;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -402,6 +431,15 @@ TEST(SbmTest, NeighbourAveragingMakesFeaturesLearnable) {
   EXPECT_GT(averaged_accuracy, raw_accuracy + 0.2);
 }
 
+TEST(SbmTest, ZeroFeaturesGiveAGraphWithoutX) {
+  SbmOptions o = small_sbm();
+  o.feature_dim = 0;
+  Dataset d = generate_sbm(o);
+  EXPECT_EQ(d.feature_dim, 0);
+  EXPECT_TRUE(d.x.empty());
+  EXPECT_EQ(d.edges.src, generate_sbm(small_sbm()).edges.src) << "features have their own stream";
+}
+
 TEST(SbmTest, InvalidOptionsAreNamed) {
   auto with = [](auto change) {
     return [change] {
@@ -531,6 +569,15 @@ TEST(HeteroTest, SameSeedSameGraphWhateverTheThreads) {
   EXPECT_NE(one.x, other.x);
 }
 
+TEST(HeteroTest, ZeroFeaturesGiveAGraphWithoutX) {
+  HeteroOptions o = small_hetero();
+  o.feature_dim = 0;
+  Dataset d = generate_hetero(o);
+  EXPECT_EQ(d.feature_dim, 0);
+  EXPECT_TRUE(d.x.empty());
+  EXPECT_EQ(d.edges.dst, generate_hetero(small_hetero()).edges.dst);
+}
+
 TEST(HeteroTest, InvalidOptionsAreNamed) {
   auto with = [](auto change) {
     return [change] {
@@ -547,6 +594,85 @@ TEST(HeteroTest, InvalidOptionsAreNamed) {
   expect_usage_error(with([](HeteroOptions& o) { o.homophily = -0.5; }), "--homophily");
   expect_usage_error(with([](HeteroOptions& o) { o.split.test_fraction = 0.85; }),
                      "--train-fraction");
+}
+
+// ---------------------------------------------------------------------------------------
+// partita generate: the flags reach the options, and the output is checked first
+
+using testing::run_partita;
+using testing::TempDir;
+
+TEST(GenerateCommandTest, HeteroHomophilyAndNoiseFlagsReachTheGenerator) {
+  TempDir tmp;
+  auto r = run_partita({"--log-level", "warn", "generate", "hetero", "--papers", "400", "--authors", "100",
+                        "--venues", "10", "--features", "4", "--homophily", "1", "--noise", "0", "-o", tmp / "h"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Dataset d = read_npy_folder(tmp / "h");
+  const int64_t classes = 5, first_author = 400;  // the default --classes
+  for (int64_t e = 0; e < d.num_edges(); ++e) {
+    const int64_t s = d.edges.src[e], t = d.edges.dst[e];
+    if (d.edges.type[e] == 2) {
+      ASSERT_EQ(d.y[s], d.y[t]) << "citation " << e << " leaves its field";
+    }
+    if (d.edges.type[e] == 0) {
+      ASSERT_EQ((s - first_author) % classes, d.y[t]) << "authorship " << e;
+    }
+  }
+  // Without noise a paper's features are its field's mean, the same for the whole field.
+  std::vector<int64_t> first_of_field(classes, -1);
+  for (int64_t p = 0; p < 400; ++p) {
+    int64_t& first = first_of_field[d.y[p]];
+    if (first < 0) first = p;
+    ASSERT_TRUE(std::equal(d.x.begin() + p * 4, d.x.begin() + p * 4 + 4, d.x.begin() + first * 4)) << p;
+  }
+
+  for (const auto& [flag, value] : {std::pair<std::string, std::string>{"--homophily", "1.5"}, {"--noise", "-1"}}) {
+    auto bad = run_partita({"generate", "hetero", flag, value, "-o", tmp / "bad"});
+    EXPECT_EQ(bad.exit_code, 2) << flag << ": " << bad.err;
+    EXPECT_NE(bad.err.find(flag), std::string::npos) << bad.err;
+  }
+  auto help = run_partita({"generate", "hetero", "--help"});
+  EXPECT_NE(help.out.find("--homophily"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("0.8"), std::string::npos) << "defaults are shown: " << help.out;
+}
+
+TEST(GenerateCommandTest, SbmAndHeteroAcceptZeroFeatures) {
+  TempDir tmp;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"sbm", "--nodes", "200", "--classes", "4"},
+        std::vector<std::string>{"hetero", "--papers", "200", "--authors", "50", "--venues", "10"}}) {
+    std::vector<std::string> full = {"--log-level", "warn", "generate"};
+    full.insert(full.end(), args.begin(), args.end());
+    const std::string out = tmp / args[0];
+    full.insert(full.end(), {"--features", "0", "-o", out});
+    auto r = run_partita(full);
+    ASSERT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out + "/x.npy")) << args[0];
+    EXPECT_EQ(read_npy_folder(out).feature_dim, 0) << args[0];
+  }
+}
+
+// Each generator is given options it would reject: if the output folder is checked first,
+// the error is the folder's (exit 1), proving no generating happened before it.
+TEST(GenerateCommandTest, ExistingOutputFailsBeforeGenerating) {
+  TempDir tmp;
+  std::filesystem::create_directory(tmp / "taken");
+  testing::write_text(tmp / "taken/keep.txt", "mine");
+  const std::vector<std::vector<std::string>> commands = {
+      {"rmat", "--a", "0.5", "--b", "0.3", "--c", "0.3"},
+      {"sbm", "--nodes", "3"},
+      {"hetero", "--papers", "3"},
+  };
+  for (const auto& command : commands) {
+    std::vector<std::string> args = {"generate"};
+    args.insert(args.end(), command.begin(), command.end());
+    args.insert(args.end(), {"-o", tmp / "taken"});
+    auto r = run_partita(args);
+    EXPECT_EQ(r.exit_code, 1) << command[0] << ": " << r.err;
+    EXPECT_NE(r.err.find(tmp / "taken"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(testing::read_text(tmp / "taken/keep.txt"), "mine");
 }
 
 }  // namespace

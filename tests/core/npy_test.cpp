@@ -185,6 +185,110 @@ TEST(NpyTest, LargeArrayRoundTripsThroughChunkedReads) {
   EXPECT_EQ(elements<int64_t>(a), values);
 }
 
+// ---------------------------------------------------------------------------------------
+// Header first, then the data straight into the caller's buffer
+
+TEST(NpyTest, HeaderSaysWhatReadNpyReadsAndWhereTheDataStarts) {
+  TempDir dir;
+  write_npy(dir / "a.npy", DType::kInt64, {2, 3}, kSix.data());
+  NpyHeader h = read_npy_header(dir / "a.npy");
+  EXPECT_EQ(h.dtype, DType::kInt64);
+  EXPECT_FALSE(h.is_bool);
+  EXPECT_EQ(h.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(h.num_elements(), 6);
+  EXPECT_EQ(h.data_offset, 128u);
+
+  write_text(dir / "b.npy", numpy_bytes(2, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }",
+                                        std::string("\x01\x00\x01", 3), 16));
+  NpyHeader b = read_npy_header(dir / "b.npy");
+  EXPECT_TRUE(b.is_bool);
+  EXPECT_EQ(b.dtype, DType::kUInt8);
+  EXPECT_EQ(b.data_offset, 80u);
+  EXPECT_EQ(read_npy_as<uint8_t>(dir / "b.npy", b, 0, 3), (std::vector<uint8_t>{1, 0, 1}));
+}
+
+TEST(NpyTest, ReadIntoFillsARangeOfElements) {
+  TempDir dir;
+  write_npy(dir / "a.npy", DType::kInt64, {2, 3}, kSix.data());
+  NpyHeader h = read_npy_header(dir / "a.npy");
+  std::vector<int64_t> row(3);
+  read_npy_into(dir / "a.npy", h, 3, 3, row.data());  // the second row of a C-order [2, 3]
+  EXPECT_EQ(row, (std::vector<int64_t>{4000000000000, 5, 6}));
+  read_npy_into(dir / "a.npy", h, 1, 2, row.data());
+  EXPECT_EQ(row, (std::vector<int64_t>{-2, 3, 6}));
+  read_npy_into(dir / "a.npy", h, 6, 0, nullptr);  // an empty range touches nothing
+  EXPECT_EQ(read_npy_as<int64_t>(dir / "a.npy", h, 0, 6), kSix);
+  EXPECT_TRUE(read_npy_as<int64_t>(dir / "a.npy", h, 2, 0).empty());
+}
+
+TEST(NpyTest, ReadAsConvertsBetweenDtypes) {
+  TempDir dir;
+  const std::vector<int32_t> narrow = {-5, 0, 7, 2147483647};
+  write_npy(dir / "i.npy", DType::kInt32, {4}, narrow.data());
+  NpyHeader i = read_npy_header(dir / "i.npy");
+  EXPECT_EQ(read_npy_as<int64_t>(dir / "i.npy", i, 0, 4), (std::vector<int64_t>{-5, 0, 7, 2147483647}));
+  EXPECT_EQ(read_npy_as<float>(dir / "i.npy", i, 1, 2), (std::vector<float>{0, 7}));
+
+  const std::vector<double> wide = {0.1, -2.5, 1e300};
+  write_npy(dir / "d.npy", DType::kFloat64, {3}, wide.data());
+  NpyHeader d = read_npy_header(dir / "d.npy");
+  EXPECT_EQ(read_npy_as<float>(dir / "d.npy", d, 0, 2), (std::vector<float>{0.1f, -2.5f}));
+  EXPECT_EQ(read_npy_as<double>(dir / "d.npy", d, 0, 3), wide);
+  try {
+    read_npy_as<int64_t>(dir / "d.npy", d, 0, 3);
+    FAIL() << "float64 read as int64";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), dir / "d.npy: dtype float64 cannot be read as int64");
+  }
+}
+
+TEST(NpyTest, ConversionCrossesChunkBoundariesInOrder) {
+  TempDir dir;
+  // More elements than one conversion chunk (4 MB of the file's dtype), read from an offset.
+  std::vector<double> values(1'300'000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i) - 0.5;
+  write_npy(dir / "big.npy", DType::kFloat64, {static_cast<int64_t>(values.size())}, values.data());
+  NpyHeader h = read_npy_header(dir / "big.npy");
+  const int64_t first = 3, count = static_cast<int64_t>(values.size()) - 5;
+  std::vector<float> got = read_npy_as<float>(dir / "big.npy", h, first, count);
+  ASSERT_EQ(got.size(), static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) ASSERT_EQ(got[i], static_cast<float>(values[first + i])) << i;
+}
+
+TEST(NpyTest, RangesOutsideTheArrayAreRefused) {
+  TempDir dir;
+  write_npy(dir / "a.npy", DType::kInt64, {2, 3}, kSix.data());
+  NpyHeader h = read_npy_header(dir / "a.npy");
+  std::vector<int64_t> buffer(8);
+  EXPECT_THROW(read_npy_into(dir / "a.npy", h, 4, 3, buffer.data()), Error);
+  EXPECT_THROW(read_npy_into(dir / "a.npy", h, -1, 2, buffer.data()), Error);
+  EXPECT_THROW(read_npy_as<int64_t>(dir / "a.npy", h, 0, 7), Error);
+}
+
+// read_npy_header must make every check read_npy makes, with the same message: a folder
+// reader that checks headers first relies on it.
+TEST(NpyTest, HeaderRejectsEveryBrokenCorpusFileAsReadNpyDoes) {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(testing::corpus_path("readers"))) {
+    if (entry.path().extension() != ".npy") continue;
+    std::string path = entry.path().string(), from_read, from_header;
+    try {
+      read_npy(path);
+    } catch (const Error& e) {
+      from_read = e.what();
+    }
+    try {
+      read_npy_header(path);
+    } catch (const Error& e) {
+      from_header = e.what();
+    }
+    EXPECT_FALSE(from_read.empty()) << path;
+    EXPECT_EQ(from_header, from_read) << path;
+    ++checked;
+  }
+  EXPECT_GE(checked, 10);
+}
+
 TEST(NpyTest, RejectsFortranOrder) {
   TempDir dir;
   std::string message = read_error(

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "base/error.h"
 #include "base/subprocess.h"
@@ -278,6 +279,7 @@ TEST(PartitionTest, ExistingOutputIsKeptUnlessOverwriteIsGiven) {
   std::string dir = tmp / "out";
   fs::create_directory(dir);
   testing::write_text(dir + "/keep.txt", "mine");
+  testing::write_text(dir + "/META.json", "{}");  // an earlier partition run's folder
   PartitionOptions options;
   auto parts = assign_partitions(d, options);
   EXPECT_THROW(write_partitions(d, parts, options, dir), Error);
@@ -290,7 +292,6 @@ TEST(PartitionTest, ExistingOutputIsKeptUnlessOverwriteIsGiven) {
 }
 
 TEST(PartitionTest, KilledPartitionCommandLeavesNoOutputFolder) {
-  // Big enough that the writer is still busy when it is killed.
   TempDir tmp;
   RmatOptions o;
   o.num_nodes = 200000;
@@ -299,12 +300,44 @@ TEST(PartitionTest, KilledPartitionCommandLeavesNoOutputFolder) {
   write_npy_folder(generate_rmat(o), tmp / "rmat");
   std::vector<std::string> argv{PARTITA_BINARY, "--log-level", "warn", "partition", "--input",
                                 tmp / "rmat", "--output", tmp / "out", "--method", "random"};
-  ProcessResult killed = run_process(argv, 0.3);
-  if (!killed.timed_out) GTEST_SKIP() << "the machine finished the job within 0.3 s";
+  {
+    // Kill the writer while it is writing: as soon as its staging folder holds a part.
+    ChildProcess child(argv);
+    std::string staging = tmp / ("out.partita-tmp-" + std::to_string(child.pid()));
+    bool writing = false;
+    for (int i = 0; i < 6000 && child.running() && !writing; ++i) {
+      writing = fs::exists(staging + "/part0");
+      if (!writing) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (!writing) GTEST_SKIP() << "the command finished before it could be interrupted";
+    child.kill();
+    child.wait(10);
+  }
   EXPECT_FALSE(fs::exists(tmp / "out")) << "an interrupted run left an output folder";
   ProcessResult finished = run_process(argv, 120);
   ASSERT_EQ(finished.exit_code, 0) << finished.err;
   EXPECT_NO_THROW(PartitionFolder{tmp / "out"}.verify_all());
+  for (const auto& entry : fs::directory_iterator(tmp.path())) {
+    EXPECT_EQ(entry.path().filename().string().find(".partita-tmp-"), std::string::npos)
+        << "the killed run's staging folder was not cleaned up";
+  }
+}
+
+TEST(PartitionTest, AsManyPartsAsNodesAndGraphsWithoutEdges) {
+  TempDir tmp;
+  Dataset ring;
+  ring.name = "ring";
+  ring.num_nodes = 4;
+  for (int v = 0; v < 4; ++v) ring.edges.push_back(v, (v + 1) % 4);
+  partition_to(ring, tmp / "ring", 4);
+  expect_faithful(ring, tmp / "ring");
+  Dataset loops;
+  loops.name = "loops";
+  loops.num_nodes = 6;
+  loops.edges.push_back(0, 0);
+  loops.edges.push_back(5, 5);
+  partition_to(loops, tmp / "loops", 3);
+  expect_faithful(loops, tmp / "loops");
 }
 
 TEST(PartitionTest, OutputInsideAFileIsNamed) {

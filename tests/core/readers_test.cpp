@@ -294,11 +294,30 @@ TEST(EdgelistTest, ParsesCommentsBlankLinesTabsAndCrlf) {
   EXPECT_TRUE(d.train_idx.empty());
 }
 
-TEST(EdgelistTest, ParsesLargeIds) {
+TEST(EdgelistTest, AcceptsIdsUpToSixteenPerEdgePlusAMillion) {
   TempDir dir;
-  write_text(dir / "g.txt", "4000000000 0\n");
-  Dataset d = read_edgelist(dir / "g.txt");
-  EXPECT_EQ(d.num_nodes, 4000000001);
+  // One edge: ids up to 16 * 1 + 1,000,000 - 1, i.e. N up to 1,000,016.
+  write_text(dir / "g.txt", "1000015 0\n");
+  EXPECT_EQ(read_edgelist(dir / "g.txt").num_nodes, 1000016);
+  write_text(dir / "g.txt", "1000016 0\n");
+  EXPECT_CONTAINS(error_of([&] { read_edgelist(dir / "g.txt"); }),
+                  dir / "g.txt:1: node id 1000016 is far beyond the number of edges (1)");
+}
+
+TEST(EdgelistTest, SparseIdsAreRejectedNamingTheLineOfTheLargest) {
+  TempDir dir;
+  // Such ids would size every per-node array by the id (and INT64_MAX + 1 overflows), so
+  // they must fail here with a hint, not as an out-of-memory kill or "graph is empty".
+  const std::pair<std::string, std::string> cases[] = {
+      {"0 1\n# hash ids\n5 9000000000000000\n1 2\n", ":3: node id 9000000000000000 is far beyond the number of edges (3)"},
+      {"9223372036854775807 0\n0 9223372036854775807\n", ":1: node id 9223372036854775807 is far beyond"},
+  };
+  for (const auto& [text, problem] : cases) {
+    write_text(dir / "sparse.txt", text);
+    std::string message = error_of([&] { read_edgelist(dir / "sparse.txt"); });
+    EXPECT_CONTAINS(message, dir / "sparse.txt" + problem);
+    EXPECT_CONTAINS(message, "remap");
+  }
 }
 
 TEST(EdgelistTest, EveryMalformedLineIsNamed) {
@@ -636,12 +655,13 @@ TEST(NpyFolderTest, TypesNeedTypesJsonAndMustBeInRange) {
   write_text(dir / "types.json", R"({"node_types": ["a"], "edge_types": []})");
   EXPECT_CONTAINS(folder_error(dir), dir / "node_type.npy: entry 1 = 1, but types.json names 1 node types");
 
-  write_text(dir / "types.json", R"({"node_types": ["a", "b"], "edge_types": [["a", "r", "b"]]})");
+  // Edges 0 -> 1 -> 2 -> 3 over nodes of types a, b, a, b.
+  write_text(dir / "types.json", R"({"node_types": ["a", "b"], "edge_types": [["a", "r", "b"], ["b", "s", "a"]]})");
   EXPECT_CONTAINS(folder_error(dir), dir / "edge_type.npy: missing, but types.json declares edge types");
 
-  save<int64_t>(dir, "edge_type.npy", {3}, {0, 0, 0});
+  save<int64_t>(dir, "edge_type.npy", {3}, {0, 1, 0});
   Dataset d = read_npy_folder(dir.path());
-  EXPECT_EQ(d.edges.type, (std::vector<int32_t>{0, 0, 0}));
+  EXPECT_EQ(d.edges.type, (std::vector<int32_t>{0, 1, 0}));
   EXPECT_EQ(d.node_type_names, (std::vector<std::string>{"a", "b"}));
 
   write_text(dir / "types.json", R"({"node_types": ["a", "b"], "edge_types": [["a", "r"]]})");
@@ -650,6 +670,56 @@ TEST(NpyFolderTest, TypesNeedTypesJsonAndMustBeInRange) {
   EXPECT_CONTAINS(folder_error(dir), dir / "types.json: [json.exception.parse_error");
   write_text(dir / "types.json", R"({"nodes": ["a", "b"]})");
   EXPECT_CONTAINS(folder_error(dir), dir / "types.json: unknown key \"nodes\"");
+}
+
+TEST(NpyFolderTest, EdgeEndpointsMustHaveTheNodeTypesOfTheirEdgeType) {
+  TempDir dir;
+  write_valid_folder(dir);  // edges 0 -> 1 -> 2 -> 3
+  save<int32_t>(dir, "node_type.npy", {4}, {0, 1, 0, 1});
+  write_text(dir / "types.json", R"({"node_types": ["a", "b"], "edge_types": [["a", "r", "b"], ["b", "s", "a"]]})");
+  save<int32_t>(dir, "edge_type.npy", {3}, {0, 0, 0});
+  EXPECT_CONTAINS(folder_error(dir), dir / "edge_type.npy: edge 1 has type 0 (a, r, b), but its src node 1 has type 'b' in node_type.npy");
+  save<int32_t>(dir, "edge_type.npy", {3}, {0, 1, 1});
+  EXPECT_CONTAINS(folder_error(dir), dir / "edge_type.npy: edge 2 has type 1 (b, s, a), but its src node 2 has type 'a'");
+
+  save<int32_t>(dir, "edge_type.npy", {3}, {0, 1, 0});
+  save<int64_t>(dir, "test_edge_index.npy", {2, 1}, {0, 2});
+  save<int32_t>(dir, "test_edge_type.npy", {1}, {0});
+  EXPECT_CONTAINS(folder_error(dir), dir / "test_edge_type.npy: edge 0 has type 0 (a, r, b), but its dst node 2 has type 'a'");
+  save<int32_t>(dir, "test_edge_type.npy", {1}, {1});
+  EXPECT_CONTAINS(folder_error(dir), dir / "test_edge_type.npy: edge 0 has type 1 (b, s, a), but its src node 0 has type 'a'");
+  save<int64_t>(dir, "test_edge_index.npy", {2, 1}, {3, 2});
+  EXPECT_EQ(read_npy_folder(dir.path()).test_edges.type, std::vector<int32_t>{1});
+}
+
+// Arrays large enough that converting ones cross several of read_npy_as's bounded chunks,
+// read straight into (or converted into) the dataset: the values must come out in place.
+TEST(NpyFolderTest, LargeArraysReadWholeAndInOrder) {
+  TempDir dir;
+  const int64_t num_edges = 700000, num_nodes = 1100000;
+  std::vector<int32_t> narrow(static_cast<size_t>(2 * num_edges));
+  for (int64_t i = 0; i < num_edges; ++i) {
+    narrow[i] = static_cast<int32_t>(i);
+    narrow[num_edges + i] = static_cast<int32_t>((i * 7919) % num_nodes);
+  }
+  std::vector<double> x(static_cast<size_t>(num_nodes));
+  for (int64_t i = 0; i < num_nodes; ++i) x[i] = 0.5 * static_cast<double>(i);
+  save<int32_t>(dir, "edge_index.npy", {2, num_edges}, narrow);
+  save<double>(dir, "x.npy", {num_nodes, 1}, x);
+  Dataset d = read_npy_folder(dir.path());
+  ASSERT_EQ(d.num_edges(), num_edges);
+  for (int64_t i = 0; i < num_edges; ++i) {
+    ASSERT_EQ(d.edges.src[i], i);
+    ASSERT_EQ(d.edges.dst[i], (i * 7919) % num_nodes) << i;
+  }
+  ASSERT_EQ(d.x.size(), static_cast<size_t>(num_nodes));
+  for (int64_t i = 0; i < num_nodes; ++i) ASSERT_EQ(d.x[i], static_cast<float>(x[i])) << i;
+
+  std::vector<int64_t> wide(narrow.begin(), narrow.end());
+  save<int64_t>(dir, "edge_index.npy", {2, num_edges}, wide);
+  Dataset again = read_npy_folder(dir.path());
+  EXPECT_TRUE(again.edges.src == d.edges.src);
+  EXPECT_TRUE(again.edges.dst == d.edges.dst);
 }
 
 TEST(NpyFolderTest, MissingEdgeIndexOrFolderIsNamed) {
@@ -730,6 +800,8 @@ const std::map<std::string, std::string> kCorpusReasons = {
     {"version_4.npy", "unsupported .npy format version 4.0"},
     {"edgelist_bad_token.txt", "edgelist_bad_token.txt:3: 'a' is not a node id"},
     {"edgelist_float.txt", "edgelist_float.txt:2: '2.5' is not a node id"},
+    {"edgelist_huge_id.txt", "edgelist_huge_id.txt:4: node id 9000000000000000 is far beyond the number of edges (5)"},
+    {"edgelist_int64_max.txt", "edgelist_int64_max.txt:2: node id 9223372036854775807 is far beyond the number of edges (2)"},
     {"edgelist_negative.txt", "edgelist_negative.txt:2: negative node id -2"},
     {"edgelist_one_column.txt", "edgelist_one_column.txt:3: expected 2 columns (src dst), found 1"},
     {"edgelist_only_comments.txt", "edgelist_only_comments.txt: no edges"},
@@ -743,6 +815,7 @@ const std::map<std::string, std::string> kCorpusReasons = {
     {"npy_bad_label", "y.npy: label -5 of node 1 is negative"},
     {"npy_edge_index_1d", "edge_index.npy: shape (2,) is not (2, num_edges)"},
     {"npy_edge_out_of_range", "edge_index.npy: edge 1 (1 -> 5) has node id 5, out of range"},
+    {"npy_edge_type_mismatch", "edge_type.npy: edge 1 has type 0 (author, writes, paper), but its dst node 0 has type 'author'"},
     {"npy_fortran_x", "x.npy: Fortran-order arrays are not supported"},
     {"npy_mask_length", "train_idx.npy: has 2 mask entries, but x.npy has 3 rows"},
     {"npy_no_edge_index", "edge_index.npy: missing"},
