@@ -101,7 +101,8 @@ void select(Context& c, Rng& rng, uint64_t node_key, int64_t fanout, const CscCo
   const bool all = fanout < 0 || (!c.config.replace && fanout >= n);
   if (c.config.temporal != TemporalMode::kNone &&
       c.config.temporal_strategy == TemporalStrategy::kLast) {
-    if (all) {
+    // "The most recent k" has no replacement variant: at most every candidate once.
+    if (fanout < 0 || fanout >= n) {
       for (int64_t i = 0; i < n; ++i) chosen.push_back(i);
       return;
     }

@@ -280,6 +280,23 @@ TEST(SamplerTest, TemporalNeverLooksIntoTheFuture) {
   }
 }
 
+TEST(SamplerTest, MostRecentWithLargeFanoutTakesEachCandidateOnce) {
+  Dataset d = star(10);
+  Topology t = topology_from_dataset(d);
+  std::vector<int64_t> edge_time(10);
+  for (int i = 0; i < 10; ++i) edge_time[i] = i;
+  SamplerConfig c = homogeneous({20});
+  c.replace = true;
+  c.disjoint = true;
+  c.temporal = TemporalMode::kEdgeTime;
+  c.temporal_strategy = TemporalStrategy::kLast;
+  c.edge_time = ArrayRef::from_vector(edge_time);
+  NeighborSampler sampler(t, c);
+  std::vector<int64_t> seed{0}, time{6};
+  MiniBatch b = sampler.sample(seed, {}, time);
+  EXPECT_EQ(b.row.size(), 7u);  // edges with time 0..6
+}
+
 TEST(SamplerTest, DisjointTreesShareNoNodes) {
   Dataset d = sbm_graph();
   Topology t = topology_from_dataset(d);
