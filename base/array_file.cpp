@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/file_util.h"
 
 namespace partita {
 
@@ -17,8 +18,6 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "array files are little-endian and mapped as-is");
 
 namespace {
-
-std::string errno_text() { return std::strerror(errno); }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -39,19 +38,6 @@ int64_t checked_bytes(const int64_t* shape, size_t ndim, DType dtype) {
   return bytes;
 }
 
-void write_all(int fd, const void* data, size_t bytes, const std::string& path) {
-  auto* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    ssize_t n = ::write(fd, p, std::min<size_t>(bytes, 1u << 30));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw file_error(path, "write failed: " + errno_text());
-    }
-    p += n;
-    bytes -= static_cast<size_t>(n);
-  }
-}
-
 }  // namespace
 
 ArrayWriter::ArrayWriter(const std::string& path, DType dtype, std::vector<int64_t> shape)
@@ -66,7 +52,7 @@ ArrayWriter::ArrayWriter(const std::string& path, DType dtype, std::vector<int64
   if (fd_ < 0) throw file_error(path_, "cannot create file: " + errno_text());
   // Until finish() rewrites it, the header's magic is zero: a torn file never looks valid.
   ArrayHeader blank{};
-  write_all(fd_, &blank, sizeof(blank), path_);
+  write_all(fd_, path_, &blank, sizeof(blank));
 }
 
 ArrayWriter::~ArrayWriter() {
@@ -77,7 +63,7 @@ void ArrayWriter::append(const void* data, size_t bytes) {
   if (written_bytes_ + bytes > expected_bytes_) {
     throw file_error(path_, "more data than the declared shape " + shape_text(shape_));
   }
-  write_all(fd_, data, bytes, path_);
+  write_all(fd_, path_, data, bytes);
   checksum_.update(data, bytes);
   written_bytes_ += bytes;
 }

@@ -200,40 +200,56 @@ void sample_node(Context& c, int64_t node, int64_t tree, int64_t time_bound, Hop
   }
 }
 
-// The common case (homogeneous, uniform, no replacement, no time): straight over the
-// column, with the next nodes' column bounds prefetched to overlap cache misses.
+// The common case (homogeneous, uniform, no replacement, no time), software-pipelined:
+// the neighbour lists live in a large array and every node's list is a cache miss, so the
+// nodes are handled in blocks: first the positions of a block's picks are computed and
+// prefetched (and the next block's column bounds), then the block's neighbours are read,
+// by which time most of them have arrived. This overlaps the misses instead of paying them
+// one after another.
 void sample_uniform_homogeneous(const Topology& t, uint64_t key, int fanout, const HopInput& input,
-                                HopOutput& out, std::vector<int64_t>& picks) {
-  auto indptr = t.csc(0).indptr.as<int64_t>().data();
-  auto indices = t.csc(0).indices.as<int64_t>().data();
-  auto orig = t.orig_node_ids().data();
+                                HopOutput& out, std::vector<int64_t>& picks,
+                                std::vector<int64_t>& positions) {
+  const int64_t* indptr = t.csc(0).indptr.as<int64_t>().data();
+  const int64_t* indices = t.csc(0).indices.as<int64_t>().data();
+  const int64_t* orig = t.orig_node_ids().data();
   const int64_t node_begin = t.node_begin(), edge_begin = t.edge_begin();
   const size_t n = input.nodes.size();
-  constexpr size_t kAhead = 8;
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) {
-      int64_t ahead = input.nodes[i + kAhead] - node_begin;
-      __builtin_prefetch(indptr + ahead);
-      __builtin_prefetch(orig + ahead);
-    }
-    const int64_t local = input.nodes[i] - node_begin;
-    const int64_t begin = indptr[local], degree = indptr[local + 1] - begin;
-    if (fanout < 0 || degree <= fanout) {
-      for (int64_t pos = begin; pos < begin + degree; ++pos) {
-        out.neighbors.push_back(indices[pos]);
-        out.edge_ids.push_back(edge_begin + pos);
+  constexpr size_t kBlock = 32;
+  for (size_t i = 0; i < std::min(n, kBlock); ++i) {
+    __builtin_prefetch(indptr + (input.nodes[i] - node_begin));
+    __builtin_prefetch(orig + (input.nodes[i] - node_begin));
+  }
+  for (size_t block = 0; block < n; block += kBlock) {
+    const size_t block_end = std::min(n, block + kBlock);
+    const int64_t emitted = static_cast<int64_t>(out.neighbors.size());
+    positions.clear();
+    for (size_t i = block; i < block_end; ++i) {
+      if (i + kBlock < n) {
+        const int64_t ahead = input.nodes[i + kBlock] - node_begin;
+        __builtin_prefetch(indptr + ahead);
+        __builtin_prefetch(orig + ahead);
       }
-    } else {
-      uint64_t node_key = mix64(key, static_cast<uint64_t>(orig[local]));
-      if (!input.trees.empty()) node_key = mix64(node_key, static_cast<uint64_t>(input.trees[i]));
-      Rng rng(node_key);
-      choose_distinct(rng, degree, fanout, picks);
-      for (int64_t p : picks) {
-        out.neighbors.push_back(indices[begin + p]);
-        out.edge_ids.push_back(edge_begin + begin + p);
+      const int64_t local = input.nodes[i] - node_begin;
+      const int64_t begin = indptr[local], degree = indptr[local + 1] - begin;
+      if (fanout < 0 || degree <= fanout) {
+        for (int64_t pos = begin; pos < begin + degree; ++pos) positions.push_back(pos);
+        for (int64_t pos = begin; pos < begin + degree; pos += 8) __builtin_prefetch(indices + pos);
+      } else {
+        uint64_t node_key = mix64(key, static_cast<uint64_t>(orig[local]));
+        if (!input.trees.empty()) node_key = mix64(node_key, static_cast<uint64_t>(input.trees[i]));
+        Rng rng(node_key);
+        choose_distinct(rng, degree, fanout, picks);
+        for (int64_t p : picks) {
+          positions.push_back(begin + p);
+          __builtin_prefetch(indices + begin + p);
+        }
       }
+      out.offsets.push_back(emitted + static_cast<int64_t>(positions.size()));
     }
-    out.offsets.push_back(static_cast<int64_t>(out.neighbors.size()));
+    for (int64_t pos : positions) {
+      out.neighbors.push_back(indices[pos]);
+      out.edge_ids.push_back(edge_begin + pos);
+    }
   }
 }
 
@@ -256,13 +272,13 @@ void sample_hop(const Topology& topology, const SamplerConfig& config, const Sam
   out.offsets.reserve(input.nodes.size() + 1);
   if (!topology.is_hetero() && config.edge_weight.empty() && !config.replace &&
       config.temporal == TemporalMode::kNone) {
-    std::vector<int64_t> picks;
+    std::vector<int64_t> picks, positions;
     int fanout = config.fanouts[0][hop];
     if (fanout > 0) {
       out.neighbors.reserve(input.nodes.size() * fanout);
       out.edge_ids.reserve(input.nodes.size() * fanout);
     }
-    sample_uniform_homogeneous(topology, k, fanout, input, out, picks);
+    sample_uniform_homogeneous(topology, k, fanout, input, out, picks, positions);
     return;
   }
   Context c{topology, config, k, hop, {}, {}, {}, {}, {}, {}, {}, {}};

@@ -12,42 +12,24 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "base/file_util.h"
 #include "base/progress.h"
 
 namespace partita::detail {
 
-// Owns a POSIX file descriptor (closing it on scope exit) so that error paths leak nothing.
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ~ScopedFd();
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-  // Closes now and reports failure (a full disk can surface only at close); errors name `path`.
-  void close_or_throw(const std::string& path);
-
- private:
-  int fd_;
-};
-
-// Open for reading / for writing (created or truncated); errors name the file and the reason.
-ScopedFd open_for_reading(const std::string& path);
-ScopedFd open_for_writing(const std::string& path);
-// Size in bytes of an open regular file; a folder or device is an error naming `path`.
-size_t regular_file_size(int fd, const std::string& path);
+// File primitives shared with the rest of the project.
+using partita::open_for_reading;
+using partita::open_for_writing;
+using partita::read_exactly;
+using partita::regular_file_size;
+using partita::ScopedFd;
+using partita::seek_to;
+using partita::write_all;
 
 // The whole file in one buffer: text readers then parse with std::from_chars and
 // string_views into it instead of paying for an iostream per line.
 // Throws an Error naming the file when it is missing, a folder, or unreadable.
 std::string read_file(const std::string& path);
-
-// Fills `buffer` (of exactly `bytes` bytes) from the open descriptor; errors name `path`.
-// Loops because read() may return less than asked (and at most ~2 GB per call on Linux).
-void read_exactly(int fd, const std::string& path, char* buffer, size_t bytes);
-void write_all(int fd, const std::string& path, const void* data, size_t bytes);
-// Moves the descriptor to byte `offset` from the start; errors name `path`.
-void seek_to(int fd, const std::string& path, uint64_t offset);
 
 // "fb15k-237" for "data/fb15k-237/": a dataset folder's name (the trailing slash that shell
 // completion leaves is ignored).

@@ -1,9 +1,35 @@
 // partita bench ...: the benchmarks of BENCHMARKS.md.
 #include "bench/partition_bench.h"
+#include "bench/sample_bench.h"
 #include "base/error.h"
 #include "tools/commands.h"
 
 namespace partita::cli {
+
+namespace {
+
+// "15,10,5" -> {15, 10, 5}; -1 means all neighbours.
+std::vector<int> parse_fanouts(const std::string& text, const std::string& flag) {
+  std::vector<int> fanouts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    try {
+      size_t used = 0;
+      int value = std::stoi(item, &used);
+      if (used != item.size() || value < -1 || value == 0) throw std::invalid_argument(item);
+      fanouts.push_back(value);
+    } catch (const std::exception&) {
+      throw UsageError(flag + ": '" + item + "' in '" + text + "' is not a fanout (a positive count, or -1 for all)");
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return fanouts;
+}
+
+}  // namespace
 
 void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   CLI::App* bench = app.add_subcommand("bench", "run a benchmark (see BENCHMARKS.md)");
@@ -21,6 +47,25 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
     p->threads = global.threads;
     if (p->parts.empty()) throw UsageError("--parts: give at least one part count");
     bench::run_partition_bench(*p);
+  });
+
+  auto s = std::make_shared<bench::SampleBenchOptions>();
+  auto fanouts = std::make_shared<std::vector<std::string>>();
+  CLI::App* sample = bench->add_subcommand("sample", "neighbour sampling throughput (batches/s, edges/s)");
+  sample->add_option("--input", s->input, "npy folder to sample (default: generate RMAT)");
+  sample->add_option("--nodes", s->num_nodes, "RMAT nodes")->check(CLI::PositiveNumber)->capture_default_str();
+  sample->add_option("--avg-degree", s->avg_degree, "RMAT directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
+  sample->add_option("--seed", s->seed, "graph and sampling seed")->capture_default_str();
+  sample->add_option("--batch-size", s->batch_size, "seeds per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  sample->add_option("--fanouts", *fanouts, "fanout lists, e.g. 15,10,5 25,10 (default: both)");
+  sample->add_option("--threads-list", s->threads, "thread counts to measure (default 1 2)")->check(CLI::PositiveNumber);
+  sample->add_option("--batches", s->num_batches, "measured batches per configuration")->check(CLI::PositiveNumber)->capture_default_str();
+  sample->callback([s, fanouts] {
+    if (!fanouts->empty()) {
+      s->fanouts.clear();
+      for (const auto& text : *fanouts) s->fanouts.push_back(parse_fanouts(text, "--fanouts"));
+    }
+    bench::run_sample_bench(*s);
   });
 
   struct BareOptions {

@@ -1,0 +1,82 @@
+#include "base/file_util.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "base/error.h"
+
+namespace partita {
+
+namespace {
+
+// Linux transfers at most 0x7ffff000 bytes per read()/write() call.
+constexpr size_t kMaxIoBytes = size_t{1} << 30;
+
+}  // namespace
+
+std::string errno_text() { return std::strerror(errno); }
+
+ScopedFd::~ScopedFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ScopedFd::close_or_throw(const std::string& path) {
+  int fd = fd_;
+  fd_ = -1;
+  if (fd >= 0 && ::close(fd) != 0) throw file_error(path, "cannot close: " + errno_text());
+}
+
+ScopedFd open_for_reading(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw file_error(path, "cannot open: " + errno_text());
+  return ScopedFd(fd);
+}
+
+ScopedFd open_for_writing(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw file_error(path, "cannot create: " + errno_text());
+  return ScopedFd(fd);
+}
+
+size_t regular_file_size(int fd, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) throw file_error(path, "cannot stat: " + errno_text());
+  if (S_ISDIR(st.st_mode)) throw file_error(path, "is a folder, expected a file");
+  if (!S_ISREG(st.st_mode)) throw file_error(path, "is not a regular file");
+  return static_cast<size_t>(st.st_size);
+}
+
+void read_exactly(int fd, const std::string& path, char* buffer, size_t bytes) {
+  size_t done = 0;
+  while (done < bytes) {
+    ssize_t n = ::read(fd, buffer + done, std::min(bytes - done, kMaxIoBytes));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw file_error(path, "read failed: " + errno_text());
+    if (n == 0) throw file_error(path, "file ended early (was it truncated while being read?)");
+    done += static_cast<size_t>(n);
+  }
+}
+
+void write_all(int fd, const std::string& path, const void* data, size_t bytes) {
+  const char* p = static_cast<const char*>(data);
+  size_t done = 0;
+  while (done < bytes) {
+    ssize_t n = ::write(fd, p + done, std::min(bytes - done, kMaxIoBytes));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw file_error(path, "write failed: " + errno_text());
+    done += static_cast<size_t>(n);
+  }
+}
+
+void seek_to(int fd, const std::string& path, uint64_t offset) {
+  if (::lseek(fd, static_cast<off_t>(offset), SEEK_SET) < 0) {
+    throw file_error(path, "cannot seek to byte " + std::to_string(offset) + ": " + errno_text());
+  }
+}
+
+}  // namespace partita

@@ -1,0 +1,42 @@
+// POSIX file primitives whose errors name the file: every reader and writer uses them, so
+// a short read, a full disk or a folder passed as a file reads the same everywhere.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace partita {
+
+// strerror(errno), for messages.
+std::string errno_text();
+
+// Owns a POSIX file descriptor (closing it on scope exit) so that error paths leak nothing.
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ~ScopedFd();
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  int get() const { return fd_; }
+  // Closes now and reports failure (a full disk can surface only at close); errors name `path`.
+  void close_or_throw(const std::string& path);
+
+ private:
+  int fd_;
+};
+
+// Open for reading / for writing (created or truncated); errors name the file and the reason.
+ScopedFd open_for_reading(const std::string& path);
+ScopedFd open_for_writing(const std::string& path);
+// Size in bytes of an open regular file; a folder or device is an error naming `path`.
+size_t regular_file_size(int fd, const std::string& path);
+
+// Fills `buffer` (of exactly `bytes` bytes) from the open descriptor; errors name `path`.
+// Loops because read() may return less than asked (and at most ~2 GB per call on Linux).
+void read_exactly(int fd, const std::string& path, char* buffer, size_t bytes);
+void write_all(int fd, const std::string& path, const void* data, size_t bytes);
+// Moves the descriptor to byte `offset` from the start; errors name `path`.
+void seek_to(int fd, const std::string& path, uint64_t offset);
+
+}  // namespace partita

@@ -1,0 +1,25 @@
+// `partita bench sample`: neighbour sampling throughput on a large power-law graph.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace partita::bench {
+
+struct SampleBenchOptions {
+  std::string input;  // an npy folder; empty = generate RMAT with the options below
+  int64_t num_nodes = 1 << 20;
+  double avg_degree = 20;
+  uint64_t seed = 1;
+  int64_t batch_size = 1024;
+  std::vector<std::vector<int>> fanouts{{15, 10, 5}, {25, 10}};
+  std::vector<int> threads{1, 2};
+  int num_batches = 64;  // measured batches per configuration (after warm-up)
+};
+
+// Prints, per fanout and thread count, batches/s and sampled edges/s, the scaling against
+// one thread measured in the same run, and the topology's bytes per edge.
+void run_sample_bench(const SampleBenchOptions& options);
+
+}  // namespace partita::bench
