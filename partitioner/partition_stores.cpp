@@ -48,6 +48,50 @@ Topology load_topology(const PartitionFolder& folder, int part) {
   return Topology(std::move(parts));
 }
 
+FeatureStore load_features(const PartitionFolder& folder, int part) {
+  PartitionData data = folder.load_part(part, Verify::kStructure);
+  const PartitionMeta& meta = folder.meta();
+  int64_t edge_begin = 0;
+  for (int p = 0; p < part; ++p) edge_begin += meta.parts[p].num_edges;
+  FeatureStore store(data.node_begin, data.node_end, edge_begin, edge_begin + meta.parts[part].num_edges);
+  auto put = [&](const char* group, const char* name, RowSpace space, std::optional<MappedArray>& a) {
+    if (a) store.put(group, name, space, ArrayRef::from_mapped(std::move(*a)));
+  };
+  put("node", "x", RowSpace::kNode, data.x);
+  put("node", "y", RowSpace::kNode, data.y);
+  put("node", "time", RowSpace::kNode, data.node_time);
+  put("node", "type", RowSpace::kNode, data.node_type);
+  put("edge", "edge_attr", RowSpace::kEdge, data.edge_attr);
+  put("edge", "time", RowSpace::kEdge, data.edge_time);
+  return store;
+}
+
+FeatureStore features_from_dataset(const Dataset& d) {
+  FeatureStore store(0, d.num_nodes, 0, d.num_edges());
+  if (d.feature_dim > 0) store.put("node", "x", RowSpace::kNode, ArrayRef::from_vector(d.x, {d.num_nodes, d.feature_dim}));
+  if (!d.y.empty()) store.put("node", "y", RowSpace::kNode, ArrayRef::from_vector(d.y));
+  if (!d.node_time.empty()) store.put("node", "time", RowSpace::kNode, ArrayRef::from_vector(d.node_time));
+  if (!d.node_type.empty()) store.put("node", "type", RowSpace::kNode, ArrayRef::from_vector(d.node_type));
+  if (d.edge_feature_dim > 0 || !d.edge_time.empty()) {
+    // Edge rows follow the CSC (global edge id = position), as in a partition folder.
+    InEdges in = build_in_edges(d);
+    if (d.edge_feature_dim > 0) {
+      std::vector<float> attr(d.edge_attr.size());
+      for (size_t k = 0; k < in.edge_ids.size(); ++k) {
+        std::copy_n(d.edge_attr.begin() + in.edge_ids[k] * d.edge_feature_dim, d.edge_feature_dim,
+                    attr.begin() + static_cast<int64_t>(k) * d.edge_feature_dim);
+      }
+      store.put("edge", "edge_attr", RowSpace::kEdge, ArrayRef::from_vector(std::move(attr), {d.num_edges(), d.edge_feature_dim}));
+    }
+    if (!d.edge_time.empty()) {
+      std::vector<int64_t> time(in.edge_ids.size());
+      for (size_t k = 0; k < time.size(); ++k) time[k] = d.edge_time[in.edge_ids[k]];
+      store.put("edge", "time", RowSpace::kEdge, ArrayRef::from_vector(std::move(time)));
+    }
+  }
+  return store;
+}
+
 Topology topology_from_dataset(const Dataset& d) {
   InEdges in = build_in_edges(d);
   Topology::Parts parts;

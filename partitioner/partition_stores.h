@@ -2,6 +2,7 @@
 // an in-memory dataset (as one partition).
 #pragma once
 
+#include "graph/feature_store.h"
 #include "graph/topology.h"
 #include "partitioner/dataset.h"
 #include "partitioner/partition_format.h"
@@ -15,5 +16,14 @@ Topology load_topology(const PartitionFolder& folder, int part);
 // The whole dataset as a single partition (global ids = original ids), for the reference
 // sampler and for tests that compare against partitioned runs.
 Topology topology_from_dataset(const Dataset& dataset);
+
+// The attributes of one part, mapped: group "node" holds x, y, node_time and node_type;
+// group "edge" holds edge_attr and edge_time (rows by global edge id, CSC order), as
+// present in the folder.
+FeatureStore load_features(const PartitionFolder& folder, int part);
+
+// The dataset's attributes as a single partition, laid out as topology_from_dataset's
+// ids (edge rows in CSC order).
+FeatureStore features_from_dataset(const Dataset& dataset);
 
 }  // namespace partita

@@ -1,0 +1,68 @@
+// The graph/ stores opened from a partition folder hold the dataset's data under the
+// partition's ids.
+#include <gtest/gtest.h>
+
+#include "partitioner/generators.h"
+#include "partitioner/partition.h"
+#include "partitioner/partition_stores.h"
+#include "test_util.h"
+
+namespace partita {
+namespace {
+
+TEST(PartitionStoresTest, FeaturesLabelsAndTimesFollowTheirNodesAndEdges) {
+  SbmOptions o;
+  o.num_nodes = 3000;
+  o.feature_dim = 6;
+  Dataset d = generate_sbm(o);
+  d.edge_time.resize(d.num_edges());
+  for (int64_t e = 0; e < d.num_edges(); ++e) d.edge_time[e] = e * 3 + 1;
+  testing::TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 3;
+  partition_dataset(d, options, tmp / "p");
+  PartitionFolder folder(tmp / "p");
+  for (int p = 0; p < 3; ++p) {
+    Topology topology = load_topology(folder, p);
+    FeatureStore store = load_features(folder, p);
+    std::vector<int64_t> ids;
+    for (int64_t g = topology.node_begin(); g < topology.node_end(); g += 7) ids.push_back(g);
+    std::vector<float> x;
+    std::vector<int64_t> y;
+    store.gather_as("node", "x", ids, x, 2);
+    store.gather_as("node", "y", ids, y);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      int64_t v = topology.original_node_id(ids[i]);
+      EXPECT_EQ(y[i], d.y[v]);
+      for (int f = 0; f < 6; ++f) ASSERT_EQ(x[i * 6 + f], d.x[v * 6 + f]);
+    }
+    std::vector<int64_t> edges, time;
+    for (int64_t e = topology.edge_begin(); e < topology.edge_begin() + topology.num_edges(); e += 11) {
+      edges.push_back(e);
+    }
+    store.gather_as("edge", "time", edges, time);
+    for (size_t i = 0; i < edges.size(); ++i) {
+      EXPECT_EQ(time[i], d.edge_time[topology.original_edge_id(edges[i])]);
+    }
+    // Rows of another partition are not here: the error names the id.
+    std::vector<int64_t> foreign{topology.node_begin() == 0 ? topology.node_end() : 0};
+    EXPECT_THROW(store.gather_as("node", "y", foreign, y), Error);
+  }
+}
+
+TEST(PartitionStoresTest, InMemoryStoresUseTheSameEdgeOrderAsAFolder) {
+  SbmOptions o;
+  o.num_nodes = 500;
+  Dataset d = generate_sbm(o);
+  d.edge_time.resize(d.num_edges());
+  for (int64_t e = 0; e < d.num_edges(); ++e) d.edge_time[e] = 1000 - e;
+  Topology topology = topology_from_dataset(d);
+  FeatureStore store = features_from_dataset(d);
+  std::vector<int64_t> all(d.num_edges()), time;
+  for (int64_t e = 0; e < d.num_edges(); ++e) all[e] = e;
+  store.gather_as("edge", "time", all, time);
+  for (int64_t e = 0; e < d.num_edges(); ++e) EXPECT_EQ(time[e], d.edge_time[topology.original_edge_id(e)]);
+}
+
+}  // namespace
+}  // namespace partita
