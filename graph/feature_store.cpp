@@ -49,9 +49,10 @@ struct RowSource {
 // A kernel copies the rows of ids[0, n) to out and returns the position of the first id
 // out of range, or n. Validation lives in the copy loop, where the id is loaded anyway.
 //
-// Software prefetch of rows a few ids ahead was measured (distances 4 to 64, first line or
-// whole row, T0/T1/T2 hints) and gained nothing: the out-of-order core already keeps as
-// many misses in flight as the fill buffers allow.
+// No software prefetch: prefetching rows a few ids ahead (distances 4 to 64, first line or
+// whole row, T0/T1/T2 hints) gained nothing in the plain kernels, whose misses the
+// out-of-order core already overlaps as far as the fill buffers allow, and cost 0.05-0.1 of
+// memcpy's bandwidth in the streaming one.
 using GatherKernel = size_t (*)(const RowSource&, const int64_t*, size_t, char*);
 
 // Narrow rows (labels, timestamps, scalar attributes): a constant-size memcpy compiles to
@@ -83,13 +84,13 @@ char* align_up(char* p) { return align_down(p + 63); }
 // Large gathers of rows of 64 bytes or more. The output is written in whole 64-byte
 // cache lines with streaming stores, so no line is read before being overwritten (no
 // read-for-ownership): that frees memory bandwidth and fill buffers for the random row
-// reads. Measured on 512-byte rows: 0.8-0.9 of memcpy's bandwidth, against 0.6 for
-// gather_wide (32-byte AVX2 streams: 0.7; streaming only the lines inside each row and
-// storing the partial ones plainly: 0.57, no gain). So wherever a row ends inside a line,
-// that line is assembled from the end of the row and the start of the next with masked
-// loads, which makes any row size and any output alignment stream whole lines. Only the
-// slice's first and last partial lines, which it may share with a neighbour, use plain
-// stores.
+// reads. Measured on 512-byte rows (bench/gather_bench.h): 0.75-0.8 of memcpy's bandwidth
+// against 0.55-0.6 for gather_wide; 32-byte AVX2 streams reached 0.7, and streaming only
+// the lines inside each row while storing the partial ones plainly gained nothing (0.57
+// into an unaligned buffer). So wherever a row ends inside a line, that line is assembled
+// from the end of the row and the start of the next with masked loads, which makes any
+// row size and any output alignment stream whole lines. Only the slice's first and last
+// partial lines, which it may share with a neighbour, use plain stores.
 __attribute__((target("avx512f,avx512bw"))) size_t gather_streaming(const RowSource& src,
                                                                     const int64_t* ids, size_t n,
                                                                     char* out) {

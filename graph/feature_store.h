@@ -57,7 +57,7 @@ class FeatureStore {
   // an error `out` holds unspecified bytes. Gathers of more than 1 MiB use up to `threads`
   // threads (0: all cores). Gathers of 16 MiB or more of rows of at least 64 bytes write
   // with streaming stores where the CPU has AVX-512 (BW): they bypass the cache, which an
-  // output that large would overflow anyway, and run at 0.8-0.9 of memcpy's bandwidth.
+  // output that large would overflow anyway, and so leave the output uncached.
   void gather(const std::string& group, const std::string& name, Span<const int64_t> global_ids,
               void* out, size_t out_bytes, int threads = 1) const;
 
