@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "base/random.h"
+#include "bench/gather_bench.h"
 #include "base/stopwatch.h"
 #include "graph/subgraph_builder.h"
 #include "partitioner/generators.h"
@@ -90,6 +91,7 @@ void run_sample_bench(const SampleBenchOptions& o) {
   std::printf("\n%s: %lld nodes, %lld directed edges; batch %lld; topology %.2f bytes/edge\n\n",
               o.input.empty() ? "RMAT" : o.input.c_str(), (long long)d.num_nodes,
               (long long)d.num_edges(), (long long)o.batch_size, bytes_per_edge);
+  double nodes_per_batch = 0;  // of the first fanout list: the gather below fetches as many rows
   std::printf("%-12s %7s | %10s %14s %12s | %14s\n", "fanouts", "threads", "batches/s",
               "edges/s", "nodes/batch", "vs 1 thread");
   for (const auto& fanout : o.fanouts) {
@@ -99,6 +101,7 @@ void run_sample_bench(const SampleBenchOptions& o) {
     for (int threads : o.threads) {
       Throughput t = measure(topology, config, seeds, o.batch_size, o.num_batches, threads);
       if (threads == o.threads.front()) single = t.edges_per_second;
+      if (nodes_per_batch == 0) nodes_per_batch = t.nodes_per_batch;
       std::printf("%-12s %7d | %10.1f %13.2fM %12.0f | %13.2fx\n", fanout_text(fanout).c_str(),
                   threads, t.batches_per_second, t.edges_per_second / 1e6, t.nodes_per_batch,
                   t.edges_per_second / single);
@@ -109,6 +112,19 @@ void run_sample_bench(const SampleBenchOptions& o) {
       }
       std::fflush(stdout);
     }
+  }
+  if (o.feature_dim > 0) {
+    // The sampled nodes' features: as many distinct random rows per batch as the first
+    // fanout list reached, next to a memcpy of the same bytes.
+    std::printf("\nfeature gather: %lld float32 per node, %.0f nodes per batch\n",
+                (long long)o.feature_dim, nodes_per_batch);
+    GatherBenchOptions gather;
+    gather.num_nodes = d.num_nodes;
+    gather.dim = o.feature_dim;
+    gather.batch_nodes = static_cast<int64_t>(nodes_per_batch);
+    gather.threads = o.threads;
+    gather.seed = o.seed;
+    run_gather_bench(gather);
   }
 }
 

@@ -16,10 +16,12 @@ struct SampleBenchOptions {
   std::vector<std::vector<int>> fanouts{{15, 10, 5}, {25, 10}};
   std::vector<int> threads{1, 2};
   int num_batches = 64;  // measured batches per configuration (after warm-up)
+  int64_t feature_dim = 128;  // float32 features gathered per sampled node; 0 skips it
 };
 
 // Prints, per fanout and thread count, batches/s and sampled edges/s, the scaling against
-// one thread measured in the same run, and the topology's bytes per edge.
+// one thread measured in the same run, and the topology's bytes per edge; then the gather
+// of the sampled nodes' features next to a memcpy of the same bytes (bench/gather_bench.h).
 void run_sample_bench(const SampleBenchOptions& options);
 
 }  // namespace partita::bench

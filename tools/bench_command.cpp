@@ -1,4 +1,5 @@
 // partita bench ...: the benchmarks of BENCHMARKS.md.
+#include "bench/gather_bench.h"
 #include "bench/partition_bench.h"
 #include "bench/sample_bench.h"
 #include "base/error.h"
@@ -60,6 +61,7 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   sample->add_option("--fanouts", *fanouts, "fanout lists, e.g. 15,10,5 25,10 (default: both)");
   sample->add_option("--threads-list", s->threads, "thread counts to measure (default 1 2)")->check(CLI::PositiveNumber);
   sample->add_option("--batches", s->num_batches, "measured batches per configuration")->check(CLI::PositiveNumber)->capture_default_str();
+  sample->add_option("--features", s->feature_dim, "float32 features per node for the gather (0: skip)")->check(CLI::NonNegativeNumber)->capture_default_str();
   sample->callback([s, fanouts] {
     if (!fanouts->empty()) {
       s->fanouts.clear();
@@ -67,6 +69,15 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
     }
     bench::run_sample_bench(*s);
   });
+
+  auto g = std::make_shared<bench::GatherBenchOptions>();
+  CLI::App* gather = bench->add_subcommand("gather", "feature gather GB/s next to memcpy of the same bytes");
+  gather->add_option("--nodes", g->num_nodes, "rows of the feature matrix")->check(CLI::PositiveNumber)->capture_default_str();
+  gather->add_option("--dim", g->dim, "float32 features per row")->check(CLI::PositiveNumber)->capture_default_str();
+  gather->add_option("--batch-nodes", g->batch_nodes, "distinct random rows per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  gather->add_option("--threads-list", g->threads, "thread counts to measure (default 1 2)")->check(CLI::PositiveNumber);
+  gather->add_option("--seed", g->seed, "seed")->capture_default_str();
+  gather->callback([g] { bench::run_gather_bench(*g); });
 
   struct BareOptions {
     std::string input;
