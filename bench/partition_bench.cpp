@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -32,6 +33,11 @@ ProcessResult run_child(const std::vector<std::string>& args, double timeout) {
     throw Error("benchmark child failed (exit " + std::to_string(r.exit_code) + "): " + r.err);
   }
   return r;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
 }
 
 }  // namespace
@@ -93,26 +99,36 @@ void run_partition_bench(const PartitionBenchOptions& o) {
               "bare METIS s", "peak GB", "time ratio", "mem ratio");
   for (int k : o.parts) {
     std::string out_dir = workdir + "/parts" + std::to_string(k);
-    ProcessResult whole = run_child({"--log-level", "warn", "--threads", threads, "partition",
-                                     "--input", graph_dir, "--format", "npy", "--parts",
-                                     std::to_string(k), "--seed", std::to_string(o.seed),
-                                     "--output", out_dir, "--overwrite"},
-                                    o.timeout_seconds);
-    ProcessResult bare = run_child({"--log-level", "warn", "--threads", threads, "bench",
-                                    "bare-metis", "--input", graph_dir, "--parts",
-                                    std::to_string(k), "--seed", std::to_string(o.seed)},
-                                   o.timeout_seconds);
-    double metis_seconds = nlohmann::json::parse(bare.out).at("metis_seconds").get<double>();
-    std::printf("%5d | %12.2f %12.2f | %12.2f %12.2f | %10.2f %10.2f\n", k, whole.wall_seconds,
-                whole.max_rss_bytes / 1e9, metis_seconds, bare.max_rss_bytes / 1e9,
-                whole.wall_seconds / metis_seconds, whole.max_rss_bytes / bare.max_rss_bytes);
+    // METIS alone varies by ±15% from run to run on a shared machine: the two are run
+    // alternately, `repeat` times each, and the medians compared.
+    std::vector<double> whole_seconds, metis_seconds;
+    double whole_rss = 0, bare_rss = 0;
+    for (int r = 0; r < o.repeat; ++r) {
+      ProcessResult whole = run_child({"--log-level", "warn", "--threads", threads, "partition",
+                                       "--input", graph_dir, "--format", "npy", "--parts",
+                                       std::to_string(k), "--seed", std::to_string(o.seed),
+                                       "--output", out_dir, "--overwrite"},
+                                      o.timeout_seconds);
+      ProcessResult bare = run_child({"--log-level", "warn", "--threads", threads, "bench",
+                                      "bare-metis", "--input", graph_dir, "--parts",
+                                      std::to_string(k), "--seed", std::to_string(o.seed)},
+                                     o.timeout_seconds);
+      whole_seconds.push_back(whole.wall_seconds);
+      metis_seconds.push_back(nlohmann::json::parse(bare.out).at("metis_seconds").get<double>());
+      whole_rss = std::max(whole_rss, whole.max_rss_bytes);
+      bare_rss = std::max(bare_rss, bare.max_rss_bytes);
+    }
+    double whole = median(whole_seconds), metis = median(metis_seconds);
+    std::printf("%5d | %12.2f %12.2f | %12.2f %12.2f | %10.2f %10.2f\n", k, whole, whole_rss / 1e9,
+                metis, bare_rss / 1e9, whole / metis, whole_rss / bare_rss);
     std::fflush(stdout);
     std::error_code ec;
     fs::remove_all(out_dir, ec);
   }
   std::printf("\npartition s: the whole `partita partition` command (read npy, METIS, relabel, "
-              "write); bare METIS s: METIS_PartGraphKway alone on the same graph. Peak memory "
-              "is each child process's maximum resident set.\n");
+              "write); bare METIS s: METIS_PartGraphKway alone on the same graph; medians of %d "
+              "alternating runs. Peak memory is each child process's maximum resident set.\n",
+              o.repeat);
 }
 
 }  // namespace partita::bench

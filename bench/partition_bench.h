@@ -14,6 +14,7 @@ struct PartitionBenchOptions {
   uint64_t seed = 1;
   std::string workdir;  // empty: a fresh folder under $TMPDIR, removed afterwards
   int threads = 0;
+  int repeat = 3;  // runs of each child; medians are compared
   double timeout_seconds = 1800;
 };
 

@@ -43,6 +43,7 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   partition->add_option("--avg-degree", p->avg_degree, "directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
   partition->add_option("--parts", p->parts, "part counts to measure")->delimiter(',')->check(CLI::PositiveNumber);
   partition->add_option("--seed", p->seed, "graph and METIS seed")->capture_default_str();
+  partition->add_option("--repeat", p->repeat, "runs of each measurement (medians are compared)")->check(CLI::PositiveNumber)->capture_default_str();
   partition->add_option("--workdir", p->workdir, "keep the generated graph here (default: a temporary folder)");
   partition->callback([p, &global] {
     p->threads = global.threads;

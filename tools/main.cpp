@@ -8,7 +8,6 @@
 
 #include "base/error.h"
 #include "base/logging.h"
-#include "models/torch_runtime.h"
 #include "tools/commands.h"
 
 namespace {
@@ -31,17 +30,13 @@ int main(int argc, char** argv) {
   using namespace partita;
   CLI::App app{"Partita: distributed GNN training on partitioned graphs", "partita"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", [] {
-    return "partita 0.1.0 (libtorch BLAS: " + loaded_blas() + ")";
-  });
+  app.set_version_flag("--version", "partita 0.1.0");
   cli::GlobalOptions global;
   app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str();
-  app.add_option("--threads", global.threads, "worker and libtorch threads (0 = all cores)")
+  app.add_option("--threads", global.threads, "worker threads of the parallel kernels (0 = all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  // libtorch's thread pool is set up by the commands that use libtorch, not here: the
-  // partitioning commands never pay for it.
   app.parse_complete_callback([&] { init_logging(global.log_level); });
   cli::add_generate_command(app, global);
   cli::add_partition_command(app, global);
