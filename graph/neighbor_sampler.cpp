@@ -73,6 +73,9 @@ void choose_distinct(Rng& rng, int64_t n, int64_t k, std::vector<int64_t>& picks
 
 // Everything the per-node selection needs, resolved once per call.
 struct Context {
+  Context(const Topology& t, const SamplerConfig& c, uint64_t hop_key, int h)
+      : topology(t), config(c), key(hop_key), hop(h) {}
+
   const Topology& topology;
   const SamplerConfig& config;
   uint64_t key;  // the hop's key
@@ -81,68 +84,57 @@ struct Context {
   Span<const int64_t> node_time, edge_time;
   // Per node type, the edge types ending in it (hetero); {0} for homogeneous graphs.
   std::vector<std::vector<int32_t>> types_into;
+  // The column being sampled: its CSC and the position of its first entry.
+  const CscColumns* csc = nullptr;
+  int64_t column_begin = 0;
+  // Positions (in the CSC arrays) of the column's entries that qualify, in canonical order.
+  std::vector<int64_t> candidates;
   // Scratch, reused across nodes.
-  std::vector<int64_t> candidates, picks;
-  std::vector<std::pair<double, int64_t>> ranked;
+  std::vector<int64_t> picks;
+  std::vector<std::pair<double, int64_t>> keyed;
+  std::vector<std::pair<int64_t, int64_t>> timed;
   std::vector<double> cumulative;
 };
 
-int64_t edge_id_at(const Context& c, const CscColumns& csc, int64_t position) {
-  return csc.edge_ids.empty() ? c.topology.edge_begin() + position
-                              : csc.edge_ids.as<int64_t>()[position];
+int64_t edge_id_at(const Context& c, int64_t position) {
+  return c.csc->edge_ids.empty() ? c.topology.edge_begin() + position
+                                 : c.csc->edge_ids.as<int64_t>()[position];
 }
 
-// Picks, as indices into c.candidates (positions in the column), the neighbours to keep.
-void select(Context& c, Rng& rng, uint64_t node_key, int64_t fanout, const CscColumns& csc,
-            std::vector<int64_t>& chosen) {
+int64_t time_at(const Context& c, int64_t position) {
+  return c.config.temporal == TemporalMode::kEdgeTime
+             ? c.edge_time[edge_id_at(c, position) - c.topology.edge_begin()]
+             : c.node_time[c.csc->indices.as<int64_t>()[position]];
+}
+
+double weight_at(const Context& c, int64_t position) {
+  return static_cast<double>(c.weight[edge_id_at(c, position) - c.topology.edge_begin()]);
+}
+
+// The `fanout` most recent candidates; among equal times the later edge counts as more
+// recent. Times are compared as integers: nanosecond timestamps exceed a double's 2^53.
+void select_most_recent(Context& c, int64_t fanout, std::vector<int64_t>& chosen) {
   const int64_t n = static_cast<int64_t>(c.candidates.size());
-  chosen.clear();
-  if (n == 0 || fanout == 0) return;
-  const bool all = fanout < 0 || (!c.config.replace && fanout >= n);
-  if (c.config.temporal != TemporalMode::kNone &&
-      c.config.temporal_strategy == TemporalStrategy::kLast) {
-    // "The most recent k" has no replacement variant: at most every candidate once.
-    if (fanout < 0 || fanout >= n) {
-      for (int64_t i = 0; i < n; ++i) chosen.push_back(i);
-      return;
-    }
-    // Most recent first; among equal times the later edge is the more recent one.
-    c.ranked.clear();
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t pos = c.candidates[i];
-      int64_t time = c.config.temporal == TemporalMode::kEdgeTime
-                         ? c.edge_time[edge_id_at(c, csc, pos) - c.topology.edge_begin()]
-                         : c.node_time[csc.indices.as<int64_t>()[pos]];
-      c.ranked.emplace_back(-static_cast<double>(time), -pos);
-    }
-    std::partial_sort(c.ranked.begin(), c.ranked.begin() + fanout, c.ranked.end());
-    for (int64_t i = 0; i < fanout; ++i) chosen.push_back(-c.ranked[i].second);
-    // back from positions to candidate indices, in canonical order
-    std::sort(chosen.begin(), chosen.end());
-    for (auto& pos : chosen) {
-      pos = std::lower_bound(c.candidates.begin(), c.candidates.end(), pos) - c.candidates.begin();
-    }
-    return;
-  }
-  if (all) {
-    for (int64_t i = 0; i < n; ++i) chosen.push_back(i);
-    return;
-  }
-  if (c.weight.empty()) {
-    if (c.config.replace) {
-      for (int64_t i = 0; i < fanout; ++i) chosen.push_back(static_cast<int64_t>(rng.below(n)));
-    } else {
-      choose_distinct(rng, n, fanout, chosen);
-    }
-    return;
-  }
-  auto weight_of = [&](int64_t i) {
-    return static_cast<double>(c.weight[edge_id_at(c, csc, c.candidates[i]) - c.topology.edge_begin()]);
+  c.timed.clear();
+  for (int64_t i = 0; i < n; ++i) c.timed.emplace_back(time_at(c, c.candidates[i]), i);
+  auto more_recent = [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second > b.second;
   };
+  std::partial_sort(c.timed.begin(), c.timed.begin() + fanout, c.timed.end(), more_recent);
+  for (int64_t i = 0; i < fanout; ++i) chosen.push_back(c.timed[i].second);
+  std::sort(chosen.begin(), chosen.end());
+}
+
+// Drawn with probability proportional to the edge weight. Without replacement this is
+// Efraimidis-Spirakis: the k smallest Exp(1)/w keys, each key hashed from the node's key and
+// the entry's rank in its column (not its array position, which depends on partitioning).
+void select_weighted(Context& c, Rng& rng, uint64_t node_key, int64_t fanout,
+                     std::vector<int64_t>& chosen) {
+  const int64_t n = static_cast<int64_t>(c.candidates.size());
   if (c.config.replace) {
     c.cumulative.resize(n);
     double total = 0;
-    for (int64_t i = 0; i < n; ++i) c.cumulative[i] = total += std::max(0.0, weight_of(i));
+    for (int64_t i = 0; i < n; ++i) c.cumulative[i] = total += std::max(0.0, weight_at(c, c.candidates[i]));
     if (total <= 0) return;
     for (int64_t i = 0; i < fanout; ++i) {
       double r = rng.uniform() * total;
@@ -151,20 +143,40 @@ void select(Context& c, Rng& rng, uint64_t node_key, int64_t fanout, const CscCo
     }
     return;
   }
-  // Without replacement (Efraimidis-Spirakis): the k smallest Exp(1)/w keys. Each key comes
-  // from the node's key and the neighbour's canonical position, so it is partition-invariant.
-  c.ranked.clear();
+  c.keyed.clear();
   for (int64_t i = 0; i < n; ++i) {
-    double w = weight_of(i);
+    double w = weight_at(c, c.candidates[i]);
     if (!(w > 0)) continue;
-    uint64_t h = mix64(node_key, static_cast<uint64_t>(c.candidates[i]));
+    uint64_t h = mix64(node_key, static_cast<uint64_t>(c.candidates[i] - c.column_begin));
     double u = (static_cast<double>(h >> 11) + 0.5) * 0x1.0p-53;
-    c.ranked.emplace_back(-std::log(u) / w, i);
+    c.keyed.emplace_back(-std::log(u) / w, i);
   }
-  int64_t take = std::min<int64_t>(fanout, static_cast<int64_t>(c.ranked.size()));
-  std::partial_sort(c.ranked.begin(), c.ranked.begin() + take, c.ranked.end());
-  for (int64_t i = 0; i < take; ++i) chosen.push_back(c.ranked[i].second);
+  int64_t take = std::min<int64_t>(fanout, static_cast<int64_t>(c.keyed.size()));
+  std::partial_sort(c.keyed.begin(), c.keyed.begin() + take, c.keyed.end());
+  for (int64_t i = 0; i < take; ++i) chosen.push_back(c.keyed[i].second);
   std::sort(chosen.begin(), chosen.end());
+}
+
+// Picks, as indices into c.candidates, the neighbours to keep.
+void select(Context& c, Rng& rng, uint64_t node_key, int64_t fanout, std::vector<int64_t>& chosen) {
+  const int64_t n = static_cast<int64_t>(c.candidates.size());
+  chosen.clear();
+  if (n == 0 || fanout == 0) return;
+  const bool most_recent = c.config.temporal != TemporalMode::kNone &&
+                           c.config.temporal_strategy == TemporalStrategy::kLast;
+  // "The most recent k" has no replacement variant: at most every candidate once.
+  const bool replace = c.config.replace && !most_recent;
+  if (fanout < 0 || (!replace && fanout >= n)) {
+    for (int64_t i = 0; i < n; ++i) chosen.push_back(i);
+  } else if (most_recent) {
+    select_most_recent(c, fanout, chosen);
+  } else if (!c.weight.empty()) {
+    select_weighted(c, rng, node_key, fanout, chosen);
+  } else if (replace) {
+    for (int64_t i = 0; i < fanout; ++i) chosen.push_back(static_cast<int64_t>(rng.below(n)));
+  } else {
+    choose_distinct(rng, n, fanout, chosen);
+  }
 }
 
 // The general path: any edge type, weights, replacement, time bounds.
@@ -179,22 +191,20 @@ void sample_node(Context& c, int64_t node, int64_t tree, int64_t time_bound, Hop
     auto indptr = csc.indptr.as<int64_t>();
     auto indices = csc.indices.as<int64_t>();
     const int64_t begin = indptr[local], end = indptr[local + 1];
+    c.csc = &csc;
+    c.column_begin = begin;
     c.candidates.clear();
+    const bool timed = c.config.temporal != TemporalMode::kNone;
     for (int64_t pos = begin; pos < end; ++pos) {
-      if (c.config.temporal == TemporalMode::kNodeTime && c.node_time[indices[pos]] > time_bound) continue;
-      if (c.config.temporal == TemporalMode::kEdgeTime &&
-          c.edge_time[edge_id_at(c, csc, pos) - t.edge_begin()] > time_bound) {
-        continue;
-      }
-      c.candidates.push_back(pos);
+      if (!timed || time_at(c, pos) <= time_bound) c.candidates.push_back(pos);
     }
     uint64_t type_key = t.is_hetero() ? mix64(node_key, static_cast<uint64_t>(type)) : node_key;
     Rng rng(type_key);
-    select(c, rng, type_key, fanout, csc, c.picks);
+    select(c, rng, type_key, fanout, c.picks);
     for (int64_t i : c.picks) {
       int64_t pos = c.candidates[i];
       out.neighbors.push_back(indices[pos]);
-      out.edge_ids.push_back(edge_id_at(c, csc, pos));
+      out.edge_ids.push_back(edge_id_at(c, pos));
       if (t.is_hetero()) out.edge_types.push_back(type);
     }
   }
@@ -281,7 +291,7 @@ void sample_hop(const Topology& topology, const SamplerConfig& config, const Sam
     sample_uniform_homogeneous(topology, k, fanout, input, out, picks, positions);
     return;
   }
-  Context c{topology, config, k, hop, {}, {}, {}, {}, {}, {}, {}, {}};
+  Context c(topology, config, k, hop);
   if (!config.edge_weight.empty()) c.weight = config.edge_weight.as<float>();
   if (config.temporal == TemporalMode::kNodeTime) c.node_time = config.node_time.as<int64_t>();
   if (config.temporal == TemporalMode::kEdgeTime) c.edge_time = config.edge_time.as<int64_t>();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -377,68 +378,80 @@ struct OriginalBatch {
   }
 };
 
+// A sampler config for one partition: per-edge attributes are indexed by the partition's
+// edge ids and node times by global id, so each partition gets its own arrays, built from
+// attributes of the original ids. original_of_global maps every global node id.
+using ConfigFor = std::function<SamplerConfig(const Topology&, const std::vector<int64_t>& original_of_global)>;
+
+OriginalBatch to_original(const MiniBatch& b, const std::vector<int64_t>& original_of_global,
+                          const std::function<int64_t(int64_t)>& original_edge) {
+  OriginalBatch o;
+  for (int64_t g : b.node_ids) o.nodes.push_back(original_of_global[g]);
+  for (int64_t e : b.edge_ids) o.edges.push_back(original_edge(e));
+  o.rows = b.row;
+  o.cols = b.col;
+  o.num_nodes = b.num_sampled_nodes;
+  o.num_edges = b.num_sampled_edges;
+  return o;
+}
+
 // Samples across the parts of a partition folder exactly as a distributed sampler does:
 // each hop's frontier split by owner, each part sampled by its own topology, joined back.
-OriginalBatch sample_partitioned(const std::string& dir, const SamplerConfig& config,
-                                 const std::vector<int64_t>& original_seeds, const SampleKey& key) {
+OriginalBatch sample_partitioned(const std::string& dir, const ConfigFor& config_for,
+                                 const std::vector<int64_t>& original_seeds,
+                                 const std::vector<int64_t>& seed_times, const SampleKey& key) {
   PartitionFolder folder(dir);
   std::vector<Topology> parts;
   for (int p = 0; p < folder.meta().num_parts; ++p) parts.push_back(load_topology(folder, p));
+  std::vector<int64_t> original_of_global(folder.meta().num_nodes);
+  for (const auto& t : parts) {
+    for (int64_t g = t.node_begin(); g < t.node_end(); ++g) original_of_global[g] = t.original_node_id(g);
+  }
+  std::vector<SamplerConfig> configs;
+  for (const auto& t : parts) configs.push_back(config_for(t, original_of_global));
   MappedArray node_map = folder.node_map();
   std::vector<int64_t> seeds;
   for (int64_t v : original_seeds) seeds.push_back(node_map.as<int64_t>()[v]);
-  SubgraphBuilder builder(config.disjoint);
-  builder.start(seeds);
+  SubgraphBuilder builder(configs[0].disjoint);
+  builder.start(seeds, seed_times);
   FrontierSplit split;
   std::vector<HopOutput> outputs(parts.size());
   HopOutput joined;
-  for (int hop = 0; hop < config.num_hops(); ++hop) {
+  for (int hop = 0; hop < configs[0].num_hops(); ++hop) {
     split.split(folder.book(), builder.frontier_nodes(), builder.frontier_trees(), builder.frontier_times());
     std::vector<const HopOutput*> answers(parts.size(), nullptr);
     for (size_t p = 0; p < parts.size(); ++p) {
       if (split.empty(static_cast<int>(p))) continue;
-      sample_hop(parts[p], config, key, hop, split.input(static_cast<int>(p)), outputs[p]);
+      sample_hop(parts[p], configs[p], key, hop, split.input(static_cast<int>(p)), outputs[p]);
       answers[p] = &outputs[p];
     }
     split.join(answers, joined);
     builder.add_hop(joined);
   }
-  MiniBatch b = builder.finish();
-  auto owner_of_edge = [&](int64_t e) -> const Topology& {
+  return to_original(builder.finish(), original_of_global, [&](int64_t e) {
     for (const auto& t : parts) {
-      if (e >= t.edge_begin() && e < t.edge_begin() + t.num_edges()) return t;
+      if (e >= t.edge_begin() && e < t.edge_begin() + t.num_edges()) return t.original_edge_id(e);
     }
     throw Error("edge id out of range");
-  };
-  OriginalBatch o;
-  for (int64_t g : b.node_ids) o.nodes.push_back(parts[folder.book().owner(g)].original_node_id(g));
-  for (int64_t e : b.edge_ids) o.edges.push_back(owner_of_edge(e).original_edge_id(e));
-  o.rows = b.row;
-  o.cols = b.col;
-  o.num_nodes = b.num_sampled_nodes;
-  o.num_edges = b.num_sampled_edges;
-  return o;
+  });
 }
 
-OriginalBatch sample_in_memory(const Dataset& d, const SamplerConfig& config,
-                               const std::vector<int64_t>& seeds, const SampleKey& key) {
+OriginalBatch sample_in_memory(const Dataset& d, const ConfigFor& config_for,
+                               const std::vector<int64_t>& seeds,
+                               const std::vector<int64_t>& seed_times, const SampleKey& key) {
   Topology t = topology_from_dataset(d);
-  NeighborSampler sampler(t, config);
-  MiniBatch b = sampler.sample(seeds, key);
-  OriginalBatch o;
-  o.nodes = b.node_ids;
-  for (int64_t e : b.edge_ids) o.edges.push_back(t.original_edge_id(e));
-  o.rows = b.row;
-  o.cols = b.col;
-  o.num_nodes = b.num_sampled_nodes;
-  o.num_edges = b.num_sampled_edges;
-  return o;
+  std::vector<int64_t> identity(d.num_nodes);
+  for (int64_t v = 0; v < d.num_nodes; ++v) identity[v] = v;
+  NeighborSampler sampler(t, config_for(t, identity));
+  return to_original(sampler.sample(seeds, key, seed_times), identity,
+                     [&](int64_t e) { return t.original_edge_id(e); });
 }
 
-void expect_partition_invariant(const Dataset& d, const SamplerConfig& config,
-                                const std::vector<int64_t>& seeds) {
+void expect_partition_invariant(const Dataset& d, const ConfigFor& config_for,
+                                const std::vector<int64_t>& seeds,
+                                const std::vector<int64_t>& seed_times = {}) {
   TempDir tmp;
-  OriginalBatch reference = sample_in_memory(d, config, seeds, {11, 2, 5});
+  OriginalBatch reference = sample_in_memory(d, config_for, seeds, seed_times, {11, 2, 5});
   ASSERT_GT(reference.edges.size(), seeds.size());
   for (int parts : {1, 2, 4}) {
     for (auto method : {PartitionMethod::kMetis, PartitionMethod::kRandom}) {
@@ -447,25 +460,91 @@ void expect_partition_invariant(const Dataset& d, const SamplerConfig& config,
       options.method = method;
       std::string dir = tmp / ("p" + std::to_string(parts) + partition_method_name(method));
       partition_dataset(d, options, dir);
-      EXPECT_TRUE(sample_partitioned(dir, config, seeds, {11, 2, 5}) == reference)
+      EXPECT_TRUE(sample_partitioned(dir, config_for, seeds, seed_times, {11, 2, 5}) == reference)
           << parts << " parts, " << partition_method_name(method);
     }
   }
+}
+
+ConfigFor fixed(SamplerConfig config) {
+  return [config](const Topology&, const std::vector<int64_t>&) { return config; };
+}
+
+// Attributes of original ids, laid out for one partition.
+float weight_of_edge(int64_t original_edge) { return 1.0f + static_cast<float>(original_edge * 7 % 13); }
+int64_t time_of_edge(int64_t original_edge) { return original_edge * 13 % 100; }
+int64_t time_of_node(int64_t original_node) { return original_node * 37 % 100; }
+
+ConfigFor with_attributes(SamplerConfig base) {
+  return [base](const Topology& t, const std::vector<int64_t>& original_of_global) {
+    SamplerConfig c = base;
+    std::vector<float> weight(t.num_edges());
+    std::vector<int64_t> edge_time(t.num_edges()), node_time(original_of_global.size());
+    for (int64_t k = 0; k < t.num_edges(); ++k) {
+      weight[k] = weight_of_edge(t.original_edge_id(t.edge_begin() + k));
+      edge_time[k] = time_of_edge(t.original_edge_id(t.edge_begin() + k));
+    }
+    for (size_t g = 0; g < node_time.size(); ++g) node_time[g] = time_of_node(original_of_global[g]);
+    if (!base.edge_weight.empty()) c.edge_weight = ArrayRef::from_vector(std::move(weight));
+    c.edge_time = ArrayRef::from_vector(std::move(edge_time));
+    c.node_time = ArrayRef::from_vector(std::move(node_time));
+    return c;
+  };
 }
 
 TEST(PartitionInvarianceTest, SyntheticGraphSameBatchInOneTwoAndFourParts) {
   Dataset d = sbm_graph(3000);
   std::vector<int64_t> seeds;
   for (int64_t i = 0; i < 128; ++i) seeds.push_back((i * 101) % 3000);
-  expect_partition_invariant(d, homogeneous({10, 5, 3}), seeds);
+  expect_partition_invariant(d, fixed(homogeneous({10, 5, 3})), seeds);
   SamplerConfig disjoint = homogeneous({4, 4});
   disjoint.disjoint = true;
-  expect_partition_invariant(d, disjoint, seeds);
+  expect_partition_invariant(d, fixed(disjoint), seeds);
+  SamplerConfig replace = homogeneous({6, 3});
+  replace.replace = true;
+  expect_partition_invariant(d, fixed(replace), seeds);
+}
+
+TEST(PartitionInvarianceTest, WeightedAndTemporalSamplingToo) {
+  Dataset d = sbm_graph(3000);
+  std::vector<int64_t> seeds, times;
+  for (int64_t i = 0; i < 64; ++i) {
+    seeds.push_back((i * 101) % 3000);
+    times.push_back(40 + i);
+  }
+  SamplerConfig weighted = homogeneous({5, 3});
+  weighted.edge_weight = ArrayRef::from_vector(std::vector<float>{1.f});  // replaced per part
+  expect_partition_invariant(d, with_attributes(weighted), seeds);
+  weighted.replace = true;
+  expect_partition_invariant(d, with_attributes(weighted), seeds);
+  for (auto mode : {TemporalMode::kNodeTime, TemporalMode::kEdgeTime}) {
+    for (auto strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
+      SamplerConfig temporal = homogeneous({4, 3});
+      temporal.disjoint = true;
+      temporal.temporal = mode;
+      temporal.temporal_strategy = strategy;
+      expect_partition_invariant(d, with_attributes(temporal), seeds, times);
+    }
+  }
+}
+
+TEST(PartitionInvarianceTest, HeterogeneousFanoutsPerEdgeType) {
+  HeteroOptions o;
+  o.num_papers = 2000;
+  o.num_authors = 1000;
+  o.num_venues = 10;
+  Dataset d = generate_hetero(o);
+  SamplerConfig c;
+  c.fanouts.assign(d.edge_types.size(), {3, 2});
+  c.fanouts[0] = {1, 1};
+  std::vector<int64_t> papers;
+  for (int64_t i = 0; i < 64; ++i) papers.push_back(i * 31 % 2000);
+  expect_partition_invariant(d, fixed(c), papers);
 }
 
 TEST(PartitionInvarianceTest, CoraSameBatchInOneTwoAndFourParts) {
   Dataset cora = read_linqs(testing::dataset_path("cora"));
-  expect_partition_invariant(cora, homogeneous({10, 10}), cora.train_idx);
+  expect_partition_invariant(cora, fixed(homogeneous({10, 10})), cora.train_idx);
 }
 
 }  // namespace
