@@ -9,12 +9,12 @@
 #include <tuple>
 
 #include "base/error.h"
-#include "graph/frontier_split.h"
 #include "graph/link_sampler.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_stores.h"
 #include "partitioner/readers.h"
+#include "partitioned_graph.h"
 #include "test_util.h"
 
 namespace partita {
@@ -22,15 +22,7 @@ namespace {
 
 using testing::TempDir;
 
-Dataset sbm_graph(int64_t nodes = 2000, uint64_t seed = 5) {
-  SbmOptions o;
-  o.num_nodes = nodes;
-  o.num_classes = 4;
-  o.feature_dim = 4;
-  o.avg_degree = 12;
-  o.seed = seed;
-  return generate_sbm(o);
-}
+using testing::sbm_graph;
 
 // A dense random digraph without self-loops: a fair share of random pairs are edges.
 Dataset dense_graph(int64_t nodes, double density, uint64_t seed) {
@@ -533,22 +525,11 @@ OriginalLinkBatch to_original(const LinkBatch& b, const std::function<int64_t(in
 OriginalLinkBatch sample_link_partitioned(const std::string& dir, const LinkSamplerConfig& config,
                                           const Positives& original, bool with_ids, bool typed,
                                           const SampleKey& key) {
+  testing::PartitionedGraph graph(dir);
+  const PartitionBook& book = graph.book();
+  const auto& parts = graph.parts();
   PartitionFolder folder(dir);
-  const PartitionBook& book = folder.book();
-  std::vector<Topology> parts;
-  for (int p = 0; p < folder.meta().num_parts; ++p) parts.push_back(load_topology(folder, p));
-  auto owner_of_edge = [&](int64_t e) -> const Topology& {
-    for (const auto& t : parts) {
-      if (e >= t.edge_begin() && e < t.edge_begin() + t.num_edges()) return t;
-    }
-    throw Error("edge id out of range");
-  };
   ArrayRef node_map = ArrayRef::from_mapped(folder.node_map());
-  auto to_global = node_map.as<int64_t>();
-  std::vector<int64_t> global_edge(folder.meta().num_edges);
-  for (const auto& t : parts) {
-    for (int64_t g = t.edge_begin(); g < t.edge_begin() + t.num_edges(); ++g) global_edge[t.original_edge_id(g)] = g;
-  }
   NegativeNodes nodes(book.num_nodes(), node_map);
   if (typed) {
     std::vector<int32_t> node_type(book.num_nodes());
@@ -558,14 +539,14 @@ OriginalLinkBatch sample_link_partitioned(const std::string& dir, const LinkSamp
     nodes = NegativeNodes(std::move(node_type), parts[0].edge_type_ends(), node_map);
   }
   EdgeTest is_edge = [&](int64_t src, int64_t dst, int32_t type) {
-    return has_edge(parts[book.owner(dst)], src, dst, type);
+    return has_edge(graph.owner_of_node(dst), src, dst, type);
   };
 
   Positives global;
   for (size_t i = 0; i < original.src.size(); ++i) {
-    global.src.push_back(to_global[original.src[i]]);
-    global.dst.push_back(to_global[original.dst[i]]);
-    global.edge_ids.push_back(global_edge[original.original_edges[i]]);
+    global.src.push_back(graph.global_of_original()[original.src[i]]);
+    global.dst.push_back(graph.global_of_original()[original.dst[i]]);
+    global.edge_ids.push_back(graph.global_edge_of_original(original.original_edges[i]));
   }
   global.types = original.types;
   LinkInput input = global.input(with_ids, typed);
@@ -575,25 +556,13 @@ OriginalLinkBatch sample_link_partitioned(const std::string& dir, const LinkSamp
 
   SubgraphBuilder builder(config.sampler.disjoint);
   builder.start(seeds.endpoints, seeds.endpoint_times);
-  FrontierSplit split;
-  std::vector<HopOutput> outputs(parts.size());
-  HopOutput joined;
-  for (int hop = 0; hop < config.sampler.num_hops(); ++hop) {
-    split.split(book, builder.frontier_nodes(), builder.frontier_trees(), builder.frontier_times());
-    std::vector<const HopOutput*> answers(parts.size(), nullptr);
-    for (size_t p = 0; p < parts.size(); ++p) {
-      if (split.empty(static_cast<int>(p))) continue;
-      sample_hop(parts[p], config.sampler, key, hop, split.input(static_cast<int>(p)), outputs[p]);
-      answers[p] = &outputs[p];
-    }
-    split.join(answers, joined);
-    filter.apply(builder.frontier_nodes(), joined);
-    builder.add_hop(joined);
-  }
+  std::vector<SamplerConfig> configs(parts.size(), config.sampler);
+  graph.sample_hops(builder, configs, key,
+                    [&](HopOutput& joined) { filter.apply(builder.frontier_nodes(), joined); });
   LinkBatch b = assemble_link_batch(std::move(seeds), builder.finish());
   return to_original(
-      b, [&](int64_t v) { return parts[book.owner(v)].original_node_id(v); },
-      [&](int64_t e) { return owner_of_edge(e).original_edge_id(e); });
+      b, [&](int64_t v) { return graph.original_of_global()[v]; },
+      [&](int64_t e) { return graph.original_edge(e); });
 }
 
 void expect_link_partition_invariant(const Dataset& d, const LinkSamplerConfig& config, const Positives& pos,

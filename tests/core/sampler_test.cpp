@@ -8,12 +8,12 @@
 #include <set>
 
 #include "base/error.h"
-#include "graph/frontier_split.h"
 #include "graph/subgraph_builder.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_stores.h"
 #include "partitioner/readers.h"
+#include "partitioned_graph.h"
 #include "test_util.h"
 
 namespace partita {
@@ -21,15 +21,7 @@ namespace {
 
 using testing::TempDir;
 
-Dataset sbm_graph(int64_t nodes = 2000, uint64_t seed = 5) {
-  SbmOptions o;
-  o.num_nodes = nodes;
-  o.num_classes = 4;
-  o.feature_dim = 4;
-  o.avg_degree = 12;
-  o.seed = seed;
-  return generate_sbm(o);
-}
+using testing::sbm_graph;
 
 SamplerConfig homogeneous(std::vector<int> fanouts) {
   SamplerConfig c;
@@ -395,45 +387,20 @@ OriginalBatch to_original(const MiniBatch& b, const std::vector<int64_t>& origin
   return o;
 }
 
-// Samples across the parts of a partition folder exactly as a distributed sampler does:
-// each hop's frontier split by owner, each part sampled by its own topology, joined back.
+// Samples across the parts of a partition folder exactly as a distributed sampler does.
 OriginalBatch sample_partitioned(const std::string& dir, const ConfigFor& config_for,
                                  const std::vector<int64_t>& original_seeds,
                                  const std::vector<int64_t>& seed_times, const SampleKey& key) {
-  PartitionFolder folder(dir);
-  std::vector<Topology> parts;
-  for (int p = 0; p < folder.meta().num_parts; ++p) parts.push_back(load_topology(folder, p));
-  std::vector<int64_t> original_of_global(folder.meta().num_nodes);
-  for (const auto& t : parts) {
-    for (int64_t g = t.node_begin(); g < t.node_end(); ++g) original_of_global[g] = t.original_node_id(g);
-  }
+  testing::PartitionedGraph graph(dir);
   std::vector<SamplerConfig> configs;
-  for (const auto& t : parts) configs.push_back(config_for(t, original_of_global));
-  MappedArray node_map = folder.node_map();
+  for (const auto& t : graph.parts()) configs.push_back(config_for(t, graph.original_of_global()));
   std::vector<int64_t> seeds;
-  for (int64_t v : original_seeds) seeds.push_back(node_map.as<int64_t>()[v]);
+  for (int64_t v : original_seeds) seeds.push_back(graph.global_of_original()[v]);
   SubgraphBuilder builder(configs[0].disjoint);
   builder.start(seeds, seed_times);
-  FrontierSplit split;
-  std::vector<HopOutput> outputs(parts.size());
-  HopOutput joined;
-  for (int hop = 0; hop < configs[0].num_hops(); ++hop) {
-    split.split(folder.book(), builder.frontier_nodes(), builder.frontier_trees(), builder.frontier_times());
-    std::vector<const HopOutput*> answers(parts.size(), nullptr);
-    for (size_t p = 0; p < parts.size(); ++p) {
-      if (split.empty(static_cast<int>(p))) continue;
-      sample_hop(parts[p], configs[p], key, hop, split.input(static_cast<int>(p)), outputs[p]);
-      answers[p] = &outputs[p];
-    }
-    split.join(answers, joined);
-    builder.add_hop(joined);
-  }
-  return to_original(builder.finish(), original_of_global, [&](int64_t e) {
-    for (const auto& t : parts) {
-      if (e >= t.edge_begin() && e < t.edge_begin() + t.num_edges()) return t.original_edge_id(e);
-    }
-    throw Error("edge id out of range");
-  });
+  graph.sample_hops(builder, configs, key);
+  return to_original(builder.finish(), graph.original_of_global(),
+                     [&](int64_t e) { return graph.original_edge(e); });
 }
 
 OriginalBatch sample_in_memory(const Dataset& d, const ConfigFor& config_for,
