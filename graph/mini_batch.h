@@ -27,6 +27,11 @@ struct MiniBatch {
   std::vector<int64_t> input_ids;
   std::vector<int64_t> input_local;
   int64_t batch_size = 0;  // number of seed nodes at the head of node_ids
+  // The sampled nodes' features [node_ids.size(), feature_dim] and labels, once attached
+  // (graph/batch_features.h).
+  int64_t feature_dim = 0;
+  std::vector<float> x;
+  std::vector<int64_t> y;
 };
 
 }  // namespace partita

@@ -1,0 +1,32 @@
+// Cutting an epoch's seeds into batches: the loader's plan, the same on every machine.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/span.h"
+#include "graph/neighbor_sampler.h"
+
+namespace partita {
+
+struct EpochPlan {
+  std::vector<int64_t> order;    // the seeds, shuffled with (job seed, epoch)
+  std::vector<int64_t> offsets;  // batch b is order[offsets[b], offsets[b+1])
+  uint64_t job_seed = 0;
+  uint64_t epoch = 0;
+
+  int64_t num_batches() const { return static_cast<int64_t>(offsets.size()) - 1; }
+  Span<const int64_t> batch(int64_t b) const {
+    return {order.data() + offsets[b], static_cast<size_t>(offsets[b + 1] - offsets[b])};
+  }
+  // The key of batch b: what makes its sampling reproducible anywhere.
+  SampleKey key(int64_t b) const { return {job_seed, epoch, static_cast<uint64_t>(b)}; }
+};
+
+// Shuffles `seeds` with (job_seed, epoch) (no shuffle if `shuffle` is false) and cuts them
+// into batches of batch_size; the last, smaller batch is dropped if drop_last. Throws
+// UsageError if batch_size < 1.
+EpochPlan plan_epoch(Span<const int64_t> seeds, int64_t batch_size, uint64_t job_seed,
+                     uint64_t epoch, bool shuffle = true, bool drop_last = false);
+
+}  // namespace partita
