@@ -91,6 +91,14 @@ void ChildProcess::kill() {
   if (!reaped_) ::kill(pid_, SIGKILL);
 }
 
+void ChildProcess::signal(int signo) {
+  if (!reaped_) ::kill(pid_, signo);
+}
+
+std::string ChildProcess::output_so_far() const { return slurp(capture_->out); }
+
+std::string ChildProcess::errors_so_far() const { return slurp(capture_->err); }
+
 ProcessResult ChildProcess::wait(double timeout_seconds) {
   ProcessResult result;
   const double deadline = started_ + timeout_seconds;

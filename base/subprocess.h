@@ -34,6 +34,12 @@ class ChildProcess {
   bool running();
   // Sends SIGKILL (if still running).
   void kill();
+  // Sends `signo` (if still running), e.g. SIGTERM to ask for a clean exit.
+  void signal(int signo);
+  // What the child has written to stdout / stderr so far, e.g. to wait for a "ready" line
+  // while it keeps running.
+  std::string output_so_far() const;
+  std::string errors_so_far() const;
   // Waits until the child exits or the deadline passes (then kills it).
   ProcessResult wait(double timeout_seconds);
 

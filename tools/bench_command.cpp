@@ -1,4 +1,5 @@
 // partita bench ...: the benchmarks of BENCHMARKS.md.
+#include "bench/codec_bench.h"
 #include "bench/gather_bench.h"
 #include "bench/partition_bench.h"
 #include "bench/sample_bench.h"
@@ -79,6 +80,15 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   gather->add_option("--threads-list", g->threads, "thread counts to measure (default 1 2)")->check(CLI::PositiveNumber);
   gather->add_option("--seed", g->seed, "seed")->capture_default_str();
   gather->callback([g] { bench::run_gather_bench(*g); });
+
+  auto c = std::make_shared<bench::CodecBenchOptions>();
+  CLI::App* codec = bench->add_subcommand("codec", "Cap'n Proto encode/decode of replies next to memcpy");
+  codec->add_option("--feature-rows", c->feature_rows, "rows of the feature reply")->check(CLI::PositiveNumber)->capture_default_str();
+  codec->add_option("--feature-dim", c->feature_dim, "float32 per row")->check(CLI::PositiveNumber)->capture_default_str();
+  codec->add_option("--hop-neighbors", c->hop_neighbors, "neighbours in the hop reply")->check(CLI::PositiveNumber)->capture_default_str();
+  codec->add_option("--fanout", c->fanout, "neighbours per node in the hop reply")->check(CLI::PositiveNumber)->capture_default_str();
+  codec->add_option("--runs", c->runs, "measured runs (the median is reported)")->check(CLI::PositiveNumber)->capture_default_str();
+  codec->callback([c] { bench::run_codec_bench(*c); });
 
   struct BareOptions {
     std::string input;

@@ -16,5 +16,6 @@ void add_generate_command(CLI::App& app, const GlobalOptions& global);
 void add_partition_command(CLI::App& app, const GlobalOptions& global);
 void add_inspect_command(CLI::App& app, const GlobalOptions& global);
 void add_bench_command(CLI::App& app, const GlobalOptions& global);
+void add_daemon_command(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace partita::cli

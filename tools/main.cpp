@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   cli::add_partition_command(app, global);
   cli::add_inspect_command(app, global);
   cli::add_bench_command(app, global);
+  cli::add_daemon_command(app, global);
 
   try {
     // CLI11 reports a mistyped command as "a subcommand is required"; name it instead.

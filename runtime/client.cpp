@@ -1,0 +1,97 @@
+#include "runtime/client.h"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "runtime/address.h"
+#include "runtime/errors.h"
+
+namespace partita::runtime {
+
+DaemonConnection DaemonConnection::connect(caf::actor_system& system, const std::string& address,
+                                           std::chrono::milliseconds timeout) {
+  const Endpoint endpoint = parse_endpoint(address, "daemon address");
+  if (endpoint.port == 0) throw UsageError("daemon address '" + address + "': port 0 cannot be connected to");
+  // caf::io::remote_actor waits without a deadline; asking the middleman actor directly
+  // lets the request time out instead.
+  caf::scoped_actor self{system};
+  caf::strong_actor_ptr ptr;
+  std::set<std::string> interface;
+  std::optional<caf::error> failed;
+  self->request(system.middleman().actor_handle(), timeout, caf::connect_atom::value, endpoint.host, endpoint.port)
+      .receive(
+          [&](const caf::node_id&, caf::strong_actor_ptr& p, std::set<std::string>& ifs) {
+            ptr = std::move(p);
+            interface = std::move(ifs);
+          },
+          [&](caf::error& err) { failed = std::move(err); });
+  if (failed) throw Error("cannot connect to daemon " + address + ": " + describe(system, *failed));
+  if (!ptr) throw Error("cannot connect to daemon " + address + ": no actor is published there");
+  if (!system.assignable<host_actor>(interface)) {
+    throw Error("cannot connect to daemon " + address +
+                ": the actor published there is not a Partita host (another program, or another version)");
+  }
+  return DaemonConnection(system, address, caf::actor_cast<host_actor>(std::move(ptr)));
+}
+
+Error DaemonConnection::failure(const std::string& doing, const caf::error& error) const {
+  // Our own errors already name the daemon; CAF's (timeout, receiver down) need the address.
+  if (error.category() == kErrorCategory) return Error(describe(*system_, error));
+  return Error("daemon " + address_ + ": " + doing + " failed: " + describe(*system_, error));
+}
+
+void DaemonConnection::fail_if_lost() const {
+  // CAF does not bounce a request sent to the proxy of an actor on a lost node: it would
+  // wait out the whole timeout. Monitoring a dead actor answers at once, so check first.
+  if (std::optional<Error> lost = wait_lost(std::chrono::milliseconds(0))) throw *lost;
+}
+
+HostInfo DaemonConnection::ping(std::chrono::milliseconds timeout) const {
+  fail_if_lost();
+  caf::scoped_actor self{*system_};
+  HostInfo info;
+  std::optional<caf::error> failed;
+  self->request(host_, timeout, ping_atom::value)
+      .receive(
+          [&](pong_atom, std::string& name, std::string& version) {
+            info.name = std::move(name);
+            info.version = std::move(version);
+          },
+          [&](caf::error& err) { failed = std::move(err); });
+  if (failed) throw failure("ping", *failed);
+  return info;
+}
+
+caf::actor DaemonConnection::spawn(const std::string& type, const Settings& settings,
+                                   std::chrono::milliseconds timeout) const {
+  fail_if_lost();
+  caf::scoped_actor self{*system_};
+  caf::actor result;
+  std::optional<caf::error> failed;
+  self->request(host_, timeout, spawn_atom::value, type, settings)
+      .receive([&](caf::actor& actor) { result = std::move(actor); },
+               [&](caf::error& err) { failed = std::move(err); });
+  if (failed) throw failure("spawn '" + type + "'", *failed);
+  return result;
+}
+
+void DaemonConnection::request_shutdown() const { caf::anon_send(host_, shutdown_atom::value); }
+
+std::optional<Error> DaemonConnection::wait_lost(std::chrono::milliseconds timeout) const {
+  // A fresh actor that monitors nothing else, so the only down message it can get is the
+  // host's (at once if the host is already gone).
+  caf::scoped_actor self{*system_};
+  self->monitor(host_);
+  std::optional<Error> lost;
+  self->receive(
+      [&](caf::down_msg& msg) {
+        const std::string why = msg.reason == caf::exit_reason::user_shutdown
+                                    ? "it shut down"
+                                    : describe(*system_, msg.reason);
+        lost = Error("lost daemon " + address_ + ": " + why);
+      },
+      caf::after(timeout) >> [] {});
+  return lost;
+}
+
+}  // namespace partita::runtime

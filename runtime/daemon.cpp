@@ -1,0 +1,220 @@
+#include "runtime/daemon.h"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "base/error.h"
+#include "runtime/errors.h"
+
+namespace partita::runtime {
+
+namespace {
+
+// SIGTERM and SIGINT delivered to a thread of ours instead of an async handler, which
+// could do nothing useful (sending a CAF message is not async-signal-safe). The signals
+// must be blocked before any other thread starts, since threads inherit the mask: build
+// the watcher before the actor system.
+class SignalWatcher {
+ public:
+  SignalWatcher() {
+    sigemptyset(&signals_);
+    sigaddset(&signals_, SIGINT);
+    sigaddset(&signals_, SIGTERM);
+    if (int rc = pthread_sigmask(SIG_BLOCK, &signals_, &previous_); rc != 0) {
+      throw Error(std::string("cannot block SIGTERM/SIGINT: ") + std::strerror(rc));
+    }
+    signal_fd_ = ::signalfd(-1, &signals_, SFD_CLOEXEC | SFD_NONBLOCK);
+    wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
+    if (signal_fd_ < 0 || wake_fd_ < 0) {
+      const std::string why = std::strerror(errno);
+      close_fds();
+      pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+      throw Error("cannot watch SIGTERM/SIGINT: " + why);
+    }
+    thread_ = std::thread([this] { loop(); });
+  }
+
+  ~SignalWatcher() {
+    const uint64_t one = 1;
+    if (::write(wake_fd_, &one, sizeof(one)) != sizeof(one)) {
+      spdlog::error("cannot wake the signal watcher: {}", std::strerror(errno));
+    }
+    thread_.join();
+    // A signal that arrived after the watcher stopped would kill the process once unblocked;
+    // we are shutting down already, so consume it.
+    drain();
+    close_fds();
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
+
+  // Called (on the watcher thread) for each signal; a signal that came before a handler
+  // was set is passed to the handler as soon as it is set. An empty handler only logs.
+  void on_signal(std::function<void(int)> handler) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    handler_ = std::move(handler);
+    if (!handler_) {
+      stopping_ = true;
+    } else if (pending_ != 0) {
+      handler_(pending_);
+      pending_ = 0;
+    }
+  }
+
+ private:
+  void loop() {
+    pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    for (;;) {
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        spdlog::error("signal watcher: poll failed: {}", std::strerror(errno));
+        return;
+      }
+      if (fds[1].revents != 0) return;
+      if (fds[0].revents != 0) drain();
+    }
+  }
+
+  void drain() {
+    signalfd_siginfo info{};
+    while (::read(signal_fd_, &info, sizeof(info)) == sizeof(info)) {
+      const int signo = static_cast<int>(info.ssi_signo);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (handler_) {
+        handler_(signo);
+      } else if (!stopping_) {
+        pending_ = signo;
+      } else {
+        spdlog::info("received {} while shutting down", strsignal(signo));
+      }
+    }
+  }
+
+  void close_fds() {
+    if (signal_fd_ >= 0) ::close(signal_fd_);
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+  }
+
+  sigset_t signals_{};
+  sigset_t previous_{};
+  int signal_fd_ = -1;
+  int wake_fd_ = -1;
+  std::mutex mutex_;
+  std::function<void(int)> handler_;
+  int pending_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// Ends the process if shutdown outlives its deadline (see DaemonOptions).
+class ShutdownWatchdog {
+ public:
+  explicit ShutdownWatchdog(std::chrono::milliseconds deadline)
+      : thread_([this, deadline] {
+          std::unique_lock<std::mutex> lock(mutex_);
+          if (!done_cv_.wait_for(lock, deadline, [this] { return done_; })) {
+            spdlog::error("shutdown did not finish within {} ms; exiting", deadline.count());
+            spdlog::default_logger()->flush();
+            std::_Exit(1);
+          }
+        }) {}
+  ~ShutdownWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    done_cv_.notify_one();
+    thread_.join();
+  }
+  ShutdownWatchdog(const ShutdownWatchdog&) = delete;
+  ShutdownWatchdog& operator=(const ShutdownWatchdog&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+std::string machine_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "partita";
+  return buf;
+}
+
+}  // namespace
+
+void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
+                const std::function<void(const Endpoint& bound, const std::string& name)>& on_ready) {
+  Endpoint endpoint = parse_endpoint(options.listen, "--listen");
+  const std::string name = options.name.empty() ? machine_name() : options.name;
+  ActorSystemOptions system_options = options.system;
+  system_options.networking = true;
+
+  SignalWatcher signals;  // before the actor system's threads exist
+  std::optional<ShutdownWatchdog> watchdog;
+  std::string host_failure;
+  {
+    ActorSystem system(system_options);
+    host_actor host = spawn_host(system, HostInfo{name, partita_version()}, std::move(registry));
+    // reuse=true sets SO_REUSEADDR only: a restarted daemon can bind its port while old
+    // connections linger in TIME_WAIT, but a port another process listens on stays refused.
+    auto port = system.get().middleman().publish(host, endpoint.port, endpoint.host.c_str(), true);
+    if (!port) {
+      caf::anon_send_exit(host, caf::exit_reason::user_shutdown);
+      throw Error("cannot listen on " + endpoint.to_string() + ": " + describe(system, port.error()));
+    }
+    endpoint.port = *port;
+    // If anything below throws, the host must still stop (the system's destructor waits for
+    // it) and the signal handler must let go of it.
+    struct StopOnUnwind {
+      SignalWatcher& signals;
+      host_actor host;
+      ~StopOnUnwind() {
+        signals.on_signal(nullptr);
+        caf::anon_send_exit(host, caf::exit_reason::user_shutdown);
+      }
+    } stop_on_unwind{signals, host};
+    {
+      caf::scoped_actor self{system};
+      self->monitor(host);
+      signals.on_signal([host, name](int signo) {
+        spdlog::info("daemon {}: received {}; shutting down", name, strsignal(signo));
+        caf::anon_send(host, shutdown_atom::value);
+      });
+      spdlog::info("daemon {} (partita {}) listening on {}", name, partita_version(), endpoint.to_string());
+      on_ready(endpoint, name);
+      // No deadline here: this is the daemon's life. It ends with the host, on `shutdown`
+      // from a client or from the signal handler above.
+      self->receive([&](caf::down_msg& msg) {
+        if (msg.reason && msg.reason != caf::exit_reason::user_shutdown) {
+          host_failure = describe(system, msg.reason);
+        }
+      });
+      watchdog.emplace(options.shutdown_deadline);
+    }
+    // Leaving the scope closes the port and the connections and waits for every actor.
+  }
+  watchdog.reset();
+  if (!host_failure.empty()) throw Error("daemon " + name + ": the host actor failed: " + host_failure);
+  spdlog::info("daemon {} stopped", name);
+}
+
+}  // namespace partita::runtime

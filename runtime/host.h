@@ -1,0 +1,69 @@
+// The host actor: the one actor a node daemon publishes. Remote callers ask it to spawn
+// actors of registered types, check that the daemon is alive, and shut the daemon down.
+// The upper layers (actors/) fill the registry with their types; the runtime itself knows
+// none of them.
+#pragma once
+
+#include <caf/atom.hpp>
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace partita::runtime {
+
+// Arguments of a spawned actor. A string map because CAF ships it as a built-in message
+// type (no registration needed on either side) and it reads as a config section.
+using Settings = std::map<std::string, std::string>;
+
+// Spawns one actor of a registered type. May throw partita::Error (e.g. a bad setting); the
+// host turns that into an error reply naming the type.
+using ActorFactory = std::function<caf::actor(caf::actor_system&, const Settings&)>;
+
+// Actor types by name. Filled before the daemon starts and read-only after: the host
+// actor reads it from its own thread without locks.
+class ActorTypeRegistry {
+ public:
+  // Throws UsageError if `name` is empty or already registered.
+  void add(const std::string& name, ActorFactory factory);
+  // nullptr if there is no such type.
+  const ActorFactory* find(const std::string& name) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, ActorFactory> factories_;
+};
+
+using spawn_atom = caf::atom_constant<caf::atom("p_spawn")>;
+using ping_atom = caf::atom_constant<caf::atom("p_ping")>;
+using pong_atom = caf::atom_constant<caf::atom("p_pong")>;
+using shutdown_atom = caf::atom_constant<caf::atom("p_shutdown")>;
+
+// The protocol. Every argument is a built-in CAF type, so the handle works across
+// processes with nothing registered.
+//   spawn(type, settings) -> the new actor, or an error naming an unknown type;
+//   ping -> pong, the daemon's name and Partita version (a health check);
+//   shutdown: stops the spawned actors and the host, which ends the daemon.
+using host_actor = caf::typed_actor<
+    caf::replies_to<spawn_atom, std::string, Settings>::with<caf::actor>,
+    caf::replies_to<ping_atom>::with<pong_atom, std::string, std::string>,
+    caf::reacts_to<shutdown_atom>>;
+
+struct HostInfo {
+  std::string name;     // of the daemon, for logs and health checks
+  std::string version;  // Partita's version
+};
+
+// The version this build reports in pongs.
+std::string partita_version();
+
+// Spawns a host. Actors it spawns are linked to it: they stop when the host stops (so
+// shutting the host down leaves no actor behind to block the actor system's exit), and
+// a spawned actor that fails is logged without taking the host down.
+host_actor spawn_host(caf::actor_system& system, HostInfo info, ActorTypeRegistry registry);
+
+}  // namespace partita::runtime

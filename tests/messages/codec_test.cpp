@@ -1,0 +1,284 @@
+#include "messages/codec.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace partita {
+namespace {
+
+template <typename T>
+std::vector<T> to_vector(Span<const T> s) {
+  return std::vector<T>(s.begin(), s.end());
+}
+
+template <typename T>
+std::vector<T> iota_vector(size_t n, T start) {
+  std::vector<T> v(n);
+  std::iota(v.begin(), v.end(), start);
+  return v;
+}
+
+bool points_into(const void* p, const std::vector<char>& buffer) {
+  auto* c = static_cast<const char*>(p);
+  return c >= buffer.data() && c < buffer.data() + buffer.size();
+}
+
+// Runs `body` and returns the Error message it throws ("" if none).
+template <typename Body>
+std::string error_of(Body&& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+HopOutput sample_output() {
+  HopOutput out;
+  out.offsets = {0, 2, 2, 5};
+  out.neighbors = {10, 11, 20, 21, 22};
+  out.edge_ids = {100, 101, 200, 201, 202};
+  return out;
+}
+
+TEST(Codec, HopRequestRoundTrip) {
+  std::vector<int64_t> nodes{5, 3, 9};
+  std::vector<int64_t> trees{0, 0, 1};
+  std::vector<int64_t> times{100, 200, 300};
+  HopInput input{nodes, trees, times};
+  Encoder encoder;
+  std::vector<char> bytes;
+  encoder.hop_request(42, SampleKey{7, 2, 11}, 1, input, bytes);
+
+  DecodedHopRequest r = decode_hop_request(bytes);
+  EXPECT_EQ(r.request_id, 42u);
+  EXPECT_EQ(r.key.seed, 7u);
+  EXPECT_EQ(r.key.epoch, 2u);
+  EXPECT_EQ(r.key.batch, 11u);
+  EXPECT_EQ(r.hop, 1);
+  EXPECT_EQ(to_vector(r.input.nodes), nodes);
+  EXPECT_EQ(to_vector(r.input.trees), trees);
+  EXPECT_EQ(to_vector(r.input.times), times);
+  EXPECT_EQ(peek_message(bytes).kind, MessageKind::kHopRequest);
+  EXPECT_EQ(peek_message(bytes).request_id, 42u);
+}
+
+TEST(Codec, EmptyHopRequestRoundTrip) {
+  Encoder encoder;
+  std::vector<char> bytes;
+  encoder.hop_request(1, SampleKey{}, 0, HopInput{}, bytes);
+  DecodedHopRequest r = decode_hop_request(bytes);
+  EXPECT_TRUE(r.input.nodes.empty());
+  EXPECT_TRUE(r.input.trees.empty());
+  EXPECT_TRUE(r.input.times.empty());
+}
+
+TEST(Codec, HopReplyRoundTrip) {
+  HopOutput out = sample_output();
+  Encoder encoder;
+  std::vector<char> bytes;
+  encoder.hop_reply(9, out, bytes);
+  DecodedHopReply r = decode_hop_reply(bytes, 3);
+  EXPECT_EQ(r.request_id, 9u);
+  EXPECT_EQ(r.num_nodes(), 3u);
+  EXPECT_EQ(to_vector(r.offsets), out.offsets);
+  EXPECT_EQ(to_vector(r.neighbors), out.neighbors);
+  EXPECT_EQ(to_vector(r.edge_ids), out.edge_ids);
+  EXPECT_TRUE(r.edge_types.empty());
+}
+
+TEST(Codec, HeteroHopReplyCarriesEdgeTypes) {
+  HopOutput out = sample_output();
+  out.edge_types = {0, 1, 1, 2, 0};
+  Encoder encoder;
+  std::vector<char> bytes;
+  encoder.hop_reply(9, out, bytes);
+  EXPECT_EQ(to_vector(decode_hop_reply(bytes).edge_types), out.edge_types);
+}
+
+TEST(Codec, EmptyHopReplyRoundTrip) {
+  HopOutput out;
+  out.clear();  // offsets {0}: no input nodes
+  Encoder encoder;
+  std::vector<char> bytes;
+  encoder.hop_reply(3, out, bytes);
+  DecodedHopReply r = decode_hop_reply(bytes, 0);
+  EXPECT_EQ(r.num_nodes(), 0u);
+  EXPECT_TRUE(r.neighbors.empty());
+}
+
+TEST(Codec, FeatureRequestAndReplyRoundTrip) {
+  Encoder encoder;
+  std::vector<char> bytes;
+  std::vector<int64_t> ids{4, 1, 4};
+  encoder.feature_request(5, "paper", "x", ids, bytes);
+  DecodedFeatureRequest q = decode_feature_request(bytes);
+  EXPECT_EQ(q.request_id, 5u);
+  EXPECT_EQ(q.group, "paper");
+  EXPECT_EQ(q.name, "x");
+  EXPECT_EQ(to_vector(q.ids), ids);
+
+  std::vector<float> values = iota_vector<float>(3 * 4, 0.5f);
+  encoder.feature_reply(5, TensorView(DType::kFloat32, {3, 4}, values.data(), 48), bytes);
+  DecodedFeatureReply r = decode_feature_reply(bytes, 3);
+  EXPECT_EQ(r.request_id, 5u);
+  EXPECT_EQ(r.values.shape, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(to_vector(r.values.as<float>()), values);
+}
+
+TEST(Codec, EmptyFeatureReplyKeepsRowWidth) {
+  Encoder encoder;
+  std::vector<char> bytes;
+  encoder.feature_reply(1, TensorView(DType::kInt64, {0, 16}, nullptr, 0), bytes);
+  DecodedFeatureReply r = decode_feature_reply(bytes, 0);
+  EXPECT_EQ(r.values.shape, (std::vector<int64_t>{0, 16}));
+  EXPECT_EQ(r.values.bytes, 0u);
+}
+
+TEST(Codec, ErrorReplyRoundTripAndRemoteError) {
+  Encoder encoder;
+  std::vector<char> bytes;
+  encoder.error_reply(77, WireErrorCode::kOutOfRange, "node 12 is not in partition 1", bytes);
+  DecodedErrorReply e = decode_error_reply(bytes);
+  EXPECT_EQ(e.request_id, 77u);
+  EXPECT_EQ(e.code, WireErrorCode::kOutOfRange);
+  EXPECT_EQ(e.message, "node 12 is not in partition 1");
+
+  // A typed decoder that gets an error reply throws it, with its code and id.
+  try {
+    decode_hop_reply(bytes);
+    FAIL() << "expected RemoteError";
+  } catch (const RemoteError& r) {
+    EXPECT_EQ(r.request_id(), 77u);
+    EXPECT_EQ(r.code(), WireErrorCode::kOutOfRange);
+    EXPECT_NE(std::string(r.what()).find("node 12 is not in partition 1"), std::string::npos);
+  }
+}
+
+TEST(Codec, WrongKindIsNamed) {
+  Encoder encoder;
+  std::vector<char> bytes;
+  encoder.hop_reply(1, sample_output(), bytes);
+  std::string message = error_of([&] { decode_feature_reply(bytes); });
+  EXPECT_NE(message.find("feature reply"), std::string::npos) << message;
+  EXPECT_NE(message.find("hop reply"), std::string::npos) << message;
+}
+
+TEST(Codec, DecodedTensorsAreViewsIntoTheBuffer) {
+  Encoder encoder;
+  std::vector<char> bytes;
+  std::vector<float> values = iota_vector<float>(64 * 128, 0.f);  // 32 KiB: external segment
+  encoder.feature_reply(1, TensorView(DType::kFloat32, {64, 128}, values.data(),
+                                      values.size() * 4), bytes);
+  DecodedFeatureReply r = decode_feature_reply(bytes);
+  EXPECT_TRUE(r.owned.empty());
+  EXPECT_TRUE(points_into(r.values.data, bytes));
+  EXPECT_EQ(to_vector(r.values.as<float>()), values);
+
+  encoder.hop_reply(1, sample_output(), bytes);
+  DecodedHopReply h = decode_hop_reply(bytes);
+  EXPECT_TRUE(points_into(h.neighbors.data(), bytes));
+  EXPECT_TRUE(points_into(h.offsets.data(), bytes));
+}
+
+TEST(Codec, UnalignedInputIsCopiedOnce) {
+  Encoder encoder;
+  std::vector<char> bytes;
+  encoder.hop_reply(1, sample_output(), bytes);
+  std::vector<char> shifted(bytes.size() + 1);
+  std::memcpy(shifted.data() + 1, bytes.data(), bytes.size());
+  DecodedHopReply r = decode_hop_reply(Span<const char>(shifted.data() + 1, bytes.size()));
+  EXPECT_EQ(r.owned.size(), 1u);
+  EXPECT_FALSE(points_into(r.neighbors.data(), shifted));
+  EXPECT_EQ(to_vector(r.neighbors), sample_output().neighbors);
+}
+
+TEST(Codec, UnalignedAndOddSizedSourcesRoundTrip) {
+  // A source off word alignment is copied into the builder; an odd byte count leaves
+  // padding that must not leak the bytes after it.
+  std::vector<uint8_t> raw(20000 + 3);
+  for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<uint8_t>(i * 7);
+  Encoder encoder;
+  std::vector<char> bytes;
+  for (size_t offset : {0, 1}) {
+    size_t n = raw.size() - 3;
+    encoder.feature_reply(1, TensorView(DType::kUInt8, {static_cast<int64_t>(n)},
+                                        raw.data() + offset, n), bytes);
+    DecodedFeatureReply r = decode_feature_reply(bytes);
+    ASSERT_EQ(r.values.bytes, n);
+    EXPECT_EQ(std::memcmp(r.values.data, raw.data() + offset, n), 0);
+    // The padding after the data (up to the next word) is zero.
+    const char* end = static_cast<const char*>(r.values.data) + n;
+    for (size_t i = 0; i < (8 - n % 8) % 8; ++i) EXPECT_EQ(end[i], 0);
+  }
+}
+
+TEST(Codec, TensorLargerThanOneChunkIsSplitAndJoined) {
+  Encoder encoder(/*max_chunk_bytes=*/4096 + 5);  // rounded down to 4096
+  std::vector<int64_t> neighbors = iota_vector<int64_t>(5000, 1);  // 40000 bytes: 10 chunks
+  HopOutput out;
+  out.offsets = {0, 5000};
+  out.neighbors = neighbors;
+  out.edge_ids = iota_vector<int64_t>(5000, 100);
+  std::vector<char> bytes;
+  encoder.hop_reply(1, out, bytes);
+  DecodedHopReply r = decode_hop_reply(bytes, 1);
+  EXPECT_EQ(to_vector(r.neighbors), out.neighbors);
+  EXPECT_EQ(to_vector(r.edge_ids), out.edge_ids);
+  EXPECT_EQ(r.owned.size(), 2u);  // both split tensors were joined
+  EXPECT_FALSE(points_into(r.neighbors.data(), bytes));
+}
+
+TEST(Codec, EncoderReusesItsOutputBuffer) {
+  Encoder encoder;
+  std::vector<char> bytes;
+  std::vector<float> values(1 << 16, 1.f);
+  TensorView view(DType::kFloat32, {1 << 10, 1 << 6}, values.data(), values.size() * 4);
+  encoder.feature_reply(1, view, bytes);
+  const char* first = bytes.data();
+  encoder.hop_reply(2, sample_output(), bytes);  // smaller: shrinks in place
+  encoder.feature_reply(3, view, bytes);
+  EXPECT_EQ(bytes.data(), first);
+  EXPECT_EQ(decode_feature_reply(bytes).request_id, 3u);
+}
+
+TEST(Codec, MessageOverDefaultTraversalLimitDecodes) {
+  // 72 MiB: more than Cap'n Proto's default 64 MiB traversal limit.
+  std::vector<float> values(size_t{72} << 18);
+  for (size_t i = 0; i < values.size(); i += 4096) values[i] = static_cast<float>(i);
+  Encoder encoder;
+  std::vector<char> bytes;
+  encoder.feature_reply(1, TensorView(DType::kFloat32, {static_cast<int64_t>(values.size())},
+                                      values.data(), values.size() * 4), bytes);
+  DecodedFeatureReply r = decode_feature_reply(bytes);
+  ASSERT_EQ(r.values.bytes, values.size() * 4);
+  EXPECT_EQ(std::memcmp(r.values.data, values.data(), r.values.bytes), 0);
+}
+
+TEST(Codec, EncoderRejectsInconsistentInput) {
+  Encoder encoder;
+  std::vector<char> bytes;
+  HopOutput out = sample_output();
+  out.offsets.back() = 4;
+  EXPECT_NE(error_of([&] { encoder.hop_reply(1, out, bytes); }).find("offsets"),
+            std::string::npos);
+  std::vector<float> values(10);
+  EXPECT_NE(error_of([&] {
+              encoder.feature_reply(1, TensorView(DType::kFloat32, {3, 4}, values.data(), 40),
+                                    bytes);
+            }).find("shape needs 48 bytes, data has 40"),
+            std::string::npos);
+  std::vector<int64_t> nodes{1, 2};
+  std::vector<int64_t> trees{0};
+  EXPECT_NE(error_of([&] { encoder.hop_request(1, {}, 0, HopInput{nodes, trees, {}}, bytes); })
+                .find("trees"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace partita

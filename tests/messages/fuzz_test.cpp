@@ -1,0 +1,159 @@
+// Truncated and corrupted messages: decoding either succeeds with consistent contents or
+// throws partita::Error, and never crashes.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "messages/codec.h"
+
+namespace partita {
+namespace {
+
+// Decodes `bytes` as `kind`; on success checks the invariants the decoder promises and
+// reads every element (so a view past the buffer would show up, under ASan at least).
+// Returns whether it decoded.
+bool decode_and_check(MessageKind kind, Span<const char> bytes) {
+  try {
+    int64_t sum = 0;
+    switch (kind) {
+      case MessageKind::kHopRequest: {
+        auto r = decode_hop_request(bytes);
+        EXPECT_TRUE(r.input.trees.empty() || r.input.trees.size() == r.input.nodes.size());
+        EXPECT_TRUE(r.input.times.empty() || r.input.times.size() == r.input.nodes.size());
+        for (int64_t v : r.input.nodes) sum += v;
+        for (int64_t v : r.input.trees) sum += v;
+        for (int64_t v : r.input.times) sum += v;
+        break;
+      }
+      case MessageKind::kHopReply: {
+        auto r = decode_hop_reply(bytes);
+        EXPECT_FALSE(r.offsets.empty());
+        EXPECT_EQ(r.offsets[0], 0);
+        for (size_t i = 1; i < r.offsets.size(); ++i) EXPECT_LE(r.offsets[i - 1], r.offsets[i]);
+        EXPECT_EQ(r.offsets[r.offsets.size() - 1], static_cast<int64_t>(r.neighbors.size()));
+        EXPECT_EQ(r.edge_ids.size(), r.neighbors.size());
+        EXPECT_TRUE(r.edge_types.empty() || r.edge_types.size() == r.neighbors.size());
+        for (int64_t v : r.neighbors) sum += v;
+        for (int64_t v : r.edge_ids) sum += v;
+        for (int32_t v : r.edge_types) sum += v;
+        break;
+      }
+      case MessageKind::kFeatureRequest: {
+        auto r = decode_feature_request(bytes);
+        for (int64_t v : r.ids) sum += v;
+        sum += static_cast<int64_t>(r.group.size() + r.name.size());
+        break;
+      }
+      case MessageKind::kFeatureReply: {
+        auto r = decode_feature_reply(bytes);
+        size_t numel = 1;
+        for (int64_t d : r.values.shape) numel *= static_cast<size_t>(d);
+        EXPECT_EQ(numel * dtype_size(r.values.dtype), r.values.bytes);
+        auto* p = static_cast<const unsigned char*>(r.values.data);
+        for (size_t i = 0; i < r.values.bytes; ++i) sum += p[i];
+        break;
+      }
+      case MessageKind::kErrorReply: {
+        auto r = decode_error_reply(bytes);
+        sum += static_cast<int64_t>(r.message.size());
+        break;
+      }
+    }
+    volatile int64_t sink = sum;  // the reads are the point: keep them
+    (void)sink;
+    return true;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()), "");
+    return false;
+  }
+}
+
+struct Sample {
+  MessageKind kind;
+  std::vector<char> bytes;
+};
+
+std::vector<Sample> samples() {
+  Encoder encoder(/*max_chunk_bytes=*/64);  // small chunks: split tensors get fuzzed too
+  std::vector<Sample> out;
+  auto add = [&](MessageKind kind, const std::function<void(std::vector<char>&)>& encode) {
+    out.push_back({kind, {}});
+    encode(out.back().bytes);
+  };
+  std::vector<int64_t> nodes{3, 1, 4, 1, 5, 9, 2, 6}, trees{0, 0, 1, 1, 2, 2, 3, 3};
+  add(MessageKind::kHopRequest, [&](auto& b) {
+    encoder.hop_request(1, {1, 2, 3}, 2, HopInput{nodes, trees, nodes}, b);
+  });
+  HopOutput hop;
+  hop.offsets = {0, 3, 3, 5};
+  hop.neighbors = {7, 8, 9, 10, 11};
+  hop.edge_ids = {1, 2, 3, 4, 5};
+  hop.edge_types = {0, 1, 0, 1, 0};
+  add(MessageKind::kHopReply, [&](auto& b) { encoder.hop_reply(2, hop, b); });
+  std::vector<int64_t> long_ids(40, 7);  // 320 bytes: 5 chunks
+  add(MessageKind::kFeatureRequest,
+      [&](auto& b) { encoder.feature_request(3, "node", "x", long_ids, b); });
+  std::vector<float> values(6 * 8, 0.25f);
+  add(MessageKind::kFeatureReply, [&](auto& b) {
+    encoder.feature_reply(4, TensorView(DType::kFloat32, {6, 8}, values.data(), 192), b);
+  });
+  add(MessageKind::kErrorReply, [&](auto& b) {
+    encoder.error_reply(5, WireErrorCode::kNotFound, "no attribute node/y", b);
+  });
+  return out;
+}
+
+TEST(Fuzz, ValidSamplesDecode) {
+  for (const auto& s : samples()) EXPECT_TRUE(decode_and_check(s.kind, s.bytes));
+}
+
+TEST(Fuzz, EveryTruncationFailsCleanly) {
+  for (const auto& s : samples()) {
+    for (size_t len = 0; len < s.bytes.size(); ++len) {
+      // A copy of exactly `len` bytes, so reading past it is a real overrun.
+      std::vector<char> cut(s.bytes.begin(), s.bytes.begin() + static_cast<long>(len));
+      EXPECT_FALSE(decode_and_check(s.kind, cut))
+          << message_kind_name(s.kind) << " truncated to " << len << " bytes decoded";
+    }
+  }
+}
+
+TEST(Fuzz, BitFlipsNeverCrash) {
+  std::mt19937_64 rng(12345);
+  size_t decoded = 0, rejected = 0;
+  for (const auto& s : samples()) {
+    for (int trial = 0; trial < 3000; ++trial) {
+      std::vector<char> bad = s.bytes;
+      int flips = 1 + static_cast<int>(rng() % 3);
+      for (int f = 0; f < flips; ++f)
+        bad[rng() % bad.size()] ^= static_cast<char>(1u << (rng() % 8));
+      (decode_and_check(s.kind, bad) ? decoded : rejected)++;
+      // Other decoders and peek must cope with the same bytes.
+      try {
+        peek_message(bad);
+      } catch (const Error&) {
+      }
+    }
+  }
+  // Both outcomes occur: flips in data survive, flips in pointers and sizes do not.
+  EXPECT_GT(decoded, 0u);
+  EXPECT_GT(rejected, 0u);
+}
+
+TEST(Fuzz, RandomBytesFailCleanly) {
+  std::mt19937_64 rng(99);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<char> junk(8 * (1 + rng() % 32));
+    for (auto& c : junk) c = static_cast<char>(rng());
+    for (MessageKind kind : {MessageKind::kHopRequest, MessageKind::kHopReply,
+                             MessageKind::kFeatureRequest, MessageKind::kFeatureReply,
+                             MessageKind::kErrorReply})
+      decode_and_check(kind, junk);
+  }
+}
+
+}  // namespace
+}  // namespace partita

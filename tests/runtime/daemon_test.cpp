@@ -1,0 +1,239 @@
+// `partita daemon` as a real process: ready line, connecting, ping, remote errors, shutdown
+// by message and by signal, a killed daemon noticed by its client, bad --listen values.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <memory>
+#include <regex>
+#include <thread>
+
+#include "base/error.h"
+#include "base/subprocess.h"
+#include "runtime/actor_system.h"
+#include "runtime/client.h"
+#include "runtime/daemon.h"
+#include "runtime/runtime_test_util.h"
+
+namespace partita::runtime {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+constexpr auto kTimeout = seconds(10);
+// ChildProcess::wait counts from the child's start; generous, it only bounds a hang.
+constexpr double kProcessSeconds = 60;
+
+ActorSystemOptions client_options() {
+  ActorSystemOptions options;
+  options.threads = 2;
+  return options;
+}
+
+// A daemon child and the address it printed when ready.
+struct Daemon {
+  std::unique_ptr<ChildProcess> process;
+  std::string address;
+};
+
+// Starts `partita daemon` and waits for its ready line; fails the test if the process exits
+// first or the line does not come within the deadline.
+Daemon start_daemon(const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> argv{PARTITA_BINARY, "--log-level", "info", "daemon", "--listen", "127.0.0.1:0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  Daemon d;
+  d.process = std::make_unique<ChildProcess>(argv);
+  const std::regex ready(R"(partita daemon listening on (127\.0\.0\.1:[0-9]+)\n)");
+  const auto deadline = std::chrono::steady_clock::now() + seconds(30);
+  auto pause = milliseconds(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::smatch match;
+    const std::string out = d.process->output_so_far();
+    if (std::regex_search(out, match, ready)) {
+      d.address = match[1];
+      return d;
+    }
+    if (!d.process->running()) break;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, milliseconds(50));
+  }
+  ADD_FAILURE() << "no ready line from the daemon; stdout: " << d.process->output_so_far()
+                << " stderr: " << d.process->errors_so_far();
+  return d;
+}
+
+TEST(DaemonTest, PrintsItsAddressAnswersPingAndShutsDownOnRequest) {
+  Daemon daemon = start_daemon({"--name", "node-7"});
+  ASSERT_FALSE(daemon.address.empty());
+  ActorSystem client(client_options());
+  DaemonConnection conn = DaemonConnection::connect(client, daemon.address, kTimeout);
+  EXPECT_EQ(conn.address(), daemon.address);
+  HostInfo info = conn.ping(kTimeout);
+  EXPECT_EQ(info.name, "node-7");
+  EXPECT_EQ(info.version, partita_version());
+
+  // An error reply crosses the process boundary with its message intact.
+  try {
+    conn.spawn("partition", {{"part", "0"}}, kTimeout);
+    ADD_FAILURE() << "spawned an unregistered type";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "node-7");
+    EXPECT_CONTAINS(e.what(), "unknown actor type 'partition'");
+  }
+
+  conn.request_shutdown();
+  std::optional<Error> lost = conn.wait_lost(kTimeout);
+  ASSERT_TRUE(lost) << "the host actor is still up after shutdown";
+  EXPECT_CONTAINS(lost->what(), daemon.address);
+  EXPECT_CONTAINS(lost->what(), "it shut down");
+  ProcessResult result = daemon.process->wait(kProcessSeconds);
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_CONTAINS(result.err, "daemon node-7 stopped");
+}
+
+class DaemonSignalTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(DaemonSignalTest, ShutsDownCleanlyWithAClientConnected) {
+  Daemon daemon = start_daemon();
+  ASSERT_FALSE(daemon.address.empty());
+  ActorSystem client(client_options());
+  DaemonConnection conn = DaemonConnection::connect(client, daemon.address, kTimeout);
+  conn.ping(kTimeout);
+  daemon.process->signal(GetParam());
+  ProcessResult result = daemon.process->wait(kProcessSeconds);
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_CONTAINS(result.err, std::string("received ") + strsignal(GetParam()));
+  EXPECT_CONTAINS(result.err, "stopped");
+  std::optional<Error> lost = conn.wait_lost(kTimeout);
+  ASSERT_TRUE(lost);
+  EXPECT_CONTAINS(lost->what(), daemon.address);
+}
+
+INSTANTIATE_TEST_SUITE_P(TermAndInt, DaemonSignalTest, ::testing::Values(SIGTERM, SIGINT),
+                         [](const auto& info) { return std::string(info.param == SIGTERM ? "SIGTERM" : "SIGINT"); });
+
+TEST(DaemonTest, AKilledDaemonIsNoticedAndNamedByItsClient) {
+  Daemon daemon = start_daemon();
+  ASSERT_FALSE(daemon.address.empty());
+  ActorSystem client(client_options());
+  DaemonConnection conn = DaemonConnection::connect(client, daemon.address, kTimeout);
+  conn.ping(kTimeout);
+  daemon.process->kill();
+  std::optional<Error> lost = conn.wait_lost(kTimeout);
+  ASSERT_TRUE(lost) << "the client did not notice the killed daemon within 10 s";
+  EXPECT_CONTAINS(lost->what(), "lost daemon " + daemon.address);
+  try {
+    conn.ping(kTimeout);
+    ADD_FAILURE() << "a killed daemon answered";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), daemon.address);
+  }
+}
+
+// A frozen daemon keeps its socket open, so only heartbeats can tell it is gone: this is
+// what a machine that loses power or network looks like to its peers.
+TEST(DaemonTest, ASilentDaemonIsNoticedThroughHeartbeats) {
+  Daemon daemon = start_daemon();
+  ASSERT_FALSE(daemon.address.empty());
+  ActorSystem client(client_options());
+  DaemonConnection conn = DaemonConnection::connect(client, daemon.address, kTimeout);
+  conn.ping(kTimeout);
+  daemon.process->signal(SIGSTOP);
+  std::optional<Error> lost = conn.wait_lost(kTimeout);
+  daemon.process->kill();
+  ASSERT_TRUE(lost) << "the client did not notice the frozen daemon within 10 s";
+  EXPECT_CONTAINS(lost->what(), "lost daemon " + daemon.address);
+}
+
+// A port that refuses connections: bound (so nobody else takes it) but not listening.
+class RefusingPort {
+ public:
+  RefusingPort() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      throw Error("cannot bind a loopback socket");
+    }
+    port_ = ntohs(addr.sin_port);
+  }
+  ~RefusingPort() { ::close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
+TEST(DaemonClientTest, ConnectingToNothingIsAnErrorNamingTheAddress) {
+  RefusingPort port;
+  const std::string address = "127.0.0.1:" + std::to_string(port.port());
+  ActorSystem client(client_options());
+  try {
+    DaemonConnection::connect(client, address, kTimeout);
+    ADD_FAILURE() << "connected to a port nobody listens on";
+  } catch (const UsageError& e) {
+    ADD_FAILURE() << "not a usage error: " << e.what();
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "cannot connect to daemon " + address);
+  }
+  EXPECT_THROW(DaemonConnection::connect(client, "127.0.0.1", kTimeout), UsageError);
+}
+
+// A failing ready callback must not leave the host running, which would block the actor
+// system's exit forever (ctest's timeout catches that hang).
+TEST(DaemonInProcessTest, AFailureAfterStartingStopsEverything) {
+  DaemonOptions options;
+  options.system.threads = 2;
+  bool called = false;
+  try {
+    run_daemon(options, ActorTypeRegistry{}, [&](const Endpoint& bound, const std::string&) {
+      called = true;
+      EXPECT_NE(bound.port, 0);
+      throw Error("cannot write the ready line");
+    });
+    ADD_FAILURE() << "run_daemon returned normally";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "cannot write the ready line");
+  }
+  EXPECT_TRUE(called);
+}
+
+// One line on stderr naming the problem, and the CLI's exit code for it.
+void expect_listen_error(const std::string& listen, int exit_code, const std::string& message) {
+  ProcessResult r = run_process({PARTITA_BINARY, "daemon", "--listen", listen}, kProcessSeconds);
+  EXPECT_FALSE(r.timed_out) << listen;
+  EXPECT_EQ(r.exit_code, exit_code) << listen << ": " << r.err;
+  EXPECT_EQ(r.out, "") << listen;
+  EXPECT_CONTAINS(r.err, message);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(DaemonTest, MalformedListenValuesAreUsageErrors) {
+  expect_listen_error("127.0.0.1", 2, "partita: --listen '127.0.0.1': no port");
+  expect_listen_error("127.0.0.1:70000", 2, "port out of range");
+  expect_listen_error("127.0.0.1:http", 2, "the port is not a number");
+  expect_listen_error(":7070", 2, "no host");
+}
+
+TEST(DaemonTest, UnusableListenAddressesAreRuntimeErrors) {
+  expect_listen_error("no-such-host.invalid:0", 1, "partita: error: cannot listen on no-such-host.invalid:0");
+  Daemon first = start_daemon();
+  ASSERT_FALSE(first.address.empty());
+  expect_listen_error(first.address, 1, "partita: error: cannot listen on " + first.address);
+  // The first daemon is unharmed.
+  ActorSystem client(client_options());
+  EXPECT_EQ(DaemonConnection::connect(client, first.address, kTimeout).ping(kTimeout).version, partita_version());
+}
+
+}  // namespace
+}  // namespace partita::runtime
