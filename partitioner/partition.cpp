@@ -186,15 +186,13 @@ std::vector<int32_t> run_metis(MetisGraph& g, int num_parts, uint64_t seed) {
   return part;
 }
 
-std::vector<int32_t> assign_partitions(const Dataset& dataset, const PartitionOptions& options,
-                                       const std::function<void()>& while_metis_runs) {
+std::vector<int32_t> assign_partitions(const Dataset& dataset, const PartitionOptions& options) {
   check_options(dataset, options);
   if (options.num_parts == 1) return std::vector<int32_t>(dataset.num_nodes, 0);
   if (options.method == PartitionMethod::kRandom) return random_partitions(dataset, options);
   MetisGraph graph = build_metis_graph(dataset, options);
   spdlog::info("METIS: {} nodes, {} undirected edges, {} constraint(s), {} parts",
                graph.xadj.size() - 1, graph.adjncy.size() / 2, graph.ncon, options.num_parts);
-  if (while_metis_runs) while_metis_runs();
   return run_metis(graph, options.num_parts, options.seed);
 }
 

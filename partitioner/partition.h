@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,11 +31,7 @@ struct PartitionOptions {
 // per constraint: a node count (or, for heterogeneous graphs, one per node type) and, when
 // the dataset has training nodes, a training-node count. Random assignment shuffles the
 // nodes with the seed and cuts them into equal parts.
-//
-// METIS itself is single-threaded: `while_metis_runs`, if given, is called just before the
-// METIS call so the caller can start work for the other cores.
-std::vector<int32_t> assign_partitions(const Dataset& dataset, const PartitionOptions& options,
-                                       const std::function<void()>& while_metis_runs = {});
+std::vector<int32_t> assign_partitions(const Dataset& dataset, const PartitionOptions& options);
 
 // The METIS input: the symmetric adjacency (CSR, 32-bit as Debian's METIS uses) of the
 // undirected graph without self-loops or parallel edges. Exposed for the benchmark, which

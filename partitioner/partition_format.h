@@ -67,21 +67,20 @@ struct WriteOptions {
 };
 
 // Every node's in-edges in original ids, each column in original-edge-id order: what the
-// writer slices parts from. It does not depend on the partition, so it can be built while
-// METIS runs.
+// writer slices parts from (and the in-memory topology of a whole dataset).
 struct InEdges {
   std::vector<int64_t> indptr;    // [N+1]
   std::vector<int64_t> src;       // [E] source of each in-edge
   std::vector<int64_t> edge_ids;  // [E] original edge id
 };
-InEdges build_in_edges(const Dataset& dataset);
+InEdges build_in_edges(const Dataset& dataset, int threads = 0);
 
 // `in_edges` may be given when already built (see partition_dataset).
 PartitionMeta write_partitions(const Dataset& dataset, const std::vector<int32_t>& part_of_node,
                                const PartitionOptions& partition_options, const std::string& dir,
                                const WriteOptions& options = {}, const InEdges* in_edges = nullptr);
 
-// assign_partitions + write_partitions, with the in-edge index built concurrently with METIS.
+// assign_partitions + write_partitions.
 PartitionMeta partition_dataset(const Dataset& dataset, const PartitionOptions& partition_options,
                                 const std::string& dir, const WriteOptions& options = {});
 

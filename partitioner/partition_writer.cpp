@@ -2,7 +2,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <future>
 #include <filesystem>
 
 #include "base/error.h"
@@ -46,22 +45,44 @@ void write_gathered(const std::string& path, const std::vector<T>& source, int64
 
 }  // namespace
 
-InEdges build_in_edges(const Dataset& d) {
-  InEdges in;
+InEdges build_in_edges(const Dataset& d, int threads) {
+  // A stable parallel counting sort by destination: thread t counts and then places the
+  // edges of its contiguous slice of the edge list, after the slots of threads before it in
+  // every column. Each column therefore lists its edges in original order, the canonical
+  // neighbour order partition-invariant sampling relies on, whatever the thread count.
   const int64_t n = d.num_nodes, m = d.num_edges();
+  const int slices = static_cast<int>(std::min<int64_t>(std::min(resolve_threads(threads), 8), std::max<int64_t>(m, 1)));
+  const auto& src = d.edges.src;
+  const auto& dst = d.edges.dst;
+  std::vector<std::vector<int64_t>> cursor(slices);
+  parallel_for(slices, slices, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      cursor[t].assign(n, 0);
+      for (int64_t e = m * t / slices; e < m * (t + 1) / slices; ++e) ++cursor[t][dst[e]];
+    }
+  });
+  InEdges in;
   in.indptr.assign(n + 1, 0);
-  for (int64_t e = 0; e < m; ++e) ++in.indptr[d.edges.dst[e] + 1];
-  for (int64_t v = 0; v < n; ++v) in.indptr[v + 1] += in.indptr[v];
+  for (int64_t v = 0; v < n; ++v) {
+    int64_t at = in.indptr[v];
+    for (int t = 0; t < slices; ++t) {
+      int64_t count = cursor[t][v];
+      cursor[t][v] = at;  // from a count to the slice's first slot in column v
+      at += count;
+    }
+    in.indptr[v + 1] = at;
+  }
   in.src.resize(m);
   in.edge_ids.resize(m);
-  std::vector<int64_t> cursor(in.indptr.begin(), in.indptr.end() - 1);
-  // Edges are visited in original order, so every column comes out sorted by original
-  // edge id: the canonical neighbour order partition-invariant sampling relies on.
-  for (int64_t e = 0; e < m; ++e) {
-    int64_t pos = cursor[d.edges.dst[e]]++;
-    in.src[pos] = d.edges.src[e];
-    in.edge_ids[pos] = e;
-  }
+  parallel_for(slices, slices, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int64_t e = m * t / slices; e < m * (t + 1) / slices; ++e) {
+        int64_t pos = cursor[t][dst[e]]++;
+        in.src[pos] = src[e];
+        in.edge_ids[pos] = e;
+      }
+    }
+  });
   return in;
 }
 
@@ -208,7 +229,7 @@ PartitionMeta write_partitions(const Dataset& d, const std::vector<int32_t>& par
   StagingDir staging(dir, options.overwrite, kMetaFile);
   InEdges own_in_edges;
   if (in_edges == nullptr) {
-    own_in_edges = build_in_edges(d);
+    own_in_edges = build_in_edges(d, options.threads);
     in_edges = &own_in_edges;
   }
 
@@ -239,19 +260,13 @@ PartitionMeta write_partitions(const Dataset& d, const std::vector<int32_t>& par
 PartitionMeta partition_dataset(const Dataset& d, const PartitionOptions& partition_options,
                                 const std::string& dir, const WriteOptions& options) {
   StagingDir::check_target(dir, options.overwrite, kMetaFile);
-  // METIS is single-threaded: the writer's in-edge index is built on another core meanwhile.
-  // (An async future joins in its destructor, also when assignment throws.)
-  std::future<InEdges> in_edges;
-  auto start_in_edges = [&] {
-    auto launch = resolve_threads(options.threads) > 1 ? std::launch::async : std::launch::deferred;
-    in_edges = std::async(launch, [&d] { return build_in_edges(d); });
-  };
   Stopwatch watch;
-  std::vector<int32_t> parts = assign_partitions(d, partition_options, start_in_edges);
-  if (!in_edges.valid()) start_in_edges();  // no METIS call (random, or one part)
+  std::vector<int32_t> parts = assign_partitions(d, partition_options);
   spdlog::info("{} assignment into {} parts took {:.2f}s", partition_method_name(partition_options.method),
                partition_options.num_parts, watch.seconds());
-  InEdges index = in_edges.get();
+  // Built after METIS, not beside it: METIS is memory-bound, and this counting sort on the
+  // other core slowed it by more (2-3 s on RMAT 1M/21M) than the sort costs alone.
+  InEdges index = build_in_edges(d, options.threads);
   return write_partitions(d, parts, partition_options, dir, options, &index);
 }
 

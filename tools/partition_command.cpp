@@ -1,4 +1,5 @@
 // partita partition: read a dataset, partition it, write the partition folder.
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <iostream>
@@ -28,6 +29,14 @@ struct PartitionCommand {
   bool json = false;
 };
 
+// METIS allocates and frees arrays of tens of megabytes at every coarsening level. glibc
+// serves each with a fresh mmap (zero-filled, page-faulted) and unmaps it on free; keeping
+// them in the heap for reuse makes METIS ~15% faster here (RMAT 1M/21M: 14.5 s -> 12.5 s).
+void tune_malloc_for_metis() {
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
 void run(const PartitionCommand& c, const GlobalOptions& global) {
   PartitionOptions options;
   options.num_parts = c.parts;
@@ -38,6 +47,7 @@ void run(const PartitionCommand& c, const GlobalOptions& global) {
 
   // Fail on an unusable --output now, not after reading and partitioning.
   StagingDir::check_target(c.output, c.overwrite, kMetaFile);
+  tune_malloc_for_metis();
   Stopwatch watch;
   ReadOptions read_options;
   read_options.split_seed = c.split_seed;

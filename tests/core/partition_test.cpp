@@ -236,6 +236,26 @@ TEST(PartitionTest, SameInputAndSeedGiveIdenticalFolders) {
   EXPECT_NE(folder_contents(tmp / "c"), folder_contents(tmp / "e"));
 }
 
+TEST(PartitionTest, InEdgeIndexIsStableWhateverTheThreads) {
+  Dataset d = small_sbm();
+  InEdges one = build_in_edges(d, 1);
+  for (int64_t v = 0; v < d.num_nodes; ++v) {
+    for (int64_t k = one.indptr[v]; k < one.indptr[v + 1]; ++k) {
+      ASSERT_EQ(d.edges.dst[one.edge_ids[k]], v);
+      ASSERT_EQ(d.edges.src[one.edge_ids[k]], one.src[k]);
+      if (k > one.indptr[v]) {
+        ASSERT_LT(one.edge_ids[k - 1], one.edge_ids[k]);
+      }
+    }
+  }
+  for (int threads : {2, 3, 8}) {
+    InEdges many = build_in_edges(d, threads);
+    EXPECT_EQ(many.indptr, one.indptr);
+    EXPECT_EQ(many.src, one.src);
+    EXPECT_EQ(many.edge_ids, one.edge_ids);
+  }
+}
+
 TEST(PartitionTest, ThreadCountDoesNotChangeTheFolder) {
   Dataset d = small_sbm();
   TempDir tmp;

@@ -1,0 +1,66 @@
+// A partitioned graph served by in-process partition actors, for the actors' tests.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/distributed_sampler.h"
+#include "actors/partition_actor.h"
+#include "partitioner/partition_format.h"
+#include "partitioner/partition_stores.h"
+#include "runtime/actor_system.h"
+
+namespace partita::testing {
+
+inline runtime::ActorSystemOptions actor_test_options() {
+  runtime::ActorSystemOptions options;
+  options.threads = 2;
+  options.networking = false;
+  add_protocol_types(options);
+  return options;
+}
+
+// Every part of a partition folder with its stores opened and an actor serving it.
+class Cluster {
+ public:
+  Cluster(const std::string& dir, const SamplerConfig& config)
+      : system_(actor_test_options()), folder_(dir) {
+    for (int p = 0; p < folder_.meta().num_parts; ++p) {
+      topologies_.push_back(std::make_shared<const Topology>(load_topology(folder_, p)));
+      features_.push_back(std::make_shared<const FeatureStore>(load_features(folder_, p)));
+      actors_.push_back(spawn_partition_actor(system_, topologies_.back(), features_.back(), config));
+    }
+  }
+  // The actor system waits for every actor on destruction: stop them first.
+  ~Cluster() {
+    for (const auto& actor : actors_) caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  }
+
+  caf::actor_system& system() { return system_; }
+  const PartitionBook& book() const { return folder_.book(); }
+  int num_parts() const { return static_cast<int>(actors_.size()); }
+  const partition_actor& actor(int part) const { return actors_[part]; }
+  const Topology& topology(int part) const { return *topologies_[part]; }
+
+  // Partition p as an actor, or co-located when local[p].
+  std::vector<PartitionRef> refs(const std::vector<bool>& local = {}) const {
+    std::vector<PartitionRef> refs;
+    for (int p = 0; p < num_parts(); ++p) {
+      bool is_local = p < static_cast<int>(local.size()) && local[p];
+      refs.push_back(is_local ? PartitionRef::local(topologies_[p], features_[p]) : PartitionRef::remote(actors_[p]));
+    }
+    return refs;
+  }
+
+ private:
+  runtime::ActorSystem system_;
+  PartitionFolder folder_;
+  std::vector<std::shared_ptr<const Topology>> topologies_;
+  std::vector<std::shared_ptr<const FeatureStore>> features_;
+  std::vector<partition_actor> actors_;
+};
+
+}  // namespace partita::testing
