@@ -66,6 +66,14 @@ void answer_features(PartitionState& s, const Encoded& request, Encoded& reply) 
                                                  std::to_string(s.topology->part()) +
                                                  " has no attribute '" + r.group + "/" + r.name + "'");
   }
+  // One request must not make the partition allocate without bound: a reply is at most
+  // kMaxReplyBytes (a batch's features are tens of MB; the wire splits larger tensors).
+  constexpr size_t kMaxReplyBytes = size_t{1} << 30;
+  if (array->row_bytes() > 0 && r.ids.size() > kMaxReplyBytes / array->row_bytes()) {
+    throw Rejected(WireErrorCode::kBadRequest,
+                   "feature request: " + std::to_string(r.ids.size()) + " rows of " +
+                       std::to_string(array->row_bytes()) + " bytes exceed the 1 GiB reply limit");
+  }
   s.rows.resize(r.ids.size() * array->row_bytes());
   try {
     store.gather(r.group, r.name, r.ids, s.rows.data(), s.rows.size());

@@ -33,13 +33,32 @@ HopInput FrontierSplit::input(int part) const {
 
 void FrontierSplit::join(const std::vector<const HopOutput*>& outputs, HopOutput& out) const {
   out.clear();
+  int typed_parts = 0, answering_parts = 0;
   for (int p = 0; p < num_parts(); ++p) {
     if (nodes_[p].empty()) continue;
-    if (outputs[p] == nullptr || outputs[p]->offsets.size() != nodes_[p].size() + 1) {
-      throw Error("sample: partition " + std::to_string(p) + " answered " +
-                  std::to_string(outputs[p] ? outputs[p]->offsets.size() - 1 : 0) +
-                  " neighbour lists for " + std::to_string(nodes_[p].size()) + " nodes");
+    const HopOutput* o = outputs[p];
+    if (o == nullptr || o->offsets.size() != nodes_[p].size() + 1 || o->offsets.front() != 0 ||
+        o->offsets.back() != static_cast<int64_t>(o->neighbors.size()) ||
+        o->edge_ids.size() != o->neighbors.size() ||
+        (!o->edge_types.empty() && o->edge_types.size() != o->neighbors.size())) {
+      throw Error("sample: partition " + std::to_string(p) + " answered inconsistent neighbour " +
+                  "lists for " + std::to_string(nodes_[p].size()) + " nodes");
     }
+    for (size_t i = 1; i < o->offsets.size(); ++i) {
+      if (o->offsets[i] < o->offsets[i - 1]) {
+        throw Error("sample: partition " + std::to_string(p) + " answered decreasing offsets");
+      }
+    }
+    ++answering_parts;
+    typed_parts += !o->edge_types.empty() || o->neighbors.empty();
+  }
+  // Edge types come from every partition or from none: a mix would misalign them.
+  bool typed = false;
+  for (int p = 0; p < num_parts(); ++p) {
+    if (!nodes_[p].empty() && !outputs[p]->edge_types.empty()) typed = true;
+  }
+  if (typed && typed_parts != answering_parts) {
+    throw Error("sample: some partitions sent edge types and others did not");
   }
   for (size_t i = 0; i < owner_.size(); ++i) {
     const HopOutput& from = *outputs[owner_[i]];

@@ -40,6 +40,15 @@ void SubgraphBuilder::add_hop(const HopOutput& hop) {
     throw Error("sample: a hop returned " + std::to_string(hop.offsets.size() - 1) +
                 " neighbour lists for a frontier of " + std::to_string(frontier_.size()));
   }
+  // The lists may come from other processes: check they agree before indexing into them.
+  const size_t edges = hop.neighbors.size();
+  if (hop.offsets.back() != static_cast<int64_t>(edges) || hop.edge_ids.size() != edges ||
+      (!hop.edge_types.empty() && hop.edge_types.size() != edges)) {
+    throw Error("sample: a hop's neighbour lists are inconsistent (" + std::to_string(edges) +
+                " neighbours, " + std::to_string(hop.edge_ids.size()) + " edge ids, " +
+                std::to_string(hop.edge_types.size()) + " edge types, offsets ending at " +
+                std::to_string(hop.offsets.back()) + ")");
+  }
   const bool typed = !hop.edge_types.empty();
   const size_t edges_before = batch_.row.size();
   const int64_t nodes_before = static_cast<int64_t>(batch_.node_ids.size());

@@ -99,7 +99,7 @@ struct DecodedHopReply {
   Span<const int64_t> edge_ids;
   Span<const int32_t> edge_types;  // empty for homogeneous graphs
   OwnedBuffers owned;
-  size_t num_nodes() const { return offsets.size() - 1; }
+  size_t num_nodes() const { return offsets.empty() ? 0 : offsets.size() - 1; }
 };
 
 struct DecodedFeatureRequest {

@@ -91,6 +91,7 @@ std::optional<Error> DaemonConnection::wait_lost(std::chrono::milliseconds timeo
         lost = Error("lost daemon " + address_ + ": " + why);
       },
       caf::after(timeout) >> [] {});
+  self->demonitor(host_.address());  // monitors outlive the scoped actor otherwise: one per call
   return lost;
 }
 

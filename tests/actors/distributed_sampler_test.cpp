@@ -175,7 +175,8 @@ TEST(DistributedSamplerTest, KilledPartitionActorFailsNamingThePartition) {
     caf::scoped_actor self{g.cluster->system()};
     self->monitor(g.cluster->actor(1));
     caf::anon_send_exit(g.cluster->actor(1), caf::exit_reason::kill);
-    self->receive([](const caf::down_msg&) {});
+    self->receive([](const caf::down_msg&) {},
+                  caf::after(std::chrono::seconds(10)) >> [] { FAIL() << "the kill was not confirmed"; });
   }
   try {
     sampler.sample(g.seeds, {1, 0, 1});

@@ -359,6 +359,40 @@ TEST(SamplerTest, InvalidConfigsAreNamed) {
   EXPECT_THROW(sampler.sample(outside, {}), Error);
 }
 
+TEST(SamplerTest, InconsistentHopsAreRejectedBeforeUse) {
+  // Hops may come from other processes: lists that disagree must not be indexed.
+  std::vector<int64_t> seeds{0, 1};
+  SubgraphBuilder builder(false);
+  builder.start(seeds);
+  HopOutput hop;
+  hop.offsets = {0, 1, 2};
+  hop.neighbors = {5, 6};
+  hop.edge_ids = {10, 11};
+  hop.edge_types = {0};  // one short
+  EXPECT_THROW(builder.add_hop(hop), Error);
+  hop.edge_types.clear();
+  hop.offsets = {0, 1, 3};  // ends past the neighbours
+  EXPECT_THROW(builder.add_hop(hop), Error);
+
+  PartitionBook book({0, 5, 10});
+  std::vector<int64_t> frontier{1, 7};
+  FrontierSplit split;
+  split.split(book, frontier, {}, {});
+  HopOutput typed, untyped;
+  typed.offsets = {0, 1};
+  typed.neighbors = {2};
+  typed.edge_ids = {3};
+  typed.edge_types = {0};
+  untyped.offsets = {0, 1};
+  untyped.neighbors = {4};
+  untyped.edge_ids = {5};
+  HopOutput joined;
+  EXPECT_THROW(split.join({&typed, &untyped}, joined), Error);
+  untyped.edge_types = {1};
+  split.join({&typed, &untyped}, joined);
+  EXPECT_EQ(joined.edge_types, (std::vector<int32_t>{0, 1}));
+}
+
 // ---- Partition invariance ----
 
 // A batch in original ids: what must not depend on partitioning.
