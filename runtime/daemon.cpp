@@ -123,34 +123,50 @@ class SignalWatcher {
   std::thread thread_;
 };
 
-// Ends the process if shutdown outlives its deadline (see DaemonOptions).
+// Ends the process if shutdown outlives its deadline (see DaemonOptions). Armed by the
+// first sign of shutdown (a signal, the host's end, an exception unwinding), so a host stuck
+// in a handler cannot keep the daemon alive past the deadline either.
 class ShutdownWatchdog {
  public:
   explicit ShutdownWatchdog(std::chrono::milliseconds deadline)
-      : thread_([this, deadline] {
-          std::unique_lock<std::mutex> lock(mutex_);
-          if (!done_cv_.wait_for(lock, deadline, [this] { return done_; })) {
-            spdlog::error("shutdown did not finish within {} ms; exiting", deadline.count());
-            spdlog::default_logger()->flush();
-            std::_Exit(1);
-          }
-        }) {}
+      : deadline_(deadline), thread_([this] { watch(); }) {}
   ~ShutdownWatchdog() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       done_ = true;
     }
-    done_cv_.notify_one();
+    cv_.notify_one();
     thread_.join();
   }
   ShutdownWatchdog(const ShutdownWatchdog&) = delete;
   ShutdownWatchdog& operator=(const ShutdownWatchdog&) = delete;
 
+  // Starts the countdown; later calls keep the first start. Thread-safe.
+  void arm() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (armed_) return;
+    armed_ = true;
+    expires_ = std::chrono::steady_clock::now() + deadline_;
+    cv_.notify_one();
+  }
+
  private:
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [this] { return armed_ || done_; });
+    if (cv_.wait_until(lock, expires_, [this] { return done_; })) return;
+    spdlog::error("shutdown did not finish within {} ms; exiting", deadline_.count());
+    spdlog::default_logger()->flush();
+    std::_Exit(1);
+  }
+
+  const std::chrono::milliseconds deadline_;
   std::mutex mutex_;
-  std::condition_variable done_cv_;
+  std::condition_variable cv_;
+  bool armed_ = false;
   bool done_ = false;
-  std::thread thread_;
+  std::chrono::steady_clock::time_point expires_;
+  std::thread thread_;  // last: it starts watching once everything above exists
 };
 
 std::string machine_name() {
@@ -169,7 +185,8 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
   system_options.networking = true;
 
   SignalWatcher signals;  // before the actor system's threads exist
-  std::optional<ShutdownWatchdog> watchdog;
+  // Outlives the actor system, so its destructor (which waits for every actor) is covered.
+  ShutdownWatchdog watchdog(options.shutdown_deadline);
   std::string host_failure;
   {
     ActorSystem system(system_options);
@@ -186,17 +203,20 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
     // it) and the signal handler must let go of it.
     struct StopOnUnwind {
       SignalWatcher& signals;
+      ShutdownWatchdog& watchdog;
       host_actor host;
       ~StopOnUnwind() {
         signals.on_signal(nullptr);
+        watchdog.arm();
         caf::anon_send_exit(host, caf::exit_reason::user_shutdown);
       }
-    } stop_on_unwind{signals, host};
+    } stop_on_unwind{signals, watchdog, host};
     {
       caf::scoped_actor self{system};
       self->monitor(host);
-      signals.on_signal([host, name](int signo) {
+      signals.on_signal([host, name, &watchdog](int signo) {
         spdlog::info("daemon {}: received {}; shutting down", name, strsignal(signo));
+        watchdog.arm();
         caf::anon_send(host, shutdown_atom::value);
       });
       spdlog::info("daemon {} (partita {}) listening on {}", name, partita_version(), endpoint.to_string());
@@ -208,11 +228,10 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
           host_failure = describe(system, msg.reason);
         }
       });
-      watchdog.emplace(options.shutdown_deadline);
+      watchdog.arm();
     }
     // Leaving the scope closes the port and the connections and waits for every actor.
   }
-  watchdog.reset();
   if (!host_failure.empty()) throw Error("daemon " + name + ": the host actor failed: " + host_failure);
   spdlog::info("daemon {} stopped", name);
 }
