@@ -148,7 +148,8 @@ void DistributedSampler::sample_hop_parts(const SampleKey& key, int hop) {
     if (split_.empty(part) || parts_[p].is_local()) continue;
     Encoded request;
     ids.push_back(next_request_id_++);
-    encoder_.hop_request(ids.back(), key, hop, split_.input(part), request.bytes);
+    encoder_.hop_request(ids.back(), key, hop, split_.input(part), config_.fingerprint(),
+                         request.bytes);
     exchange.send(part, parts_[p].actor, std::move(request));
   }
   // The co-located parts are sampled while the remote ones work.

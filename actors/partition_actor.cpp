@@ -46,6 +46,11 @@ std::string range_text(int64_t begin, int64_t end) {
 void answer_hop(PartitionState& s, const Encoded& request, Encoded& reply) {
   DecodedHopRequest r = decode_hop_request(bytes_of(request));
   const Topology& t = *s.topology;
+  if (r.config_fingerprint != s.config.fingerprint()) {
+    throw Rejected(WireErrorCode::kBadRequest,
+                   "hop request: the sampler's config (fanouts, modes) differs from partition " +
+                       std::to_string(t.part()) + "'s; its batches would not be the reference's");
+  }
   for (int64_t node : r.input.nodes) {
     if (!t.owns(node)) {
       throw Rejected(WireErrorCode::kOutOfRange,

@@ -53,6 +53,17 @@ void SamplerConfig::validate(const Topology& topology) const {
   }
 }
 
+uint64_t SamplerConfig::fingerprint() const {
+  uint64_t h = mix64(0x434F4E464947ull /* "CONFIG" */);
+  for (const auto& row : fanouts) {
+    h = mix64(h, row.size());
+    for (int f : row) h = mix64(h, static_cast<uint64_t>(static_cast<int64_t>(f)));
+  }
+  h = mix64(h, replace, disjoint);
+  h = mix64(h, static_cast<uint64_t>(temporal), static_cast<uint64_t>(temporal_strategy));
+  return mix64(h, !edge_weight.empty());
+}
+
 namespace {
 
 uint64_t hop_key(const SampleKey& key, int hop) {

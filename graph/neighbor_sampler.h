@@ -52,6 +52,10 @@ struct SamplerConfig {
   ArrayRef edge_time;
 
   int num_hops() const { return fanouts.empty() ? 0 : static_cast<int>(fanouts[0].size()); }
+  // A hash of what decides the draws (fanouts, modes, whether weighted), not of the
+  // per-partition arrays: sampler and partitions must agree on it, or batches silently
+  // differ from the single-partition ones.
+  uint64_t fingerprint() const;
   // Throws UsageError naming the problem (e.g. temporal sampling without disjoint mode).
   void validate(const Topology& topology) const;
 };

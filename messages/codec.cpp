@@ -186,7 +186,8 @@ Encoder::Encoder(size_t max_chunk_bytes) : impl_(std::make_unique<Impl>(max_chun
 Encoder::~Encoder() = default;
 
 void Encoder::hop_request(uint64_t request_id, const SampleKey& key, int hop,
-                          const HopInput& input, std::vector<char>& out) {
+                          const HopInput& input, uint64_t config_fingerprint,
+                          std::vector<char>& out) {
   const char* what = "hop request";
   size_t n = input.nodes.size();
   if (!input.trees.empty() && input.trees.size() != n)
@@ -198,6 +199,7 @@ void Encoder::hop_request(uint64_t request_id, const SampleKey& key, int hop,
   impl_->encode(what, out, [&](Envelope::Builder envelope, capnp::Orphanage orphanage) {
     auto request = envelope.initHopRequest();
     request.setRequestId(request_id);
+    request.setConfigFingerprint(config_fingerprint);
     auto k = request.initKey();
     k.setSeed(key.seed);
     k.setEpoch(key.epoch);
@@ -480,6 +482,7 @@ DecodedHopRequest decode_hop_request(Span<const char> bytes) {
     expect_kind(envelope, MessageKind::kHopRequest);
     auto request = envelope.getHopRequest();
     out.request_id = request.getRequestId();
+    out.config_fingerprint = request.getConfigFingerprint();
     auto key = request.getKey();
     out.key = SampleKey{key.getSeed(), key.getEpoch(), key.getBatch()};
     out.hop = request.getHop();

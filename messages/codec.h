@@ -65,7 +65,7 @@ class Encoder {
   // input is inconsistent (a tensor whose shape does not match its bytes, offsets that do
   // not end at the neighbour count, ...), so a bad message is caught at its sender.
   void hop_request(uint64_t request_id, const SampleKey& key, int hop, const HopInput& input,
-                   std::vector<char>& out);
+                   uint64_t config_fingerprint, std::vector<char>& out);
   void hop_reply(uint64_t request_id, const HopOutput& output, std::vector<char>& out);
   void feature_request(uint64_t request_id, const std::string& group, const std::string& name,
                        Span<const int64_t> ids, std::vector<char>& out);
@@ -88,6 +88,7 @@ struct DecodedHopRequest {
   uint64_t request_id = 0;
   SampleKey key;
   int hop = 0;
+  uint64_t config_fingerprint = 0;
   HopInput input;  // trees/times are empty unless sent
   OwnedBuffers owned;
 };

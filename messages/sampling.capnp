@@ -22,6 +22,7 @@ struct HopRequest {
   nodes @3 :Tensor;  # int64 global ids
   trees @4 :Tensor;  # int64, disjoint mode only; absent or empty otherwise
   times @5 :Tensor;  # int64, temporal sampling only; absent or empty otherwise
+  configFingerprint @6 :UInt64;  # SamplerConfig::fingerprint(): must match the partition's
 }
 
 # The sampled neighbours of node i are entries [offsets[i], offsets[i+1]) (graph HopOutput).

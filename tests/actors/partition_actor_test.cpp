@@ -42,12 +42,13 @@ class PartitionActorTest : public ::testing::Test {
     return reply;
   }
 
-  Encoded hop_request(uint64_t id, std::vector<int64_t> nodes, int hop = 0) {
+  Encoded hop_request(uint64_t id, std::vector<int64_t> nodes, int hop = 0,
+                      const SamplerConfig* config = nullptr) {
     nodes_ = std::move(nodes);
     HopInput input;
     input.nodes = Span<const int64_t>(nodes_);
     Encoded e;
-    encoder_.hop_request(id, {1, 2, 3}, hop, input, e.bytes);
+    encoder_.hop_request(id, {1, 2, 3}, hop, input, (config ? *config : config_).fingerprint(), e.bytes);
     return e;
   }
 
@@ -152,6 +153,19 @@ TEST_F(PartitionActorTest, HopBeyondTheConfigIsABadRequest) {
   expect_error(ask(hop_atom::value, hop_request(13, {t.node_begin()}, 2)), 13, WireErrorCode::kBadRequest,
                "hop 2 of 2");
   expect_still_serving();
+}
+
+TEST_F(PartitionActorTest, ASamplerWithAnotherConfigIsRefused) {
+  // Fanouts are not sent per request: a sampler configured differently from the partition
+  // would get silently different batches, so the config fingerprints must match.
+  const Topology& t = cluster_->topology(0);
+  SamplerConfig other = config_;
+  other.fanouts = {{10, 5}};
+  Encoded reply = ask(hop_atom::value, hop_request(21, {t.node_begin()}, 0, &other));
+  expect_error(reply, 21, WireErrorCode::kBadRequest, "config (fanouts, modes) differs");
+  Encoded valid = ask(hop_atom::value, hop_request(22, {t.node_begin()}));
+  Span<const char> bytes(valid.bytes.data(), valid.bytes.size());
+  EXPECT_EQ(peek_message(bytes).kind, MessageKind::kHopReply);
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ TEST(Codec, HopRequestRoundTrip) {
   HopInput input{nodes, trees, times};
   Encoder encoder;
   std::vector<char> bytes;
-  encoder.hop_request(42, SampleKey{7, 2, 11}, 1, input, bytes);
+  encoder.hop_request(42, SampleKey{7, 2, 11}, 1, input, 99, bytes);
 
   DecodedHopRequest r = decode_hop_request(bytes);
   EXPECT_EQ(r.request_id, 42u);
@@ -71,7 +71,7 @@ TEST(Codec, HopRequestRoundTrip) {
 TEST(Codec, EmptyHopRequestRoundTrip) {
   Encoder encoder;
   std::vector<char> bytes;
-  encoder.hop_request(1, SampleKey{}, 0, HopInput{}, bytes);
+  encoder.hop_request(1, SampleKey{}, 0, HopInput{}, 0, bytes);
   DecodedHopRequest r = decode_hop_request(bytes);
   EXPECT_TRUE(r.input.nodes.empty());
   EXPECT_TRUE(r.input.trees.empty());
@@ -275,7 +275,7 @@ TEST(Codec, EncoderRejectsInconsistentInput) {
             std::string::npos);
   std::vector<int64_t> nodes{1, 2};
   std::vector<int64_t> trees{0};
-  EXPECT_NE(error_of([&] { encoder.hop_request(1, {}, 0, HopInput{nodes, trees, {}}, bytes); })
+  EXPECT_NE(error_of([&] { encoder.hop_request(1, {}, 0, HopInput{nodes, trees, {}}, 0, bytes); })
                 .find("trees"),
             std::string::npos);
 }

@@ -85,7 +85,7 @@ std::vector<Sample> samples() {
   };
   std::vector<int64_t> nodes{3, 1, 4, 1, 5, 9, 2, 6}, trees{0, 0, 1, 1, 2, 2, 3, 3};
   add(MessageKind::kHopRequest, [&](auto& b) {
-    encoder.hop_request(1, {1, 2, 3}, 2, HopInput{nodes, trees, nodes}, b);
+    encoder.hop_request(1, {1, 2, 3}, 2, HopInput{nodes, trees, nodes}, 5, b);
   });
   HopOutput hop;
   hop.offsets = {0, 3, 3, 5};
