@@ -15,10 +15,10 @@
 
 namespace partita::testing {
 
-inline runtime::ActorSystemOptions actor_test_options() {
+inline runtime::ActorSystemOptions actor_test_options(bool networking = false) {
   runtime::ActorSystemOptions options;
   options.threads = 2;
-  options.networking = false;
+  options.networking = networking;
   add_protocol_types(options);
   return options;
 }
@@ -26,8 +26,8 @@ inline runtime::ActorSystemOptions actor_test_options() {
 // Every part of a partition folder with its stores opened and an actor serving it.
 class Cluster {
  public:
-  Cluster(const std::string& dir, const SamplerConfig& config)
-      : system_(actor_test_options()), folder_(dir) {
+  Cluster(const std::string& dir, const SamplerConfig& config, bool networking = false)
+      : system_(actor_test_options(networking)), folder_(dir) {
     for (int p = 0; p < folder_.meta().num_parts; ++p) {
       topologies_.push_back(std::make_shared<const Topology>(load_topology(folder_, p)));
       features_.push_back(std::make_shared<const FeatureStore>(load_features(folder_, p)));
