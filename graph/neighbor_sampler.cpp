@@ -53,6 +53,29 @@ void SamplerConfig::validate(const Topology& topology) const {
   }
 }
 
+std::vector<int> parse_fanouts(const std::string& text, const std::string& what) {
+  std::vector<int> fanouts;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || value < -1 || value == 0) {
+      throw UsageError(what + ": '" + item + "' in '" + text +
+                       "' is not a fanout (a positive count, or -1 for all)");
+    }
+    fanouts.push_back(value);
+    if (comma == std::string::npos) return fanouts;
+    start = comma + 1;
+  }
+}
+
 uint64_t SamplerConfig::fingerprint() const {
   uint64_t h = mix64(0x434F4E464947ull /* "CONFIG" */);
   for (const auto& row : fanouts) {

@@ -60,6 +60,10 @@ struct SamplerConfig {
   void validate(const Topology& topology) const;
 };
 
+// "15,10,5" -> {15, 10, 5}; -1 means all neighbours. Throws UsageError naming `what` and
+// the bad item.
+std::vector<int> parse_fanouts(const std::string& text, const std::string& what);
+
 // The frontier nodes one partition samples at one hop (all owned by it).
 struct HopInput {
   Span<const int64_t> nodes;  // global ids

@@ -1,5 +1,6 @@
 // partita bench ...: the benchmarks of BENCHMARKS.md.
 #include "bench/codec_bench.h"
+#include "graph/neighbor_sampler.h"
 #include "bench/gather_bench.h"
 #include "bench/partition_bench.h"
 #include "bench/sample_bench.h"
@@ -8,30 +9,6 @@
 
 namespace partita::cli {
 
-namespace {
-
-// "15,10,5" -> {15, 10, 5}; -1 means all neighbours.
-std::vector<int> parse_fanouts(const std::string& text, const std::string& flag) {
-  std::vector<int> fanouts;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    try {
-      size_t used = 0;
-      int value = std::stoi(item, &used);
-      if (used != item.size() || value < -1 || value == 0) throw std::invalid_argument(item);
-      fanouts.push_back(value);
-    } catch (const std::exception&) {
-      throw UsageError(flag + ": '" + item + "' in '" + text + "' is not a fanout (a positive count, or -1 for all)");
-    }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return fanouts;
-}
-
-}  // namespace
 
 void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   CLI::App* bench = app.add_subcommand("bench", "run a benchmark (see BENCHMARKS.md)");

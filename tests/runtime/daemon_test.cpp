@@ -18,6 +18,7 @@
 #include "runtime/actor_system.h"
 #include "runtime/client.h"
 #include "runtime/daemon.h"
+#include "daemon_process.h"
 #include "runtime/runtime_test_util.h"
 
 namespace partita::runtime {
@@ -35,37 +36,8 @@ ActorSystemOptions client_options() {
   return options;
 }
 
-// A daemon child and the address it printed when ready.
-struct Daemon {
-  std::unique_ptr<ChildProcess> process;
-  std::string address;
-};
-
-// Starts `partita daemon` and waits for its ready line; fails the test if the process exits
-// first or the line does not come within the deadline.
-Daemon start_daemon(const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> argv{PARTITA_BINARY, "--log-level", "info", "daemon", "--listen", "127.0.0.1:0"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  Daemon d;
-  d.process = std::make_unique<ChildProcess>(argv);
-  const std::regex ready(R"(partita daemon listening on (127\.0\.0\.1:[0-9]+)\n)");
-  const auto deadline = std::chrono::steady_clock::now() + seconds(30);
-  auto pause = milliseconds(1);
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::smatch match;
-    const std::string out = d.process->output_so_far();
-    if (std::regex_search(out, match, ready)) {
-      d.address = match[1];
-      return d;
-    }
-    if (!d.process->running()) break;
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, milliseconds(50));
-  }
-  ADD_FAILURE() << "no ready line from the daemon; stdout: " << d.process->output_so_far()
-                << " stderr: " << d.process->errors_so_far();
-  return d;
-}
+using testing::Daemon;
+using testing::start_daemon;
 
 TEST(DaemonTest, PrintsItsAddressAnswersPingAndShutsDownOnRequest) {
   Daemon daemon = start_daemon({"--name", "node-7"});

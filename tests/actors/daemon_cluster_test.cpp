@@ -1,0 +1,116 @@
+// Partition actors spawned on two `partita daemon` processes over loopback: the same
+// batches as the single-partition reference, and a killed daemon named within the deadline.
+#include <gtest/gtest.h>
+
+#include <caf/all.hpp>
+#include <chrono>
+
+#include "actors/distributed_sampler.h"
+#include "base/error.h"
+#include "cluster.h"
+#include "daemon_process.h"
+#include "graph/batch_features.h"
+#include "partitioned_graph.h"
+#include "partitioner/partition.h"
+#include "runtime/client.h"
+#include "test_util.h"
+
+namespace partita {
+namespace {
+
+using namespace std::chrono_literals;
+
+class TwoDaemonsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dataset_ = testing::sbm_graph();
+    PartitionOptions options;
+    options.num_parts = 2;
+    partition_dataset(dataset_, options, tmp_ / "parts");
+    config_.fanouts = {{10, 5}};
+    for (int p = 0; p < 2; ++p) {
+      daemons_.push_back(testing::start_daemon({"--name", "node-" + std::to_string(p)}));
+      ASSERT_FALSE(daemons_.back().address.empty());
+      connections_.push_back(runtime::DaemonConnection::connect(client_, daemons_.back().address, 10s));
+      runtime::Settings settings{{"dir", tmp_ / "parts"}, {"part", std::to_string(p)}, {"fanouts", "10,5"}};
+      caf::actor actor = connections_.back().spawn("partition", settings, 30s);
+      refs_.push_back(PartitionRef::remote(caf::actor_cast<partition_actor>(actor)));
+    }
+  }
+
+  testing::TempDir tmp_;
+  Dataset dataset_;
+  SamplerConfig config_;
+  runtime::ActorSystem client_{testing::actor_test_options(/*networking=*/true)};
+  std::vector<testing::Daemon> daemons_;
+  std::vector<runtime::DaemonConnection> connections_;
+  std::vector<PartitionRef> refs_;
+};
+
+TEST_F(TwoDaemonsTest, SameBatchesAsTheSingleProcessReference) {
+  testing::PartitionedGraph graph(tmp_ / "parts");
+  DistributedSampler sampler(client_, graph.book(), refs_, config_, 20s);
+  Topology whole = topology_from_dataset(dataset_);
+  FeatureStore whole_features = features_from_dataset(dataset_);
+  NeighborSampler reference(whole, config_);
+  std::vector<int64_t> original_seeds, seeds;
+  for (int64_t v = 0; v < 128; ++v) {
+    original_seeds.push_back(v * 11);
+    seeds.push_back(graph.global_of_original()[v * 11]);
+  }
+  for (uint64_t batch = 0; batch < 2; ++batch) {
+    MiniBatch got = sampler.sample(seeds, {5, 0, batch});
+    MiniBatch want = reference.sample(original_seeds, {5, 0, batch});
+    attach_features(want, whole.book(), {&whole_features});
+    ASSERT_EQ(got.node_ids.size(), want.node_ids.size());
+    for (size_t i = 0; i < got.node_ids.size(); ++i) {
+      ASSERT_EQ(graph.original_of_global()[got.node_ids[i]], want.node_ids[i]);
+    }
+    ASSERT_EQ(got.edge_ids.size(), want.edge_ids.size());
+    for (size_t k = 0; k < got.edge_ids.size(); ++k) {
+      ASSERT_EQ(graph.original_edge(got.edge_ids[k]), whole.original_edge_id(want.edge_ids[k]));
+    }
+    EXPECT_EQ(got.row, want.row);
+    EXPECT_EQ(got.col, want.col);
+    EXPECT_EQ(got.num_sampled_nodes, want.num_sampled_nodes);
+    EXPECT_EQ(got.num_sampled_edges, want.num_sampled_edges);
+    EXPECT_EQ(got.x, want.x);
+    EXPECT_EQ(got.y, want.y);
+  }
+}
+
+TEST_F(TwoDaemonsTest, AKilledDaemonFailsTheBatchNamingItsPartition) {
+  testing::PartitionedGraph graph(tmp_ / "parts");
+  DistributedSampler sampler(client_, graph.book(), refs_, config_, 5s);
+  std::vector<int64_t> seeds;
+  for (int64_t v = 0; v < 64; ++v) seeds.push_back(graph.global_of_original()[v * 13]);
+  EXPECT_NO_THROW(sampler.sample(seeds, {5, 0, 0}));
+  daemons_[1].process->kill();
+  daemons_[1].process->wait(10);
+  auto start = std::chrono::steady_clock::now();
+  try {
+    sampler.sample(seeds, {5, 0, 1});
+    FAIL() << "sampling with a killed daemon succeeded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("partition 1"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "noticed only after the deadline";
+}
+
+TEST_F(TwoDaemonsTest, BadSettingsAreAnErrorNamingTheSetting) {
+  runtime::Settings missing{{"dir", tmp_ / "parts"}, {"fanouts", "10,5"}};
+  try {
+    connections_[0].spawn("partition", missing, 30s);
+    FAIL() << "spawned without a part";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("part"), std::string::npos) << e.what();
+  }
+  runtime::Settings bad_fanouts{{"dir", tmp_ / "parts"}, {"part", "0"}, {"fanouts", "10,x"}};
+  EXPECT_THROW(connections_[0].spawn("partition", bad_fanouts, 30s), Error);
+  runtime::Settings no_folder{{"dir", tmp_ / "nope"}, {"part", "0"}, {"fanouts", "10"}};
+  EXPECT_THROW(connections_[0].spawn("partition", no_folder, 30s), Error);
+  EXPECT_NO_THROW(connections_[0].ping(10s)) << "the daemon must keep serving";
+}
+
+}  // namespace
+}  // namespace partita
