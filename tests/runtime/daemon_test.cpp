@@ -51,11 +51,12 @@ TEST(DaemonTest, PrintsItsAddressAnswersPingAndShutsDownOnRequest) {
 
   // An error reply crosses the process boundary with its message intact.
   try {
-    conn.spawn("partition", {{"part", "0"}}, kTimeout);
+    conn.spawn("no-such-type", {{"part", "0"}}, kTimeout);
     ADD_FAILURE() << "spawned an unregistered type";
   } catch (const Error& e) {
     EXPECT_CONTAINS(e.what(), "node-7");
-    EXPECT_CONTAINS(e.what(), "unknown actor type 'partition'");
+    EXPECT_CONTAINS(e.what(), "unknown actor type 'no-such-type'");
+    EXPECT_CONTAINS(e.what(), "partition");  // the registered types are listed
   }
 
   conn.request_shutdown();
