@@ -2,6 +2,7 @@
 #include "bench/codec_bench.h"
 #include "graph/neighbor_sampler.h"
 #include "bench/gather_bench.h"
+#include "bench/loader_bench.h"
 #include "bench/partition_bench.h"
 #include "bench/sample_bench.h"
 #include "base/error.h"
@@ -66,6 +67,21 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   codec->add_option("--fanout", c->fanout, "neighbours per node in the hop reply")->check(CLI::PositiveNumber)->capture_default_str();
   codec->add_option("--runs", c->runs, "measured runs (the median is reported)")->check(CLI::PositiveNumber)->capture_default_str();
   codec->callback([c] { bench::run_codec_bench(*c); });
+
+  auto l = std::make_shared<bench::LoaderBenchOptions>();
+  auto loader_fanouts = std::make_shared<std::string>("15,10,5");
+  CLI::App* loader = bench->add_subcommand("loader", "distributed mini-batches: in-process and across a daemon");
+  loader->add_option("--nodes", l->num_nodes, "RMAT nodes")->check(CLI::PositiveNumber)->capture_default_str();
+  loader->add_option("--avg-degree", l->avg_degree, "RMAT directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
+  loader->add_option("--features", l->feature_dim, "float32 features per node")->check(CLI::PositiveNumber)->capture_default_str();
+  loader->add_option("--fanouts", *loader_fanouts, "fanouts, e.g. 15,10,5")->capture_default_str();
+  loader->add_option("--batch-size", l->batch_size, "seeds per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  loader->add_option("--batches", l->num_batches, "measured batches per configuration")->check(CLI::PositiveNumber)->capture_default_str();
+  loader->add_option("--seed", l->seed, "graph and sampling seed")->capture_default_str();
+  loader->callback([l, loader_fanouts] {
+    l->fanouts = parse_fanouts(*loader_fanouts, "--fanouts");
+    bench::run_loader_bench(*l);
+  });
 
   struct BareOptions {
     std::string input;
