@@ -121,6 +121,13 @@ DistributedSampler::DistributedSampler(caf::actor_system& system, PartitionBook 
 DistributedSampler::~DistributedSampler() = default;
 
 MiniBatch DistributedSampler::sample(Span<const int64_t> seeds, const SampleKey& key, Span<const int64_t> seed_times) {
+  MiniBatch batch;
+  sample_into(seeds, key, batch, seed_times);
+  return batch;
+}
+
+void DistributedSampler::sample_into(Span<const int64_t> seeds, const SampleKey& key, MiniBatch& batch,
+                                     Span<const int64_t> seed_times) {
   builder_.start(seeds, seed_times);
   std::vector<const HopOutput*> answers(parts_.size());
   for (int hop = 0; hop < config_.num_hops(); ++hop) {
@@ -132,12 +139,19 @@ MiniBatch DistributedSampler::sample(Span<const int64_t> seeds, const SampleKey&
     split_.join(answers, joined_);
     builder_.add_hop(joined_);
   }
-  MiniBatch batch = builder_.finish();
-  if (names_.x.empty() && names_.y.empty()) return batch;
+  // The feature matrix is the batch's largest buffer (tens of MB): keep the caller's, whose
+  // pages are already mapped, instead of faulting in a fresh one every batch.
+  std::vector<float> x = std::move(batch.x);
+  std::vector<int64_t> y = std::move(batch.y);
+  batch = builder_.finish();
+  batch.x = std::move(x);
+  batch.y = std::move(y);
+  batch.x.clear();
+  batch.y.clear();
+  if (names_.x.empty() && names_.y.empty()) return;
   rows_.split(book_, batch.node_ids);
   if (!names_.x.empty()) batch.feature_dim = fetch(names_.x, batch.x);
   if (!names_.y.empty()) fetch(names_.y, batch.y);
-  return batch;
 }
 
 void DistributedSampler::sample_hop_parts(const SampleKey& key, int hop) {
@@ -203,16 +217,32 @@ int64_t DistributedSampler::fetch(const std::string& name, std::vector<T>& out) 
     }
     width = w;
   };
-  std::vector<std::vector<T>> gathered(parts_.size());
+  scratch_.resize(parts_.size());
   for (int part = 0; part < rows_.num_parts(); ++part) {
     if (rows_.ids(part).empty() || !parts_[part].is_local()) continue;
+    const ArrayRef* attribute = parts_[part].features->get("node", name);
+    if (attribute == nullptr || attribute->dtype() != dtype_of<T>()) {
+      throw Error(part_name(part) + ": no " + std::string(dtype_name(dtype_of<T>())) + " attribute 'node/" + name + "'");
+    }
+    const size_t n = rows_.ids(part).size();
+    agree(part, attribute->row_width());
+    // One co-located part holding every row (in order) gathers straight into the batch.
+    const bool only_part = n == rows_.size();
+    std::vector<char>& buffer = scratch_[part];  // reused: no fresh pages per batch
+    if (only_part) {
+      out.resize(n * static_cast<size_t>(width));
+    } else {
+      buffer.resize(n * attribute->row_bytes());
+    }
     try {
-      parts_[part].features->gather_as<T>("node", name, rows_.ids(part), gathered[part]);
+      parts_[part].features->gather("node", name, rows_.ids(part),
+                                    only_part ? static_cast<void*>(out.data()) : buffer.data(),
+                                    only_part ? out.size() * sizeof(T) : buffer.size());
     } catch (const Error& e) {
       throw Error(part_name(part) + ": " + e.what());
     }
-    rows[part] = Span<const T>(gathered[part]);
-    agree(part, static_cast<int64_t>(gathered[part].size() / rows_.ids(part).size()));
+    if (only_part) return width;
+    rows[part] = Span<const T>(reinterpret_cast<const T*>(buffer.data()), buffer.size() / sizeof(T));
   }
 
   std::vector<Encoded> replies = exchange.collect();
