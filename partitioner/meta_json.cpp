@@ -28,6 +28,18 @@ PartitionMeta describe_dataset(const Dataset& d) {
   return meta;
 }
 
+void add_feature_shapes(const PartitionMeta& meta, json& j) {
+  j["node_features"] = json::object();
+  if (meta.feature_dim > 0) {
+    j["node_features"]["x"] = {{"dtype", "float32"}, {"shape", {meta.num_nodes, meta.feature_dim}}};
+  }
+  j["edge_features"] = json::object();
+  if (meta.edge_feature_dim > 0) {
+    j["edge_features"]["edge_attr"] = {{"dtype", "float32"},
+                                       {"shape", {meta.num_edges, meta.edge_feature_dim}}};
+  }
+}
+
 json part_stats_json(const PartStats& p) {
   return {{"num_nodes", p.num_nodes},         {"num_edges", p.num_edges},
           {"num_train", p.num_train},         {"num_val", p.num_val},
@@ -54,15 +66,7 @@ void write_meta_json(const PartitionMeta& meta, const std::string& path) {
   j["node_types"] = meta.node_types;
   j["edge_types"] = json::array();
   for (const auto& t : meta.edge_types) j["edge_types"].push_back({t.src_type, t.relation, t.dst_type});
-  j["node_features"] = json::object();
-  if (meta.feature_dim > 0) {
-    j["node_features"]["x"] = {{"dtype", "float32"}, {"shape", {meta.num_nodes, meta.feature_dim}}};
-  }
-  j["edge_features"] = json::object();
-  if (meta.edge_feature_dim > 0) {
-    j["edge_features"]["edge_attr"] = {{"dtype", "float32"},
-                                       {"shape", {meta.num_edges, meta.edge_feature_dim}}};
-  }
+  add_feature_shapes(meta, j);
   j["labels"] = meta.has_labels ? json{{"y", {{"dtype", "int64"}, {"num_classes", meta.num_classes}}}}
                                 : json::object();
   j["has_node_time"] = meta.has_node_time;

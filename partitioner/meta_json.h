@@ -13,6 +13,10 @@ PartitionMeta describe_dataset(const Dataset& dataset);
 
 void write_meta_json(const PartitionMeta& meta, const std::string& path);
 
+// The "node_features" and "edge_features" objects (dtype and shape of x and edge_attr) as
+// META.json and `inspect --json` write them.
+void add_feature_shapes(const PartitionMeta& meta, nlohmann::json& j);
+
 // One part's statistics as META.json and `inspect --json` write them.
 nlohmann::json part_stats_json(const PartStats& stats);
 

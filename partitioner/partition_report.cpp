@@ -109,12 +109,7 @@ std::string format_report_json(const PartitionMeta& meta) {
                                               : 0.0;
   BalanceFigures b = balance_of(meta);
   j["balance"] = {{"nodes", b.nodes}, {"edges", b.edges}, {"train", b.train}};
-  j["node_features"] = meta.feature_dim > 0
-                           ? nlohmann::json{{"x", {{"dtype", "float32"}, {"shape", {meta.num_nodes, meta.feature_dim}}}}}
-                           : nlohmann::json::object();
-  j["edge_features"] = meta.edge_feature_dim > 0
-                           ? nlohmann::json{{"edge_attr", {{"dtype", "float32"}, {"shape", {meta.num_edges, meta.edge_feature_dim}}}}}
-                           : nlohmann::json::object();
+  add_feature_shapes(meta, j);
   j["num_classes"] = meta.num_classes;
   j["node_types"] = meta.node_types;
   j["num_edge_types"] = meta.edge_types.size();

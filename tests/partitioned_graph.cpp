@@ -16,6 +16,21 @@ Dataset sbm_graph(int64_t nodes, uint64_t seed) {
   return generate_sbm(o);
 }
 
+OriginalBatch to_original(const MiniBatch& b, const std::function<int64_t(int64_t)>& original_node,
+                          const std::function<int64_t(int64_t)>& original_edge) {
+  OriginalBatch o;
+  for (int64_t g : b.node_ids) o.nodes.push_back(original_node(g));
+  for (int64_t e : b.edge_ids) o.edges.push_back(original_edge(e));
+  o.rows = b.row;
+  o.cols = b.col;
+  o.num_nodes = b.num_sampled_nodes;
+  o.num_edges = b.num_sampled_edges;
+  o.x = b.x;
+  o.y = b.y;
+  o.feature_dim = b.feature_dim;
+  return o;
+}
+
 PartitionedGraph::PartitionedGraph(const std::string& dir) : folder_(dir) {
   const PartitionMeta& meta = folder_.meta();
   for (int p = 0; p < meta.num_parts; ++p) parts_.push_back(load_topology(folder_, p));

@@ -14,6 +14,23 @@
 
 namespace partita::testing {
 
+// A mini-batch in original ids, with its features and labels: what must not depend on
+// partitioning or on where the parts live.
+struct OriginalBatch {
+  std::vector<int64_t> nodes, rows, cols, edges, num_nodes, num_edges, y;
+  std::vector<float> x;
+  int64_t feature_dim = 0;
+  bool operator==(const OriginalBatch& o) const {
+    return nodes == o.nodes && rows == o.rows && cols == o.cols && edges == o.edges &&
+           num_nodes == o.num_nodes && num_edges == o.num_edges && x == o.x && y == o.y &&
+           feature_dim == o.feature_dim;
+  }
+};
+
+// `b` in original ids, given the original id of every global node and edge id.
+OriginalBatch to_original(const MiniBatch& b, const std::function<int64_t(int64_t)>& original_node,
+                          const std::function<int64_t(int64_t)>& original_edge);
+
 // A small stochastic-block-model graph, the synthetic graph of the sampling tests.
 Dataset sbm_graph(int64_t nodes = 2000, uint64_t seed = 5);
 

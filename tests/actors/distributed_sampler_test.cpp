@@ -22,32 +22,8 @@ using namespace std::chrono_literals;
 using testing::Cluster;
 using testing::TempDir;
 
-// A batch in original ids: what must not depend on partitioning or on where parts live.
-struct OriginalBatch {
-  std::vector<int64_t> nodes, rows, cols, edges, num_nodes, num_edges, y;
-  std::vector<float> x;
-  int64_t feature_dim = 0;
-  bool operator==(const OriginalBatch& o) const {
-    return nodes == o.nodes && rows == o.rows && cols == o.cols && edges == o.edges &&
-           num_nodes == o.num_nodes && num_edges == o.num_edges && x == o.x && y == o.y &&
-           feature_dim == o.feature_dim;
-  }
-};
-
-template <typename NodeMap, typename EdgeMap>
-OriginalBatch to_original(const MiniBatch& b, const NodeMap& original_node, const EdgeMap& original_edge) {
-  OriginalBatch o;
-  for (int64_t g : b.node_ids) o.nodes.push_back(original_node(g));
-  for (int64_t e : b.edge_ids) o.edges.push_back(original_edge(e));
-  o.rows = b.row;
-  o.cols = b.col;
-  o.num_nodes = b.num_sampled_nodes;
-  o.num_edges = b.num_sampled_edges;
-  o.x = b.x;
-  o.y = b.y;
-  o.feature_dim = b.feature_dim;
-  return o;
-}
+using testing::OriginalBatch;
+using testing::to_original;
 
 SamplerConfig homogeneous(std::vector<int> fanouts) {
   SamplerConfig c;

@@ -486,29 +486,22 @@ TEST(LinkSamplerTest, InvalidInputsAreNamed) {
 
 // A link batch in original ids: what must not depend on partitioning.
 struct OriginalLinkBatch {
-  std::vector<int64_t> nodes, rows, cols, edges, num_nodes, num_edges;
+  testing::OriginalBatch subgraph;
   std::vector<int64_t> label_index, src_index, dst_pos_index, dst_neg_index;
   std::vector<float> labels;
   std::vector<int32_t> types;
   int64_t unverified = 0;
   bool operator==(const OriginalLinkBatch& o) const {
-    return nodes == o.nodes && rows == o.rows && cols == o.cols && edges == o.edges &&
-           num_nodes == o.num_nodes && num_edges == o.num_edges && label_index == o.label_index &&
-           src_index == o.src_index && dst_pos_index == o.dst_pos_index &&
-           dst_neg_index == o.dst_neg_index && labels == o.labels && types == o.types &&
-           unverified == o.unverified;
+    return subgraph == o.subgraph && label_index == o.label_index && src_index == o.src_index &&
+           dst_pos_index == o.dst_pos_index && dst_neg_index == o.dst_neg_index &&
+           labels == o.labels && types == o.types && unverified == o.unverified;
   }
 };
 
 OriginalLinkBatch to_original(const LinkBatch& b, const std::function<int64_t(int64_t)>& node,
                               const std::function<int64_t(int64_t)>& edge) {
   OriginalLinkBatch o;
-  for (int64_t v : b.subgraph.node_ids) o.nodes.push_back(node(v));
-  for (int64_t e : b.subgraph.edge_ids) o.edges.push_back(edge(e));
-  o.rows = b.subgraph.row;
-  o.cols = b.subgraph.col;
-  o.num_nodes = b.subgraph.num_sampled_nodes;
-  o.num_edges = b.subgraph.num_sampled_edges;
+  o.subgraph = testing::to_original(b.subgraph, node, edge);
   o.label_index = b.edge_label_index;
   o.src_index = b.src_index;
   o.dst_pos_index = b.dst_pos_index;
@@ -572,7 +565,7 @@ void expect_link_partition_invariant(const Dataset& d, const LinkSamplerConfig& 
   LinkBatch in_memory = LinkSampler(t, config).sample(pos.input(with_ids, typed), key);
   OriginalLinkBatch reference = to_original(
       in_memory, [](int64_t v) { return v; }, [&](int64_t e) { return t.original_edge_id(e); });
-  ASSERT_GT(reference.edges.size(), pos.src.size());
+  ASSERT_GT(reference.subgraph.edges.size(), pos.src.size());
   TempDir tmp;
   for (auto method : {PartitionMethod::kMetis, PartitionMethod::kRandom}) {
     PartitionOptions options;

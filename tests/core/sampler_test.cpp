@@ -395,31 +395,12 @@ TEST(SamplerTest, InconsistentHopsAreRejectedBeforeUse) {
 
 // ---- Partition invariance ----
 
-// A batch in original ids: what must not depend on partitioning.
-struct OriginalBatch {
-  std::vector<int64_t> nodes, rows, cols, edges, num_nodes, num_edges;
-  bool operator==(const OriginalBatch& o) const {
-    return nodes == o.nodes && rows == o.rows && cols == o.cols && edges == o.edges &&
-           num_nodes == o.num_nodes && num_edges == o.num_edges;
-  }
-};
+using testing::OriginalBatch;
 
 // A sampler config for one partition: per-edge attributes are indexed by the partition's
 // edge ids and node times by global id, so each partition gets its own arrays, built from
 // attributes of the original ids. original_of_global maps every global node id.
 using ConfigFor = std::function<SamplerConfig(const Topology&, const std::vector<int64_t>& original_of_global)>;
-
-OriginalBatch to_original(const MiniBatch& b, const std::vector<int64_t>& original_of_global,
-                          const std::function<int64_t(int64_t)>& original_edge) {
-  OriginalBatch o;
-  for (int64_t g : b.node_ids) o.nodes.push_back(original_of_global[g]);
-  for (int64_t e : b.edge_ids) o.edges.push_back(original_edge(e));
-  o.rows = b.row;
-  o.cols = b.col;
-  o.num_nodes = b.num_sampled_nodes;
-  o.num_edges = b.num_sampled_edges;
-  return o;
-}
 
 // Samples across the parts of a partition folder exactly as a distributed sampler does.
 OriginalBatch sample_partitioned(const std::string& dir, const ConfigFor& config_for,
@@ -433,8 +414,8 @@ OriginalBatch sample_partitioned(const std::string& dir, const ConfigFor& config
   SubgraphBuilder builder(configs[0].disjoint);
   builder.start(seeds, seed_times);
   graph.sample_hops(builder, configs, key);
-  return to_original(builder.finish(), graph.original_of_global(),
-                     [&](int64_t e) { return graph.original_edge(e); });
+  return testing::to_original(builder.finish(), [&](int64_t v) { return graph.original_of_global()[v]; },
+                              [&](int64_t e) { return graph.original_edge(e); });
 }
 
 OriginalBatch sample_in_memory(const Dataset& d, const ConfigFor& config_for,
@@ -444,8 +425,8 @@ OriginalBatch sample_in_memory(const Dataset& d, const ConfigFor& config_for,
   std::vector<int64_t> identity(d.num_nodes);
   for (int64_t v = 0; v < d.num_nodes; ++v) identity[v] = v;
   NeighborSampler sampler(t, config_for(t, identity));
-  return to_original(sampler.sample(seeds, key, seed_times), identity,
-                     [&](int64_t e) { return t.original_edge_id(e); });
+  return testing::to_original(sampler.sample(seeds, key, seed_times), [](int64_t v) { return v; },
+                              [&](int64_t e) { return t.original_edge_id(e); });
 }
 
 void expect_partition_invariant(const Dataset& d, const ConfigFor& config_for,
