@@ -1,0 +1,70 @@
+// partita::Runtime: where a job's actors run, behind one interface. Either every actor lives
+// in this process (the embedded default: a host actor of our own serves the spawns), or
+// on a list of node daemons, one node each. Callers place actors on nodes by index, so a
+// job runs the same code in both cases; a partition's actors go to node i mod D.
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "runtime/actor_system.h"
+#include "runtime/client.h"
+#include "runtime/host.h"
+
+namespace partita::runtime {
+
+class Runtime {
+ public:
+  // Every actor in this process, on one node named "in-process". `registry` supplies the
+  // actor types, as a daemon's does.
+  static std::unique_ptr<Runtime> in_process(const ActorSystemOptions& options, ActorTypeRegistry registry);
+  // One node per daemon address ("host:port"), in the given order. Throws UsageError for an
+  // empty list, a malformed or repeated address; Error naming the daemon when one does not
+  // answer within `timeout`.
+  static std::unique_ptr<Runtime> connect(ActorSystemOptions options, const std::vector<std::string>& daemons,
+                                          std::chrono::milliseconds timeout);
+
+  // Stops every actor this runtime spawned (on daemons too: they stay up for the next job).
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  caf::actor_system& system() { return system_->get(); }
+  bool is_distributed() const { return !daemons_.empty(); }
+  int num_nodes() const { return is_distributed() ? static_cast<int>(daemons_.size()) : 1; }
+  // "in-process" or the daemon's address, for messages to the user.
+  std::string node_name(int node) const;
+  // The node that hosts partition `part` and the actors placed with it.
+  int node_of_partition(int part) const { return part % num_nodes(); }
+
+  // Spawns a registered actor type on `node`. Throws UsageError for a node out of range,
+  // Error naming the node for an unknown type, a failed spawn or no answer in time.
+  caf::actor spawn(int node, const std::string& type, const Settings& settings);
+  // The node an actor spawned here lives on, or -1 if this runtime did not spawn it.
+  int node_of(const caf::actor_addr& actor) const;
+
+  // The first node found lost (a daemon killed, shut down or silent past the heartbeat
+  // timeout), as an Error naming it; std::nullopt if every node is there. Does not wait.
+  std::optional<Error> lost_node() const;
+
+  // Deadline of spawns and checks.
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+ private:
+  Runtime(const ActorSystemOptions& options, std::chrono::milliseconds timeout);
+
+  std::unique_ptr<ActorSystem> system_;
+  std::chrono::milliseconds timeout_;
+  host_actor local_host_;                   // in-process only
+  std::vector<DaemonConnection> daemons_;   // distributed only
+  std::vector<std::pair<caf::actor, int>> spawned_;  // each actor and its node
+};
+
+}  // namespace partita::runtime
