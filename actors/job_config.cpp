@@ -1,0 +1,279 @@
+#include "actors/job_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "base/error.h"
+
+namespace partita {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Reads one YAML mapping, remembering which keys were used so that a misspelt field is an
+// error rather than a silently ignored default.
+class Section {
+ public:
+  Section(const YAML::Node& node, std::string path, std::string source)
+      : node_(node), path_(std::move(path)), source_(std::move(source)) {
+    if (node_ && !node_.IsNull() && !node_.IsMap()) fail(path_.empty() ? "the job" : path_, "expected a mapping");
+  }
+
+  [[noreturn]] void fail(const std::string& field, const std::string& why) const {
+    throw UsageError(source_ + ": " + field + ": " + why);
+  }
+
+  std::string field(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  Section sub(const std::string& key) { return Section(get(key), field(key), source_); }
+  bool has(const std::string& key) {
+    used_.insert(key);
+    return node_ && node_.IsMap() && node_[key] && !node_[key].IsNull();
+  }
+  YAML::Node get(const std::string& key) {
+    used_.insert(key);
+    return node_ && node_.IsMap() ? node_[key] : YAML::Node();
+  }
+
+  template <typename T>
+  void read(const std::string& key, T& value, const char* type_name) {
+    if (!has(key)) return;
+    YAML::Node n = get(key);
+    if (!n.IsScalar()) fail(field(key), std::string("expected ") + type_name);
+    try {
+      value = n.as<T>();
+    } catch (const YAML::Exception&) {
+      fail(field(key), std::string("expected ") + type_name + ", got '" + n.Scalar() + "'");
+    }
+  }
+  void read_int(const std::string& key, int64_t& value, int64_t min) {
+    read(key, value, "an integer");
+    if (value < min) fail(field(key), "must be at least " + std::to_string(min) + ", got " + std::to_string(value));
+  }
+  void read_int(const std::string& key, int& value, int min) {
+    int64_t wide = value;
+    read_int(key, wide, min);
+    if (wide > (1 << 30)) fail(field(key), "is too large: " + std::to_string(wide));
+    value = static_cast<int>(wide);
+  }
+  void read_real(const std::string& key, double& value, double min, double max) {
+    read(key, value, "a number");
+    if (!(value >= min && value <= max)) {
+      fail(field(key), "must be in [" + num(min) + ", " + num(max) + "], got " + num(value));
+    }
+  }
+  void read_choice(const std::string& key, std::string& value, const std::vector<std::string>& choices) {
+    read(key, value, "a string");
+    for (const auto& c : choices) {
+      if (value == c) return;
+    }
+    std::string list;
+    for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+    fail(field(key), "'" + value + "' is not one of: " + list);
+  }
+
+  // After reading: any key nobody asked for is a mistake in the file.
+  void reject_unknown() const {
+    if (!node_ || !node_.IsMap()) return;
+    for (const auto& entry : node_) {
+      const std::string key = entry.first.as<std::string>();
+      if (used_.count(key) == 0) {
+        std::string known;
+        for (const auto& k : used_) known += (known.empty() ? "" : ", ") + k;
+        fail(field(key), "unknown field (known here: " + known + ")");
+      }
+    }
+  }
+
+ private:
+  static std::string num(double v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
+  }
+
+  YAML::Node node_;
+  std::string path_;
+  std::string source_;
+  std::set<std::string> used_;
+};
+
+std::string absolute(const std::string& path, const std::string& base_dir) {
+  fs::path p(path);
+  if (p.is_relative()) p = fs::path(base_dir) / p;
+  return p.lexically_normal().string();
+}
+
+void read_data(Section s, JobConfig& job, const std::string& base_dir) {
+  std::string partitions, dataset;
+  s.read("partitions", partitions, "a folder");
+  s.read("dataset", dataset, "a path");
+  s.read_choice("format", job.format, {"linqs", "npy", "edgelist"});
+  if (s.has("generate")) {
+    job.generate = true;
+    Section g = s.sub("generate");
+    GenerateSpec& spec = job.generate_spec;
+    g.read_choice("kind", spec.kind, {"sbm"});
+    g.read_int("nodes", spec.nodes, 4);
+    g.read_int("classes", spec.classes, 2);
+    g.read_int("features", spec.features, 1);
+    g.read_real("avg_degree", spec.avg_degree, 0.1, 1e4);
+    g.read("seed", spec.seed, "an unsigned integer");
+    if (spec.nodes < 2 * spec.classes) g.fail(g.field("nodes"), "needs at least 2 nodes per class");
+    g.reject_unknown();
+  }
+  s.read_int("num_partitions", job.num_partitions, 1);
+  s.reject_unknown();
+
+  const int sources = !partitions.empty() + !dataset.empty() + job.generate;
+  if (sources == 0) s.fail("data", "give one of partitions, dataset or generate");
+  if (sources > 1) s.fail("data", "give only one of partitions, dataset or generate");
+  if (!partitions.empty()) {
+    job.partitions = absolute(partitions, base_dir);
+    if (!fs::exists(fs::path(job.partitions) / "META.json")) {
+      s.fail(s.field("partitions"), job.partitions + " is not a partition folder (no META.json)");
+    }
+  }
+  if (!dataset.empty()) {
+    job.dataset = absolute(dataset, base_dir);
+    if (!fs::exists(job.dataset)) s.fail(s.field("dataset"), job.dataset + " does not exist");
+  }
+}
+
+void read_model(Section s, JobConfig& job) {
+  s.read_choice("kind", job.model, {"graphsage", "gcn", "gat"});
+  s.read_int("hidden", job.hidden, 1);
+  s.read_int("layers", job.layers, 1);
+  s.read_int("heads", job.heads, 1);
+  s.read_real("dropout", job.dropout, 0.0, 0.99);
+  s.read("trim", job.trim, "true or false");
+  s.reject_unknown();
+}
+
+void read_sampling(Section s, JobConfig& job) {
+  if (s.has("fanouts")) {
+    YAML::Node list = s.get("fanouts");
+    if (!list.IsSequence() || list.size() == 0) s.fail(s.field("fanouts"), "expected a list of integers, e.g. [10, 10]");
+    job.fanouts.clear();
+    for (size_t i = 0; i < list.size(); ++i) {
+      int64_t f = 0;
+      try {
+        f = list[i].as<int64_t>();
+      } catch (const YAML::Exception&) {
+        s.fail(s.field("fanouts") + "[" + std::to_string(i) + "]", "expected an integer");
+      }
+      if (f < -1 || f == 0) {
+        s.fail(s.field("fanouts") + "[" + std::to_string(i) + "]", "must be positive or -1 (all neighbours)");
+      }
+      job.fanouts.push_back(f);
+    }
+  }
+  s.read_int("batch_size", job.batch_size, 1);
+  s.read_int("prefetch", job.prefetch, 1);
+  s.read_int("workers", job.workers, 1);
+  s.read("replace", job.replace, "true or false");
+  s.reject_unknown();
+}
+
+void read_train(Section s, JobConfig& job) {
+  s.read_int("epochs", job.epochs, 1);
+  s.read_choice("optimizer", job.optimizer, {"adam", "sgd"});
+  s.read_real("learning_rate", job.learning_rate, 1e-9, 100);
+  s.read_real("weight_decay", job.weight_decay, 0, 1);
+  s.read_real("momentum", job.momentum, 0, 1);
+  s.read_int("trainers_per_partition", job.trainers_per_partition, 1);
+  s.read_int("threads", job.threads, 1);
+  s.read("seed", job.seed, "an unsigned integer");
+  s.read_int("eval_batch_size", job.eval_batch_size, 1);
+  s.reject_unknown();
+}
+
+}  // namespace
+
+std::string JobConfig::partition_dir() const {
+  return partitions.empty() ? (fs::path(output) / "partitions").string() : partitions;
+}
+
+JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const std::string& name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::ParserException& e) {
+    throw UsageError(name + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (!root || root.IsNull()) throw UsageError(name + ": the job is empty");
+  JobConfig job;
+  Section top(root, "", name);
+  if (!top.has("data")) top.fail("data", "missing: say which graph to train on");
+  read_data(top.sub("data"), job, base_dir);
+  read_model(top.sub("model"), job);
+  read_sampling(top.sub("sampling"), job);
+  read_train(top.sub("train"), job);
+  std::string output = job.output;
+  top.read("output", output, "a folder");
+  job.output = absolute(output, base_dir);
+  top.reject_unknown();
+
+  if (static_cast<int>(job.fanouts.size()) != job.layers) {
+    top.fail("sampling.fanouts", "has " + std::to_string(job.fanouts.size()) + " entries but model.layers is " +
+                                     std::to_string(job.layers) + ": one fanout per layer");
+  }
+  return job;
+}
+
+JobConfig load_job(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read job file " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const fs::path base = fs::absolute(fs::path(path)).parent_path();
+  return parse_job(text.str(), base.string(), path);
+}
+
+std::string job_to_yaml(const JobConfig& job) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(17);  // the trainers must read back the very same numbers
+  out << YAML::BeginMap;
+  out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
+  // Whatever the source was, the job now trains on this folder.
+  out << YAML::Key << "partitions" << YAML::Value << job.partition_dir();
+  out << YAML::Key << "num_partitions" << YAML::Value << job.num_partitions;
+  out << YAML::EndMap;
+  out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "kind" << YAML::Value << job.model;
+  out << YAML::Key << "hidden" << YAML::Value << job.hidden;
+  out << YAML::Key << "layers" << YAML::Value << job.layers;
+  out << YAML::Key << "heads" << YAML::Value << job.heads;
+  out << YAML::Key << "dropout" << YAML::Value << job.dropout;
+  out << YAML::Key << "trim" << YAML::Value << job.trim;
+  out << YAML::EndMap;
+  out << YAML::Key << "sampling" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "fanouts" << YAML::Value << YAML::Flow << job.fanouts;
+  out << YAML::Key << "batch_size" << YAML::Value << job.batch_size;
+  out << YAML::Key << "prefetch" << YAML::Value << job.prefetch;
+  out << YAML::Key << "workers" << YAML::Value << job.workers;
+  out << YAML::Key << "replace" << YAML::Value << job.replace;
+  out << YAML::EndMap;
+  out << YAML::Key << "train" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "epochs" << YAML::Value << job.epochs;
+  out << YAML::Key << "optimizer" << YAML::Value << job.optimizer;
+  out << YAML::Key << "learning_rate" << YAML::Value << job.learning_rate;
+  out << YAML::Key << "weight_decay" << YAML::Value << job.weight_decay;
+  out << YAML::Key << "momentum" << YAML::Value << job.momentum;
+  out << YAML::Key << "trainers_per_partition" << YAML::Value << job.trainers_per_partition;
+  out << YAML::Key << "threads" << YAML::Value << job.threads;
+  out << YAML::Key << "seed" << YAML::Value << job.seed;
+  out << YAML::Key << "eval_batch_size" << YAML::Value << job.eval_batch_size;
+  out << YAML::EndMap;
+  out << YAML::Key << "output" << YAML::Value << job.output;
+  out << YAML::EndMap;
+  return out.c_str();
+}
+
+}  // namespace partita

@@ -1,0 +1,90 @@
+// A training job as its YAML file describes it. Every field has a default (below, and in
+// examples/README.md); load_job() validates the file field by field and names the field in
+// every error. Relative paths are resolved against the job file's folder, so a job file
+// means the same thing from any working directory.
+//
+//   data:
+//     partitions: DIR          # a folder written by `partita partition`, or else:
+//     dataset: PATH            # a dataset, partitioned when the job starts into
+//     format: npy              #   OUTPUT/partitions (linqs, npy, edgelist)
+//     generate: {kind: sbm, nodes: 100000, classes: 8, features: 32, avg_degree: 10, seed: 1}
+//     num_partitions: 2        # for dataset/generate
+//   model: {kind: graphsage, hidden: 128, layers: 2, heads: 4, dropout: 0.5, trim: true}
+//   sampling: {fanouts: [10, 10], batch_size: 512, prefetch: 2, workers: 1, replace: false}
+//   train:
+//     epochs: 5
+//     optimizer: adam           # adam or sgd
+//     learning_rate: 0.01
+//     weight_decay: 0.0
+//     momentum: 0.9             # sgd only
+//     trainers_per_partition: 1
+//     threads: 1                # libtorch threads per trainer
+//     seed: 1
+//     eval_batch_size: 1024
+//   output: runs/job            # checkpoints, metrics.jsonl, the partitions of a dataset
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace partita {
+
+struct GenerateSpec {
+  std::string kind = "sbm";  // the only generator with labels worth learning
+  int64_t nodes = 100000;
+  int64_t classes = 8;
+  int64_t features = 32;
+  double avg_degree = 10;
+  uint64_t seed = 1;
+};
+
+struct JobConfig {
+  // data
+  std::string partitions;  // absolute; empty when the job partitions a dataset itself
+  std::string dataset;     // absolute; empty unless given
+  std::string format = "npy";
+  bool generate = false;
+  GenerateSpec generate_spec;
+  int num_partitions = 2;
+  // model
+  std::string model = "graphsage";
+  int64_t hidden = 128;
+  int layers = 2;
+  int heads = 4;
+  double dropout = 0.5;
+  bool trim = true;
+  // sampling
+  std::vector<int64_t> fanouts = {10, 10};
+  int64_t batch_size = 512;
+  int prefetch = 2;
+  int workers = 1;
+  bool replace = false;
+  // train
+  int epochs = 5;
+  std::string optimizer = "adam";
+  double learning_rate = 0.01;
+  double weight_decay = 0.0;
+  double momentum = 0.9;
+  int trainers_per_partition = 1;
+  int threads = 1;
+  uint64_t seed = 1;
+  int64_t eval_batch_size = 1024;
+  // output
+  std::string output = "runs/job";  // absolute after loading
+
+  // The folder the job trains on: `partitions`, or OUTPUT/partitions.
+  std::string partition_dir() const;
+};
+
+// Parses and validates a job file. Throws UsageError naming the file and the field: an
+// unknown field, a wrong type, a value out of range, a missing or contradictory data
+// source, fanouts that do not match the layers, a path that does not exist.
+JobConfig load_job(const std::string& path);
+// The same from YAML text; `base_dir` resolves relative paths, `name` names the source.
+JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const std::string& name = "job");
+// The job as YAML with every field spelled out and absolute paths: what a trainer on
+// another machine is given, and what a run writes beside its results.
+std::string job_to_yaml(const JobConfig& job);
+
+}  // namespace partita

@@ -1,0 +1,116 @@
+// Job files: defaults, relative paths, the round trip a trainer relies on, and bad files
+// rejected with the field named.
+#include "actors/job_config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/error.h"
+#include "test_util.h"
+
+namespace partita {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A job over a (fake) partition folder in `dir`, plus `extra` YAML.
+std::string job_text(const std::string& extra) { return "data: {partitions: parts}\n" + extra; }
+
+class JobConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(fs::path(dir_.path()) / "parts");
+    std::ofstream(fs::path(dir_.path()) / "parts" / "META.json") << "{}";
+  }
+  JobConfig parse(const std::string& text) { return parse_job(text, dir_.path(), "job.yaml"); }
+  // The message of the UsageError that parsing `text` throws.
+  std::string error_of(const std::string& text) {
+    try {
+      parse(text);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "accepted:\n" << text;
+    return "";
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(JobConfigTest, DefaultsAndRelativePaths) {
+  JobConfig job = parse(job_text(""));
+  EXPECT_EQ(job.partitions, (fs::path(dir_.path()) / "parts").string());
+  EXPECT_EQ(job.partition_dir(), job.partitions);
+  EXPECT_EQ(job.output, (fs::path(dir_.path()) / "runs/job").string());
+  EXPECT_EQ(job.model, "graphsage");
+  EXPECT_EQ(job.layers, 2);
+  EXPECT_EQ(job.fanouts, (std::vector<int64_t>{10, 10}));
+  EXPECT_EQ(job.optimizer, "adam");
+  EXPECT_EQ(job.trainers_per_partition, 1);
+  EXPECT_TRUE(job.trim);
+}
+
+TEST_F(JobConfigTest, ReadsEveryFieldAndRoundTripsThroughYaml) {
+  JobConfig job = parse(job_text(R"(
+model: {kind: gat, hidden: 64, layers: 3, heads: 2, dropout: 0.25, trim: false}
+sampling: {fanouts: [15, 10, -1], batch_size: 100, prefetch: 3, workers: 2, replace: true}
+train: {epochs: 7, optimizer: sgd, learning_rate: 0.1, weight_decay: 0.0005, momentum: 0.5,
+        trainers_per_partition: 2, threads: 2, seed: 42, eval_batch_size: 64}
+output: /tmp/somewhere
+)"));
+  EXPECT_EQ(job.model, "gat");
+  EXPECT_EQ(job.hidden, 64);
+  EXPECT_EQ(job.heads, 2);
+  EXPECT_DOUBLE_EQ(job.dropout, 0.25);
+  EXPECT_FALSE(job.trim);
+  EXPECT_EQ(job.fanouts, (std::vector<int64_t>{15, 10, -1}));
+  EXPECT_EQ(job.workers, 2);
+  EXPECT_TRUE(job.replace);
+  EXPECT_EQ(job.epochs, 7);
+  EXPECT_EQ(job.optimizer, "sgd");
+  EXPECT_EQ(job.seed, 42u);
+  EXPECT_EQ(job.output, "/tmp/somewhere");
+
+  // What a trainer on a daemon reads back is the same job, number for number.
+  JobConfig back = parse_job(job_to_yaml(job), "/elsewhere", "sent job");
+  EXPECT_EQ(job_to_yaml(back), job_to_yaml(job));
+  EXPECT_EQ(back.partitions, job.partitions);
+  EXPECT_EQ(back.learning_rate, job.learning_rate);
+  EXPECT_EQ(back.weight_decay, job.weight_decay);
+}
+
+TEST_F(JobConfigTest, GeneratedDataTrainsOnTheOutputsPartitions) {
+  JobConfig job = parse("data: {generate: {nodes: 1000, classes: 4}, num_partitions: 3}\noutput: out\n");
+  EXPECT_TRUE(job.generate);
+  EXPECT_EQ(job.generate_spec.nodes, 1000);
+  EXPECT_EQ(job.num_partitions, 3);
+  EXPECT_EQ(job.partition_dir(), (fs::path(dir_.path()) / "out" / "partitions").string());
+}
+
+TEST_F(JobConfigTest, BadFilesNameTheField) {
+  EXPECT_NE(error_of(job_text("modle: {}\n")).find("modle: unknown field"), std::string::npos);
+  EXPECT_NE(error_of(job_text("model: {hiden: 3}\n")).find("model.hiden: unknown field"), std::string::npos);
+  EXPECT_NE(error_of(job_text("train: {epochs: ten}\n")).find("train.epochs: expected an integer, got 'ten'"),
+            std::string::npos);
+  EXPECT_NE(error_of(job_text("train: {epochs: 0}\n")).find("train.epochs: must be at least 1"), std::string::npos);
+  EXPECT_NE(error_of(job_text("model: {kind: mlp}\n")).find("model.kind: 'mlp' is not one of"), std::string::npos);
+  EXPECT_NE(error_of(job_text("sampling: {fanouts: [10, 10, 5]}\n")).find("sampling.fanouts: has 3 entries but "
+                                                                          "model.layers is 2"),
+            std::string::npos);
+  EXPECT_NE(error_of(job_text("sampling: {fanouts: [10, x]}\n")).find("sampling.fanouts[1]"), std::string::npos);
+  EXPECT_NE(error_of("model: {}\n").find("data: missing"), std::string::npos);
+  EXPECT_NE(error_of("data: {partitions: nowhere}\n").find("data.partitions"), std::string::npos);
+  EXPECT_NE(error_of("data: {dataset: nowhere}\n").find("does not exist"), std::string::npos);
+  EXPECT_NE(error_of("data: {partitions: parts, generate: {}}\n").find("only one of"), std::string::npos);
+  EXPECT_NE(error_of("data: [1, 2]\n").find("data: expected a mapping"), std::string::npos);
+  EXPECT_NE(error_of("data: {partitions: parts}\nmodel: {dropout: 1.5}\n").find("model.dropout: must be in"),
+            std::string::npos);
+  EXPECT_NE(error_of("data: {partitions: [parts\n").find("job.yaml: line"), std::string::npos);
+  EXPECT_NE(error_of("").find("empty"), std::string::npos);
+  EXPECT_THROW(load_job((fs::path(dir_.path()) / "missing.yaml").string()), UsageError);
+}
+
+}  // namespace
+}  // namespace partita
