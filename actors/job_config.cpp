@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "partitioner/partition_format.h"
 
 namespace partita {
 
@@ -128,6 +129,7 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
     if (spec.nodes < 2 * spec.classes) g.fail(g.field("nodes"), "needs at least 2 nodes per class");
     g.reject_unknown();
   }
+  const bool parts_given = s.has("num_partitions");
   s.read_int("num_partitions", job.num_partitions, 1);
   s.reject_unknown();
 
@@ -139,6 +141,12 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
     if (!fs::exists(fs::path(job.partitions) / "META.json")) {
       s.fail(s.field("partitions"), job.partitions + " is not a partition folder (no META.json)");
     }
+    const int folder_parts = read_partition_meta(job.partitions).num_parts;
+    if (parts_given && job.num_partitions != folder_parts) {
+      s.fail(s.field("num_partitions"), std::to_string(job.num_partitions) + ", but " + job.partitions + " has " +
+                                            std::to_string(folder_parts) + " parts");
+    }
+    job.num_partitions = folder_parts;
   }
   if (!dataset.empty()) {
     job.dataset = absolute(dataset, base_dir);

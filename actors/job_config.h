@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace partita {
@@ -75,6 +76,16 @@ struct JobConfig {
 
   // The folder the job trains on: `partitions`, or OUTPUT/partitions.
   std::string partition_dir() const;
+
+  // Trainers: k per partition; trainer t serves partition t / k and trains on the
+  // (t % k)-th of k contiguous shares of that partition's seeds.
+  int num_trainers() const { return num_partitions * trainers_per_partition; }
+  int part_of_trainer(int trainer) const { return trainer / trainers_per_partition; }
+  // Trainer t's share [first, second) of its partition's `count` seeds.
+  std::pair<int64_t, int64_t> share_of_trainer(int trainer, int64_t count) const {
+    const int64_t k = trainers_per_partition, i = trainer % trainers_per_partition;
+    return {count * i / k, count * (i + 1) / k};
+  }
 };
 
 // Parses and validates a job file. Throws UsageError naming the file and the field: an

@@ -8,6 +8,8 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "partitioned_graph.h"
+#include "partitioner/partition_format.h"
 #include "test_util.h"
 
 namespace partita {
@@ -21,8 +23,9 @@ std::string job_text(const std::string& extra) { return "data: {partitions: part
 class JobConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    fs::create_directories(fs::path(dir_.path()) / "parts");
-    std::ofstream(fs::path(dir_.path()) / "parts" / "META.json") << "{}";
+    PartitionOptions options;
+    options.num_parts = 3;
+    partition_dataset(testing::sbm_graph(300), options, dir_ / "parts");
   }
   JobConfig parse(const std::string& text) { return parse_job(text, dir_.path(), "job.yaml"); }
   // The message of the UsageError that parsing `text` throws.
@@ -43,6 +46,8 @@ TEST_F(JobConfigTest, DefaultsAndRelativePaths) {
   JobConfig job = parse(job_text(""));
   EXPECT_EQ(job.partitions, (fs::path(dir_.path()) / "parts").string());
   EXPECT_EQ(job.partition_dir(), job.partitions);
+  EXPECT_EQ(job.num_partitions, 3);  // the folder's
+  EXPECT_EQ(job.num_trainers(), 3);
   EXPECT_EQ(job.output, (fs::path(dir_.path()) / "runs/job").string());
   EXPECT_EQ(job.model, "graphsage");
   EXPECT_EQ(job.layers, 2);
@@ -72,6 +77,10 @@ output: /tmp/somewhere
   EXPECT_EQ(job.optimizer, "sgd");
   EXPECT_EQ(job.seed, 42u);
   EXPECT_EQ(job.output, "/tmp/somewhere");
+  EXPECT_EQ(job.num_trainers(), 6);
+  EXPECT_EQ(job.part_of_trainer(3), 1);
+  EXPECT_EQ(job.share_of_trainer(2, 11), std::make_pair(int64_t{0}, int64_t{5}));
+  EXPECT_EQ(job.share_of_trainer(3, 11), std::make_pair(int64_t{5}, int64_t{11}));
 
   // What a trainer on a daemon reads back is the same job, number for number.
   JobConfig back = parse_job(job_to_yaml(job), "/elsewhere", "sent job");
@@ -109,6 +118,8 @@ TEST_F(JobConfigTest, BadFilesNameTheField) {
             std::string::npos);
   EXPECT_NE(error_of("data: {partitions: [parts\n").find("job.yaml: line"), std::string::npos);
   EXPECT_NE(error_of("").find("empty"), std::string::npos);
+  EXPECT_NE(error_of("data: {partitions: parts, num_partitions: 2}\n").find("data.num_partitions: 2, but"),
+            std::string::npos);
   EXPECT_THROW(load_job((fs::path(dir_.path()) / "missing.yaml").string()), UsageError);
 }
 
