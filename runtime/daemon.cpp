@@ -2,12 +2,12 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,27 +25,40 @@ namespace partita::runtime {
 
 namespace {
 
-// SIGTERM and SIGINT delivered to a thread of ours instead of an async handler, which
-// could do nothing useful (sending a CAF message is not async-signal-safe). The signals
-// must be blocked before any other thread starts, since threads inherit the mask: build
-// the watcher before the actor system.
+// SIGTERM and SIGINT handed to a thread of ours: the async handler only writes the signal
+// number to a pipe (sending a CAF message is not async-signal-safe), and the watcher thread
+// acts on it. A handler rather than a blocked mask with signalfd, because libraries start
+// threads before main (OpenBLAS starts its pool when libtorch loads) and any thread whose
+// mask lets a signal through would take the default action: death.
+int g_signal_pipe = -1;
+
+extern "C" void forward_signal(int signo) {
+  const int saved = errno;
+  const unsigned char byte = static_cast<unsigned char>(signo);
+  [[maybe_unused]] ssize_t n = ::write(g_signal_pipe, &byte, 1);
+  errno = saved;
+}
+
 class SignalWatcher {
  public:
   SignalWatcher() {
-    sigemptyset(&signals_);
-    sigaddset(&signals_, SIGINT);
-    sigaddset(&signals_, SIGTERM);
-    if (int rc = pthread_sigmask(SIG_BLOCK, &signals_, &previous_); rc != 0) {
-      throw Error(std::string("cannot block SIGTERM/SIGINT: ") + std::strerror(rc));
-    }
-    signal_fd_ = ::signalfd(-1, &signals_, SFD_CLOEXEC | SFD_NONBLOCK);
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(std::string("cannot watch SIGTERM/SIGINT: ") + std::strerror(errno));
+    read_fd_ = fds[0];
+    write_fd_ = fds[1];
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
-    if (signal_fd_ < 0 || wake_fd_ < 0) {
+    if (wake_fd_ < 0) {
       const std::string why = std::strerror(errno);
       close_fds();
-      pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
       throw Error("cannot watch SIGTERM/SIGINT: " + why);
     }
+    g_signal_pipe = write_fd_;
+    struct sigaction action {};
+    action.sa_handler = forward_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &action, &previous_int_);
+    sigaction(SIGTERM, &action, &previous_term_);
     thread_ = std::thread([this] { loop(); });
   }
 
@@ -55,11 +68,13 @@ class SignalWatcher {
       spdlog::error("cannot wake the signal watcher: {}", std::strerror(errno));
     }
     thread_.join();
-    // A signal that arrived after the watcher stopped would kill the process once unblocked;
-    // we are shutting down already, so consume it.
+    // From here on a signal takes its previous action again (a second Ctrl-C ends a
+    // shutdown that hangs); one that came meanwhile is only logged.
+    sigaction(SIGINT, &previous_int_, nullptr);
+    sigaction(SIGTERM, &previous_term_, nullptr);
     drain();
+    g_signal_pipe = -1;
     close_fds();
-    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
   }
 
   SignalWatcher(const SignalWatcher&) = delete;
@@ -80,7 +95,7 @@ class SignalWatcher {
 
  private:
   void loop() {
-    pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    pollfd fds[2] = {{read_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     for (;;) {
       if (::poll(fds, 2, -1) < 0) {
         if (errno == EINTR) continue;
@@ -93,9 +108,9 @@ class SignalWatcher {
   }
 
   void drain() {
-    signalfd_siginfo info{};
-    while (::read(signal_fd_, &info, sizeof(info)) == sizeof(info)) {
-      const int signo = static_cast<int>(info.ssi_signo);
+    unsigned char byte = 0;
+    while (::read(read_fd_, &byte, 1) == 1) {
+      const int signo = byte;
       std::lock_guard<std::mutex> lock(mutex_);
       if (handler_) {
         handler_(signo);
@@ -108,13 +123,15 @@ class SignalWatcher {
   }
 
   void close_fds() {
-    if (signal_fd_ >= 0) ::close(signal_fd_);
-    if (wake_fd_ >= 0) ::close(wake_fd_);
+    for (int fd : {read_fd_, write_fd_, wake_fd_}) {
+      if (fd >= 0) ::close(fd);
+    }
   }
 
-  sigset_t signals_{};
-  sigset_t previous_{};
-  int signal_fd_ = -1;
+  struct sigaction previous_int_ {};
+  struct sigaction previous_term_ {};
+  int read_fd_ = -1;
+  int write_fd_ = -1;
   int wake_fd_ = -1;
   std::mutex mutex_;
   std::function<void(int)> handler_;
@@ -184,7 +201,7 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
   ActorSystemOptions system_options = options.system;
   system_options.networking = true;
 
-  SignalWatcher signals;  // before the actor system's threads exist
+  SignalWatcher signals;
   // Outlives the actor system, so its destructor (which waits for every actor) is covered.
   ShutdownWatchdog watchdog(options.shutdown_deadline);
   std::string host_failure;

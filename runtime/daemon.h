@@ -26,10 +26,8 @@ struct DaemonOptions {
 
 // Runs the daemon and returns after a clean shutdown. `on_ready` is called once the host
 // actor is reachable, with the bound address (the real port when asked for port 0).
-// SIGTERM and SIGINT are blocked in the calling thread and in every thread started after
-// it (the actor system's) and handled by a watcher thread; the mask is restored on return.
-// Call it before starting other threads: a thread started earlier still gets the signals'
-// default action.
+// SIGTERM and SIGINT start a clean shutdown, whichever thread receives them: their handlers
+// are replaced while the daemon runs and restored on return.
 // Throws UsageError for a malformed listen address, Error when it cannot listen there
 // (host does not resolve, port in use) or when the host actor fails.
 void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,

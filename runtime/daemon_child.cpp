@@ -1,0 +1,34 @@
+#include "runtime/daemon_child.h"
+
+#include <regex>
+#include <thread>
+
+#include "base/error.h"
+
+namespace partita::runtime {
+
+DaemonChild start_daemon_child(const std::string& binary, const std::vector<std::string>& extra,
+                               const std::string& log_level, std::chrono::milliseconds timeout) {
+  using std::chrono::milliseconds;
+  std::vector<std::string> argv{binary, "--log-level", log_level, "daemon", "--listen", "127.0.0.1:0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  DaemonChild child;
+  child.process = std::make_unique<ChildProcess>(argv);
+  const std::regex ready(R"(partita daemon listening on (127\.0\.0\.1:[0-9]+)\n)");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = milliseconds(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::smatch match;
+    const std::string out = child.process->output_so_far();
+    if (std::regex_search(out, match, ready)) {
+      child.address = match[1];
+      return child;
+    }
+    if (!child.process->running()) break;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, milliseconds(50));
+  }
+  throw Error("daemon child " + binary + " did not get ready: " + child.process->errors_so_far());
+}
+
+}  // namespace partita::runtime

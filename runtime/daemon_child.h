@@ -1,0 +1,26 @@
+// `partita daemon` as a child process on a free loopback port: how benchmarks and tests
+// get real daemons without a cluster.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/subprocess.h"
+
+namespace partita::runtime {
+
+struct DaemonChild {
+  std::unique_ptr<ChildProcess> process;  // killed and reaped when this goes away
+  std::string address;                    // "127.0.0.1:PORT", from its ready line
+};
+
+// Starts `binary --log-level LEVEL daemon --listen 127.0.0.1:0 extra...` and waits for its
+// ready line. Throws Error with the child's stderr if it exits first or says nothing
+// within `timeout`.
+DaemonChild start_daemon_child(const std::string& binary, const std::vector<std::string>& extra = {},
+                               const std::string& log_level = "warn",
+                               std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+}  // namespace partita::runtime
