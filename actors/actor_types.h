@@ -9,7 +9,15 @@ namespace partita {
 // Registers:
 //   "partition": one part of a partition folder, served by a partition actor. Settings:
 //     dir (the folder, as the daemon's machine sees it), part, fanouts ("15,10,5"),
-//     replace and disjoint ("true"/"false", default false).
+//     replace and disjoint ("true"/"false", default false), channel_host (where its
+//     feature channel listens, an address the samplers reach; default 127.0.0.1).
+//   "sampler": the sampler of the trainer placed with one part (actors/sampler_actor.h),
+//     which reads that part directly (sharing a partition actor's stores on the same
+//     daemon) and samples its training nodes. Settings: dir, part, fanouts, replace,
+//     disjoint as for "partition"; prefetch (batches in flight, default 2), deadline_ms
+//     (per remote request, default 60000).
+//   "allreduce": a member of an allreduce group (actors/allreduce.h). Settings: rank, size,
+//     host (where it accepts its ring connection; default 127.0.0.1).
 void register_actor_types(runtime::ActorTypeRegistry& registry);
 
 // The sampler config of a partition actor's settings; throws UsageError naming the setting.

@@ -7,12 +7,11 @@
 #include <utility>
 
 #include "base/error.h"
+#include "messages/caf_types.h"
 
 namespace partita {
 
 namespace {
-
-std::string part_name(int part) { return "partition " + std::to_string(part); }
 
 // One round of requests to remote partitions: all are sent before any reply is awaited, so
 // the partitions work in parallel (and alongside the caller's local work between send()
@@ -68,6 +67,18 @@ Span<const char> bytes_of(const Encoded& message) {
   return Span<const char>(message.bytes.data(), message.bytes.size());
 }
 
+std::vector<PartitionStores> local_stores(const std::vector<PartitionRef>& parts) {
+  std::vector<PartitionStores> local;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const PartitionRef& ref = parts[p];
+    if (!ref.is_local() && !ref.actor) {
+      throw UsageError("distributed sampler: " + part_name(static_cast<int>(p)) + " has neither stores nor an actor");
+    }
+    local.push_back({ref.topology, ref.features});
+  }
+  return local;
+}
+
 }  // namespace
 
 PartitionRef PartitionRef::local(std::shared_ptr<const Topology> topology,
@@ -88,33 +99,12 @@ DistributedSampler::DistributedSampler(caf::actor_system& system, PartitionBook 
                                        std::vector<PartitionRef> parts, SamplerConfig config,
                                        std::chrono::milliseconds deadline, FeatureNames names)
     : system_(system),
-      book_(std::move(book)),
       parts_(std::move(parts)),
-      config_(std::move(config)),
       deadline_(deadline),
-      names_(std::move(names)),
-      builder_(config_.disjoint),
-      outputs_(parts_.size()) {
-  if (parts_.size() != static_cast<size_t>(book_.num_parts())) {
-    throw UsageError("distributed sampler: " + std::to_string(parts_.size()) + " partitions given for a book of " +
-                     std::to_string(book_.num_parts()));
-  }
-  if (config_.num_hops() == 0) throw UsageError("distributed sampler: fanouts: at least one hop is needed");
-  for (size_t p = 0; p < parts_.size(); ++p) {
-    const PartitionRef& ref = parts_[p];
-    const int part = static_cast<int>(p);
-    if (!ref.is_local()) {
-      if (!ref.actor) throw UsageError("distributed sampler: " + part_name(part) + " has neither stores nor an actor");
-      continue;
-    }
-    if (!ref.features) throw UsageError("distributed sampler: " + part_name(part) + " has a topology but no feature store");
-    if (ref.topology->node_begin() != book_.begin(part) || ref.topology->node_end() != book_.end(part)) {
-      throw UsageError("distributed sampler: the topology given as " + part_name(part) + " owns nodes [" +
-                       std::to_string(ref.topology->node_begin()) + ", " + std::to_string(ref.topology->node_end()) +
-                       "), the book says [" + std::to_string(book_.begin(part)) + ", " +
-                       std::to_string(book_.end(part)) + ")");
-    }
-    config_.validate(*ref.topology);
+      assembly_(book, config, names, local_stores(parts_)),
+      channels_(parts_.size()) {
+  for (const PartitionRef& ref : parts_) {
+    other_process_.push_back(!ref.is_local() && ref.actor.node() != system_.node());
   }
 }
 
@@ -128,148 +118,127 @@ MiniBatch DistributedSampler::sample(Span<const int64_t> seeds, const SampleKey&
 
 void DistributedSampler::sample_into(Span<const int64_t> seeds, const SampleKey& key, MiniBatch& batch,
                                      Span<const int64_t> seed_times) {
-  builder_.start(seeds, seed_times);
-  std::vector<const HopOutput*> answers(parts_.size());
-  for (int hop = 0; hop < config_.num_hops(); ++hop) {
-    split_.split(book_, builder_.frontier_nodes(), builder_.frontier_trees(), builder_.frontier_times());
-    sample_hop_parts(key, hop);
-    for (size_t p = 0; p < parts_.size(); ++p) {
-      answers[p] = split_.empty(static_cast<int>(p)) ? nullptr : &outputs_[p];
-    }
-    split_.join(answers, joined_);
-    builder_.add_hop(joined_);
+  assembly_.start(seeds, key, std::move(batch), seed_times);
+  while (assembly_.sampling()) {
+    sample_hop_parts();
+    assembly_.finish_hop();
   }
-  // The feature matrix is the batch's largest buffer (tens of MB): keep the caller's, whose
-  // pages are already mapped, instead of faulting in a fresh one every batch.
-  std::vector<float> x = std::move(batch.x);
-  std::vector<int64_t> y = std::move(batch.y);
-  batch = builder_.finish();
-  batch.x = std::move(x);
-  batch.y = std::move(y);
-  batch.x.clear();
-  batch.y.clear();
-  if (names_.x.empty() && names_.y.empty()) return;
-  rows_.split(book_, batch.node_ids);
-  if (!names_.x.empty()) batch.feature_dim = fetch(names_.x, batch.x);
-  if (!names_.y.empty()) fetch(names_.y, batch.y);
+  assembly_.start_rows();
+  fetch_rows();
+  batch = assembly_.finish();
 }
 
-void DistributedSampler::sample_hop_parts(const SampleKey& key, int hop) {
+void DistributedSampler::sample_hop_parts() {
   Exchange<hop_atom> exchange(system_, deadline_, "hop request");
   std::vector<uint64_t> ids;
-  for (size_t p = 0; p < parts_.size(); ++p) {
-    const int part = static_cast<int>(p);
-    if (split_.empty(part) || parts_[p].is_local()) continue;
+  for (int part = 0; part < assembly_.num_parts(); ++part) {
+    if (!assembly_.hop_needs(part) || assembly_.is_local(part)) continue;
     Encoded request;
     ids.push_back(next_request_id_++);
-    encoder_.hop_request(ids.back(), key, hop, split_.input(part), config_.fingerprint(),
-                         request.bytes);
-    exchange.send(part, parts_[p].actor, std::move(request));
+    assembly_.hop_request(part, ids.back(), encoder_, request.bytes);
+    exchange.send(part, parts_[part].actor, std::move(request));
   }
   // The co-located parts are sampled while the remote ones work.
-  for (size_t p = 0; p < parts_.size(); ++p) {
-    const int part = static_cast<int>(p);
-    if (split_.empty(part) || !parts_[p].is_local()) continue;
-    sample_hop(*parts_[p].topology, config_, key, hop, split_.input(part), outputs_[p]);
+  for (int part = 0; part < assembly_.num_parts(); ++part) {
+    if (assembly_.hop_needs(part) && assembly_.is_local(part)) assembly_.sample_local(part);
   }
   std::vector<Encoded> replies = exchange.collect();
-  for (size_t i = 0; i < replies.size(); ++i) {
-    const int part = exchange.part(i);
-    DecodedHopReply reply;
-    try {
-      reply = decode_hop_reply(bytes_of(replies[i]), static_cast<int64_t>(split_.input(part).nodes.size()));
-    } catch (const Error& e) {
-      throw Error(part_name(part) + ": hop request failed: " + e.what());
-    }
-    if (reply.request_id != ids[i]) {
-      throw Error(part_name(part) + ": hop reply to request " + std::to_string(reply.request_id) + ", expected " +
-                  std::to_string(ids[i]));
-    }
-    // FrontierSplit joins owned outputs; the copy is of this hop's answer only, the
-    // smallest part of a batch.
-    HopOutput& out = outputs_[part];
-    out.offsets.assign(reply.offsets.begin(), reply.offsets.end());
-    out.neighbors.assign(reply.neighbors.begin(), reply.neighbors.end());
-    out.edge_ids.assign(reply.edge_ids.begin(), reply.edge_ids.end());
-    out.edge_types.assign(reply.edge_types.begin(), reply.edge_types.end());
+  for (size_t i = 0; i < replies.size(); ++i) assembly_.take_hop_reply(exchange.part(i), ids[i], bytes_of(replies[i]));
+}
+
+ChannelClient& DistributedSampler::channel(int part) {
+  if (channels_[part]) return *channels_[part];
+  caf::scoped_actor self{system_};
+  Encoded offer;
+  std::string failure;
+  self->request(parts_[part].actor, deadline_, channel_atom::value)
+      .receive([&](Encoded& reply) { offer = std::move(reply); },
+               [&](caf::error& err) {
+                 failure = err == caf::sec::request_timeout
+                               ? "no reply within " + std::to_string(deadline_.count()) + " ms"
+                               : system_.render(err);
+               });
+  if (!failure.empty()) throw Error(part_name(part) + ": channel request failed: " + failure);
+  DecodedChannelOffer decoded;
+  try {
+    decoded = decode_channel_offer(bytes_of(offer));
+  } catch (const Error& e) {
+    throw Error(part_name(part) + ": channel request failed: " + e.what());
+  }
+  auto client = std::make_unique<ChannelClient>(part_name(part));
+  client->open(decoded, static_cast<uint32_t>(part), deadline_);
+  channels_[part] = std::move(client);
+  return *channels_[part];
+}
+
+template <typename Use>
+void DistributedSampler::on_channel(int part, Use use) {
+  try {
+    use(channel(part));
+  } catch (const Error&) {
+    // The stream is unusable after a failure; the next batch opens a fresh channel (and
+    // fails at once if the partition is gone).
+    channels_[part].reset();
+    throw;
   }
 }
 
-template <typename T>
-int64_t DistributedSampler::fetch(const std::string& name, std::vector<T>& out) {
+void DistributedSampler::fetch_rows() {
+  const Rows kinds[] = {Rows::kX, Rows::kY};
+  // Requests first, so every remote partition works while the local ones are gathered.
   Exchange<feature_atom> exchange(system_, deadline_, "feature request");
-  std::vector<uint64_t> ids;
-  for (int part = 0; part < rows_.num_parts(); ++part) {
-    if (rows_.ids(part).empty() || parts_[part].is_local()) continue;
-    Encoded request;
-    ids.push_back(next_request_id_++);
-    encoder_.feature_request(ids.back(), "node", name, rows_.ids(part), request.bytes);
-    exchange.send(part, parts_[part].actor, std::move(request));
-  }
-
-  // Each part's rows, wherever they are: a co-located store's own memory or a reply buffer.
-  std::vector<Span<const T>> rows(parts_.size());
-  int64_t width = -1;
-  const auto agree = [&](int part, int64_t w) {
-    if (width >= 0 && w != width) {
-      throw Error(part_name(part) + ": attribute 'node/" + name + "' has rows of " + std::to_string(w) +
-                  " values, other partitions of " + std::to_string(width));
-    }
-    width = w;
+  std::vector<uint64_t> exchange_ids;
+  std::vector<Rows> exchange_rows;
+  struct Pending {
+    int part;
+    Rows rows;
+    uint64_t id;
   };
-  scratch_.resize(parts_.size());
-  for (int part = 0; part < rows_.num_parts(); ++part) {
-    if (rows_.ids(part).empty() || !parts_[part].is_local()) continue;
-    const ArrayRef* attribute = parts_[part].features->get("node", name);
-    if (attribute == nullptr || attribute->dtype() != dtype_of<T>()) {
-      throw Error(part_name(part) + ": no " + std::string(dtype_name(dtype_of<T>())) + " attribute 'node/" + name + "'");
-    }
-    const size_t n = rows_.ids(part).size();
-    agree(part, attribute->row_width());
-    // One co-located part holding every row (in order) gathers straight into the batch.
-    const bool only_part = n == rows_.size();
-    std::vector<char>& buffer = scratch_[part];  // reused: no fresh pages per batch
-    if (only_part) {
-      out.resize(n * static_cast<size_t>(width));
-    } else {
-      buffer.resize(n * attribute->row_bytes());
-    }
-    try {
-      parts_[part].features->gather("node", name, rows_.ids(part),
-                                    only_part ? static_cast<void*>(out.data()) : buffer.data(),
-                                    only_part ? out.size() * sizeof(T) : buffer.size());
-    } catch (const Error& e) {
-      throw Error(part_name(part) + ": " + e.what());
-    }
-    if (only_part) return width;
-    rows[part] = Span<const T>(reinterpret_cast<const T*>(buffer.data()), buffer.size() / sizeof(T));
-  }
-
-  std::vector<Encoded> replies = exchange.collect();
-  std::vector<DecodedFeatureReply> decoded(replies.size());
-  for (size_t i = 0; i < replies.size(); ++i) {
-    const int part = exchange.part(i);
-    const size_t n = rows_.ids(part).size();
-    try {
-      decoded[i] = decode_feature_reply(bytes_of(replies[i]), static_cast<int64_t>(n));
-      if (decoded[i].request_id != ids[i]) {
-        throw Error("reply to request " + std::to_string(decoded[i].request_id) + ", expected " +
-                    std::to_string(ids[i]));
+  std::vector<Pending> over_channel;
+  for (int part = 0; part < assembly_.num_parts(); ++part) {
+    if (assembly_.rows_of(part).empty() || assembly_.is_local(part)) continue;
+    for (Rows rows : kinds) {
+      if (!assembly_.wants(rows)) continue;
+      Encoded request;
+      const uint64_t id = next_request_id_++;
+      assembly_.feature_request(part, rows, id, encoder_, request.bytes);
+      if (other_process_[part]) {
+        on_channel(part, [&](ChannelClient& c) { c.send(bytes_of(request), deadline_); });
+        over_channel.push_back({part, rows, id});
+      } else {
+        exchange.send(part, parts_[part].actor, std::move(request));
+        exchange_ids.push_back(id);
+        exchange_rows.push_back(rows);
       }
-      rows[part] = decoded[i].values.as<T>(("attribute 'node/" + name + "'").c_str());
-    } catch (const Error& e) {
-      throw Error(part_name(part) + ": feature request failed: " + e.what());
     }
-    agree(part, static_cast<int64_t>(rows[part].size() / n));
   }
-
-  if (width < 0) width = 0;  // no rows at all
-  out.resize(rows_.size() * static_cast<size_t>(width));
-  const size_t row_bytes = static_cast<size_t>(width) * sizeof(T);
-  for (int part = 0; part < rows_.num_parts(); ++part) {
-    if (!rows_.ids(part).empty()) rows_.place(part, rows[part].data(), row_bytes, out.data());
+  for (int part = 0; part < assembly_.num_parts(); ++part) {
+    if (assembly_.is_local(part)) assembly_.gather_local(part);
   }
-  return width;
+  for (const Pending& p : over_channel) {
+    on_channel(p.part, [&](ChannelClient& c) {
+      uint64_t body_bytes = 0;
+      Span<const char> head = receive_rows_head(c, scratch_, body_bytes, deadline_);
+      if (!assembly_.width_known(p.rows)) {
+        // No co-located part told the width: the first reply does.
+        DecodedFeatureRowsHeader h;
+        try {
+          h = decode_feature_rows_header(head);
+        } catch (const Error& e) {
+          throw Error(part_name(p.part) + ": feature request failed: " + e.what());
+        }
+        const int64_t rows = std::max<int64_t>(h.rows(), 1);
+        assembly_.set_width(p.part, p.rows, static_cast<int64_t>(h.bytes / dtype_size(h.dtype)) / rows);
+      }
+      RowsTarget target = assembly_.rows_target(p.part, p.rows);
+      check_rows_header(target, p.id, head, body_bytes);
+      receive_rows_body(c, target, scratch_, deadline_);
+    });
+  }
+  std::vector<Encoded> replies = exchange.collect();
+  for (size_t i = 0; i < replies.size(); ++i) {
+    assembly_.take_feature_reply(exchange.part(i), exchange_rows[i], exchange_ids[i], bytes_of(replies[i]));
+  }
 }
 
 }  // namespace partita

@@ -1,8 +1,9 @@
 // Multi-hop sampling of one mini-batch across partitions, some co-located (sampled and
 // gathered by direct calls into their stores: no message, no copy), the others behind
 // partition actors in this or another process. Its batches are those of the
-// single-partition NeighborSampler followed by attach_features: every hop goes through the
-// same one-hop kernel, split by owner and joined back in frontier order.
+// single-partition NeighborSampler followed by attach_features (sampler_steps.h). Rows from
+// a partition in another process come over its feature channel (feature_channel.h), opened
+// at the first batch that needs them; everything else is CAF messages.
 #pragma once
 
 #include <caf/fwd.hpp>
@@ -12,15 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "actors/feature_channel.h"
 #include "actors/protocol.h"
+#include "actors/sampler_steps.h"
 #include "base/span.h"
 #include "graph/batch_features.h"
 #include "graph/feature_store.h"
-#include "graph/frontier_split.h"
 #include "graph/mini_batch.h"
 #include "graph/partition_book.h"
-#include "graph/row_split.h"
-#include "graph/subgraph_builder.h"
 #include "graph/topology.h"
 #include "messages/codec.h"
 
@@ -63,28 +63,25 @@ class DistributedSampler {
                    Span<const int64_t> seed_times = {});
 
  private:
-  // Fills outputs_[p] for every partition with a part of the current hop's frontier.
-  void sample_hop_parts(const SampleKey& key, int hop);
-  // Gathers node attribute `name` (rows of T) for the ids rows_ was split from into `out`,
-  // row after row; returns the row width.
-  template <typename T>
-  int64_t fetch(const std::string& name, std::vector<T>& out);
+  // One hop of the current batch: remote parts by message, co-located ones meanwhile.
+  void sample_hop_parts();
+  // The rows of the current batch: remote parts by channel or message, co-located ones
+  // meanwhile.
+  void fetch_rows();
+  ChannelClient& channel(int part);
+  // Runs `use` on part's channel; a failure closes the channel before it propagates.
+  template <typename Use>
+  void on_channel(int part, Use use);
 
   caf::actor_system& system_;
-  PartitionBook book_;
   std::vector<PartitionRef> parts_;
-  SamplerConfig config_;
+  std::vector<bool> other_process_;  // parts_[p] is an actor of another node
   std::chrono::milliseconds deadline_;
-  FeatureNames names_;
-
-  SubgraphBuilder builder_;
-  FrontierSplit split_;
-  RowSplit rows_;
-  std::vector<HopOutput> outputs_;
-  HopOutput joined_;
-  std::vector<std::vector<char>> scratch_;  // co-located parts' gathered rows, reused
+  BatchAssembly assembly_;
   Encoder encoder_;
   uint64_t next_request_id_ = 1;
+  std::vector<std::unique_ptr<ChannelClient>> channels_;  // opened on first use
+  RowsScratch scratch_;
 };
 
 }  // namespace partita

@@ -82,8 +82,11 @@ class Section {
   // After reading: any key nobody asked for is a mistake in the file.
   void reject_unknown() const {
     if (!node_ || !node_.IsMap()) return;
+    std::set<std::string> seen;
     for (const auto& entry : node_) {
       const std::string key = entry.first.as<std::string>();
+      // YAML forbids repeated keys but yaml-cpp keeps the first silently.
+      if (!seen.insert(key).second) fail(field(key), "given twice");
       if (used_.count(key) == 0) {
         std::string known;
         for (const auto& k : used_) known += (known.empty() ? "" : ", ") + k;
@@ -120,12 +123,14 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
     job.generate = true;
     Section g = s.sub("generate");
     GenerateSpec& spec = job.generate_spec;
-    g.read_choice("kind", spec.kind, {"sbm"});
+    g.read_choice("kind", spec.kind, {"sbm", "rmat"});
     g.read_int("nodes", spec.nodes, 4);
     g.read_int("classes", spec.classes, 2);
     g.read_int("features", spec.features, 1);
     g.read_real("avg_degree", spec.avg_degree, 0.1, 1e4);
+    g.read_int("train_nodes", spec.train_nodes, 0);
     g.read("seed", spec.seed, "an unsigned integer");
+    if (spec.train_nodes > spec.nodes) g.fail(g.field("train_nodes"), "is more than the nodes");
     if (spec.nodes < 2 * spec.classes) g.fail(g.field("nodes"), "needs at least 2 nodes per class");
     g.reject_unknown();
   }
@@ -162,6 +167,10 @@ void read_model(Section s, JobConfig& job) {
   s.read_real("dropout", job.dropout, 0.0, 0.99);
   s.read("trim", job.trim, "true or false");
   s.reject_unknown();
+  if (job.model == "gat" && job.hidden % job.heads != 0) {
+    s.fail(s.field("hidden"), std::to_string(job.hidden) + " is not a multiple of model.heads (" +
+                                  std::to_string(job.heads) + "): GAT splits the hidden features over its heads");
+  }
 }
 
 void read_sampling(Section s, JobConfig& job) {

@@ -7,7 +7,8 @@
 //     partitions: DIR          # a folder written by `partita partition`, or else:
 //     dataset: PATH            # a dataset, partitioned when the job starts into
 //     format: npy              #   OUTPUT/partitions (linqs, npy, edgelist)
-//     generate: {kind: sbm, nodes: 100000, classes: 8, features: 32, avg_degree: 10, seed: 1}
+//     generate: {kind: sbm, nodes: 100000, classes: 8, features: 32, avg_degree: 10,
+//                train_nodes: 0, seed: 1}   # kind: sbm or rmat; train_nodes 0 = 10%
 //     num_partitions: 2        # for dataset/generate
 //   model: {kind: graphsage, hidden: 128, layers: 2, heads: 4, dropout: 0.5, trim: true}
 //   sampling: {fanouts: [10, 10], batch_size: 512, prefetch: 2, workers: 1, replace: false}
@@ -31,12 +32,16 @@
 
 namespace partita {
 
+// A synthetic graph made by the project's generators (partitioner/generators.h): "sbm",
+// whose labels are learnable, or "rmat", a power-law graph with random labels for
+// measuring speed.
 struct GenerateSpec {
-  std::string kind = "sbm";  // the only generator with labels worth learning
+  std::string kind = "sbm";
   int64_t nodes = 100000;
   int64_t classes = 8;
   int64_t features = 32;
   double avg_degree = 10;
+  int64_t train_nodes = 0;  // 0: 10% of the nodes
   uint64_t seed = 1;
 };
 

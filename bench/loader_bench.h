@@ -1,7 +1,8 @@
-// `partita bench loader`: distributed mini-batches, in one process and across a daemon.
+// `partita bench loader`: distributed mini-batches, in one process and on two daemons.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace partita::bench {
@@ -12,16 +13,29 @@ struct LoaderBenchOptions {
   int64_t feature_dim = 128;
   std::vector<int> fanouts{15, 10, 5};
   int64_t batch_size = 1024;
-  int num_batches = 20;  // measured per configuration, after 2 warm-up batches
+  int num_batches = 40;  // measured per sampler and configuration, at most, after 2 warm-up
+  double seconds = 1.5;  // samplers start no batch after this much of a measurement
+  int prefetch = 2;      // batches in flight per sampler actor
+  int repeat = 3;        // rounds of every measurement; medians are reported
   uint64_t seed = 1;
+  std::string workdir;   // keeps (and reuses) the generated graph; empty: a temporary folder
 };
 
-// Generates RMAT with features, partitions it into 1 and 2 parts (METIS), and measures
-// batches/s and sampled edges/s of the distributed sampler (features and labels included)
-// for (a) 1 partition in-process, (b) 2 partitions in-process (partition 1 behind an
-// actor), (c) 2 partitions with partition 1 on a `partita daemon` process over loopback.
-// Then remote feature transfer (feature replies from the daemon) in bytes/s next to raw
-// loopback TCP moving the same bytes in the same run.
+// Generates RMAT with features and labels, partitions it into 1 and 2 parts (METIS) and
+// measures batches/s and sampled edges/s of sampler actors (features and labels included),
+// each sampling its partition's training nodes with `prefetch` batches in flight:
+//   (a) 1 partition in-process: one sampler;
+//   (b) 2 partitions in-process: a partition actor and a sampler per partition, both
+//       samplers at once, each reading its own partition directly and the other by message;
+//   (c) 2 partitions on 2 `partita daemon` processes over loopback: on each daemon a
+//       partition actor and the sampler of its trainer, both at once, driven from here.
+// Samplers measured together run for the same time (`seconds`, at most `num_batches`
+// each), and the total is all their batches over the wall time;
+// plus the trainer's Loader (a DistributedSampler) in this process with partition 1 on a
+// daemon. Then remote feature transfer from a daemon (over the feature channel, and by
+// CAF message for comparison) in bytes/s next to raw loopback TCP moving the same bytes.
+// The rounds interleave the configurations, so that load from elsewhere on the machine
+// spreads over all of them.
 void run_loader_bench(const LoaderBenchOptions& options);
 
 }  // namespace partita::bench

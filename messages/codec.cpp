@@ -62,6 +62,11 @@ const char* message_kind_name(MessageKind kind) {
     case MessageKind::kFeatureRequest: return "feature request";
     case MessageKind::kFeatureReply: return "feature reply";
     case MessageKind::kErrorReply: return "error reply";
+    case MessageKind::kChannelOffer: return "channel offer";
+    case MessageKind::kMiniBatch: return "mini-batch";
+    case MessageKind::kSamplerAck: return "sampler ack";
+    case MessageKind::kRunReport: return "run report";
+    case MessageKind::kFeatureRowsHeader: return "feature rows header";
   }
   return "unknown message";
 }
@@ -86,21 +91,25 @@ class Encoder::Impl {
       : chunk_bytes_(std::max<size_t>(8, std::min(max_chunk_bytes, kMaxChunkBytes) / 8 * 8)),
         scratch_(kScratchWords) {}
 
-  // Builds one message with `fill(envelope, orphanage)` and writes it to `out`.
+  // Builds one message with `fill(envelope, orphanage)` and writes it to `out`. With
+  // `omit_external`, the one external segment (which must be the last) is left out: `out`
+  // gets what precedes it, and the return value is the zero padding that must follow it.
   template <typename Fill>
-  void encode(const char* what, std::vector<char>& out, Fill&& fill) {
-    guarded(what, [&] {
+  size_t encode(const char* what, std::vector<char>& out, Fill&& fill, bool omit_external = false) {
+    return guarded(what, [&] {
       external_.clear();
       // The builder re-zeroes the scratch space it used on destruction, as it requires.
       capnp::MallocMessageBuilder message(kj::arrayPtr(scratch_.data(), scratch_.size()));
       fill(message.initRoot<Envelope>(), message.getOrphanage());
-      flatten(message.getSegmentsForOutput(), out);
+      return flatten(what, message.getSegmentsForOutput(), out, omit_external);
     });
   }
 
-  // Writes `tensor` into `builder`: dtype, shape and data split into chunks.
+  // Writes `tensor` into `builder`: dtype, shape and data split into chunks. With
+  // `all_external`, every chunk is referenced, however small (see feature_reply_head).
   void write_tensor(const char* what, const char* field, const TensorView& tensor,
-                    wire::Tensor::Builder builder, capnp::Orphanage orphanage) {
+                    wire::Tensor::Builder builder, capnp::Orphanage orphanage,
+                    bool all_external = false) {
     if (tensor.shape.size() > kMaxDims) fail(what, std::string(field) + ": too many dimensions");
     uint64_t numel = 1;
     for (int64_t d : tensor.shape) {
@@ -123,7 +132,7 @@ class Encoder::Impl {
       size_t offset = i * chunk_bytes_;
       size_t len = std::min(chunk_bytes_, tensor.bytes - offset);
       const capnp::byte* begin = src + offset;
-      if (len >= kMinExternalBytes && reinterpret_cast<uintptr_t>(begin) % 8 == 0) {
+      if ((all_external || len >= kMinExternalBytes) && reinterpret_cast<uintptr_t>(begin) % 8 == 0) {
         chunks.adopt(i, orphanage.referenceExternalData(capnp::Data::Reader(begin, len)));
         external_.push_back({begin, len});
       } else {
@@ -144,10 +153,20 @@ class Encoder::Impl {
 
   // The standard framing (segment count - 1, segment sizes, padding, segments) written into
   // `out`. External segments are copied by their exact byte length and padded with zeros:
-  // Cap'n Proto would otherwise read up to 7 bytes past the end of the caller's data.
-  void flatten(kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments,
-               std::vector<char>& out) {
-    size_t table_words = segments.size() / 2 + 1;
+  // Cap'n Proto would otherwise read up to 7 bytes past the end of the caller's data. With
+  // `omit_external` the last segment, external, is not written; returns its padding.
+  size_t flatten(const char* what, kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments,
+                 std::vector<char>& out, bool omit_external) {
+    size_t omitted_padding = 0;
+    if (omit_external) {
+      if (external_.size() != 1 || reinterpret_cast<const capnp::byte*>(segments.back().begin()) !=
+                                       external_[0].begin) {
+        fail(what, "the values must be one external segment at the end of the message");
+      }
+      omitted_padding = segments.back().size() * 8 - external_[0].bytes;
+      segments = segments.slice(0, segments.size() - 1);
+    }
+    size_t table_words = (segments.size() + omit_external) / 2 + 1;
     size_t total = table_words * 8;
     for (auto& segment : segments) total += segment.size() * 8;
     // Resizing within capacity only zero-fills growth, so reuse costs nothing extra.
@@ -155,9 +174,12 @@ class Encoder::Impl {
     char* dst = out.data();
     std::memset(dst, 0, table_words * 8);
     auto* table = reinterpret_cast<uint32_t*>(dst);  // vector<char> storage is 16-aligned
-    table[0] = static_cast<uint32_t>(segments.size() - 1);
+    table[0] = static_cast<uint32_t>(segments.size() + omit_external - 1);
     for (size_t i = 0; i < segments.size(); ++i)
       table[i + 1] = static_cast<uint32_t>(segments[i].size());
+    if (omit_external) {
+      table[segments.size() + 1] = static_cast<uint32_t>((external_[0].bytes + 7) / 8);
+    }
     dst += table_words * 8;
 
     size_t next_external = 0;
@@ -175,6 +197,7 @@ class Encoder::Impl {
       }
       dst += seg_bytes;
     }
+    return omitted_padding;
   }
 
   size_t chunk_bytes_;
@@ -267,6 +290,35 @@ void Encoder::feature_reply(uint64_t request_id, const TensorView& values,
   });
 }
 
+size_t Encoder::feature_reply_head(uint64_t request_id, DType dtype,
+                                  const std::vector<int64_t>& shape, std::vector<char>& head) {
+  const char* what = "feature reply";
+  if (shape.empty()) fail(what, "values must have at least one dimension (rows)");
+  uint64_t numel = 1;
+  for (int64_t d : shape) {
+    if (d < 0) fail(what, "values: negative dimension");
+    numel *= static_cast<uint64_t>(d);
+  }
+  const uint64_t bytes = numel * dtype_size(dtype);
+  if (bytes > kMaxChunkBytes) fail(what, "values over one chunk cannot be written separately");
+  if (bytes == 0) {  // no data segment at all: the head is the whole message
+    feature_reply(request_id, TensorView(dtype, shape, nullptr, 0), head);
+    return 0;
+  }
+  // The values are referenced, never read: the segment only needs an aligned address to
+  // tell it apart in flatten(), which leaves it out.
+  alignas(8) static const capnp::word placeholder{};
+  return impl_->encode(
+      what, head,
+      [&](Envelope::Builder envelope, capnp::Orphanage orphanage) {
+        auto reply = envelope.initFeatureReply();
+        reply.setRequestId(request_id);
+        impl_->write_tensor(what, "values", TensorView(dtype, shape, &placeholder, bytes),
+                            reply.initValues(), orphanage, /*all_external=*/true);
+      },
+      /*omit_external=*/true);
+}
+
 void Encoder::error_reply(uint64_t request_id, WireErrorCode code, const std::string& message,
                           std::vector<char>& out) {
   impl_->encode("error reply", out, [&](Envelope::Builder envelope, capnp::Orphanage) {
@@ -274,6 +326,85 @@ void Encoder::error_reply(uint64_t request_id, WireErrorCode code, const std::st
     reply.setRequestId(request_id);
     reply.setCode(static_cast<wire::ErrorCode>(code));
     reply.setMessage(capnp::Text::Reader(message.data(), message.size()));
+  });
+}
+
+void Encoder::channel_offer(const std::string& host, uint16_t port, uint64_t token, uint32_t client,
+                            std::vector<char>& out) {
+  impl_->encode("channel offer", out, [&](Envelope::Builder envelope, capnp::Orphanage) {
+    auto offer = envelope.initChannelOffer();
+    offer.setHost(capnp::Text::Reader(host.data(), host.size()));
+    offer.setPort(port);
+    offer.setToken(token);
+    offer.setClient(client);
+  });
+}
+
+void Encoder::mini_batch(const SampleKey& key, const MiniBatch& batch, std::vector<char>& out) {
+  const char* what = "mini-batch";
+  const auto nodes = static_cast<int64_t>(batch.node_ids.size());
+  if (batch.feature_dim < 0 || batch.x.size() != static_cast<size_t>(nodes * batch.feature_dim))
+    fail(what, "x has " + std::to_string(batch.x.size()) + " values for " +
+                   std::to_string(nodes) + " nodes of " + std::to_string(batch.feature_dim));
+  impl_->encode(what, out, [&](Envelope::Builder envelope, capnp::Orphanage orphanage) {
+    auto m = envelope.initMiniBatch();
+    auto k = m.initKey();
+    k.setSeed(key.seed);
+    k.setEpoch(key.epoch);
+    k.setBatch(key.batch);
+    m.setBatchSize(batch.batch_size);
+    auto vec = [&](const char* field, const auto& values, auto init) {
+      impl_->write_tensor(what, field, TensorView::of(values), init(), orphanage);
+    };
+    vec("node_ids", batch.node_ids, [&] { return m.initNodeIds(); });
+    vec("row", batch.row, [&] { return m.initRow(); });
+    vec("col", batch.col, [&] { return m.initCol(); });
+    vec("edge_ids", batch.edge_ids, [&] { return m.initEdgeIds(); });
+    if (!batch.edge_types.empty()) vec("edge_types", batch.edge_types, [&] { return m.initEdgeTypes(); });
+    vec("num_sampled_nodes", batch.num_sampled_nodes, [&] { return m.initNumSampledNodes(); });
+    vec("num_sampled_edges", batch.num_sampled_edges, [&] { return m.initNumSampledEdges(); });
+    if (!batch.batch.empty()) vec("batch", batch.batch, [&] { return m.initBatch(); });
+    vec("input_ids", batch.input_ids, [&] { return m.initInputIds(); });
+    vec("input_local", batch.input_local, [&] { return m.initInputLocal(); });
+    if (batch.feature_dim > 0) {
+      impl_->write_tensor(what, "x", TensorView(DType::kFloat32, {nodes, batch.feature_dim}, batch.x.data(),
+                                                batch.x.size() * sizeof(float)),
+                          m.initX(), orphanage);
+    }
+    if (!batch.y.empty()) vec("y", batch.y, [&] { return m.initY(); });
+  });
+}
+
+void Encoder::sampler_ack(int64_t num_batches, std::vector<char>& out) {
+  impl_->encode("sampler ack", out, [&](Envelope::Builder envelope, capnp::Orphanage) {
+    envelope.initSamplerAck().setNumBatches(num_batches);
+  });
+}
+
+void Encoder::feature_rows_header(uint64_t request_id, DType dtype, const std::vector<int64_t>& shape,
+                                  std::vector<char>& out) {
+  const char* what = "feature rows header";
+  if (shape.empty() || shape.size() > kMaxDims) fail(what, "rows need 1 to 16 dimensions");
+  for (int64_t d : shape) {
+    if (d < 0) fail(what, "negative dimension");
+  }
+  impl_->encode(what, out, [&](Envelope::Builder envelope, capnp::Orphanage) {
+    auto header = envelope.initFeatureRowsHeader();
+    header.setRequestId(request_id);
+    header.setDtype(static_cast<uint32_t>(dtype));
+    auto dims = header.initShape(static_cast<unsigned>(shape.size()));
+    for (size_t i = 0; i < shape.size(); ++i) dims.set(static_cast<unsigned>(i), shape[i]);
+  });
+}
+
+void Encoder::run_report(const RunReport& report, std::vector<char>& out) {
+  impl_->encode("run report", out, [&](Envelope::Builder envelope, capnp::Orphanage) {
+    auto r = envelope.initRunReport();
+    r.setBatches(report.batches);
+    r.setEdges(report.edges);
+    r.setNodes(report.nodes);
+    r.setSeconds(report.seconds);
+    r.setRemoteFeatureBytes(report.remote_feature_bytes);
   });
 }
 
@@ -344,6 +475,11 @@ MessageKind kind_of(Envelope::Reader envelope, const char* what) {
     case Envelope::FEATURE_REQUEST: return MessageKind::kFeatureRequest;
     case Envelope::FEATURE_REPLY: return MessageKind::kFeatureReply;
     case Envelope::ERROR_REPLY: return MessageKind::kErrorReply;
+    case Envelope::CHANNEL_OFFER: return MessageKind::kChannelOffer;
+    case Envelope::MINI_BATCH: return MessageKind::kMiniBatch;
+    case Envelope::SAMPLER_ACK: return MessageKind::kSamplerAck;
+    case Envelope::RUN_REPORT: return MessageKind::kRunReport;
+    case Envelope::FEATURE_ROWS_HEADER: return MessageKind::kFeatureRowsHeader;
     case Envelope::UNSET: break;
   }
   fail(what, "not a protocol message (envelope tag " +
@@ -468,6 +604,13 @@ MessageHeader peek_message(Span<const char> bytes) {
         header.request_id = envelope.getFeatureReply().getRequestId(); break;
       case MessageKind::kErrorReply:
         header.request_id = envelope.getErrorReply().getRequestId(); break;
+      case MessageKind::kFeatureRowsHeader:
+        header.request_id = envelope.getFeatureRowsHeader().getRequestId(); break;
+      case MessageKind::kChannelOffer:
+      case MessageKind::kMiniBatch:
+      case MessageKind::kSamplerAck:
+      case MessageKind::kRunReport:
+        break;
     }
     return header;
   });
@@ -570,6 +713,187 @@ DecodedFeatureReply decode_feature_reply(Span<const char> bytes, int64_t expecte
     if (expected_rows >= 0 && out.values.rows() != expected_rows)
       fail(what, "values has " + std::to_string(out.values.rows()) + " rows, expected " +
                      std::to_string(expected_rows));
+    return out;
+  });
+}
+
+DecodedChannelOffer decode_channel_offer(Span<const char> bytes) {
+  const char* what = "channel offer";
+  return guarded(what, [&] {
+    OwnedBuffers owned;
+    WireReader reader(bytes, what, owned);
+    Envelope::Reader envelope = reader.root();
+    expect_kind(envelope, MessageKind::kChannelOffer);
+    auto offer = envelope.getChannelOffer();
+    DecodedChannelOffer out;
+    out.host = read_text(offer.getHost());
+    out.port = offer.getPort();
+    out.token = offer.getToken();
+    out.client = offer.getClient();
+    if (out.host.empty()) fail(what, "no host");
+    if (out.port == 0) fail(what, "port 0");
+    return out;
+  });
+}
+
+namespace {
+
+// Checks that every entry of `indices` is a valid index into `n` nodes.
+void check_local(const char* what, const char* field, Span<const int64_t> indices, int64_t n) {
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] < 0 || indices[i] >= n)
+      fail(what, std::string(field) + "[" + std::to_string(i) + "] = " + std::to_string(indices[i]) +
+                     " is not a node of the batch (" + std::to_string(n) + " nodes)");
+  }
+}
+
+// The sum of per-hop counts, which must all be non-negative.
+int64_t checked_sum(const char* what, const char* field, Span<const int64_t> counts) {
+  int64_t sum = 0;
+  for (int64_t c : counts) {
+    if (c < 0 || c > (int64_t{1} << 48)) fail(what, std::string(field) + ": count " + std::to_string(c));
+    sum += c;
+  }
+  return sum;
+}
+
+}  // namespace
+
+void decode_mini_batch(Span<const char> bytes, MiniBatch& batch, SampleKey* key) {
+  const char* what = "mini-batch";
+  guarded(what, [&] {
+    OwnedBuffers owned;
+    WireReader reader(bytes, what, owned);
+    Envelope::Reader envelope = reader.root();
+    expect_kind(envelope, MessageKind::kMiniBatch);
+    auto m = envelope.getMiniBatch();
+    auto vec = [&](const char* field, bool present, wire::Tensor::Reader tensor) {
+      return read_vector<int64_t>(what, field, present, tensor, owned);
+    };
+    Span<const int64_t> nodes = vec("node_ids", m.hasNodeIds(), m.getNodeIds());
+    Span<const int64_t> row = vec("row", m.hasRow(), m.getRow());
+    Span<const int64_t> col = vec("col", m.hasCol(), m.getCol());
+    Span<const int64_t> edge_ids = vec("edge_ids", m.hasEdgeIds(), m.getEdgeIds());
+    const size_t edges = row.size();
+    if (col.size() != edges || edge_ids.size() != edges)
+      fail(what, "row, col and edge_ids have " + std::to_string(edges) + ", " + std::to_string(col.size()) +
+                     " and " + std::to_string(edge_ids.size()) + " entries");
+    Span<const int32_t> edge_types =
+        read_optional<int32_t>(what, "edge_types", m.hasEdgeTypes(), m.getEdgeTypes(), edges, owned);
+    Span<const int64_t> per_hop_nodes = vec("num_sampled_nodes", m.hasNumSampledNodes(), m.getNumSampledNodes());
+    Span<const int64_t> per_hop_edges = vec("num_sampled_edges", m.hasNumSampledEdges(), m.getNumSampledEdges());
+    if (per_hop_nodes.size() != per_hop_edges.size())
+      fail(what, "num_sampled_nodes and num_sampled_edges cover different hop counts");
+    const auto n = static_cast<int64_t>(nodes.size());
+    if (checked_sum(what, "num_sampled_nodes", per_hop_nodes) != n)
+      fail(what, "num_sampled_nodes does not add up to the " + std::to_string(n) + " nodes");
+    if (checked_sum(what, "num_sampled_edges", per_hop_edges) != static_cast<int64_t>(edges))
+      fail(what, "num_sampled_edges does not add up to the " + std::to_string(edges) + " edges");
+    check_local(what, "row", row, n);
+    check_local(what, "col", col, n);
+    Span<const int64_t> trees = read_optional<int64_t>(what, "batch", m.hasBatch(), m.getBatch(), nodes.size(), owned);
+    Span<const int64_t> input_ids = vec("input_ids", m.hasInputIds(), m.getInputIds());
+    Span<const int64_t> input_local = vec("input_local", m.hasInputLocal(), m.getInputLocal());
+    if (input_local.size() != input_ids.size())
+      fail(what, "input_local has " + std::to_string(input_local.size()) + " entries for " +
+                     std::to_string(input_ids.size()) + " seeds");
+    check_local(what, "input_local", input_local, n);
+    const int64_t batch_size = m.getBatchSize();
+    if (batch_size < 0 || batch_size > n)
+      fail(what, "batch size " + std::to_string(batch_size) + " for " + std::to_string(n) + " nodes");
+    int64_t feature_dim = 0;
+    Span<const float> x;
+    if (m.hasX()) {
+      TensorView view = read_tensor(what, "x", true, m.getX(), owned);
+      if (view.shape.size() != 2 || view.shape[0] != n)
+        fail(what, "x must be [" + std::to_string(n) + ", feature_dim]");
+      x = view.as<float>("mini-batch: x");
+      feature_dim = view.shape[1];
+    }
+    Span<const int64_t> y = read_optional<int64_t>(what, "y", m.hasY(), m.getY(), nodes.size(), owned);
+
+    batch.node_ids.assign(nodes.begin(), nodes.end());
+    batch.row.assign(row.begin(), row.end());
+    batch.col.assign(col.begin(), col.end());
+    batch.edge_ids.assign(edge_ids.begin(), edge_ids.end());
+    batch.edge_types.assign(edge_types.begin(), edge_types.end());
+    batch.num_sampled_nodes.assign(per_hop_nodes.begin(), per_hop_nodes.end());
+    batch.num_sampled_edges.assign(per_hop_edges.begin(), per_hop_edges.end());
+    batch.batch.assign(trees.begin(), trees.end());
+    batch.input_ids.assign(input_ids.begin(), input_ids.end());
+    batch.input_local.assign(input_local.begin(), input_local.end());
+    batch.batch_size = batch_size;
+    batch.feature_dim = feature_dim;
+    batch.x.assign(x.begin(), x.end());
+    batch.y.assign(y.begin(), y.end());
+    if (key != nullptr) {
+      auto k = m.getKey();
+      *key = SampleKey{k.getSeed(), k.getEpoch(), k.getBatch()};
+    }
+  });
+}
+
+int64_t decode_sampler_ack(Span<const char> bytes) {
+  const char* what = "sampler ack";
+  return guarded(what, [&] {
+    OwnedBuffers owned;
+    WireReader reader(bytes, what, owned);
+    Envelope::Reader envelope = reader.root();
+    expect_kind(envelope, MessageKind::kSamplerAck);
+    int64_t n = envelope.getSamplerAck().getNumBatches();
+    if (n < 0) fail(what, "negative batch count " + std::to_string(n));
+    return n;
+  });
+}
+
+DecodedFeatureRowsHeader decode_feature_rows_header(Span<const char> bytes, int64_t expected_rows) {
+  const char* what = "feature rows header";
+  return guarded(what, [&] {
+    OwnedBuffers owned;
+    WireReader reader(bytes, what, owned);
+    Envelope::Reader envelope = reader.root();
+    expect_kind(envelope, MessageKind::kFeatureRowsHeader);
+    auto header = envelope.getFeatureRowsHeader();
+    DecodedFeatureRowsHeader out;
+    out.request_id = header.getRequestId();
+    const uint32_t code = header.getDtype();
+    if (!dtype_is_valid(code)) fail(what, "unknown dtype code " + std::to_string(code));
+    out.dtype = static_cast<DType>(code);
+    auto shape = header.getShape();
+    if (shape.size() == 0 || shape.size() > kMaxDims) fail(what, "rows need 1 to 16 dimensions");
+    // Bounded before multiplying, so a forged shape cannot overflow the byte count.
+    constexpr uint64_t kMaxBytes = uint64_t{1} << 30;
+    uint64_t bytes = dtype_size(out.dtype);
+    for (int64_t d : shape) {
+      if (d < 0) fail(what, "negative dimension " + std::to_string(d));
+      if (d != 0 && bytes > kMaxBytes / static_cast<uint64_t>(d)) fail(what, "rows over 1 GiB");
+      bytes *= static_cast<uint64_t>(d);
+      out.shape.push_back(d);
+    }
+    out.bytes = bytes;
+    if (expected_rows >= 0 && out.rows() != expected_rows)
+      fail(what, std::to_string(out.rows()) + " rows, expected " + std::to_string(expected_rows));
+    return out;
+  });
+}
+
+RunReport decode_run_report(Span<const char> bytes) {
+  const char* what = "run report";
+  return guarded(what, [&] {
+    OwnedBuffers owned;
+    WireReader reader(bytes, what, owned);
+    Envelope::Reader envelope = reader.root();
+    expect_kind(envelope, MessageKind::kRunReport);
+    auto r = envelope.getRunReport();
+    RunReport out;
+    out.batches = r.getBatches();
+    out.edges = r.getEdges();
+    out.nodes = r.getNodes();
+    out.seconds = r.getSeconds();
+    out.remote_feature_bytes = r.getRemoteFeatureBytes();
+    if (out.batches < 0 || out.edges < 0 || out.nodes < 0 || out.remote_feature_bytes < 0)
+      fail(what, "negative count");
+    if (!(out.seconds >= 0) || out.seconds > 1e9) fail(what, "seconds out of range");
     return out;
   });
 }

@@ -22,12 +22,24 @@
 
 #include "base/error.h"
 #include "base/span.h"
+#include "graph/mini_batch.h"
 #include "graph/neighbor_sampler.h"
 #include "messages/tensor_view.h"
 
 namespace partita {
 
-enum class MessageKind { kHopRequest, kHopReply, kFeatureRequest, kFeatureReply, kErrorReply };
+enum class MessageKind {
+  kHopRequest,
+  kHopReply,
+  kFeatureRequest,
+  kFeatureReply,
+  kErrorReply,
+  kChannelOffer,
+  kMiniBatch,
+  kSamplerAck,
+  kRunReport,
+  kFeatureRowsHeader,
+};
 const char* message_kind_name(MessageKind kind);  // "hop request", ...
 
 // Mirrors sampling.capnp's ErrorCode.
@@ -45,6 +57,15 @@ class RemoteError : public Error {
  private:
   uint64_t request_id_;
   WireErrorCode code_;
+};
+
+// What a sampler actor's run did (sampling.capnp RunReport).
+struct RunReport {
+  int64_t batches = 0;
+  int64_t edges = 0;
+  int64_t nodes = 0;
+  double seconds = 0;
+  int64_t remote_feature_bytes = 0;
 };
 
 // One Data field holds at most 2^29-1 bytes; chunks are kept a multiple of 8 bytes so that
@@ -70,8 +91,24 @@ class Encoder {
   void feature_request(uint64_t request_id, const std::string& group, const std::string& name,
                        Span<const int64_t> ids, std::vector<char>& out);
   void feature_reply(uint64_t request_id, const TensorView& values, std::vector<char>& out);
+  // A feature reply whose values the caller writes itself: the message is `head`, then the
+  // values (the bytes `dtype` and `shape` give), then the returned number of zero bytes. It
+  // decodes as feature_reply()'s does. So a sender gathers rows straight into its output
+  // buffer after the head, or hands head, rows and padding to writev, instead of copying
+  // them into a message. Throws Error for values over one chunk (kMaxChunkBytes).
+  size_t feature_reply_head(uint64_t request_id, DType dtype, const std::vector<int64_t>& shape,
+                            std::vector<char>& head);
   void error_reply(uint64_t request_id, WireErrorCode code, const std::string& message,
                    std::vector<char>& out);
+  void channel_offer(const std::string& host, uint16_t port, uint64_t token, uint32_t client,
+                     std::vector<char>& out);
+  // Copies the batch's arrays (x included) into the message.
+  void mini_batch(const SampleKey& key, const MiniBatch& batch, std::vector<char>& out);
+  void sampler_ack(int64_t num_batches, std::vector<char>& out);
+  // The head of a feature reply whose rows (`dtype`, `shape`) follow it raw on a channel.
+  void feature_rows_header(uint64_t request_id, DType dtype, const std::vector<int64_t>& shape,
+                           std::vector<char>& out);
+  void run_report(const RunReport& report, std::vector<char>& out);
 
  private:
   class Impl;
@@ -123,8 +160,24 @@ struct DecodedErrorReply {
   std::string message;
 };
 
+struct DecodedFeatureRowsHeader {
+  uint64_t request_id = 0;
+  DType dtype = DType::kUInt8;
+  std::vector<int64_t> shape;
+  uint64_t bytes = 0;  // of the rows that follow
+  int64_t rows() const { return shape.empty() ? 0 : shape[0]; }
+};
+
+struct DecodedChannelOffer {
+  std::string host;
+  uint16_t port = 0;
+  uint64_t token = 0;
+  uint32_t client = 0;
+};
+
 // What a buffer holds, for dispatch, and its request id (so that even a request that fails
-// validation can be answered with an error reply to the right id). Throws Error if the
+// validation can be answered with an error reply to the right id; 0 for the kinds without
+// one: channel offers, mini-batches, sampler acks and run reports). Throws Error if the
 // buffer is not a protocol message.
 struct MessageHeader {
   MessageKind kind;
@@ -141,5 +194,15 @@ DecodedHopReply decode_hop_reply(Span<const char> bytes, int64_t expected_nodes 
 DecodedFeatureRequest decode_feature_request(Span<const char> bytes);
 DecodedFeatureReply decode_feature_reply(Span<const char> bytes, int64_t expected_rows = -1);
 DecodedErrorReply decode_error_reply(Span<const char> bytes);
+DecodedChannelOffer decode_channel_offer(Span<const char> bytes);
+// Copies the arrays into `batch` (reusing its vectors' capacity) after checking that they
+// are consistent: edge and per-hop counts add up, local indices are within the nodes, x is
+// [nodes, feature_dim] float32, y has one int64 label per node.
+void decode_mini_batch(Span<const char> bytes, MiniBatch& batch, SampleKey* key = nullptr);
+int64_t decode_sampler_ack(Span<const char> bytes);  // the number of batches
+// Checks dtype and shape (at least one dimension, none negative, at most 1 GiB of rows)
+// and, when not negative, the row count.
+DecodedFeatureRowsHeader decode_feature_rows_header(Span<const char> bytes, int64_t expected_rows = -1);
+RunReport decode_run_report(Span<const char> bytes);
 
 }  // namespace partita

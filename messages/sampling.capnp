@@ -1,5 +1,6 @@
-# The sampling and feature protocol between sampler and partition actors. Every message is
-# an Envelope, so a receiver can tell an error reply from the reply it expected.
+# The sampling and feature protocol between sampler and partition actors, and what sampler
+# actors answer. Every message is an Envelope, so a receiver can tell an error reply from
+# the reply it expected.
 @0x8a395a095de68c23;
 
 using Cxx = import "/capnp/c++.capnp";
@@ -61,6 +62,58 @@ struct ErrorReply {
   message @2 :Text;
 }
 
+# Where a partition's feature channel waits for one client (actors/feature_channel.h): a
+# TCP data plane that carries feature replies between processes without CAF's
+# serialisation copies. The partition actor hands one out per channel request; the client
+# must present the token and its id in its hello.
+struct ChannelOffer {
+  host @0 :Text;
+  port @1 :UInt16;
+  token @2 :UInt64;
+  client @3 :UInt32;
+}
+
+# The head of a feature reply on a feature channel: the rows follow it as a raw body, row
+# after row (little-endian, dtype and shape as given), so that the receiver reads them
+# straight to where they go instead of out of a message.
+struct FeatureRowsHeader {
+  requestId @0 :UInt64;
+  dtype @1 :UInt32;
+  shape @2 :List(Int64);  # [rows, ...]; the body holds exactly these bytes
+}
+
+# A sampled mini-batch (graph/mini_batch.h), as a sampler actor emits it.
+struct MiniBatch {
+  key @0 :SampleKey;
+  batchSize @1 :Int64;
+  nodeIds @2 :Tensor;          # int64 global ids
+  row @3 :Tensor;              # int64 local indices into nodeIds
+  col @4 :Tensor;              # int64 local indices into nodeIds
+  edgeIds @5 :Tensor;          # int64 global edge ids, one per row entry
+  edgeTypes @6 :Tensor;        # int32, heterogeneous graphs only
+  numSampledNodes @7 :Tensor;  # int64 per hop, the seeds first
+  numSampledEdges @8 :Tensor;  # int64 per hop
+  batch @9 :Tensor;            # int64 tree per node, disjoint mode only
+  inputIds @10 :Tensor;        # int64 the seeds as given
+  inputLocal @11 :Tensor;      # int64 local index of each seed
+  x @12 :Tensor;               # float32 [nodes, featureDim], absent without features
+  y @13 :Tensor;               # int64 [nodes], absent without labels
+}
+
+# A sampler actor's answer to a control message.
+struct SamplerAck {
+  numBatches @0 :Int64;  # after an epoch message: the batches of its plan; otherwise 0
+}
+
+# What a sampler actor's run did: every batch sampled in full, features and labels included.
+struct RunReport {
+  batches @0 :Int64;
+  edges @1 :Int64;               # sampled edges, all hops
+  nodes @2 :Int64;               # sampled nodes
+  seconds @3 :Float64;           # from the run message to the last batch
+  remoteFeatureBytes @4 :Int64;  # feature and label bytes fetched from other partitions
+}
+
 struct Envelope {
   union {
     unset @0 :Void;  # the default: a zeroed or empty message decodes to this, and is rejected
@@ -69,5 +122,10 @@ struct Envelope {
     featureRequest @3 :FeatureRequest;
     featureReply @4 :FeatureReply;
     errorReply @5 :ErrorReply;
+    channelOffer @6 :ChannelOffer;
+    miniBatch @7 :MiniBatch;
+    samplerAck @8 :SamplerAck;
+    runReport @9 :RunReport;
+    featureRowsHeader @10 :FeatureRowsHeader;
   }
 }

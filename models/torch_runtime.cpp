@@ -1,19 +1,48 @@
 #include "models/torch_runtime.h"
 
+#include <dlfcn.h>
 #include <link.h>
+#include <malloc.h>
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <thread>
 
 namespace partita {
 
-void set_torch_threads(int threads) {
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  torch::set_num_threads(threads);
+namespace {
+
+// OpenBLAS's own entry points, looked up at run time: the BLAS behind libtorch is chosen by
+// the alternatives system, so it may not be OpenBLAS.
+template <typename Function>
+Function* openblas_function(const char* name) {
+  return reinterpret_cast<Function*>(dlsym(RTLD_DEFAULT, name));
 }
 
-int torch_threads() { return torch::get_num_threads(); }
+}  // namespace
+
+void set_torch_threads(int threads) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  if (auto* set_blas_threads = openblas_function<void(int)>("openblas_set_num_threads")) {
+    set_blas_threads(threads);
+  }
+}
+
+int torch_threads() { return at::get_num_threads(); }
+
+int blas_threads() {
+  auto* get_blas_threads = openblas_function<int()>("openblas_get_num_threads");
+  return get_blas_threads != nullptr ? get_blas_threads() : 0;
+}
+
+void tune_malloc_for_training() {
+  // Worker threads allocate from arenas of 64 MB heaps, which cannot hold larger chunks:
+  // those stay mmapped whatever the threshold, but the common tensors of a batch fit.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
 
 namespace {
 
@@ -44,8 +73,8 @@ int collect_blas(struct dl_phdr_info* info, size_t, void* out) {
 
 std::string loaded_blas() {
   // A small matmul makes sure libtorch has bound its BLAS symbols.
-  auto a = torch::ones({8, 8});
-  (void)torch::mm(a, a);
+  auto a = at::ones({8, 8});
+  (void)at::mm(a, a);
   std::string found;
   dl_iterate_phdr(collect_blas, &found);
   return found.empty() ? "unknown" : found;

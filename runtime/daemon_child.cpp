@@ -7,11 +7,13 @@
 
 namespace partita::runtime {
 
-DaemonChild start_daemon_child(const std::string& binary, const std::vector<std::string>& extra,
-                               const std::string& log_level, std::chrono::milliseconds timeout) {
+DaemonChild start_daemon_child(const std::string& binary, const std::vector<std::string>& daemon_args,
+                               const std::vector<std::string>& global_args, std::chrono::milliseconds timeout) {
   using std::chrono::milliseconds;
-  std::vector<std::string> argv{binary, "--log-level", log_level, "daemon", "--listen", "127.0.0.1:0"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
+  std::vector<std::string> argv{binary};
+  argv.insert(argv.end(), global_args.begin(), global_args.end());
+  for (const char* arg : {"daemon", "--listen", "127.0.0.1:0"}) argv.push_back(arg);
+  argv.insert(argv.end(), daemon_args.begin(), daemon_args.end());
   DaemonChild child;
   child.process = std::make_unique<ChildProcess>(argv);
   const std::regex ready(R"(partita daemon listening on (127\.0\.0\.1:[0-9]+)\n)");

@@ -16,11 +16,11 @@ struct DaemonChild {
   std::string address;                    // "127.0.0.1:PORT", from its ready line
 };
 
-// Starts `binary --log-level LEVEL daemon --listen 127.0.0.1:0 extra...` and waits for its
-// ready line. Throws Error with the child's stderr if it exits first or says nothing
+// Starts `binary GLOBAL_ARGS... daemon --listen 127.0.0.1:0 DAEMON_ARGS...` and waits for
+// its ready line. Throws Error with the child's stderr if it exits first or says nothing
 // within `timeout`.
-DaemonChild start_daemon_child(const std::string& binary, const std::vector<std::string>& extra = {},
-                               const std::string& log_level = "warn",
+DaemonChild start_daemon_child(const std::string& binary, const std::vector<std::string>& daemon_args = {},
+                               const std::vector<std::string>& global_args = {"--log-level", "warn"},
                                std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 }  // namespace partita::runtime

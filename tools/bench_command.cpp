@@ -1,10 +1,13 @@
 // partita bench ...: the benchmarks of BENCHMARKS.md.
+#include "bench/aggregate_bench.h"
+#include "bench/allreduce_bench.h"
 #include "bench/codec_bench.h"
 #include "graph/neighbor_sampler.h"
 #include "bench/gather_bench.h"
 #include "bench/loader_bench.h"
 #include "bench/partition_bench.h"
 #include "bench/sample_bench.h"
+#include "bench/train_bench.h"
 #include "base/error.h"
 #include "tools/commands.h"
 
@@ -70,17 +73,103 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
 
   auto l = std::make_shared<bench::LoaderBenchOptions>();
   auto loader_fanouts = std::make_shared<std::string>("15,10,5");
-  CLI::App* loader = bench->add_subcommand("loader", "distributed mini-batches: in-process and across a daemon");
+  CLI::App* loader = bench->add_subcommand("loader", "distributed mini-batches: in-process and on two daemons");
   loader->add_option("--nodes", l->num_nodes, "RMAT nodes")->check(CLI::PositiveNumber)->capture_default_str();
   loader->add_option("--avg-degree", l->avg_degree, "RMAT directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
   loader->add_option("--features", l->feature_dim, "float32 features per node")->check(CLI::PositiveNumber)->capture_default_str();
   loader->add_option("--fanouts", *loader_fanouts, "fanouts, e.g. 15,10,5")->capture_default_str();
   loader->add_option("--batch-size", l->batch_size, "seeds per batch")->check(CLI::PositiveNumber)->capture_default_str();
-  loader->add_option("--batches", l->num_batches, "measured batches per configuration")->check(CLI::PositiveNumber)->capture_default_str();
+  loader->add_option("--batches", l->num_batches, "measured batches per sampler, at most (the trainer's loader: exactly)")->check(CLI::PositiveNumber)->capture_default_str();
   loader->add_option("--seed", l->seed, "graph and sampling seed")->capture_default_str();
+  loader->add_option("--seconds", l->seconds, "measurement window: samplers start no batch after it")->check(CLI::PositiveNumber)->capture_default_str();
+  loader->add_option("--prefetch", l->prefetch, "batches in flight per sampler")->check(CLI::PositiveNumber)->capture_default_str();
+  loader->add_option("--repeat", l->repeat, "rounds of every measurement (medians are reported)")->check(CLI::PositiveNumber)->capture_default_str();
+  loader->add_option("--workdir", l->workdir, "keep the generated graph here and reuse it (default: a temporary folder)");
   loader->callback([l, loader_fanouts] {
     l->fanouts = parse_fanouts(*loader_fanouts, "--fanouts");
     bench::run_loader_bench(*l);
+  });
+
+  auto a = std::make_shared<bench::AggregateBenchOptions>();
+  auto aggregate_fanouts = std::make_shared<std::string>("15,10,5");
+  CLI::App* aggregate = bench->add_subcommand(
+      "aggregate", "GNN aggregation (CSC kernel vs index_add_) and model steps with and without trimming");
+  aggregate->add_option("--nodes", a->num_nodes, "RMAT nodes")->check(CLI::PositiveNumber)->capture_default_str();
+  aggregate->add_option("--avg-degree", a->avg_degree, "RMAT directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
+  aggregate->add_option("--seed", a->seed, "graph, sampling and feature seed")->capture_default_str();
+  aggregate->add_option("--batch-size", a->batch_size, "seeds per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  aggregate->add_option("--fanouts", *aggregate_fanouts, "fanouts, one model layer per hop")->capture_default_str();
+  aggregate->add_option("--in-dim", a->in_dim, "input features")->check(CLI::PositiveNumber)->capture_default_str();
+  aggregate->add_option("--hidden", a->hidden_dim, "hidden features")->check(CLI::PositiveNumber)->capture_default_str();
+  aggregate->add_option("--classes", a->num_classes, "output classes")->check(CLI::PositiveNumber)->capture_default_str();
+  aggregate->add_option("--models", a->kinds, "model kinds to time: graphsage gcn gat")->delimiter(',')->capture_default_str();
+  aggregate->add_option("--torch-threads", a->torch_threads, "libtorch intra-op threads")->check(CLI::PositiveNumber)->capture_default_str();
+  aggregate->add_option("--runs", a->runs, "measured runs per row (the median is reported)")->check(CLI::PositiveNumber)->capture_default_str();
+  aggregate->callback([a, aggregate_fanouts] {
+    a->fanouts = parse_fanouts(*aggregate_fanouts, "--fanouts");
+    for (const auto& kind : a->kinds) {
+      if (kind != "graphsage" && kind != "gcn" && kind != "gat") {
+        throw UsageError("--models: '" + kind + "' is not graphsage, gcn or gat");
+      }
+    }
+    bench::run_aggregate_bench(*a);
+  });
+
+  auto ar = std::make_shared<bench::AllreduceBenchOptions>();
+  CLI::App* allreduce = bench->add_subcommand(
+      "allreduce", "allreduce group vs gloo's ring allreduce, one process per rank over loopback");
+  allreduce->add_option("--floats", ar->floats, "float32 per buffer, e.g. 1048576,16777216")->delimiter(',')->check(CLI::PositiveNumber);
+  allreduce->add_option("--members", ar->members, "group sizes, e.g. 2,4")->delimiter(',')->check(CLI::Range(2, 64));
+  allreduce->add_option("--warmup", ar->warmup, "operations before the measured ones")->check(CLI::NonNegativeNumber)->capture_default_str();
+  allreduce->add_option("--iterations", ar->iterations, "measured operations per run")->check(CLI::PositiveNumber)->capture_default_str();
+  allreduce->add_option("--runs", ar->runs, "runs per row and implementation (the median is reported)")->check(CLI::PositiveNumber)->capture_default_str();
+  allreduce->callback([ar] {
+    if (ar->floats.empty() || ar->members.empty()) throw UsageError("--floats and --members need at least one value");
+    bench::run_allreduce_bench(*ar);
+  });
+  // One rank of `bench allreduce` in its own process (hidden: the benchmark starts them).
+  auto rank = std::make_shared<bench::AllreduceRankOptions>();
+  for (const char* name : {"allreduce-member", "allreduce-gloo"}) {
+    CLI::App* sub = bench->add_subcommand(name, "(used by bench allreduce) one rank")->group("");
+    sub->add_option("--rank", rank->rank)->required()->check(CLI::NonNegativeNumber);
+    sub->add_option("--size", rank->size)->required()->check(CLI::PositiveNumber);
+    sub->add_option("--floats", rank->floats)->required()->check(CLI::PositiveNumber);
+    sub->add_option("--warmup", rank->warmup)->check(CLI::NonNegativeNumber);
+    sub->add_option("--iterations", rank->iterations)->check(CLI::PositiveNumber);
+    if (std::string(name) == "allreduce-gloo") {
+      sub->add_option("--store", rank->store, "rendezvous folder")->required();
+      sub->callback([rank] { bench::run_gloo_rank(*rank); });
+    } else {
+      sub->callback([rank] { bench::run_allreduce_member_rank(*rank); });
+    }
+  }
+
+  bench->add_subcommand("allreduce-echo", "(used by bench allreduce) a CAF echo")->group("")->callback([] {
+    bench::run_echo_process();
+  });
+
+  auto t = std::make_shared<bench::TrainBenchOptions>();
+  auto train_fanouts = std::make_shared<std::string>("15,10,5");
+  CLI::App* train = bench->add_subcommand(
+      "train", "seconds per GraphSAGE epoch, in one process and with 2 partitions on 2 daemons");
+  train->add_option("--nodes", t->num_nodes, "RMAT nodes")->check(CLI::PositiveNumber)->capture_default_str();
+  train->add_option("--avg-degree", t->avg_degree, "RMAT directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
+  train->add_option("--features", t->feature_dim, "float32 features per node")->check(CLI::PositiveNumber)->capture_default_str();
+  train->add_option("--classes", t->num_classes, "classes")->check(CLI::Range(2, 1 << 20))->capture_default_str();
+  train->add_option("--train-nodes", t->train_nodes, "training nodes")->check(CLI::PositiveNumber)->capture_default_str();
+  train->add_option("--hidden", t->hidden, "hidden features")->check(CLI::PositiveNumber)->capture_default_str();
+  train->add_option("--fanouts", *train_fanouts, "fanouts, one per layer")->capture_default_str();
+  train->add_option("--batch-size", t->batch_size, "seeds per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  train->add_option("--cores", t->threads, "cores in all (torch threads in one process; split over the daemons)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  train->add_option("--steps", t->max_steps, "time this many steps of each epoch and scale up (0: whole epochs)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  train->add_option("--workdir", t->work_dir, "keep the generated partitions here and reuse them")->capture_default_str();
+  train->add_option("--seed", t->seed, "graph, weights and sampling seed")->capture_default_str();
+  train->callback([t, train_fanouts] {
+    t->fanouts.clear();
+    for (int f : parse_fanouts(*train_fanouts, "--fanouts")) t->fanouts.push_back(f);
+    bench::run_train_bench(*t);
   });
 
   struct BareOptions {

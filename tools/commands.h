@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "runtime/host.h"
+
 namespace partita::cli {
 
 // Options every subcommand shares.
@@ -17,5 +19,10 @@ void add_partition_command(CLI::App& app, const GlobalOptions& global);
 void add_inspect_command(CLI::App& app, const GlobalOptions& global);
 void add_bench_command(CLI::App& app, const GlobalOptions& global);
 void add_daemon_command(CLI::App& app, const GlobalOptions& global);
+void add_run_command(CLI::App& app, const GlobalOptions& global);
+void add_submit_command(CLI::App& app, const GlobalOptions& global);
+
+// Every actor type a job spawns: what `run` hosts in-process and a daemon hosts for `submit`.
+runtime::ActorTypeRegistry job_actor_types();
 
 }  // namespace partita::cli

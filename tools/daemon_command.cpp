@@ -1,7 +1,6 @@
 // partita daemon --listen HOST:PORT [--name NAME]: the node daemon (see runtime/daemon.h).
 #include <iostream>
 
-#include "actors/actor_types.h"
 #include "actors/protocol.h"
 #include "runtime/daemon.h"
 #include "tools/commands.h"
@@ -25,9 +24,7 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     options.name = o->name;
     options.system.threads = global.threads;
     add_protocol_types(options.system);
-    runtime::ActorTypeRegistry registry;
-    register_actor_types(registry);
-    runtime::run_daemon(options, std::move(registry), [](const runtime::Endpoint& bound, const std::string&) {
+    runtime::run_daemon(options, job_actor_types(), [](const runtime::Endpoint& bound, const std::string&) {
       // The one line on stdout, for scripts and tests to learn the port; logs go to stderr.
       std::cout << "partita daemon listening on " << bound.to_string() << std::endl;
     });

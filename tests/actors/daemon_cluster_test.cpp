@@ -1,5 +1,6 @@
-// Partition actors spawned on two `partita daemon` processes over loopback: the same
-// batches as the single-partition reference, and a killed daemon named within the deadline.
+// Partition and sampler actors spawned on two `partita daemon` processes over loopback: the
+// same batches as the single-partition reference, and a killed daemon named within the
+// deadline.
 #include <gtest/gtest.h>
 
 #include <caf/all.hpp>
@@ -13,6 +14,7 @@
 #include "partitioned_graph.h"
 #include "partitioner/partition.h"
 #include "runtime/client.h"
+#include "sampler_client.h"
 #include "test_util.h"
 
 namespace partita {
@@ -86,6 +88,70 @@ TEST_F(TwoDaemonsTest, AKilledDaemonFailsTheBatchNamingItsPartition) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("partition 1"), std::string::npos) << e.what();
   }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "noticed only after the deadline";
+}
+
+// Each daemon runs the sampler of the trainer placed with its partition, as `partita bench
+// loader` (c) does: its own partition by direct call, the other through the other daemon.
+TEST_F(TwoDaemonsTest, SamplerActorsOnBothDaemonsGiveTheReferenceBatches) {
+  std::vector<sampler_actor> samplers;
+  std::vector<caf::actor> partitions;
+  for (const PartitionRef& ref : refs_) partitions.push_back(caf::actor_cast<caf::actor>(ref.actor));
+  for (int p = 0; p < 2; ++p) {
+    runtime::Settings settings{{"dir", tmp_ / "parts"}, {"part", std::to_string(p)}, {"fanouts", "10,5"},
+                               {"prefetch", "2"}, {"deadline_ms", "20000"}};
+    samplers.push_back(caf::actor_cast<sampler_actor>(connections_[p].spawn("sampler", settings, 30s)));
+    Encoded wired = testing::ask(client_, samplers.back(), partitions_atom::value, partitions);
+    ASSERT_EQ(testing::error_of(wired), "");
+  }
+  testing::ReferenceBatches reference(dataset_, tmp_ / "parts", config_);
+  for (int p = 0; p < 2; ++p) {
+    SCOPED_TRACE("the sampler of partition " + std::to_string(p));
+    testing::expect_reference_epoch(client_, samplers[p], p, reference, 5, 0, 32);
+  }
+  // Both at once, as the benchmark runs them: every batch of the epoch, counted.
+  caf::scoped_actor self{client_};
+  std::vector<RunReport> reports(2);
+  for (int p = 0; p < 2; ++p) {
+    Encoded started = testing::ask(client_, samplers[p], epoch_atom::value, uint64_t{5}, uint64_t{1}, int64_t{16});
+    ASSERT_EQ(testing::error_of(started), "");
+  }
+  std::vector<std::string> failures(2);
+  // Both requests are out before either reply is awaited.
+  auto run0 = self->request(samplers[0], 60s, run_atom::value, int64_t{1000}, int64_t{0});
+  auto run1 = self->request(samplers[1], 60s, run_atom::value, int64_t{1000}, int64_t{0});
+  auto receive = [&](auto& handle, int p) {
+    handle.receive([&](Encoded& r) { reports[p] = decode_run_report(Span<const char>(r.bytes)); },
+                   [&](caf::error& e) { failures[p] = client_.get().render(e); });
+  };
+  receive(run0, 0);
+  receive(run1, 1);
+  for (int p = 0; p < 2; ++p) {
+    EXPECT_EQ(failures[p], "");
+    const EpochPlan plan = plan_epoch(reference.train_seeds(p), 16, 5, 1);
+    EXPECT_EQ(reports[p].batches, plan.num_batches()) << "partition " << p;
+    int64_t edges = 0;
+    for (int64_t b = 0; b < plan.num_batches(); ++b) edges += static_cast<int64_t>(reference.expected(plan, b).edges.size());
+    EXPECT_EQ(reports[p].edges, edges) << "partition " << p;
+    EXPECT_GT(reports[p].remote_feature_bytes, 0);
+  }
+}
+
+TEST_F(TwoDaemonsTest, AKilledDaemonFailsTheSamplerActorsBatchNamingItsPartition) {
+  runtime::Settings settings{{"dir", tmp_ / "parts"}, {"part", "0"}, {"fanouts", "10,5"}, {"deadline_ms", "5000"}};
+  auto sampler = caf::actor_cast<sampler_actor>(connections_[0].spawn("sampler", settings, 30s));
+  std::vector<caf::actor> partitions;
+  for (const PartitionRef& ref : refs_) partitions.push_back(caf::actor_cast<caf::actor>(ref.actor));
+  ASSERT_EQ(testing::error_of(testing::ask(client_, sampler, partitions_atom::value, partitions)), "");
+  ASSERT_EQ(testing::error_of(testing::ask(client_, sampler, epoch_atom::value, uint64_t{5}, uint64_t{0}, int64_t{16})),
+            "");
+  ASSERT_EQ(testing::error_of(testing::ask(client_, sampler, next_atom::value)), "");
+  daemons_[1].process->kill();
+  daemons_[1].process->wait(10);
+  const auto start = std::chrono::steady_clock::now();
+  std::string failure;
+  for (int b = 1; b < 6 && failure.empty(); ++b) failure = testing::error_of(testing::ask(client_, sampler, next_atom::value));
+  EXPECT_NE(failure.find("partition 1"), std::string::npos) << failure;
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "noticed only after the deadline";
 }
 

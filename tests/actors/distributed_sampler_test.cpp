@@ -193,6 +193,10 @@ partition_actor::behavior_type silent(partition_actor::stateful_pointer<SilentSt
         self->state.pending.push_back(self->make_response_promise<Encoded>());
         return caf::delegated<Encoded>();
       },
+      [self](channel_atom) -> caf::result<Encoded> {
+        self->state.pending.push_back(self->make_response_promise<Encoded>());
+        return caf::delegated<Encoded>();
+      },
   };
 }
 

@@ -118,6 +118,10 @@ TEST_F(JobConfigTest, BadFilesNameTheField) {
             std::string::npos);
   EXPECT_NE(error_of("data: {partitions: [parts\n").find("job.yaml: line"), std::string::npos);
   EXPECT_NE(error_of("").find("empty"), std::string::npos);
+  EXPECT_NE(error_of(job_text("model: {kind: gat, hidden: 10, heads: 4}\n")).find("model.hidden: 10 is not a multiple"),
+            std::string::npos);
+  EXPECT_NE(error_of(job_text("train: {epochs: 2}\ntrain: {epochs: 3}\n")).find("train: given twice"),
+            std::string::npos);
   EXPECT_NE(error_of("data: {partitions: parts, num_partitions: 2}\n").find("data.num_partitions: 2, but"),
             std::string::npos);
   EXPECT_THROW(load_job((fs::path(dir_.path()) / "missing.yaml").string()), UsageError);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -278,6 +279,161 @@ TEST(Codec, EncoderRejectsInconsistentInput) {
   EXPECT_NE(error_of([&] { encoder.hop_request(1, {}, 0, HopInput{nodes, trees, {}}, 0, bytes); })
                 .find("trees"),
             std::string::npos);
+}
+
+TEST(Codec, FeatureReplyHeadPlusValuesDecodesLikeFeatureReply) {
+  Encoder encoder;
+  // Rows that fill whole words, rows that do not, a small reply (which feature_reply copies
+  // into the builder) and a large one (which it references).
+  for (int64_t rows : {1, 3, 7, 600}) {
+    for (int64_t width : {1, 3, 128}) {
+      std::vector<float> values = iota_vector<float>(static_cast<size_t>(rows * width), 1.5f);
+      std::vector<char> head;
+      size_t padding = encoder.feature_reply_head(9, DType::kFloat32, {rows, width}, head);
+      EXPECT_EQ(head.size() % 8, 0u);
+      std::vector<char> message(head);
+      const char* v = reinterpret_cast<const char*>(values.data());
+      message.insert(message.end(), v, v + values.size() * 4);
+      message.insert(message.end(), padding, 0);
+      DecodedFeatureReply r = decode_feature_reply(message, rows);
+      EXPECT_EQ(r.request_id, 9u);
+      EXPECT_EQ(r.values.shape, (std::vector<int64_t>{rows, width}));
+      EXPECT_EQ(to_vector(r.values.as<float>()), values) << rows << " x " << width;
+    }
+  }
+  std::vector<char> head;
+  EXPECT_EQ(encoder.feature_reply_head(2, DType::kInt64, {0, 4}, head), 0u);
+  DecodedFeatureReply empty = decode_feature_reply(head, 0);
+  EXPECT_EQ(empty.values.shape, (std::vector<int64_t>{0, 4}));
+  EXPECT_NE(error_of([&] { encoder.feature_reply_head(1, DType::kFloat32, {}, head); }), "");
+}
+
+MiniBatch sample_batch() {
+  MiniBatch b;
+  b.node_ids = {10, 20, 30, 40};
+  b.row = {2, 3, 3};
+  b.col = {0, 0, 1};
+  b.edge_ids = {7, 8, 9};
+  b.num_sampled_nodes = {2, 2};
+  b.num_sampled_edges = {0, 3};
+  b.input_ids = {10, 20};
+  b.input_local = {0, 1};
+  b.batch_size = 2;
+  b.feature_dim = 3;
+  b.x = iota_vector<float>(12, 0.25f);
+  b.y = {1, 0, 1, 2};
+  return b;
+}
+
+TEST(Codec, MiniBatchRoundTrip) {
+  Encoder encoder;
+  std::vector<char> bytes;
+  MiniBatch want = sample_batch();
+  encoder.mini_batch({4, 5, 6}, want, bytes);
+  MiniBatch got;
+  got.x.assign(100, 9.f);  // stale contents must go
+  SampleKey key;
+  decode_mini_batch(bytes, got, &key);
+  EXPECT_EQ(key.seed, 4u);
+  EXPECT_EQ(key.epoch, 5u);
+  EXPECT_EQ(key.batch, 6u);
+  EXPECT_EQ(got.node_ids, want.node_ids);
+  EXPECT_EQ(got.row, want.row);
+  EXPECT_EQ(got.col, want.col);
+  EXPECT_EQ(got.edge_ids, want.edge_ids);
+  EXPECT_TRUE(got.edge_types.empty());
+  EXPECT_EQ(got.num_sampled_nodes, want.num_sampled_nodes);
+  EXPECT_EQ(got.num_sampled_edges, want.num_sampled_edges);
+  EXPECT_EQ(got.input_ids, want.input_ids);
+  EXPECT_EQ(got.input_local, want.input_local);
+  EXPECT_EQ(got.batch_size, 2);
+  EXPECT_EQ(got.feature_dim, 3);
+  EXPECT_EQ(got.x, want.x);
+  EXPECT_EQ(got.y, want.y);
+
+  MiniBatch bare = want;  // no features, no labels, disjoint trees and edge types
+  bare.feature_dim = 0;
+  bare.x.clear();
+  bare.y.clear();
+  bare.batch = {0, 1, 0, 1};
+  bare.edge_types = {1, 1, 0};
+  encoder.mini_batch({}, bare, bytes);
+  decode_mini_batch(bytes, got);
+  EXPECT_EQ(got.feature_dim, 0);
+  EXPECT_TRUE(got.x.empty());
+  EXPECT_TRUE(got.y.empty());
+  EXPECT_EQ(got.batch, bare.batch);
+  EXPECT_EQ(got.edge_types, bare.edge_types);
+}
+
+TEST(Codec, InconsistentMiniBatchesAreRejectedNamingTheProblem) {
+  Encoder encoder;
+  std::vector<char> bytes;
+  MiniBatch got;
+  auto problem = [&](const std::function<void(MiniBatch&)>& spoil) {
+    MiniBatch b = sample_batch();
+    spoil(b);
+    std::string sent = error_of([&] { encoder.mini_batch({}, b, bytes); });
+    if (!sent.empty()) return sent;  // caught at the sender
+    return error_of([&] { decode_mini_batch(bytes, got); });
+  };
+  EXPECT_NE(problem([](MiniBatch& b) { b.row[1] = 4; }).find("row[1] = 4 is not a node"), std::string::npos);
+  EXPECT_NE(problem([](MiniBatch& b) { b.col.pop_back(); }).find("entries"), std::string::npos);
+  EXPECT_NE(problem([](MiniBatch& b) { b.num_sampled_nodes[1] = 3; }).find("num_sampled_nodes"),
+            std::string::npos);
+  EXPECT_NE(problem([](MiniBatch& b) { b.num_sampled_edges = {3}; }).find("hop counts"), std::string::npos);
+  EXPECT_NE(problem([](MiniBatch& b) { b.input_local[0] = -1; }).find("input_local"), std::string::npos);
+  EXPECT_NE(problem([](MiniBatch& b) { b.batch_size = 5; }).find("batch size"), std::string::npos);
+  EXPECT_NE(problem([](MiniBatch& b) { b.y.pop_back(); }).find("y"), std::string::npos);
+  EXPECT_NE(problem([](MiniBatch& b) { b.x.pop_back(); }).find("x has 11 values"), std::string::npos);
+}
+
+TEST(Codec, FeatureRowsHeaderRoundTripAndLimits) {
+  Encoder encoder;
+  std::vector<char> bytes;
+  encoder.feature_rows_header(12, DType::kFloat32, {300, 128}, bytes);
+  DecodedFeatureRowsHeader h = decode_feature_rows_header(bytes, 300);
+  EXPECT_EQ(h.request_id, 12u);
+  EXPECT_EQ(h.dtype, DType::kFloat32);
+  EXPECT_EQ(h.shape, (std::vector<int64_t>{300, 128}));
+  EXPECT_EQ(h.bytes, 300u * 128 * 4);
+  EXPECT_EQ(peek_message(bytes).request_id, 12u);
+  EXPECT_NE(error_of([&] { decode_feature_rows_header(bytes, 299); }).find("300 rows, expected 299"),
+            std::string::npos);
+  encoder.feature_rows_header(1, DType::kFloat32, {int64_t{1} << 40, int64_t{1} << 40}, bytes);
+  EXPECT_NE(error_of([&] { decode_feature_rows_header(bytes); }).find("over 1 GiB"), std::string::npos);
+  EXPECT_NE(error_of([&] { encoder.feature_rows_header(1, DType::kInt64, {}, bytes); }), "");
+}
+
+TEST(Codec, ChannelOfferAckAndRunReportRoundTrip) {
+  Encoder encoder;
+  std::vector<char> bytes;
+  encoder.channel_offer("127.0.0.1", 4242, 0xfeedULL, 3, bytes);
+  DecodedChannelOffer offer = decode_channel_offer(bytes);
+  EXPECT_EQ(offer.host, "127.0.0.1");
+  EXPECT_EQ(offer.port, 4242);
+  EXPECT_EQ(offer.token, 0xfeedULL);
+  EXPECT_EQ(offer.client, 3u);
+  EXPECT_EQ(peek_message(bytes).kind, MessageKind::kChannelOffer);
+  encoder.channel_offer("127.0.0.1", 0, 1, 1, bytes);
+  EXPECT_NE(error_of([&] { decode_channel_offer(bytes); }).find("port 0"), std::string::npos);
+
+  encoder.sampler_ack(12, bytes);
+  EXPECT_EQ(decode_sampler_ack(bytes), 12);
+  encoder.run_report({20, 3000, 1000, 0.5, 1 << 20}, bytes);
+  RunReport r = decode_run_report(bytes);
+  EXPECT_EQ(r.batches, 20);
+  EXPECT_EQ(r.edges, 3000);
+  EXPECT_EQ(r.nodes, 1000);
+  EXPECT_EQ(r.seconds, 0.5);
+  EXPECT_EQ(r.remote_feature_bytes, 1 << 20);
+  encoder.run_report({-1, 0, 0, 0, 0}, bytes);
+  EXPECT_NE(error_of([&] { decode_run_report(bytes); }), "");
+  // A sampler's error reply reaches its caller as a RemoteError.
+  encoder.error_reply(0, WireErrorCode::kInternal, "batch 3: partition 1 is gone", bytes);
+  EXPECT_THROW(decode_sampler_ack(bytes), RemoteError);
+  MiniBatch sink;
+  EXPECT_THROW(decode_mini_batch(bytes, sink), RemoteError);
 }
 
 }  // namespace

@@ -61,6 +61,43 @@ bool decode_and_check(MessageKind kind, Span<const char> bytes) {
         sum += static_cast<int64_t>(r.message.size());
         break;
       }
+      case MessageKind::kChannelOffer: {
+        auto r = decode_channel_offer(bytes);
+        EXPECT_FALSE(r.host.empty());
+        EXPECT_NE(r.port, 0);
+        sum += static_cast<int64_t>(r.token);
+        break;
+      }
+      case MessageKind::kMiniBatch: {
+        MiniBatch b;
+        decode_mini_batch(bytes, b);
+        const auto n = static_cast<int64_t>(b.node_ids.size());
+        EXPECT_EQ(b.row.size(), b.col.size());
+        EXPECT_EQ(b.x.size(), static_cast<size_t>(n * b.feature_dim));
+        for (size_t i = 0; i < b.row.size(); ++i) {
+          EXPECT_TRUE(b.row[i] >= 0 && b.row[i] < n && b.col[i] >= 0 && b.col[i] < n);
+        }
+        for (int64_t v : b.input_local) EXPECT_TRUE(v >= 0 && v < n);
+        for (float v : b.x) sum += static_cast<int64_t>(v);
+        break;
+      }
+      case MessageKind::kSamplerAck:
+        sum += decode_sampler_ack(bytes);
+        break;
+      case MessageKind::kRunReport: {
+        RunReport r = decode_run_report(bytes);
+        sum += r.batches + r.edges + r.nodes + r.remote_feature_bytes;
+        break;
+      }
+      case MessageKind::kFeatureRowsHeader: {
+        DecodedFeatureRowsHeader h = decode_feature_rows_header(bytes);
+        uint64_t numel = 1;
+        for (int64_t d : h.shape) numel *= static_cast<uint64_t>(d);
+        EXPECT_EQ(numel * dtype_size(h.dtype), h.bytes);
+        EXPECT_LE(h.bytes, uint64_t{1} << 30);
+        sum += static_cast<int64_t>(h.bytes);
+        break;
+      }
     }
     volatile int64_t sink = sum;  // the reads are the point: keep them
     (void)sink;
@@ -103,6 +140,32 @@ std::vector<Sample> samples() {
   add(MessageKind::kErrorReply, [&](auto& b) {
     encoder.error_reply(5, WireErrorCode::kNotFound, "no attribute node/y", b);
   });
+  add(MessageKind::kFeatureReply, [&](auto& b) {
+    // Head, values and padding written separately, as a feature channel sends them.
+    size_t padding = encoder.feature_reply_head(6, DType::kFloat32, {3, 5}, b);
+    const char* v = reinterpret_cast<const char*>(values.data());
+    b.insert(b.end(), v, v + 60);
+    b.insert(b.end(), padding, 0);
+  });
+  add(MessageKind::kChannelOffer, [&](auto& b) { encoder.channel_offer("127.0.0.1", 5000, 77, 2, b); });
+  MiniBatch batch;
+  batch.node_ids = {5, 6, 7};
+  batch.row = {1, 2, 2};
+  batch.col = {0, 0, 1};
+  batch.edge_ids = {3, 4, 5};
+  batch.num_sampled_nodes = {1, 2};
+  batch.num_sampled_edges = {0, 3};
+  batch.input_ids = {5};
+  batch.input_local = {0};
+  batch.batch_size = 1;
+  batch.feature_dim = 2;
+  batch.x = {1, 2, 3, 4, 5, 6};
+  batch.y = {0, 1, 1};
+  add(MessageKind::kMiniBatch, [&](auto& b) { encoder.mini_batch({1, 2, 3}, batch, b); });
+  add(MessageKind::kSamplerAck, [&](auto& b) { encoder.sampler_ack(3, b); });
+  add(MessageKind::kRunReport, [&](auto& b) { encoder.run_report({2, 30, 10, 0.25, 4096}, b); });
+  add(MessageKind::kFeatureRowsHeader,
+      [&](auto& b) { encoder.feature_rows_header(8, DType::kFloat32, {1000, 128}, b); });
   return out;
 }
 
@@ -150,7 +213,9 @@ TEST(Fuzz, RandomBytesFailCleanly) {
     for (auto& c : junk) c = static_cast<char>(rng());
     for (MessageKind kind : {MessageKind::kHopRequest, MessageKind::kHopReply,
                              MessageKind::kFeatureRequest, MessageKind::kFeatureReply,
-                             MessageKind::kErrorReply})
+                             MessageKind::kErrorReply, MessageKind::kChannelOffer,
+                             MessageKind::kMiniBatch, MessageKind::kSamplerAck,
+                             MessageKind::kRunReport, MessageKind::kFeatureRowsHeader})
       decode_and_check(kind, junk);
   }
 }

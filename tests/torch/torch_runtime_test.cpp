@@ -15,8 +15,10 @@ TEST(TorchRuntimeTest, MatrixProductsRunOnOpenBlas) {
 TEST(TorchRuntimeTest, ThreadCountFollowsTheOption) {
   set_torch_threads(2);
   EXPECT_EQ(torch_threads(), 2);
+  EXPECT_EQ(blas_threads(), 2);  // OpenBLAS's own pool follows
   set_torch_threads(1);
   EXPECT_EQ(torch_threads(), 1);
+  EXPECT_EQ(blas_threads(), 1);
   set_torch_threads(0);  // all cores
   EXPECT_GE(torch_threads(), 1);
 }

@@ -1,0 +1,465 @@
+#include "actors/job_driver.h"
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "actors/allreduce.h"
+#include "actors/protocol.h"
+#include "base/error.h"
+#include "base/stopwatch.h"
+#include "partitioner/generators.h"
+#include "partitioner/partition.h"
+#include "partitioner/partition_format.h"
+#include "partitioner/readers.h"
+#include "runtime/errors.h"
+
+namespace partita {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr milliseconds kRequestDeadline{60000};
+constexpr const char* kCheckpointFile = "checkpoint.json";
+constexpr const char* kMetricsFile = "metrics.jsonl";
+constexpr const char* kSourceFile = "SOURCE";  // beside the partitions a job wrote itself
+
+// What the job's own partitions were made from: reused only if it still matches.
+std::string data_source(const JobConfig& job) {
+  std::ostringstream out;
+  if (job.generate) {
+    const GenerateSpec& g = job.generate_spec;
+    out << "generate " << g.kind << " nodes=" << g.nodes << " classes=" << g.classes << " features=" << g.features
+        << " avg_degree=" << g.avg_degree << " train_nodes=" << g.train_nodes << " seed=" << g.seed;
+  } else {
+    out << "dataset " << job.format << " " << job.dataset;
+  }
+  out << " parts=" << job.num_partitions << " seed=" << job.seed << "\n";
+  return out.str();
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Writes `bytes` to `path` through a temporary sibling, so a crash leaves the old file.
+void write_atomically(const fs::path& path, const char* data, size_t size) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(data, static_cast<std::streamsize>(size));
+    if (!out) throw Error("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, path);
+}
+void write_atomically(const fs::path& path, const std::string& text) {
+  write_atomically(path, text.data(), text.size());
+}
+
+// The actors of one job and what the driver knows about them.
+struct JobActors {
+  std::vector<caf::actor> partitions;
+  std::vector<caf::actor> allreduce;
+  std::vector<trainer_actor> trainers;
+  std::vector<int64_t> train_seeds;  // per trainer
+};
+
+class Driver {
+ public:
+  Driver(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options)
+      : runtime_(runtime), job_(job), options_(options), self_(runtime.system()), folder_(job.partition_dir()) {}
+
+  JobReport run();
+
+ private:
+  void spawn_actors();
+  // The node and trainer an actor is, for errors.
+  std::string describe_trainer(int trainer) const;
+  std::string describe_actor(const caf::actor_addr& actor) const;
+  int64_t steps_per_epoch() const;
+  int resume_point();
+  EpochMetrics train_epoch(int epoch, int64_t steps);
+  // (loss, accuracy) over the split's seeds of every trainer.
+  std::pair<double, double> evaluate(const std::string& split);
+  std::vector<char> state_of_first_trainer();
+  void restore_all(const std::vector<char>& state);
+  void checkpoint(int epoch, const std::vector<char>& state);
+  void append_metrics(const EpochMetrics& m);
+
+  runtime::Runtime& runtime_;
+  const JobConfig& job_;
+  const RunOptions& options_;
+  caf::scoped_actor self_;
+  PartitionFolder folder_;
+  JobActors actors_;
+  uint64_t last_hash_ = 0;
+};
+
+std::string Driver::describe_trainer(int trainer) const {
+  const int node = runtime_.node_of_partition(job_.part_of_trainer(trainer));
+  return "trainer " + std::to_string(trainer) + " (partition " + std::to_string(job_.part_of_trainer(trainer)) +
+         ", on " + runtime_.node_name(node) + ")";
+}
+
+std::string Driver::describe_actor(const caf::actor_addr& actor) const {
+  for (size_t t = 0; t < actors_.trainers.size(); ++t) {
+    if (actors_.trainers[t].address() == actor) return describe_trainer(static_cast<int>(t));
+  }
+  for (size_t p = 0; p < actors_.partitions.size(); ++p) {
+    if (actors_.partitions[p].address() == actor) {
+      return "partition actor " + std::to_string(p) + " (on " +
+             runtime_.node_name(runtime_.node_of_partition(static_cast<int>(p))) + ")";
+    }
+  }
+  for (size_t r = 0; r < actors_.allreduce.size(); ++r) {
+    if (actors_.allreduce[r].address() == actor) return "allreduce member " + std::to_string(r);
+  }
+  const int node = runtime_.node_of(actor);
+  return node >= 0 ? "an actor on " + runtime_.node_name(node) : "an unknown actor";
+}
+
+void Driver::spawn_actors() {
+  const std::string fanouts = [&] {
+    std::string text;
+    for (int64_t f : job_.fanouts) text += (text.empty() ? "" : ",") + std::to_string(f);
+    return text;
+  }();
+  for (int p = 0; p < job_.num_partitions; ++p) {
+    actors_.partitions.push_back(runtime_.spawn(runtime_.node_of_partition(p), "partition",
+                                                {{"dir", folder_.dir()},
+                                                 {"part", std::to_string(p)},
+                                                 {"fanouts", fanouts},
+                                                 {"replace", job_.replace ? "true" : "false"}}));
+  }
+  const int num_trainers = job_.num_trainers();
+  for (int t = 0; t < num_trainers; ++t) {
+    const int node = runtime_.node_of_partition(job_.part_of_trainer(t));
+    actors_.allreduce.push_back(runtime_.spawn(
+        node, "allreduce", {{"rank", std::to_string(t)}, {"size", std::to_string(num_trainers)}}));
+  }
+  connect_allreduce_group(runtime_.system(), actors_.allreduce, kRequestDeadline);
+  const std::string job_yaml = job_to_yaml(job_);
+  for (int t = 0; t < num_trainers; ++t) {
+    const int node = runtime_.node_of_partition(job_.part_of_trainer(t));
+    actors_.trainers.push_back(caf::actor_cast<trainer_actor>(
+        runtime_.spawn(node, "trainer", {{"job", job_yaml}, {"trainer", std::to_string(t)}})));
+  }
+  for (const auto& a : actors_.partitions) self_->monitor(a);
+  for (const auto& a : actors_.allreduce) self_->monitor(a);
+  for (const auto& a : actors_.trainers) self_->monitor(a);
+  for (int t = 0; t < num_trainers; ++t) {
+    std::optional<caf::error> failed;
+    self_->request(actors_.trainers[t], kRequestDeadline, train_setup_atom::value, actors_.partitions,
+                   actors_.allreduce[t])
+        .receive([](bool) {}, [&](caf::error& e) { failed = e; });
+    if (failed) throw Error(describe_trainer(t) + ": set-up failed: " + runtime::describe(runtime_.system(), *failed));
+  }
+  for (int t = 0; t < num_trainers; ++t) {
+    const int part = job_.part_of_trainer(t);
+    const auto [begin, end] = job_.share_of_trainer(t, folder_.meta().parts[part].num_train);
+    actors_.train_seeds.push_back(end - begin);
+  }
+}
+
+int64_t Driver::steps_per_epoch() const {
+  int64_t steps = 0;
+  for (int64_t seeds : actors_.train_seeds) steps = std::max(steps, (seeds + job_.batch_size - 1) / job_.batch_size);
+  if (steps == 0) throw UsageError(folder_.dir() + " has no training nodes");
+  return steps;
+}
+
+EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
+  const int num_trainers = static_cast<int>(actors_.trainers.size());
+  for (const auto& trainer : actors_.trainers) {
+    self_->send(trainer, train_epoch_atom::value, static_cast<uint64_t>(epoch), steps, caf::actor_cast<caf::actor>(self_));
+  }
+  EpochMetrics m;
+  m.epoch = epoch;
+  m.steps = steps;
+  m.step_losses.assign(steps, 0.0);
+  std::vector<int> reports(steps, 0);
+  std::vector<uint64_t> hashes(steps, 0);
+  double loss_sum = 0, seeds = 0, correct = 0;
+  int done = 0;
+  std::optional<Error> failure;
+  Stopwatch watch;
+  double next_line = 2.0;
+  int64_t steps_seen = 0;
+  while (done < num_trainers && !failure) {
+    self_->receive(
+        [&](train_step_atom, int32_t trainer, uint64_t e, int64_t step, int64_t, double step_loss, double step_seeds,
+            double step_correct, uint64_t hash) {
+          if (e != static_cast<uint64_t>(epoch) || step < 0 || step >= steps || trainer < 0 || trainer >= num_trainers) {
+            failure = Error("trainer " + std::to_string(trainer) + " reported step " + std::to_string(step) +
+                            " of epoch " + std::to_string(e) + " during epoch " + std::to_string(epoch));
+            return;
+          }
+          if (reports[step]++ == 0) {
+            hashes[step] = hash;
+            m.step_losses[step] = step_seeds > 0 ? step_loss / step_seeds : 0.0;
+            loss_sum += step_loss;
+            seeds += step_seeds;
+            correct += step_correct;
+          } else if (hashes[step] != hash) {
+            failure = Error("replicas diverged: " + describe_trainer(trainer) + " holds other weights than trainer 0 after step " +
+                            std::to_string(step) + " of epoch " + std::to_string(epoch));
+            return;
+          }
+          if (reports[step] == num_trainers) {
+            ++steps_seen;
+            last_hash_ = hash;
+          }
+          if (watch.seconds() >= next_line) {
+            next_line = watch.seconds() + 2.0;
+            const double rate = steps_seen / watch.seconds();
+            spdlog::info("epoch {}/{}: step {}/{} ({:.0f}%), {:.2f} steps/s, loss {:.4f}, ETA {:.0f}s", epoch,
+                         job_.epochs, steps_seen, steps, 100.0 * steps_seen / steps, rate,
+                         m.step_losses[std::max<int64_t>(0, steps_seen - 1)],
+                         rate > 0 ? (steps - steps_seen) / rate : 0.0);
+          }
+        },
+        [&](train_done_atom, int32_t, uint64_t) { ++done; },
+        [&](train_failed_atom, int32_t trainer, std::string& what) {
+          failure = Error(describe_trainer(trainer) + " failed in epoch " + std::to_string(epoch) + ": " + what);
+        },
+        [&](caf::down_msg& down) {
+          failure = Error(describe_actor(down.source) + " was lost: " + runtime::describe(runtime_.system(), down.reason));
+        },
+        caf::after(options_.progress_deadline) >> [&] {
+          failure = Error("no progress from the trainers for " + std::to_string(options_.progress_deadline.count() / 1000) +
+                          " s in epoch " + std::to_string(epoch));
+        });
+  }
+  if (failure) {
+    // Dropping the allreduce group fails every trainer's next step at once, instead of
+    // leaving them blocked until their own deadlines.
+    for (const auto& member : actors_.allreduce) caf::anon_send_exit(member, caf::exit_reason::user_shutdown);
+    if (std::optional<Error> lost = runtime_.lost_node()) throw Error(std::string(failure->what()) + "; " + lost->what());
+    throw *failure;
+  }
+  for (int64_t s = 0; s < steps; ++s) {
+    if (reports[s] != num_trainers) throw Error("step " + std::to_string(s) + " was not reported by every trainer");
+  }
+  m.seconds = watch.seconds();
+  m.batches_per_second = steps * num_trainers / m.seconds;
+  m.train_loss = seeds > 0 ? loss_sum / seeds : 0;
+  m.train_accuracy = seeds > 0 ? correct / seeds : 0;
+  m.step_hashes = std::move(hashes);
+  return m;
+}
+
+std::pair<double, double> Driver::evaluate(const std::string& split) {
+  // Sent, not requested, so that every trainer evaluates at once; the replies come back
+  // as plain messages, told apart by their sender.
+  for (const auto& trainer : actors_.trainers) self_->send(trainer, evaluate_atom::value, split);
+  double loss = 0;
+  int64_t correct = 0, seeds = 0;
+  size_t replies = 0;
+  std::optional<Error> failure;
+  while (replies < actors_.trainers.size() && !failure) {
+    self_->receive(
+        [&](double l, int64_t c, int64_t n) {
+          loss += l;
+          correct += c;
+          seeds += n;
+          ++replies;
+        },
+        [&](caf::error& e) {
+          failure = Error(describe_actor(caf::actor_cast<caf::actor_addr>(self_->current_sender())) + ": evaluating " +
+                          split + " failed: " + runtime::describe(runtime_.system(), e));
+        },
+        [&](caf::down_msg& down) {
+          failure = Error(describe_actor(down.source) + " was lost: " + runtime::describe(runtime_.system(), down.reason));
+        },
+        caf::after(options_.progress_deadline) >> [&] {
+          failure = Error("no evaluation result from the trainers for " +
+                          std::to_string(options_.progress_deadline.count() / 1000) + " s");
+        });
+  }
+  if (failure) throw *failure;
+  if (seeds == 0) return {0, 0};
+  return {loss / seeds, static_cast<double>(correct) / seeds};
+}
+
+std::vector<char> Driver::state_of_first_trainer() {
+  std::vector<char> state;
+  std::optional<caf::error> failed;
+  self_->request(actors_.trainers[0], kRequestDeadline, get_state_atom::value)
+      .receive([&](std::vector<char>& bytes) { state = std::move(bytes); }, [&](caf::error& e) { failed = e; });
+  if (failed) throw Error(describe_trainer(0) + ": cannot read its state: " + runtime::describe(runtime_.system(), *failed));
+  return state;
+}
+
+void Driver::restore_all(const std::vector<char>& state) {
+  for (size_t t = 0; t < actors_.trainers.size(); ++t) {
+    std::optional<caf::error> failed;
+    self_->request(actors_.trainers[t], kRequestDeadline, set_state_atom::value, state)
+        .receive([](bool) {}, [&](caf::error& e) { failed = e; });
+    if (failed) {
+      throw Error(describe_trainer(static_cast<int>(t)) + ": cannot restore the checkpoint: " +
+                  runtime::describe(runtime_.system(), *failed));
+    }
+  }
+}
+
+void Driver::checkpoint(int epoch, const std::vector<char>& state) {
+  const fs::path dir = fs::path(job_.output) / "checkpoints";
+  fs::create_directories(dir);
+  const std::string name = "epoch-" + std::to_string(epoch) + ".bin";
+  write_atomically(dir / name, state.data(), state.size());
+  nlohmann::json meta = {{"epoch", epoch}, {"file", "checkpoints/" + name}, {"seed", job_.seed}};
+  // The pointer moves last: a crash in between leaves the previous checkpoint in force.
+  write_atomically(fs::path(job_.output) / kCheckpointFile, meta.dump() + "\n");
+  // One checkpoint to resume from is enough; older ones only fill the disk.
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename() != name) fs::remove(entry.path());
+  }
+}
+
+int Driver::resume_point() {
+  const fs::path pointer = fs::path(job_.output) / kCheckpointFile;
+  if (!options_.resume) return 0;
+  if (!fs::exists(pointer)) throw UsageError("cannot resume: " + job_.output + " holds no checkpoint (" + kCheckpointFile + ")");
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(read_text(pointer));
+    const int epoch = meta.at("epoch").get<int>();
+    const fs::path file = fs::path(job_.output) / meta.at("file").get<std::string>();
+    if (meta.at("seed").get<uint64_t>() != job_.seed) {
+      throw UsageError("cannot resume: the checkpoint was written with seed " + std::to_string(meta.at("seed").get<uint64_t>()) +
+                       ", the job says " + std::to_string(job_.seed));
+    }
+    const std::string bytes = read_text(file);
+    if (bytes.empty()) throw Error("cannot resume: " + file.string() + " is missing or empty");
+    restore_all(std::vector<char>(bytes.begin(), bytes.end()));
+    spdlog::info("resuming after epoch {} from {}", epoch, file.string());
+    return epoch;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("cannot resume: " + pointer.string() + " is damaged: " + e.what());
+  }
+}
+
+void Driver::append_metrics(const EpochMetrics& m) {
+  nlohmann::json line = {{"epoch", m.epoch},
+                         {"steps", m.steps},
+                         {"seconds", m.seconds},
+                         {"batches_per_second", m.batches_per_second},
+                         {"train_loss", m.train_loss},
+                         {"train_accuracy", m.train_accuracy},
+                         {"val_loss", m.val_loss},
+                         {"val_accuracy", m.val_accuracy},
+                         {"test_loss", m.test_loss},
+                         {"test_accuracy", m.test_accuracy}};
+  std::ofstream out(fs::path(job_.output) / kMetricsFile, std::ios::app);
+  out << line.dump() << "\n";
+  if (!out) throw Error("cannot write " + (fs::path(job_.output) / kMetricsFile).string());
+}
+
+JobReport Driver::run() {
+  fs::create_directories(job_.output);
+  const bool has_run = fs::exists(fs::path(job_.output) / kCheckpointFile) ||
+                       fs::exists(fs::path(job_.output) / kMetricsFile);
+  if (has_run && !options_.resume && !options_.overwrite) {
+    throw UsageError("output " + job_.output + " already holds a run: resume it (--resume) or start afresh (--overwrite)");
+  }
+  if (!options_.resume) {
+    fs::remove(fs::path(job_.output) / kCheckpointFile);
+    fs::remove(fs::path(job_.output) / kMetricsFile);
+    fs::remove_all(fs::path(job_.output) / "checkpoints");
+  }
+  write_atomically(fs::path(job_.output) / "job.yaml", job_to_yaml(job_));
+
+  spawn_actors();
+  const int done_epochs = resume_point();
+  const int64_t full_steps = steps_per_epoch();
+  const int64_t steps = options_.max_steps > 0 ? std::min(options_.max_steps, full_steps) : full_steps;
+  spdlog::info("training {} on {}: {} trainer(s) on {} node(s), {} steps per epoch", job_.model, folder_.dir(),
+               actors_.trainers.size(), runtime_.num_nodes(), steps);
+  JobReport report;
+  report.first_epoch = done_epochs + 1;
+  report.steps_per_epoch = full_steps;
+  const int last_epoch = options_.stop_after_epoch > 0 ? std::min(options_.stop_after_epoch, job_.epochs) : job_.epochs;
+  for (int epoch = done_epochs + 1; epoch <= last_epoch; ++epoch) {
+    EpochMetrics m = train_epoch(epoch, steps);
+    if (options_.evaluate) {
+      std::tie(m.val_loss, m.val_accuracy) = evaluate("val");
+      std::tie(m.test_loss, m.test_accuracy) = evaluate("test");
+    }
+    spdlog::info("epoch {}/{}: {:.1f}s, {:.2f} batches/s, train loss {:.4f} acc {:.4f}, val acc {:.4f}, test acc {:.4f}",
+                 epoch, job_.epochs, m.seconds, m.batches_per_second, m.train_loss, m.train_accuracy, m.val_accuracy,
+                 m.test_accuracy);
+    report.final_state = state_of_first_trainer();
+    checkpoint(epoch, report.final_state);
+    append_metrics(m);
+    report.epochs.push_back(std::move(m));
+  }
+  report.parameter_hash = last_hash_;
+  return report;
+}
+
+}  // namespace
+
+void prepare_data(const JobConfig& job, int threads) {
+  if (!job.partitions.empty()) return;  // a folder the user partitioned
+  const fs::path dir = job.partition_dir();
+  const std::string source = data_source(job);
+  if (fs::exists(dir / "META.json") && read_text(dir / kSourceFile) == source) {
+    spdlog::info("reusing {} ({})", dir.string(), source.substr(0, source.size() - 1));
+    return;
+  }
+  fs::create_directories(job.output);
+  Stopwatch watch;
+  Dataset dataset;
+  if (job.generate && job.generate_spec.kind == "rmat") {
+    RmatOptions rmat;
+    rmat.num_nodes = job.generate_spec.nodes;
+    rmat.avg_degree = job.generate_spec.avg_degree;
+    rmat.feature_dim = job.generate_spec.features;
+    rmat.num_classes = job.generate_spec.classes;
+    rmat.split.num_train = job.generate_spec.train_nodes;
+    rmat.seed = job.generate_spec.seed;
+    rmat.threads = threads;
+    dataset = generate_rmat(rmat);
+  } else if (job.generate) {
+    SbmOptions sbm;
+    sbm.num_nodes = job.generate_spec.nodes;
+    sbm.num_classes = job.generate_spec.classes;
+    sbm.feature_dim = job.generate_spec.features;
+    sbm.avg_degree = job.generate_spec.avg_degree;
+    sbm.split.num_train = job.generate_spec.train_nodes;
+    sbm.seed = job.generate_spec.seed;
+    sbm.threads = threads;
+    dataset = generate_sbm(sbm);
+  } else {
+    dataset = read_dataset(job.format, job.dataset);
+  }
+  spdlog::info("{}: {} nodes, {} edges ({:.1f}s); partitioning into {} parts", source.substr(0, source.size() - 1),
+               dataset.num_nodes, dataset.num_edges(), watch.seconds(), job.num_partitions);
+  PartitionOptions options;
+  options.num_parts = job.num_partitions;
+  options.seed = job.seed;
+  options.threads = threads;
+  WriteOptions write;
+  write.overwrite = true;
+  write.threads = threads;
+  partition_dataset(dataset, options, dir.string(), write);
+  write_atomically(dir / kSourceFile, source);
+}
+
+JobReport run_job(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options) {
+  Driver driver(runtime, job, options);
+  return driver.run();
+}
+
+}  // namespace partita

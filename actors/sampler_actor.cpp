@@ -1,0 +1,776 @@
+#include "actors/sampler_actor.h"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "actors/feature_channel.h"
+#include "actors/sampler_steps.h"
+#include "base/error.h"
+#include "base/stopwatch.h"
+#include "graph/epoch_plan.h"
+#include "messages/codec.h"
+
+namespace partita {
+
+namespace {
+
+using io_done_atom = caf::atom_constant<caf::atom("p_iodone")>;
+using resume_atom = caf::atom_constant<caf::atom("p_resume")>;
+
+// The actor's own interface: the protocol, plus what it tells itself. A channel thread
+// reports an exchange with (io_done, job, part) (job 0: the channel's connection); a
+// finished batch makes the actor send itself (resume) to start the next ones, so that a
+// run of batches that need no remote answer still lets the mailbox in between.
+using sampler_impl =
+    sampler_actor::extend<caf::reacts_to<io_done_atom, uint64_t, int32_t>, caf::reacts_to<resume_atom>>;
+
+constexpr Rows kRows[] = {Rows::kX, Rows::kY};
+
+// One part's rows of one batch over a feature channel. The channel's thread owns it from
+// submit() until it sets `reported`, and writes the rows into the batch through its
+// targets meanwhile (rows no one else touches); the actor reads it after seeing that flag
+// (which a forged io_done message from the network therefore cannot fake).
+struct ChannelFetch {
+  std::vector<char> requests[2];
+  bool asked[2] = {false, false};
+  uint64_t ids[2] = {0, 0};
+  RowsTarget targets[2];
+  RowsScratch scratch;  // reused: its buffers keep their pages across batches
+  std::string error;
+  std::atomic<bool> reported{false};
+};
+
+// A feature channel's exchanges, on a thread of their own so that the actor never blocks:
+// it connects, then runs the fetches in order, reporting each to the actor.
+class ChannelWorker {
+ public:
+  ChannelWorker(int part, DecodedChannelOffer offer, std::chrono::milliseconds deadline, caf::actor_addr owner)
+      : part_(part), client_(part_name(part)), deadline_(deadline), owner_(std::move(owner)) {
+    thread_ = std::thread([this, offer = std::move(offer)] { run(offer); });
+  }
+  // Interrupts whatever the thread waits for and joins it; queued fetches are dropped.
+  ~ChannelWorker() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    client_.shut_down();
+    wake_.notify_all();
+    thread_.join();
+  }
+  ChannelWorker(const ChannelWorker&) = delete;
+  ChannelWorker& operator=(const ChannelWorker&) = delete;
+
+  void submit(uint64_t job, ChannelFetch* fetch) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.emplace_back(job, fetch);
+    }
+    wake_.notify_one();
+  }
+
+  // Once the connection was reported: why it failed, "" if it is up. A forged report
+  // finds connected() false.
+  bool connected() const { return connect_reported_; }
+  std::string failure() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return failure_;
+  }
+
+ private:
+  void run(const DecodedChannelOffer& offer) {
+    std::string failure;
+    try {
+      client_.open(offer, static_cast<uint32_t>(part_), deadline_);
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      failure_ = failure;
+    }
+    connect_reported_ = true;
+    report(0);
+    for (;;) {
+      std::pair<uint64_t, ChannelFetch*> task;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (stopping_) return;
+        task = queue_.front();
+        queue_.pop_front();
+      }
+      ChannelFetch& fetch = *task.second;
+      fetch.error.clear();
+      try {
+        if (!failure.empty()) throw Error(failure);
+        // Both requests go out before either reply is read: the partition answers them
+        // back to back.
+        for (int k = 0; k < 2; ++k) {
+          if (fetch.asked[k]) client_.send(fetch.requests[k], deadline_);
+        }
+        for (int k = 0; k < 2; ++k) {
+          if (!fetch.asked[k]) continue;
+          uint64_t body_bytes = 0;
+          Span<const char> head = receive_rows_head(client_, fetch.scratch, body_bytes, deadline_);
+          try {
+            check_rows_header(fetch.targets[k], fetch.ids[k], head, body_bytes);
+          } catch (const Error&) {
+            client_.discard_body(deadline_);  // the channel stays in step for later batches
+            throw;
+          }
+          receive_rows_body(client_, fetch.targets[k], fetch.scratch, deadline_);
+        }
+      } catch (const Error& e) {
+        fetch.error = e.what();
+      }
+      fetch.reported = true;
+      report(task.first);
+    }
+  }
+
+  void report(uint64_t job) {
+    if (auto owner = caf::actor_cast<caf::actor>(owner_)) {
+      caf::anon_send(owner, io_done_atom::value, job, static_cast<int32_t>(part_));
+    }
+  }
+
+  const int part_;
+  ChannelClient client_;
+  const std::chrono::milliseconds deadline_;
+  const caf::actor_addr owner_;  // weak: the worker must not keep its actor alive
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::pair<uint64_t, ChannelFetch*>> queue_;
+  std::string failure_;
+  std::atomic<bool> connect_reported_{false};
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// One batch being sampled.
+struct Job {
+  Job(const PartitionBook& book, const SamplerOptions& options, std::vector<PartitionStores> local)
+      : assembly(book, options.config, options.names, std::move(local)), fetches(book.num_parts()) {}
+  uint64_t id = 0;
+  uint64_t generation = 0;  // of the epoch it belongs to
+  int64_t batch = -1;
+  BatchAssembly assembly;
+  int pending = 0;         // answers the current step awaits
+  int io_outstanding = 0;  // fetches with channel threads, not yet reported
+  bool dead = false;       // failed or discarded: kept only until its fetches come back
+  std::vector<ChannelFetch> fetches;  // by part
+};
+
+struct Part {
+  partition_actor actor;
+  bool other_process = false;
+  std::unique_ptr<ChannelWorker> channel;
+  bool connection_reported = false;
+  std::string lost;  // why the partition is gone; "" while it is there
+};
+
+struct SamplerState {
+  PartitionBook book;
+  int part = 0;
+  PartitionStores stores;
+  std::vector<int64_t> seeds;
+  SamplerOptions options;
+
+  Encoder encoder;
+  uint64_t next_request_id = 1;
+  uint64_t next_job_id = 1;  // 0 is the channels' connection report
+
+  // Wiring: the partitions message, answered once every channel is connected.
+  bool wired = false;
+  int connecting = 0;
+  std::string wiring_failure;
+  std::optional<caf::typed_response_promise<Encoded>> wiring;
+
+  // The epoch: batches are started in plan order, at most `prefetch` beyond those claimed
+  // by next messages (or the run's end) and at most `prefetch` at once.
+  std::optional<EpochPlan> plan;
+  uint64_t generation = 0;
+  int64_t next_to_start = 0;
+  int64_t claimed = 0;
+  bool pulling = false;  // a next message came this epoch: sample ahead of the next ones
+  int live = 0;  // jobs in flight, not dead
+  std::map<int64_t, Encoded> ready;
+  std::map<int64_t, caf::typed_response_promise<Encoded>> waiting;
+  std::string failure;  // the first failed batch of the epoch, and why; later ones fail too
+  int64_t failed_batch = -1;
+  bool resume_pending = false;
+
+  // A run: batches dropped as they finish, counted.
+  bool running = false;
+  int64_t run_end = 0;
+  int64_t run_target = 0;
+  double run_seconds = 0;  // no batch starts after this much of the run (0: no limit)
+  RunReport report;
+  Stopwatch watch;
+  std::optional<caf::typed_response_promise<Encoded>> run_promise;
+
+  std::map<uint64_t, std::unique_ptr<Job>> jobs;  // live and dead
+  std::vector<std::unique_ptr<Job>> spare_jobs;
+  std::vector<MiniBatch> spare_batches;  // their buffers keep their pages
+  // Last: destroyed first, so the channel threads are joined before the jobs they fill.
+  std::vector<Part> parts;
+
+  static inline const char* name = "partita.sampler";
+};
+
+using Pointer = sampler_impl::stateful_pointer<SamplerState>;
+
+Encoded error_reply(SamplerState& s, WireErrorCode code, const std::string& message) {
+  Encoded e;
+  s.encoder.error_reply(0, code, message, e.bytes);
+  return e;
+}
+
+Encoded ack(SamplerState& s, int64_t num_batches) {
+  Encoded e;
+  s.encoder.sampler_ack(num_batches, e.bytes);
+  return e;
+}
+
+std::string request_failure(caf::actor_system& system, const caf::error& e, std::chrono::milliseconds deadline) {
+  return e == caf::sec::request_timeout ? "no reply within " + std::to_string(deadline.count()) + " ms"
+                                        : system.render(e);
+}
+
+Job* find_job(SamplerState& s, uint64_t id) {
+  auto it = s.jobs.find(id);
+  return it == s.jobs.end() ? nullptr : it->second.get();
+}
+
+// Back to the spare list once nothing (no channel thread) refers to it any more.
+void recycle_if_idle(SamplerState& s, Job& job) {
+  if (!job.dead || job.io_outstanding > 0) return;
+  auto it = s.jobs.find(job.id);
+  s.spare_jobs.push_back(std::move(it->second));
+  s.jobs.erase(it);
+}
+
+void kill(SamplerState& s, Job& job) {
+  if (job.dead) return;
+  job.dead = true;
+  --s.live;
+  recycle_if_idle(s, job);
+}
+
+void schedule_resume(Pointer self) {
+  if (self->state.resume_pending) return;
+  self->state.resume_pending = true;
+  self->send(caf::actor_cast<sampler_impl>(self), resume_atom::value);
+}
+
+void fail_epoch(Pointer self, int64_t batch, const std::string& message) {
+  auto& s = self->state;
+  if (s.failure.empty()) {
+    s.failure = "batch " + std::to_string(batch) + " of epoch " + std::to_string(s.plan ? s.plan->epoch : 0) + ": " +
+                message;
+    s.failed_batch = batch;
+  }
+  // The epoch cannot go on: stop every batch in flight (their answers are dropped).
+  std::vector<Job*> live;
+  for (auto& [id, job] : s.jobs) {
+    if (!job->dead && job->generation == s.generation) live.push_back(job.get());
+  }
+  for (Job* job : live) kill(s, *job);
+  if (s.running) {
+    s.running = false;
+    s.run_promise->deliver(error_reply(s, WireErrorCode::kInternal, s.failure));
+    s.run_promise.reset();
+  }
+  for (auto it = s.waiting.begin(); it != s.waiting.end();) {
+    if (it->first >= s.failed_batch) {
+      it->second.deliver(error_reply(s, WireErrorCode::kInternal, s.failure));
+      it = s.waiting.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void fail_job(Pointer self, Job& job, const std::string& message) {
+  auto& s = self->state;
+  const int64_t batch = job.batch;
+  const bool current = job.generation == s.generation;
+  kill(s, job);
+  if (current) fail_epoch(self, batch, message);
+}
+
+void check_not_lost(const SamplerState& s, int part) {
+  if (!s.parts[part].lost.empty()) throw Error(s.parts[part].lost);
+}
+
+bool run_time_is_up(const SamplerState& s) { return s.run_seconds > 0 && s.watch.seconds() >= s.run_seconds; }
+
+void finish_run(SamplerState& s) {
+  s.report.seconds = s.watch.seconds();
+  s.running = false;
+  s.claimed = s.next_to_start;  // the batches the run did not start are the next ones
+  Encoded report;
+  s.encoder.run_report(s.report, report.bytes);
+  s.run_promise->deliver(std::move(report));
+  s.run_promise.reset();
+}
+
+void job_done(Pointer self, Job& job) {
+  auto& s = self->state;
+  MiniBatch batch = job.assembly.finish();
+  const int64_t index = job.batch;
+  const SampleKey key = job.assembly.key();
+  const bool current = job.generation == s.generation;
+  kill(s, job);
+  if (current && s.running) {
+    ++s.report.batches;
+    s.report.edges += static_cast<int64_t>(batch.row.size());
+    s.report.nodes += static_cast<int64_t>(batch.node_ids.size());
+    if (s.report.batches == s.run_target || (run_time_is_up(s) && s.live == 0)) finish_run(s);
+  } else if (current) {
+    Encoded encoded;
+    try {
+      s.encoder.mini_batch(key, batch, encoded.bytes);
+    } catch (const Error& e) {
+      encoded = error_reply(s, WireErrorCode::kInternal, "batch " + std::to_string(index) + ": " + e.what());
+    }
+    auto waiting = s.waiting.find(index);
+    if (waiting != s.waiting.end()) {
+      waiting->second.deliver(std::move(encoded));
+      s.waiting.erase(waiting);
+    } else {
+      s.ready.emplace(index, std::move(encoded));
+    }
+  }
+  s.spare_batches.push_back(std::move(batch));
+  schedule_resume(self);
+}
+
+void on_feature_answer(Pointer self, Job& job) {
+  if (--job.pending == 0) job_done(self, job);
+}
+
+void start_rows(Pointer self, Job& job) {
+  auto& s = self->state;
+  BatchAssembly& a = job.assembly;
+  a.start_rows();
+  job.pending = 0;
+  for (int part = 0; part < a.num_parts(); ++part) {
+    if (a.is_local(part) || a.rows_of(part).empty()) continue;
+    check_not_lost(s, part);
+    if (s.parts[part].other_process) {
+      ChannelFetch& fetch = job.fetches[part];
+      for (Rows rows : kRows) {
+        const int k = static_cast<int>(rows);
+        fetch.asked[k] = a.wants(rows);
+        if (!fetch.asked[k]) continue;
+        fetch.ids[k] = s.next_request_id++;
+        fetch.targets[k] = a.rows_target(part, rows);
+        a.feature_request(part, rows, fetch.ids[k], s.encoder, fetch.requests[k]);
+      }
+      ++job.pending;
+      ++job.io_outstanding;
+      s.parts[part].channel->submit(job.id, &fetch);
+      continue;
+    }
+    for (Rows rows : kRows) {
+      if (!a.wants(rows)) continue;
+      Encoded request;
+      const uint64_t id = s.next_request_id++;
+      a.feature_request(part, rows, id, s.encoder, request.bytes);
+      ++job.pending;
+      self->request(s.parts[part].actor, s.options.deadline, feature_atom::value, std::move(request))
+          .then(
+              [self, job_id = job.id, part, rows, id](Encoded& reply) {
+                Job* j = find_job(self->state, job_id);
+                if (j == nullptr || j->dead) return;
+                try {
+                  self->state.report.remote_feature_bytes += static_cast<int64_t>(
+                      j->assembly.take_feature_reply(part, rows, id, Span<const char>(reply.bytes)));
+                } catch (const Error& e) {
+                  fail_job(self, *j, e.what());
+                  return;
+                }
+                on_feature_answer(self, *j);
+              },
+              [self, job_id = job.id, part](caf::error& e) {
+                Job* j = find_job(self->state, job_id);
+                if (j == nullptr || j->dead) return;
+                fail_job(self, *j, part_name(part) + ": feature request failed: " +
+                                       request_failure(self->system(), e, self->state.options.deadline));
+              });
+    }
+  }
+  // Our own rows while the others are fetched.
+  for (int part = 0; part < a.num_parts(); ++part) {
+    if (a.is_local(part)) a.gather_local(part);
+  }
+  if (job.pending == 0) job_done(self, job);
+}
+
+void run_hop(Pointer self, Job& job);
+
+void hop_done(Pointer self, Job& job) {
+  try {
+    job.assembly.finish_hop();
+    if (job.assembly.sampling()) {
+      run_hop(self, job);
+    } else {
+      start_rows(self, job);
+    }
+  } catch (const Error& e) {
+    fail_job(self, job, e.what());
+  }
+}
+
+void run_hop(Pointer self, Job& job) {
+  auto& s = self->state;
+  BatchAssembly& a = job.assembly;
+  job.pending = 0;
+  for (int part = 0; part < a.num_parts(); ++part) {
+    if (!a.hop_needs(part) || a.is_local(part)) continue;
+    check_not_lost(s, part);
+    Encoded request;
+    const uint64_t id = s.next_request_id++;
+    a.hop_request(part, id, s.encoder, request.bytes);
+    ++job.pending;
+    self->request(s.parts[part].actor, s.options.deadline, hop_atom::value, std::move(request))
+        .then(
+            [self, job_id = job.id, part, id](Encoded& reply) {
+              Job* j = find_job(self->state, job_id);
+              if (j == nullptr || j->dead) return;
+              try {
+                j->assembly.take_hop_reply(part, id, Span<const char>(reply.bytes));
+              } catch (const Error& e) {
+                fail_job(self, *j, e.what());
+                return;
+              }
+              if (--j->pending == 0) hop_done(self, *j);
+            },
+            [self, job_id = job.id, part](caf::error& e) {
+              Job* j = find_job(self->state, job_id);
+              if (j == nullptr || j->dead) return;
+              fail_job(self, *j, part_name(part) + ": hop request failed: " +
+                                     request_failure(self->system(), e, self->state.options.deadline));
+            });
+  }
+  // Our own part while the others work.
+  for (int part = 0; part < a.num_parts(); ++part) {
+    if (a.hop_needs(part) && a.is_local(part)) a.sample_local(part);
+  }
+  if (job.pending == 0) hop_done(self, job);
+}
+
+void start_job(Pointer self, int64_t batch) {
+  auto& s = self->state;
+  std::unique_ptr<Job> fresh;
+  if (!s.spare_jobs.empty()) {
+    fresh = std::move(s.spare_jobs.back());
+    s.spare_jobs.pop_back();
+  } else {
+    std::vector<PartitionStores> local(s.book.num_parts());
+    local[s.part] = s.stores;
+    fresh = std::make_unique<Job>(s.book, s.options, std::move(local));
+  }
+  Job& job = *fresh;
+  job.id = s.next_job_id++;
+  job.generation = s.generation;
+  job.batch = batch;
+  job.pending = 0;
+  job.io_outstanding = 0;
+  job.dead = false;
+  s.jobs.emplace(job.id, std::move(fresh));
+  ++s.live;
+  MiniBatch recycled;
+  if (!s.spare_batches.empty()) {
+    recycled = std::move(s.spare_batches.back());
+    s.spare_batches.pop_back();
+  }
+  try {
+    job.assembly.start(s.plan->batch(batch), s.plan->key(batch), std::move(recycled));
+    run_hop(self, job);
+  } catch (const Error& e) {
+    fail_job(self, job, e.what());
+  }
+}
+
+void top_up(Pointer self) {
+  auto& s = self->state;
+  if (!s.plan || !s.failure.empty() || !(s.running || s.pulling)) return;
+  const int64_t limit =
+      s.running ? s.run_end : std::min<int64_t>(s.plan->num_batches(), s.claimed + s.options.prefetch);
+  while (s.next_to_start < limit && s.live < s.options.prefetch && s.failure.empty()) {
+    // A timed run starts no batch once its time is up, except a first one.
+    if (s.running && run_time_is_up(s) && s.report.batches + s.live > 0) break;
+    start_job(self, s.next_to_start++);
+  }
+}
+
+// The partitions message is answered once every channel reported its connection.
+void finish_wiring_if_done(SamplerState& s) {
+  if (s.connecting > 0 || !s.wiring) return;
+  if (s.wiring_failure.empty()) {
+    s.wiring->deliver(ack(s, 0));
+  } else {
+    s.wiring->deliver(error_reply(s, WireErrorCode::kInternal, s.wiring_failure));
+  }
+  s.wiring.reset();
+}
+
+void channel_failed(SamplerState& s, int part, const std::string& why) {
+  if (s.wiring_failure.empty()) s.wiring_failure = why;
+  if (s.parts[part].lost.empty()) s.parts[part].lost = why;
+}
+
+void on_io_done(Pointer self, uint64_t job_id, int32_t part) {
+  auto& s = self->state;
+  if (part < 0 || part >= static_cast<int>(s.parts.size()) || !s.parts[part].channel) return;
+  if (job_id == 0) {
+    ChannelWorker& worker = *s.parts[part].channel;
+    if (!worker.connected() || s.parts[part].connection_reported) return;
+    s.parts[part].connection_reported = true;
+    --s.connecting;
+    if (std::string why = worker.failure(); !why.empty()) channel_failed(s, part, why);
+    finish_wiring_if_done(s);
+    return;
+  }
+  Job* job = find_job(s, job_id);
+  if (job == nullptr) return;
+  ChannelFetch& fetch = job->fetches[part];
+  if (!fetch.reported.exchange(false)) return;  // not from the channel thread
+  --job->io_outstanding;
+  if (job->dead) {
+    recycle_if_idle(s, *job);
+    return;
+  }
+  if (!fetch.error.empty()) {
+    fail_job(self, *job, fetch.error);
+    return;
+  }
+  for (int k = 0; k < 2; ++k) {
+    if (fetch.asked[k]) s.report.remote_feature_bytes += static_cast<int64_t>(fetch.targets[k].bytes());
+  }
+  on_feature_answer(self, *job);
+}
+
+caf::result<Encoded> on_partitions(Pointer self, const std::vector<caf::actor>& actors) {
+  auto& s = self->state;
+  if (s.wired) return error_reply(s, WireErrorCode::kBadRequest, "sampler: it has its partitions already");
+  if (actors.size() != static_cast<size_t>(s.book.num_parts())) {
+    return error_reply(s, WireErrorCode::kBadRequest,
+                       "sampler: " + std::to_string(actors.size()) + " partition actors given for " +
+                           std::to_string(s.book.num_parts()) + " partitions");
+  }
+  for (int part = 0; part < s.book.num_parts(); ++part) {
+    if (part != s.part && !actors[part]) {
+      return error_reply(s, WireErrorCode::kBadRequest, "sampler: no actor given for " + part_name(part));
+    }
+  }
+  s.wired = true;
+  for (int part = 0; part < s.book.num_parts(); ++part) {
+    if (part == s.part) continue;
+    Part& p = s.parts[part];
+    p.actor = caf::actor_cast<partition_actor>(actors[part]);
+    p.other_process = actors[part].node() != self->node();
+    self->monitor(actors[part]);
+    if (!p.other_process) continue;
+    ++s.connecting;
+    self->request(p.actor, s.options.deadline, channel_atom::value)
+        .then(
+            [self, part](Encoded& reply) {
+              auto& st = self->state;
+              try {
+                DecodedChannelOffer offer = decode_channel_offer(Span<const char>(reply.bytes));
+                // The worker connects on its own thread and reports (io_done, 0, part).
+                st.parts[part].channel =
+                    std::make_unique<ChannelWorker>(part, std::move(offer), st.options.deadline, self->address());
+              } catch (const Error& e) {
+                --st.connecting;
+                channel_failed(st, part, part_name(part) + ": channel request failed: " + e.what());
+                finish_wiring_if_done(st);
+              }
+            },
+            [self, part](caf::error& e) {
+              auto& st = self->state;
+              --st.connecting;
+              channel_failed(st, part, part_name(part) + ": channel request failed: " +
+                                           request_failure(self->system(), e, st.options.deadline));
+              finish_wiring_if_done(st);
+            });
+  }
+  if (s.connecting == 0) return ack(s, 0);
+  s.wiring = self->make_response_promise<Encoded>();
+  return caf::delegated<Encoded>();
+}
+
+Encoded on_epoch(Pointer self, uint64_t job_seed, uint64_t epoch, int64_t batch_size) {
+  auto& s = self->state;
+  if (!s.wired || s.wiring) {
+    return error_reply(s, WireErrorCode::kBadRequest, "sampler: epoch before its partitions are set up");
+  }
+  if (s.running) return error_reply(s, WireErrorCode::kBadRequest, "sampler: epoch during a run");
+  if (batch_size < 1) {
+    return error_reply(s, WireErrorCode::kBadRequest, "sampler: batch size " + std::to_string(batch_size));
+  }
+  // A new epoch supersedes what is left of the last one.
+  ++s.generation;
+  std::vector<Job*> live;
+  for (auto& [id, job] : s.jobs) {
+    if (!job->dead) live.push_back(job.get());
+  }
+  for (Job* job : live) kill(s, *job);
+  for (auto& [batch, promise] : s.waiting) {
+    promise.deliver(error_reply(s, WireErrorCode::kBadRequest,
+                                "sampler: batch " + std::to_string(batch) + " was superseded by epoch " +
+                                    std::to_string(epoch)));
+  }
+  s.waiting.clear();
+  s.ready.clear();
+  s.failure.clear();
+  s.failed_batch = -1;
+  s.plan = plan_epoch(s.seeds, batch_size, job_seed, epoch);
+  s.next_to_start = 0;
+  s.claimed = 0;
+  s.pulling = false;
+  return ack(s, s.plan->num_batches());
+}
+
+caf::result<Encoded> on_next(Pointer self) {
+  auto& s = self->state;
+  if (!s.plan) return error_reply(s, WireErrorCode::kBadRequest, "sampler: next before an epoch");
+  if (s.running) return error_reply(s, WireErrorCode::kBadRequest, "sampler: next during a run");
+  const int64_t batch = s.claimed;
+  if (batch >= s.plan->num_batches()) {
+    return error_reply(s, WireErrorCode::kBadRequest,
+                       "sampler: all " + std::to_string(s.plan->num_batches()) + " batches of epoch " +
+                           std::to_string(s.plan->epoch) + " were taken");
+  }
+  ++s.claimed;
+  s.pulling = true;
+  auto ready = s.ready.find(batch);
+  if (ready != s.ready.end()) {
+    Encoded reply = std::move(ready->second);
+    s.ready.erase(ready);
+    top_up(self);
+    return reply;
+  }
+  if (!s.failure.empty() && batch >= s.failed_batch) return error_reply(s, WireErrorCode::kInternal, s.failure);
+  s.waiting.emplace(batch, self->make_response_promise<Encoded>());
+  top_up(self);
+  return caf::delegated<Encoded>();
+}
+
+caf::result<Encoded> on_run(Pointer self, int64_t count, int64_t milliseconds) {
+  auto& s = self->state;
+  if (!s.plan) return error_reply(s, WireErrorCode::kBadRequest, "sampler: run before an epoch");
+  if (s.running) return error_reply(s, WireErrorCode::kBadRequest, "sampler: a run is in progress");
+  if (count < 1) return error_reply(s, WireErrorCode::kBadRequest, "sampler: run of " + std::to_string(count));
+  if (milliseconds < 0) {
+    return error_reply(s, WireErrorCode::kBadRequest, "sampler: run time of " + std::to_string(milliseconds) + " ms");
+  }
+  if (!s.failure.empty()) return error_reply(s, WireErrorCode::kInternal, s.failure);
+  if (s.live > 0 || !s.ready.empty() || s.claimed != s.next_to_start) {
+    return error_reply(s, WireErrorCode::kBadRequest, "sampler: run while batches sampled for next are pending");
+  }
+  s.run_end = std::min(s.plan->num_batches(), s.next_to_start + count);
+  s.run_target = s.run_end - s.next_to_start;
+  if (s.run_target == 0) {
+    return error_reply(s, WireErrorCode::kBadRequest,
+                       "sampler: no batches left in epoch " + std::to_string(s.plan->epoch));
+  }
+  s.claimed = s.run_end;  // the run takes them
+  s.running = true;
+  s.run_seconds = static_cast<double>(milliseconds) / 1000;
+  s.report = RunReport{};
+  s.watch.restart();
+  s.run_promise = self->make_response_promise<Encoded>();
+  top_up(self);
+  return caf::delegated<Encoded>();
+}
+
+void on_down(Pointer self, const caf::down_msg& msg) {
+  auto& s = self->state;
+  for (int part = 0; part < static_cast<int>(s.parts.size()); ++part) {
+    Part& p = s.parts[part];
+    if (!p.actor || p.actor.address() != msg.source) continue;
+    if (p.lost.empty()) {
+      p.lost = part_name(part) + ": lost: " +
+               (msg.reason == caf::exit_reason::user_shutdown ? std::string("it shut down")
+                                                               : self->system().render(msg.reason));
+    }
+    spdlog::warn("sampler of partition {}: {}", s.part, p.lost);
+    bool busy = false;
+    for (auto& [id, job] : s.jobs) busy = busy || (!job->dead && job->generation == s.generation);
+    if (busy) {
+      int64_t first = s.next_to_start;
+      for (auto& [id, job] : s.jobs) {
+        if (!job->dead && job->generation == s.generation) first = std::min(first, job->batch);
+      }
+      fail_epoch(self, first, p.lost);
+    }
+  }
+}
+
+sampler_impl::behavior_type sampler(Pointer self, PartitionBook book, int part, PartitionStores stores,
+                                    std::vector<int64_t> seeds, SamplerOptions options) {
+  auto& s = self->state;
+  s.book = std::move(book);
+  s.part = part;
+  s.stores = std::move(stores);
+  s.seeds = std::move(seeds);
+  s.options = std::move(options);
+  s.parts.resize(s.book.num_parts());
+  self->set_down_handler([self](caf::down_msg& msg) { on_down(self, msg); });
+  return {
+      [self](partitions_atom, const std::vector<caf::actor>& actors) { return on_partitions(self, actors); },
+      [self](epoch_atom, uint64_t job_seed, uint64_t epoch, int64_t batch_size) {
+        return on_epoch(self, job_seed, epoch, batch_size);
+      },
+      [self](next_atom) { return on_next(self); },
+      [self](run_atom, int64_t count, int64_t milliseconds) { return on_run(self, count, milliseconds); },
+      [self](io_done_atom, uint64_t job, int32_t part) { on_io_done(self, job, part); },
+      [self](resume_atom) {
+        self->state.resume_pending = false;
+        top_up(self);
+      },
+  };
+}
+
+}  // namespace
+
+sampler_actor spawn_sampler_actor(caf::actor_system& system, PartitionBook book, int part, PartitionStores stores,
+                                  std::vector<int64_t> seeds, SamplerOptions options) {
+  if (part < 0 || part >= book.num_parts()) {
+    throw UsageError("sampler: partition " + std::to_string(part) + " is not in a book of " +
+                     std::to_string(book.num_parts()));
+  }
+  if (!stores.topology || !stores.features) throw UsageError("sampler: the stores of its partition are required");
+  if (options.prefetch < 1) throw UsageError("sampler: prefetch must be at least 1");
+  for (int64_t seed : seeds) {
+    if (seed < book.begin(part) || seed >= book.end(part)) {
+      throw UsageError("sampler: seed " + std::to_string(seed) + " is not a node of " + part_name(part));
+    }
+  }
+  // Checks the stores against the book and the config now, not at the first batch.
+  std::vector<PartitionStores> local(book.num_parts());
+  local[part] = stores;
+  BatchAssembly check(book, options.config, options.names, std::move(local));
+  (void)check;
+  return caf::actor_cast<sampler_actor>(system.spawn(sampler, std::move(book), part, std::move(stores),
+                                                     std::move(seeds), std::move(options)));
+}
+
+}  // namespace partita

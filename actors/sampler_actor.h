@@ -1,0 +1,43 @@
+// The sampler actor: the mini-batches of one trainer, built without blocking a thread.
+//
+// Placed with its partition (on the same daemon), it samples that partition by direct calls
+// into its immutable stores, sends one asynchronous hop request per other partition and
+// merges exactly as the single-partition sampler does (sampler_steps.h); then it gathers
+// its own rows directly and fetches the others' by owner: over their feature channels for
+// partitions in other processes (one I/O thread per channel, so the actor never waits), by
+// message otherwise. Several batches are in flight at once, so one batch's remote waits
+// overlap another's local work. See protocol.h (sampler_actor) for its messages.
+//
+// Every remote request has the deadline; a lost partition (a down message, a broken
+// channel) fails the batches in flight at once, naming it, and every later one too.
+#pragma once
+
+#include <caf/fwd.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "actors/partition_actor.h"
+#include "actors/protocol.h"
+#include "graph/batch_features.h"
+#include "graph/neighbor_sampler.h"
+#include "graph/partition_book.h"
+
+namespace partita {
+
+struct SamplerOptions {
+  SamplerConfig config;
+  FeatureNames names;
+  std::chrono::milliseconds deadline{60000};  // for every remote request
+  // Batches in flight at once, and sampled ahead of the trainer's next messages, at most.
+  int prefetch = 2;
+};
+
+// Spawns the sampler of partition `part` of `book`, which reads `stores` (that partition)
+// directly and samples batches of `seeds` (global ids it owns: its training nodes). Throws
+// UsageError when the stores do not fit the book or the config, or prefetch is below 1.
+sampler_actor spawn_sampler_actor(caf::actor_system& system, PartitionBook book, int part, PartitionStores stores,
+                                  std::vector<int64_t> seeds, SamplerOptions options);
+
+}  // namespace partita

@@ -1,0 +1,26 @@
+// The trainer: one model replica, its loader and its allreduce member (actors/protocol.h,
+// trainer_actor). Data parallel, like DDP: every replica starts from the same weights
+// (seeded by the job), averages its gradients with the others' at every step, and so
+// stays identical to them.
+//
+// Trainer t of a job with P partitions and k trainers per partition serves partition
+// t / k and trains on the t % k-th contiguous share of that partition's training nodes.
+// All trainers take the same number of steps per epoch (the driver computes it); one
+// whose share has run out joins the step's allreduce with no seeds. The step's gradient
+// is the mean over every seed of every trainer, so it does not depend on how the seeds
+// were spread.
+//
+// Randomness: batches are keyed by (job seed, trainer, epoch, batch), dropout by (job
+// seed, epoch, step, trainer); nothing depends on earlier steps, so a run resumed from a
+// checkpoint continues exactly as an uninterrupted one.
+#pragma once
+
+#include "runtime/host.h"
+
+namespace partita {
+
+// Registers "trainer" (settings: job, the job as YAML (job_to_yaml); trainer, its index).
+// Its actor runs on a thread of its own: an epoch blocks in libtorch compute.
+void register_training_types(runtime::ActorTypeRegistry& registry);
+
+}  // namespace partita

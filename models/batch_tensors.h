@@ -1,0 +1,70 @@
+// A MiniBatch as the tensors the models read. The sampled edges are laid out once per
+// batch, for every layer: sorted by destination (CSC), which the aggregation's forward pass
+// walks, and grouped by source, which its backward pass walks, so neither pass scatters.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/mini_batch.h"
+
+namespace partita {
+
+// Edges sorted by destination, stably (the edges of one destination keep their batch
+// order, so sums run in a fixed order), with the transpose used by backward passes.
+struct CscEdges {
+  int64_t num_nodes = 0;
+  at::Tensor colptr;     // int64 [num_nodes + 1]: the in-edges of d are [colptr[d], colptr[d+1])
+  at::Tensor src;        // int64 [E]: each edge's source
+  at::Tensor dst;        // int64 [E]: each edge's destination, non-decreasing
+  at::Tensor rowptr;     // int64 [num_nodes + 1]: the out-edges of s are
+  at::Tensor out_edges;  // out_edges[rowptr[s] .. rowptr[s+1]): edge positions, ascending
+
+  int64_t num_edges() const { return src.defined() ? src.size(0) : 0; }
+  // The edges whose destination is below num_dst: a prefix, since the edges are sorted.
+  int64_t edges_before(int64_t num_dst) const;
+};
+
+// Sorts (src[e], dst[e]) by destination. Indices must be in [0, num_nodes).
+CscEdges make_csc(int64_t num_nodes, std::vector<int64_t> src, std::vector<int64_t> dst);
+
+struct GraphBatch {
+  int64_t num_nodes = 0;
+  int64_t batch_size = 0;  // the seeds: nodes [0, batch_size), whose logits the models return
+  at::Tensor x;            // float32 [num_nodes, feature_dim]
+  at::Tensor y;            // int64, as the batch gave it ([num_nodes] or [batch_size]); may be undefined
+
+  // The sampled edges, self loops included (GraphSAGE's neighbourhood, as PyG's SAGEConv),
+  // and 1 / in-degree of each edge's destination (float32, per edge): the mean's weights.
+  CscEdges edges;
+  at::Tensor mean_weight;
+  // The same edges with sampled self loops dropped and one self loop per node added, first
+  // among its node's in-edges (GCN and GAT, as PyG's GCNConv and GATConv add them), and
+  // GCN's symmetric normalisation deg^-1/2[src] * deg^-1/2[dst] per edge (float32), the
+  // degrees counting the self loop. Degrees are of the whole sampled subgraph, so a trimmed
+  // layer normalises as the untrimmed one does.
+  CscEdges edges_with_self_loops;
+  at::Tensor gcn_weight;
+
+  // Per hop (index 0 = the seeds), as the sampler counted them; empty when unknown.
+  std::vector<int64_t> num_sampled_nodes;
+  std::vector<int64_t> num_sampled_edges;
+  // Whether every edge's source lies at most one hop beyond its destination, as sampled
+  // batches are: then trimming the layers to fewer rows leaves the seeds' logits unchanged.
+  bool hop_ordered = false;
+
+  // The rows layer `layer` (0-based) of `num_layers` must compute. Trimmed (HGAM, like PyG's
+  // trim_to_layer): the nodes within num_layers - 1 - layer hops of the seeds, so the last
+  // layer computes only the seeds; untrimmed, or when the batch has no usable hop counts:
+  // every node.
+  int64_t layer_rows(int layer, int num_layers, bool trim) const;
+};
+
+// Validates the batch (sizes agree, indices in range; Error naming the first problem) and
+// lays it out. The rvalue overload takes over the feature buffer instead of copying it.
+GraphBatch to_graph_batch(MiniBatch&& batch);
+GraphBatch to_graph_batch(const MiniBatch& batch);
+
+}  // namespace partita

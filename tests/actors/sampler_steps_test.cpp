@@ -1,0 +1,95 @@
+// The pieces of a batch the samplers share: rows placed exactly where they belong whatever
+// their width and the buffer's alignment, and channel reply heads checked against what was
+// asked.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "actors/sampler_steps.h"
+#include "base/error.h"
+#include "messages/codec.h"
+
+namespace partita {
+namespace {
+
+// Places `rows` rows of `row_bytes` at shuffled positions in a buffer offset by `offset`
+// bytes from a 64-byte boundary, in pieces of `piece` rows, and checks every byte.
+void expect_placed(size_t row_bytes, size_t rows, size_t offset, size_t piece) {
+  SCOPED_TRACE("rows of " + std::to_string(row_bytes) + " bytes, offset " + std::to_string(offset));
+  std::vector<int64_t> positions(rows * 2);
+  std::iota(positions.begin(), positions.end(), 0);
+  std::mt19937_64 rng(row_bytes + offset);
+  std::shuffle(positions.begin(), positions.end(), rng);
+  positions.resize(rows);  // half of the batch's rows come from this part
+  std::vector<char> source(rows * row_bytes);
+  for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<char>(i * 31 + i / row_bytes);
+  std::vector<char> storage(2 * rows * row_bytes + 128, 'z');
+  char* base = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64 + offset;
+  RowsTarget target;
+  target.base = base;
+  target.row_bytes = row_bytes;
+  target.positions = Span<const int64_t>(positions);
+  for (size_t first = 0; first < rows; first += piece) {
+    place_rows(target, source.data() + first * row_bytes, first, std::min(piece, rows - first));
+  }
+  std::vector<bool> taken(rows * 2, false);
+  for (size_t k = 0; k < rows; ++k) {
+    taken[positions[k]] = true;
+    ASSERT_EQ(std::memcmp(base + positions[k] * row_bytes, source.data() + k * row_bytes, row_bytes), 0) << "row " << k;
+  }
+  for (size_t p = 0; p < rows * 2; ++p) {
+    if (taken[p]) continue;
+    for (size_t b = 0; b < row_bytes; ++b) ASSERT_EQ(base[p * row_bytes + b], 'z') << "row " << p << " was written";
+  }
+}
+
+TEST(SamplerSteps, RowsLandWhereTheyBelongWhateverTheirWidthAndAlignment) {
+  // Narrow or few rows take plain copies; wide rows adding up to over 1 MiB take streaming
+  // stores, with partial lines at either end of rows that do not start on a line.
+  for (size_t offset : {0, 4, 16, 60}) {
+    expect_placed(16, 1000, offset, 1000);
+    expect_placed(512, 64, offset, 64);
+    expect_placed(512, 4096, offset, 512);
+    expect_placed(132, 9000, offset, 1000);
+    expect_placed(516, 3000, offset, 3000);
+  }
+}
+
+TEST(SamplerSteps, AChannelReplyHeadMustMatchWhatWasAsked) {
+  std::vector<int64_t> positions{4, 1, 7};
+  RowsTarget target;
+  target.part = 3;
+  target.rows = Rows::kX;
+  target.row_bytes = 16;
+  target.dtype = DType::kFloat32;
+  target.positions = Span<const int64_t>(positions);
+  Encoder encoder;
+  std::vector<char> head;
+  auto problem = [&](uint64_t id, uint64_t body) {
+    try {
+      check_rows_header(target, id, Span<const char>(head), body);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  encoder.feature_rows_header(9, DType::kFloat32, {3, 4}, head);
+  EXPECT_EQ(problem(9, 48), "");
+  EXPECT_NE(problem(8, 48).find("reply to request 9, expected 8"), std::string::npos);
+  EXPECT_NE(problem(9, 40).find("partition 3"), std::string::npos);
+  encoder.feature_rows_header(9, DType::kFloat32, {3, 5}, head);
+  EXPECT_NE(problem(9, 60).find("another width"), std::string::npos);
+  encoder.feature_rows_header(9, DType::kFloat32, {2, 4}, head);
+  EXPECT_NE(problem(9, 32).find("2 rows, expected 3"), std::string::npos);
+  encoder.feature_rows_header(9, DType::kInt32, {3, 4}, head);
+  EXPECT_NE(problem(9, 48).find("rows of int32, expected float32"), std::string::npos);
+  encoder.error_reply(9, WireErrorCode::kNotFound, "partition 3 has no attribute 'node/x'", head);
+  EXPECT_NE(problem(9, 0).find("has no attribute 'node/x'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace partita

@@ -1,0 +1,105 @@
+// `partita run` and `partita submit` as a user types them: a job file in, progress and the
+// test accuracy out; bad job files and flags rejected with the field named.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "daemon_process.h"
+#include "partitioned_graph.h"
+#include "partitioner/partition.h"
+#include "test_util.h"
+
+namespace partita {
+namespace {
+
+namespace fs = std::filesystem;
+
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (part) << "' not in: " << (text)
+
+class JobCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    PartitionOptions options;
+    options.num_parts = 2;
+    partition_dataset(testing::sbm_graph(2000, 4), options, tmp_ / "parts");
+  }
+  std::string write_job(const std::string& name, const std::string& text) {
+    testing::write_text(tmp_ / name, text);
+    return tmp_ / name;
+  }
+  std::string good_job() {
+    return write_job("job.yaml",
+                     "data: {partitions: parts}\n"
+                     "model: {kind: gcn, hidden: 16, layers: 2}\n"
+                     "sampling: {fanouts: [5, 5], batch_size: 50}\n"
+                     "train: {epochs: 2}\n"
+                     "output: out\n");
+  }
+  testing::TempDir tmp_;
+};
+
+TEST_F(JobCommandTest, RunTrainsWritesResultsAndResumes) {
+  const std::string job = good_job();
+  testing::CommandResult r = testing::run_partita({"run", job});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "test accuracy");
+  EXPECT_CONTAINS(r.err, "epoch 2/2");
+  EXPECT_TRUE(fs::exists(tmp_ / "out/metrics.jsonl"));
+  EXPECT_TRUE(fs::exists(tmp_ / "out/checkpoint.json"));
+  EXPECT_TRUE(fs::exists(tmp_ / "out/job.yaml"));
+
+  // A second run must not clobber the first by accident.
+  r = testing::run_partita({"run", job});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_CONTAINS(r.err, "--resume");
+  // Resuming a finished job has nothing left to do.
+  r = testing::run_partita({"run", job, "--resume"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "already covers every epoch");
+}
+
+TEST_F(JobCommandTest, SubmitRunsTheJobOnDaemons) {
+  testing::Daemon a = testing::start_daemon();
+  testing::Daemon b = testing::start_daemon();
+  ASSERT_FALSE(a.address.empty());
+  ASSERT_FALSE(b.address.empty());
+  testing::CommandResult r =
+      testing::run_partita({"submit", good_job(), "--daemons", a.address + "," + b.address, "--output", tmp_ / "remote"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "test accuracy");
+  EXPECT_CONTAINS(r.err, "2 node(s)");
+  EXPECT_TRUE(fs::exists(tmp_ / "remote/checkpoint.json"));
+  EXPECT_TRUE(a.process->running()) << "a daemon did not outlive the job";
+}
+
+TEST_F(JobCommandTest, BadJobsAndFlagsAreNamed) {
+  struct Case {
+    std::string yaml, expected;
+  };
+  const std::vector<Case> cases = {
+      {"data: {partitions: parts}\nmodel: {kind: graphsage, hiden: 8}\n", "model.hiden: unknown field"},
+      {"data: {partitions: parts}\ntrain: {epochs: many}\n", "train.epochs: expected an integer"},
+      {"data: {partitions: nowhere}\n", "data.partitions"},
+      {"data: {partitions: parts}\nsampling: {fanouts: [5]}\n", "sampling.fanouts: has 1 entries but model.layers is 2"},
+  };
+  for (const Case& c : cases) {
+    testing::CommandResult r = testing::run_partita({"run", write_job("bad.yaml", c.yaml)});
+    EXPECT_EQ(r.exit_code, 2) << c.yaml;
+    EXPECT_CONTAINS(r.err, c.expected);
+  }
+  testing::CommandResult r = testing::run_partita({"run", (tmp_ / "missing.yaml")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_CONTAINS(r.err, "missing.yaml");
+  r = testing::run_partita({"submit", good_job()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_CONTAINS(r.err, "--daemons");
+  r = testing::run_partita({"submit", good_job(), "--daemons", "127.0.0.1:1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err, "127.0.0.1:1");
+  r = testing::run_partita({"run", good_job(), "--resume", "--overwrite"});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace partita

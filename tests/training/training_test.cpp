@@ -1,0 +1,191 @@
+// Whole training jobs through the job driver: Cora's accuracy, replicas that agree after
+// every step, the same losses in one process and on two daemons, resuming from a
+// checkpoint, and a lost daemon named.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+#include "actors/job_config.h"
+#include "actors/job_driver.h"
+#include "actors/protocol.h"
+#include "actors/actor_types.h"
+#include "actors/trainer.h"
+#include "base/error.h"
+#include "daemon_process.h"
+#include "partitioner/partition.h"
+#include "partitioned_graph.h"
+#include "runtime/runtime.h"
+#include "test_util.h"
+
+namespace partita {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::seconds;
+
+runtime::ActorSystemOptions system_options() {
+  runtime::ActorSystemOptions options;
+  options.threads = 2;
+  add_protocol_types(options);
+  return options;
+}
+
+runtime::ActorTypeRegistry job_types() {
+  runtime::ActorTypeRegistry registry;
+  register_actor_types(registry);
+  register_training_types(registry);
+  return registry;
+}
+
+JobReport run_in_process(const JobConfig& job, const RunOptions& options = {}) {
+  auto rt = runtime::Runtime::in_process(system_options(), job_types());
+  prepare_data(job, 2);
+  return run_job(*rt, job, options);
+}
+
+// A small SBM graph partitioned in 2, and a job over it: fast enough to run several times.
+class SmallJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    PartitionOptions options;
+    options.num_parts = 2;
+    partition_dataset(testing::sbm_graph(3000, 11), options, tmp_ / "parts");
+  }
+  // `train` replaces the job's train section.
+  JobConfig job(const std::string& train = "{epochs: 2, seed: 3}") {
+    return parse_job("data: {partitions: parts}\n"
+                     "model: {kind: graphsage, hidden: 32, layers: 2, dropout: 0.3}\n"
+                     "sampling: {fanouts: [5, 5], batch_size: 64}\n"
+                     "train: " + train + "\n"
+                     "output: run\n",
+                     tmp_.path(), "small job");
+  }
+  testing::TempDir tmp_;
+};
+
+TEST_F(SmallJobTest, ReplicasAgreeAfterEveryStepAndTheLossFalls) {
+  JobConfig j = job("{epochs: 3, seed: 3, trainers_per_partition: 2}");
+  ASSERT_EQ(j.num_trainers(), 4);
+  JobReport report = run_in_process(j);
+  ASSERT_EQ(report.epochs.size(), 3u);
+  for (const EpochMetrics& m : report.epochs) {
+    ASSERT_EQ(static_cast<int64_t>(m.step_hashes.size()), m.steps);
+    // The driver fails the job when a replica's hash differs; the weights also move.
+    for (size_t s = 1; s < m.step_hashes.size(); ++s) EXPECT_NE(m.step_hashes[s], m.step_hashes[s - 1]);
+  }
+  EXPECT_LT(report.epochs.back().train_loss, report.epochs.front().train_loss);
+  EXPECT_GT(report.epochs.back().test_accuracy, 0.5);  // 4 classes in sbm_graph
+  // Results are where the job said: a metrics line per epoch and the last checkpoint.
+  std::ifstream metrics(fs::path(j.output) / "metrics.jsonl");
+  int lines = 0;
+  for (std::string line; std::getline(metrics, line);) ++lines;
+  EXPECT_EQ(lines, 3);
+  EXPECT_TRUE(fs::exists(fs::path(j.output) / "checkpoints" / "epoch-3.bin"));
+}
+
+TEST_F(SmallJobTest, ResumingFromACheckpointEndsWithTheSameWeights) {
+  JobConfig whole = job();
+  whole.output = tmp_ / "whole";
+  const JobReport uninterrupted = run_in_process(whole);
+
+  JobConfig parts = job();
+  parts.output = tmp_ / "parts-run";
+  RunOptions first;
+  first.stop_after_epoch = 1;
+  run_in_process(parts, first);
+  RunOptions rest;
+  rest.resume = true;
+  const JobReport resumed = run_in_process(parts, rest);
+  ASSERT_EQ(resumed.first_epoch, 2);
+  ASSERT_EQ(resumed.epochs.size(), 1u);
+  EXPECT_EQ(resumed.parameter_hash, uninterrupted.parameter_hash);
+  EXPECT_EQ(resumed.epochs[0].step_losses, uninterrupted.epochs[1].step_losses);
+}
+
+TEST_F(SmallJobTest, RefusesToOverwriteOrResumeWhatIsNotThere) {
+  JobConfig j = job();
+  RunOptions resume;
+  resume.resume = true;
+  EXPECT_THROW(run_in_process(j, resume), UsageError);
+  RunOptions one;
+  one.stop_after_epoch = 1;
+  run_in_process(j, one);
+  try {
+    run_in_process(j, one);
+    ADD_FAILURE() << "a second run overwrote the first";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--resume"), std::string::npos) << e.what();
+  }
+  RunOptions overwrite = one;
+  overwrite.overwrite = true;
+  EXPECT_NO_THROW(run_in_process(j, overwrite));
+}
+
+TEST_F(SmallJobTest, TwoDaemonsGiveTheSameLossesAsOneProcess) {
+  JobConfig j = job();
+  j.output = tmp_ / "local";
+  const JobReport local = run_in_process(j);
+
+  std::vector<testing::Daemon> daemons;
+  for (int d = 0; d < 2; ++d) {
+    daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(d)}));
+    ASSERT_FALSE(daemons.back().address.empty());
+  }
+  j.output = tmp_ / "remote";
+  auto rt = runtime::Runtime::connect(system_options(), {daemons[0].address, daemons[1].address}, seconds(10));
+  const JobReport remote = run_job(*rt, j, {});
+  ASSERT_EQ(remote.epochs.size(), local.epochs.size());
+  for (size_t e = 0; e < local.epochs.size(); ++e) {
+    EXPECT_EQ(remote.epochs[e].step_losses, local.epochs[e].step_losses) << "epoch " << e + 1;
+    EXPECT_EQ(remote.epochs[e].step_hashes, local.epochs[e].step_hashes) << "epoch " << e + 1;
+    EXPECT_EQ(remote.epochs[e].test_accuracy, local.epochs[e].test_accuracy);
+  }
+}
+
+TEST_F(SmallJobTest, AKilledDaemonFailsTheJobNamingIt) {
+  std::vector<testing::Daemon> daemons;
+  for (int d = 0; d < 2; ++d) {
+    daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(d)}));
+    ASSERT_FALSE(daemons.back().address.empty());
+  }
+  JobConfig j = job("{epochs: 1000, seed: 3}");
+  auto rt = runtime::Runtime::connect(system_options(), {daemons[0].address, daemons[1].address}, seconds(10));
+  std::thread killer([&] {
+    std::this_thread::sleep_for(seconds(2));
+    daemons[1].process->kill();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    run_job(*rt, j, {});
+    ADD_FAILURE() << "the job survived a killed daemon";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(daemons[1].address), std::string::npos) << e.what();
+  }
+  killer.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(60)) << "noticed too late";
+}
+
+// Cora, 2 partitions x 1 trainer, 2-layer GraphSAGE: the published accuracy, over 3 seeds.
+TEST(CoraTest, GraphSageReachesPublishedAccuracy) {
+  testing::TempDir tmp;
+  double sum = 0;
+  for (uint64_t seed : {1, 2, 3}) {
+    JobConfig job = parse_job("data: {dataset: " + testing::dataset_path("cora") +
+                                  ", format: linqs, num_partitions: 2}\n"
+                                  "model: {kind: graphsage, hidden: 128, layers: 2, dropout: 0.6}\n"
+                                  "sampling: {fanouts: [25, 10], batch_size: 32}\n"
+                                  "train: {epochs: 20, learning_rate: 0.005, weight_decay: 0.001, seed: " +
+                                  std::to_string(seed) + "}\noutput: run-" + std::to_string(seed) + "\n",
+                              tmp.path(), "cora job");
+    JobReport report = run_in_process(job);
+    const double accuracy = report.epochs.back().test_accuracy;
+    std::printf("seed %llu: test accuracy %.4f\n", static_cast<unsigned long long>(seed), accuracy);
+    sum += accuracy;
+  }
+  EXPECT_GE(sum / 3, 0.78);
+}
+
+}  // namespace
+}  // namespace partita
