@@ -6,9 +6,10 @@
 // per process. For tens of MB of features per batch those copies (and the fresh pages) cost
 // more than the kernel's own loopback copies (BENCHMARKS.md, "Distributed mini-batches").
 // Over a channel a reply is a small head (an encoded message) and a raw body: the server
-// hands the kernel the rows where they lie in its store, and the client has the kernel
-// write them where they go in the batch; no process copies them. Setting up stays with
-// CAF messages: a partition actor answers a channel request with a ChannelOffer for one
+// gathers the rows in pieces that the kernel sends while they are still in cache, and the
+// client reads pieces into a cached buffer and copies their rows to where they go in the
+// batch; no reply is ever whole in memory on either side. Setting up stays with CAF
+// messages: a partition actor answers a channel request with a ChannelOffer for one
 // client (a listener, a token and the client's id).
 //
 // Frames, each a little-endian u64 byte count and that many bytes: a request is one frame
@@ -27,8 +28,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <sys/uio.h>
 
 #include "actors/sampler_steps.h"
 #include "base/span.h"

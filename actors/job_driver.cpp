@@ -18,6 +18,7 @@
 #include "partitioner/partition.h"
 #include "partitioner/partition_format.h"
 #include "partitioner/readers.h"
+#include "runtime/address.h"
 #include "runtime/errors.h"
 
 namespace partita {
@@ -44,6 +45,25 @@ std::string data_source(const JobConfig& job) {
   }
   out << " parts=" << job.num_partitions << " seed=" << job.seed << "\n";
   return out.str();
+}
+
+// RMAT and the SBM take the same basic knobs.
+template <typename Options>
+Options generator_options(const GenerateSpec& spec, int threads) {
+  Options options;
+  options.num_nodes = spec.nodes;
+  options.num_classes = spec.classes;
+  options.feature_dim = spec.features;
+  options.avg_degree = spec.avg_degree;
+  options.split.num_train = spec.train_nodes;
+  options.seed = spec.seed;
+  options.threads = threads;
+  return options;
+}
+
+Dataset generate(const GenerateSpec& spec, int threads) {
+  if (spec.kind == "rmat") return generate_rmat(generator_options<RmatOptions>(spec, threads));
+  return generate_sbm(generator_options<SbmOptions>(spec, threads));
 }
 
 std::string read_text(const fs::path& path) {
@@ -145,8 +165,11 @@ void Driver::spawn_actors() {
   const int num_trainers = job_.num_trainers();
   for (int t = 0; t < num_trainers; ++t) {
     const int node = runtime_.node_of_partition(job_.part_of_trainer(t));
-    actors_.allreduce.push_back(runtime_.spawn(
-        node, "allreduce", {{"rank", std::to_string(t)}, {"size", std::to_string(num_trainers)}}));
+    runtime::Settings settings{{"rank", std::to_string(t)}, {"size", std::to_string(num_trainers)}};
+    // Ring neighbours connect to each other directly: at the address the driver reached the
+    // member's daemon at, which the other daemons can reach too.
+    if (runtime_.is_distributed()) settings["host"] = runtime::parse_endpoint(runtime_.node_name(node), "daemon").host;
+    actors_.allreduce.push_back(runtime_.spawn(node, "allreduce", settings));
   }
   connect_allreduce_group(runtime_.system(), actors_.allreduce, kRequestDeadline);
   const std::string job_yaml = job_to_yaml(job_);
@@ -421,26 +444,8 @@ void prepare_data(const JobConfig& job, int threads) {
   fs::create_directories(job.output);
   Stopwatch watch;
   Dataset dataset;
-  if (job.generate && job.generate_spec.kind == "rmat") {
-    RmatOptions rmat;
-    rmat.num_nodes = job.generate_spec.nodes;
-    rmat.avg_degree = job.generate_spec.avg_degree;
-    rmat.feature_dim = job.generate_spec.features;
-    rmat.num_classes = job.generate_spec.classes;
-    rmat.split.num_train = job.generate_spec.train_nodes;
-    rmat.seed = job.generate_spec.seed;
-    rmat.threads = threads;
-    dataset = generate_rmat(rmat);
-  } else if (job.generate) {
-    SbmOptions sbm;
-    sbm.num_nodes = job.generate_spec.nodes;
-    sbm.num_classes = job.generate_spec.classes;
-    sbm.feature_dim = job.generate_spec.features;
-    sbm.avg_degree = job.generate_spec.avg_degree;
-    sbm.split.num_train = job.generate_spec.train_nodes;
-    sbm.seed = job.generate_spec.seed;
-    sbm.threads = threads;
-    dataset = generate_sbm(sbm);
+  if (job.generate) {
+    dataset = generate(job.generate_spec, threads);
   } else {
     dataset = read_dataset(job.format, job.dataset);
   }

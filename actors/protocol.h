@@ -47,9 +47,12 @@ using run_atom = caf::atom_constant<caf::atom("p_run")>;
 
 // The sampler of one trainer (actors/sampler_actor.h): the mini-batches of its partition's
 // training seeds, that partition read by direct call, the others through their actors.
-//   (partitions, actors by part) -> sampler ack | error reply: where the partitions are
-//       (the sampler's own entry is not used); opens the feature channels of those in
-//       other processes
+//   (partitions, actors by part, addresses by part) -> sampler ack | error reply: where the
+//       partitions are (the sampler's own entry is not used); opens the feature channels of
+//       those in other processes. addresses[p], "HOST:PORT" of the daemon hosting partition
+//       p or "" (unknown, or in this process), lets the sampler's node connect to it
+//       directly: CAF 0.17 would otherwise route every hop request through the process
+//       that sent the handles (its automatic connections made daemon connects flaky here)
 //   (epoch, job seed, epoch, batch size) -> sampler ack with the plan's batch count | error
 //       reply: plans the epoch (shuffled seeds cut into batches) and starts sampling ahead
 //   (next) -> mini-batch | error reply: the epoch's next batch, in plan order
@@ -57,7 +60,7 @@ using run_atom = caf::atom_constant<caf::atom("p_run")>;
 //       of the epoch as fast as it can, starting none after that many milliseconds (0: no
 //       limit), and drops them (benchmarks: samplers measured side by side over the same time)
 using sampler_actor = caf::typed_actor<
-    caf::replies_to<partitions_atom, std::vector<caf::actor>>::with<Encoded>,
+    caf::replies_to<partitions_atom, std::vector<caf::actor>, std::vector<std::string>>::with<Encoded>,
     caf::replies_to<epoch_atom, uint64_t, uint64_t, int64_t>::with<Encoded>,
     caf::replies_to<next_atom>::with<Encoded>,
     caf::replies_to<run_atom, int64_t, int64_t>::with<Encoded>>;

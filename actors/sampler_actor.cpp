@@ -1,6 +1,7 @@
 #include "actors/sampler_actor.h"
 
 #include <caf/all.hpp>
+#include <caf/io/middleman.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -21,6 +23,7 @@
 #include "base/stopwatch.h"
 #include "graph/epoch_plan.h"
 #include "messages/codec.h"
+#include "runtime/address.h"
 
 namespace partita {
 
@@ -566,7 +569,36 @@ void on_io_done(Pointer self, uint64_t job_id, int32_t part) {
   on_feature_answer(self, *job);
 }
 
-caf::result<Encoded> on_partitions(Pointer self, const std::vector<caf::actor>& actors) {
+// Connects this node to the node of partition `part` at `address`, so that messages to its
+// actor go there directly; answered like a channel (one less connection to wait for).
+void connect_directly(Pointer self, int part, const runtime::Endpoint& address, const caf::node_id& expected) {
+  auto& s = self->state;
+  ++s.connecting;
+  const std::string where = address.to_string();
+  self->request(self->system().middleman().actor_handle(), s.options.deadline, caf::connect_atom::value, address.host,
+                address.port)
+      .then(
+          [self, part, where, expected](const caf::node_id& node, caf::strong_actor_ptr&, std::set<std::string>&) {
+            auto& st = self->state;
+            --st.connecting;
+            if (node != expected && st.wiring_failure.empty()) {
+              st.wiring_failure = part_name(part) + ": " + where + " is not the node its actor lives on";
+            }
+            finish_wiring_if_done(st);
+          },
+          [self, part, where](caf::error& e) {
+            auto& st = self->state;
+            --st.connecting;
+            if (st.wiring_failure.empty()) {
+              st.wiring_failure = part_name(part) + ": cannot connect to its node at " + where + ": " +
+                                  request_failure(self->system(), e, st.options.deadline);
+            }
+            finish_wiring_if_done(st);
+          });
+}
+
+caf::result<Encoded> on_partitions(Pointer self, const std::vector<caf::actor>& actors,
+                                   const std::vector<std::string>& addresses) {
   auto& s = self->state;
   if (s.wired) return error_reply(s, WireErrorCode::kBadRequest, "sampler: it has its partitions already");
   if (actors.size() != static_cast<size_t>(s.book.num_parts())) {
@@ -574,9 +606,25 @@ caf::result<Encoded> on_partitions(Pointer self, const std::vector<caf::actor>& 
                        "sampler: " + std::to_string(actors.size()) + " partition actors given for " +
                            std::to_string(s.book.num_parts()) + " partitions");
   }
+  if (!addresses.empty() && addresses.size() != actors.size()) {
+    return error_reply(s, WireErrorCode::kBadRequest,
+                       "sampler: " + std::to_string(addresses.size()) + " addresses given for " +
+                           std::to_string(actors.size()) + " partitions");
+  }
+  std::vector<std::optional<runtime::Endpoint>> endpoints(actors.size());
   for (int part = 0; part < s.book.num_parts(); ++part) {
     if (part != s.part && !actors[part]) {
       return error_reply(s, WireErrorCode::kBadRequest, "sampler: no actor given for " + part_name(part));
+    }
+    if (part == s.part || addresses.empty() || addresses[part].empty()) continue;
+    try {
+      endpoints[part] = runtime::parse_endpoint(addresses[part], "the address of " + part_name(part));
+    } catch (const Error& e) {
+      return error_reply(s, WireErrorCode::kBadRequest, std::string("sampler: ") + e.what());
+    }
+    if (!self->system().has_middleman()) {
+      return error_reply(s, WireErrorCode::kBadRequest,
+                         "sampler: an address for " + part_name(part) + ", but this process has no networking");
     }
   }
   s.wired = true;
@@ -587,6 +635,11 @@ caf::result<Encoded> on_partitions(Pointer self, const std::vector<caf::actor>& 
     p.other_process = actors[part].node() != self->node();
     self->monitor(actors[part]);
     if (!p.other_process) continue;
+    // Of two nodes that both host samplers only one dials, so that they never connect to
+    // each other at the same time; the connection serves both directions.
+    if (endpoints[part] && self->node() < actors[part].node()) {
+      connect_directly(self, part, *endpoints[part], actors[part].node());
+    }
     ++s.connecting;
     self->request(p.actor, s.options.deadline, channel_atom::value)
         .then(
@@ -735,7 +788,9 @@ sampler_impl::behavior_type sampler(Pointer self, PartitionBook book, int part, 
   s.parts.resize(s.book.num_parts());
   self->set_down_handler([self](caf::down_msg& msg) { on_down(self, msg); });
   return {
-      [self](partitions_atom, const std::vector<caf::actor>& actors) { return on_partitions(self, actors); },
+      [self](partitions_atom, const std::vector<caf::actor>& actors, const std::vector<std::string>& addresses) {
+        return on_partitions(self, actors, addresses);
+      },
       [self](epoch_atom, uint64_t job_seed, uint64_t epoch, int64_t batch_size) {
         return on_epoch(self, job_seed, epoch, batch_size);
       },

@@ -10,8 +10,6 @@
 //              take_feature_reply (a message) or rows_target (a channel) -> finish
 #pragma once
 
-#include <sys/uio.h>
-
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -180,9 +180,11 @@ Round run_samplers(caf::actor_system& system, const std::vector<sampler_actor>& 
   return round;
 }
 
+// `addresses`: of the daemons hosting the partitions (empty in one process), so that the
+// samplers' daemons connect to each other instead of talking through this process.
 void wire(caf::actor_system& system, const std::vector<sampler_actor>& samplers,
-          const std::vector<caf::actor>& partitions) {
-  for (Encoded& ack : ask_all(system, samplers, partitions_atom::value, partitions)) {
+          const std::vector<caf::actor>& partitions, const std::vector<std::string>& addresses = {}) {
+  for (Encoded& ack : ask_all(system, samplers, partitions_atom::value, partitions, addresses)) {
     decode_sampler_ack(Span<const char>(ack.bytes));
   }
 }
@@ -393,7 +395,9 @@ void run_loader_bench(const LoaderBenchOptions& o) {
     c_partitions.push_back(connections.back().spawn("partition", settings, kDeadline));
     c_samplers.push_back(caf::actor_cast<sampler_actor>(connections.back().spawn("sampler", settings, kDeadline)));
   }
-  wire(system, c_samplers, c_partitions);
+  std::vector<std::string> c_addresses;
+  for (const auto& c : connections) c_addresses.push_back(c.address());
+  wire(system, c_samplers, c_partitions, c_addresses);
   const partition_actor remote = caf::actor_cast<partition_actor>(c_partitions[1]);
 
   std::printf("\nRMAT %lld nodes, %.0f directed edges, %lld float32 features; fanouts [%s], batch %lld\n"

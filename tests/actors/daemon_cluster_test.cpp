@@ -96,12 +96,14 @@ TEST_F(TwoDaemonsTest, AKilledDaemonFailsTheBatchNamingItsPartition) {
 TEST_F(TwoDaemonsTest, SamplerActorsOnBothDaemonsGiveTheReferenceBatches) {
   std::vector<sampler_actor> samplers;
   std::vector<caf::actor> partitions;
+  std::vector<std::string> addresses;
   for (const PartitionRef& ref : refs_) partitions.push_back(caf::actor_cast<caf::actor>(ref.actor));
+  for (const auto& d : daemons_) addresses.push_back(d.address);
   for (int p = 0; p < 2; ++p) {
     runtime::Settings settings{{"dir", tmp_ / "parts"}, {"part", std::to_string(p)}, {"fanouts", "10,5"},
                                {"prefetch", "2"}, {"deadline_ms", "20000"}};
     samplers.push_back(caf::actor_cast<sampler_actor>(connections_[p].spawn("sampler", settings, 30s)));
-    Encoded wired = testing::ask(client_, samplers.back(), partitions_atom::value, partitions);
+    Encoded wired = testing::ask(client_, samplers.back(), partitions_atom::value, partitions, addresses);
     ASSERT_EQ(testing::error_of(wired), "");
   }
   testing::ReferenceBatches reference(dataset_, tmp_ / "parts", config_);
@@ -141,8 +143,10 @@ TEST_F(TwoDaemonsTest, AKilledDaemonFailsTheSamplerActorsBatchNamingItsPartition
   runtime::Settings settings{{"dir", tmp_ / "parts"}, {"part", "0"}, {"fanouts", "10,5"}, {"deadline_ms", "5000"}};
   auto sampler = caf::actor_cast<sampler_actor>(connections_[0].spawn("sampler", settings, 30s));
   std::vector<caf::actor> partitions;
+  std::vector<std::string> addresses;
   for (const PartitionRef& ref : refs_) partitions.push_back(caf::actor_cast<caf::actor>(ref.actor));
-  ASSERT_EQ(testing::error_of(testing::ask(client_, sampler, partitions_atom::value, partitions)), "");
+  for (const auto& d : daemons_) addresses.push_back(d.address);
+  ASSERT_EQ(testing::error_of(testing::ask(client_, sampler, partitions_atom::value, partitions, addresses)), "");
   ASSERT_EQ(testing::error_of(testing::ask(client_, sampler, epoch_atom::value, uint64_t{5}, uint64_t{0}, int64_t{16})),
             "");
   ASSERT_EQ(testing::error_of(testing::ask(client_, sampler, next_atom::value)), "");

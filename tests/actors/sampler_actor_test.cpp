@@ -24,6 +24,9 @@ using namespace std::chrono_literals;
 using testing::ask;
 using testing::error_of;
 
+// In one process: no daemon addresses.
+const std::vector<std::string> kNoAddresses;
+
 // Stops the samplers it holds when it goes out of scope: declared after a cluster, before
 // the cluster's actor system waits for every actor to end.
 struct Samplers {
@@ -77,7 +80,7 @@ TEST_F(SamplerActorTest, InProcessGivesTheReferenceBatchesWhateverThePrefetch) {
     for (int part : {0, 1}) {
       SCOPED_TRACE("part " + std::to_string(part) + ", prefetch " + std::to_string(prefetch));
       sampler_actor s = spawn(cluster, samplers, part, prefetch);
-      Encoded wired = ask(cluster.system(), s, partitions_atom::value, actors_of(cluster));
+      Encoded wired = ask(cluster.system(), s, partitions_atom::value, actors_of(cluster), kNoAddresses);
       ASSERT_EQ(error_of(wired), "");
       testing::expect_reference_epoch(cluster.system(), s, part, *reference_, 7, 1, 32);
       // A second epoch reuses the batch buffers and gives that epoch's batches.
@@ -90,7 +93,7 @@ TEST_F(SamplerActorTest, ARunCountsWhatTheReferenceSamples) {
   testing::Cluster cluster(tmp_ / "parts", config_);
   Samplers samplers;
   sampler_actor s = spawn(cluster, samplers, 1, 2);
-  ASSERT_EQ(error_of(ask(cluster.system(), s, partitions_atom::value, actors_of(cluster))), "");
+  ASSERT_EQ(error_of(ask(cluster.system(), s, partitions_atom::value, actors_of(cluster), kNoAddresses)), "");
   ASSERT_EQ(error_of(ask(cluster.system(), s, epoch_atom::value, uint64_t{3}, uint64_t{0}, int64_t{20})), "");
   const EpochPlan plan = plan_epoch(reference_->train_seeds(1), 20, 3, 0);
   ASSERT_GE(plan.num_batches(), 3);
@@ -128,7 +131,7 @@ TEST_F(SamplerActorTest, ATimedRunStopsStartingBatchesAndTheEpochGoesOnAfterIt) 
   Samplers samplers;
   sampler_actor s = spawn(cluster, samplers, 0, 2);
   auto& system = cluster.system();
-  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors_of(cluster))), "");
+  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors_of(cluster), kNoAddresses)), "");
   ASSERT_EQ(error_of(ask(system, s, epoch_atom::value, uint64_t{3}, uint64_t{0}, int64_t{8})), "");
   const EpochPlan plan = plan_epoch(reference_->train_seeds(0), 8, 3, 0);
   ASSERT_GE(plan.num_batches(), 4);
@@ -160,10 +163,20 @@ TEST_F(SamplerActorTest, MisuseIsAnErrorReplyNamingTheProblem) {
   EXPECT_NE(error_of(ask(system, s, epoch_atom::value, uint64_t{1}, uint64_t{0}, int64_t{8})).find("partitions"),
             std::string::npos);
   std::vector<caf::actor> one{caf::actor_cast<caf::actor>(cluster.actor(0))};
-  EXPECT_NE(error_of(ask(system, s, partitions_atom::value, one)).find("1 partition actors given for 2"),
+  EXPECT_NE(error_of(ask(system, s, partitions_atom::value, one, kNoAddresses)).find("1 partition actors given for 2"),
             std::string::npos);
-  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors_of(cluster))), "");
-  EXPECT_NE(error_of(ask(system, s, partitions_atom::value, actors_of(cluster))).find("already"), std::string::npos);
+  std::vector<std::string> addresses{""};
+  EXPECT_NE(error_of(ask(system, s, partitions_atom::value, actors_of(cluster), addresses)).find("1 addresses given for 2"),
+            std::string::npos);
+  addresses = {"", "nowhere"};
+  EXPECT_NE(error_of(ask(system, s, partitions_atom::value, actors_of(cluster), addresses)).find("partition 1"),
+            std::string::npos);
+  addresses = {"", "127.0.0.1:4242"};  // this actor system has no networking to connect with
+  EXPECT_NE(error_of(ask(system, s, partitions_atom::value, actors_of(cluster), addresses)).find("no networking"),
+            std::string::npos);
+  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors_of(cluster), kNoAddresses)), "");
+  EXPECT_NE(error_of(ask(system, s, partitions_atom::value, actors_of(cluster), kNoAddresses)).find("already"),
+            std::string::npos);
   EXPECT_NE(error_of(ask(system, s, epoch_atom::value, uint64_t{1}, uint64_t{0}, int64_t{0})).find("batch size 0"),
             std::string::npos);
   EXPECT_NE(error_of(ask(system, s, run_atom::value, int64_t{2}, int64_t{0})).find("run before an epoch"),
@@ -187,7 +200,7 @@ TEST_F(SamplerActorTest, AKilledPartitionFailsTheBatchNamingIt) {
   Samplers samplers;
   sampler_actor s = spawn(cluster, samplers, 0, 2, 5s);
   auto& system = cluster.system();
-  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors_of(cluster))), "");
+  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors_of(cluster), kNoAddresses)), "");
   ASSERT_EQ(error_of(ask(system, s, epoch_atom::value, uint64_t{1}, uint64_t{0}, int64_t{16})), "");
   ASSERT_EQ(error_of(ask(system, s, next_atom::value)), "");
   {
@@ -232,7 +245,7 @@ TEST_F(SamplerActorTest, ASilentPartitionFailsTheBatchAtTheDeadline) {
   partition_actor mute = system.spawn(silent);
   std::vector<caf::actor> actors = actors_of(cluster);
   actors[1] = caf::actor_cast<caf::actor>(mute);
-  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors)), "");
+  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors, kNoAddresses)), "");
   ASSERT_EQ(error_of(ask(system, s, epoch_atom::value, uint64_t{1}, uint64_t{0}, int64_t{16})), "");
   std::string failure = error_of(ask(system, s, next_atom::value));
   EXPECT_NE(failure.find("batch 0 of epoch 0: partition 1: hop request failed: no reply within 300 ms"),
@@ -254,7 +267,7 @@ TEST_F(SamplerActorTest, APartitionInAnotherProcessGivesTheReferenceBatchesOverI
   sampler_actor s = spawn(client, samplers, 0, 2);
   std::vector<caf::actor> actors = actors_of(client);
   actors[1] = caf::actor_cast<caf::actor>(*remote);
-  ASSERT_EQ(error_of(ask(client.system(), s, partitions_atom::value, actors)), "");
+  ASSERT_EQ(error_of(ask(client.system(), s, partitions_atom::value, actors, kNoAddresses)), "");
   testing::expect_reference_epoch(client.system(), s, 0, *reference_, 11, 0, 32);
 }
 
@@ -291,7 +304,7 @@ TEST(SamplerActorWideRowsTest, WideRowsOverAChannelGiveTheReferenceBatches) {
                                         reference.train_seeds(0), sampler_options);
   samplers.actors.push_back(s);
   std::vector<caf::actor> actors{caf::actor_cast<caf::actor>(client.actor(0)), caf::actor_cast<caf::actor>(*remote)};
-  ASSERT_EQ(error_of(ask(client.system(), s, partitions_atom::value, actors)), "");
+  ASSERT_EQ(error_of(ask(client.system(), s, partitions_atom::value, actors, kNoAddresses)), "");
   testing::expect_reference_epoch(client.system(), s, 0, reference, 3, 0, 256);
 
   // The trainer's path too: a DistributedSampler with partition 1 over its channel.
