@@ -11,6 +11,7 @@
 #include "actors/allreduce.h"
 #include "actors/distributed_sampler.h"
 #include "actors/loader.h"
+#include "actors/partition_actor.h"
 #include "actors/job_config.h"
 #include "actors/protocol.h"
 #include "base/error.h"
@@ -22,7 +23,6 @@
 #include "models/torch_runtime.h"
 #include "models/training.h"
 #include "partitioner/partition_format.h"
-#include "partitioner/partition_stores.h"
 
 namespace partita {
 
@@ -77,8 +77,10 @@ std::unique_ptr<Replica> make_replica(const runtime::Settings& settings) {
   }
   r->part = r->job.part_of_trainer(r->index);
   r->folder = std::make_unique<PartitionFolder>(r->job.partition_dir());
-  r->topology = std::make_shared<const Topology>(load_topology(*r->folder, r->part));
-  r->features = std::make_shared<const FeatureStore>(load_features(*r->folder, r->part));
+  // The same stores the partition actor placed here reads: opened once per process.
+  PartitionStores stores = open_partition_stores(r->job.partition_dir(), r->part);
+  r->topology = std::move(stores.topology);
+  r->features = std::move(stores.features);
   PartitionData data = r->folder->load_part(r->part);
   r->train_seeds = share(r->job, r->index, data.train_idx);
   r->val_seeds = share(r->job, r->index, data.val_idx);
