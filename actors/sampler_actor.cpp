@@ -41,128 +41,6 @@ using sampler_impl =
 
 constexpr Rows kRows[] = {Rows::kX, Rows::kY};
 
-// One part's rows of one batch over a feature channel. The channel's thread owns it from
-// submit() until it sets `reported`, and writes the rows into the batch through its
-// targets meanwhile (rows no one else touches); the actor reads it after seeing that flag
-// (which a forged io_done message from the network therefore cannot fake).
-struct ChannelFetch {
-  std::vector<char> requests[2];
-  bool asked[2] = {false, false};
-  uint64_t ids[2] = {0, 0};
-  RowsTarget targets[2];
-  RowsScratch scratch;  // reused: its buffers keep their pages across batches
-  std::string error;
-  std::atomic<bool> reported{false};
-};
-
-// A feature channel's exchanges, on a thread of their own so that the actor never blocks:
-// it connects, then runs the fetches in order, reporting each to the actor.
-class ChannelWorker {
- public:
-  ChannelWorker(int part, DecodedChannelOffer offer, std::chrono::milliseconds deadline, caf::actor_addr owner)
-      : part_(part), client_(part_name(part)), deadline_(deadline), owner_(std::move(owner)) {
-    thread_ = std::thread([this, offer = std::move(offer)] { run(offer); });
-  }
-  // Interrupts whatever the thread waits for and joins it; queued fetches are dropped.
-  ~ChannelWorker() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    client_.shut_down();
-    wake_.notify_all();
-    thread_.join();
-  }
-  ChannelWorker(const ChannelWorker&) = delete;
-  ChannelWorker& operator=(const ChannelWorker&) = delete;
-
-  void submit(uint64_t job, ChannelFetch* fetch) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queue_.emplace_back(job, fetch);
-    }
-    wake_.notify_one();
-  }
-
-  // Once the connection was reported: why it failed, "" if it is up. A forged report
-  // finds connected() false.
-  bool connected() const { return connect_reported_; }
-  std::string failure() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return failure_;
-  }
-
- private:
-  void run(const DecodedChannelOffer& offer) {
-    std::string failure;
-    try {
-      client_.open(offer, static_cast<uint32_t>(part_), deadline_);
-    } catch (const Error& e) {
-      failure = e.what();
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      failure_ = failure;
-    }
-    connect_reported_ = true;
-    report(0);
-    for (;;) {
-      std::pair<uint64_t, ChannelFetch*> task;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        if (stopping_) return;
-        task = queue_.front();
-        queue_.pop_front();
-      }
-      ChannelFetch& fetch = *task.second;
-      fetch.error.clear();
-      try {
-        if (!failure.empty()) throw Error(failure);
-        // Both requests go out before either reply is read: the partition answers them
-        // back to back.
-        for (int k = 0; k < 2; ++k) {
-          if (fetch.asked[k]) client_.send(fetch.requests[k], deadline_);
-        }
-        for (int k = 0; k < 2; ++k) {
-          if (!fetch.asked[k]) continue;
-          uint64_t body_bytes = 0;
-          Span<const char> head = receive_rows_head(client_, fetch.scratch, body_bytes, deadline_);
-          try {
-            check_rows_header(fetch.targets[k], fetch.ids[k], head, body_bytes);
-          } catch (const Error&) {
-            client_.discard_body(deadline_);  // the channel stays in step for later batches
-            throw;
-          }
-          receive_rows_body(client_, fetch.targets[k], fetch.scratch, deadline_);
-        }
-      } catch (const Error& e) {
-        fetch.error = e.what();
-      }
-      fetch.reported = true;
-      report(task.first);
-    }
-  }
-
-  void report(uint64_t job) {
-    if (auto owner = caf::actor_cast<caf::actor>(owner_)) {
-      caf::anon_send(owner, io_done_atom::value, job, static_cast<int32_t>(part_));
-    }
-  }
-
-  const int part_;
-  ChannelClient client_;
-  const std::chrono::milliseconds deadline_;
-  const caf::actor_addr owner_;  // weak: the worker must not keep its actor alive
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::pair<uint64_t, ChannelFetch*>> queue_;
-  std::string failure_;
-  std::atomic<bool> connect_reported_{false};
-  bool stopping_ = false;
-  std::thread thread_;
-};
-
 // One batch being sampled.
 struct Job {
   Job(const PartitionBook& book, const SamplerOptions& options, std::vector<PartitionStores> local)
@@ -649,7 +527,13 @@ caf::result<Encoded> on_partitions(Pointer self, const std::vector<caf::actor>& 
                 DecodedChannelOffer offer = decode_channel_offer(Span<const char>(reply.bytes));
                 // The worker connects on its own thread and reports (io_done, 0, part).
                 st.parts[part].channel =
-                    std::make_unique<ChannelWorker>(part, std::move(offer), st.options.deadline, self->address());
+                    std::make_unique<ChannelWorker>(
+                    part, std::move(offer), st.options.deadline,
+                    [owner = self->address(), part](uint64_t job) {
+                      if (auto actor = caf::actor_cast<caf::actor>(owner)) {
+                        caf::anon_send(actor, io_done_atom::value, job, static_cast<int32_t>(part));
+                      }
+                    });
               } catch (const Error& e) {
                 --st.connecting;
                 channel_failed(st, part, part_name(part) + ": channel request failed: " + e.what());
