@@ -83,14 +83,24 @@ void register_actor_types(runtime::ActorTypeRegistry& registry) {
     PartitionStores stores = open_partition_stores(dir, part);  // shared with a partition actor here
     PartitionFolder folder(dir);
     const PartitionData data = folder.load_part(part);
-    Span<const int64_t> train = data.train_idx.as<int64_t>();
+    const int64_t shares = number(settings, "shares", 1, 1);
+    const int64_t share = number(settings, "share", 0, 0);
+    if (share >= shares) {
+      throw UsageError("setting 'share': " + std::to_string(share) + " is not in [0, " + std::to_string(shares) + ")");
+    }
+    // Share i of k: the i-th of k contiguous slices of each split.
+    const auto slice = [&](const MappedArray& ids) {
+      Span<const int64_t> all = ids.as<int64_t>();
+      const int64_t n = static_cast<int64_t>(all.size());
+      return std::vector<int64_t>(all.begin() + n * share / shares, all.begin() + n * (share + 1) / shares);
+    };
+    SamplerSeeds seeds{slice(data.train_idx), slice(data.val_idx), slice(data.test_idx)};
     SamplerOptions options;
     options.config = sampler_config_from(settings);
     options.prefetch = static_cast<int>(number(settings, "prefetch", options.prefetch, 1));
     options.deadline = std::chrono::milliseconds(number(settings, "deadline_ms", options.deadline.count(), 1));
-    return caf::actor_cast<caf::actor>(spawn_sampler_actor(system, folder.book(), part, std::move(stores),
-                                                           std::vector<int64_t>(train.begin(), train.end()),
-                                                           std::move(options)));
+    return caf::actor_cast<caf::actor>(
+        spawn_sampler_actor(system, folder.book(), part, std::move(stores), std::move(seeds), std::move(options)));
   });
 }
 

@@ -193,7 +193,10 @@ void read_sampling(Section s, JobConfig& job) {
   }
   s.read_int("batch_size", job.batch_size, 1);
   s.read_int("prefetch", job.prefetch, 1);
-  s.read_int("workers", job.workers, 1);
+  if (s.has("workers")) {
+    s.fail(s.field("workers"), "no longer a setting: each trainer's sampler actor keeps `prefetch` batches in "
+                               "flight instead of sampling threads; remove it");
+  }
   s.read("replace", job.replace, "true or false");
   s.reject_unknown();
 }
@@ -274,7 +277,6 @@ std::string job_to_yaml(const JobConfig& job) {
   out << YAML::Key << "fanouts" << YAML::Value << YAML::Flow << job.fanouts;
   out << YAML::Key << "batch_size" << YAML::Value << job.batch_size;
   out << YAML::Key << "prefetch" << YAML::Value << job.prefetch;
-  out << YAML::Key << "workers" << YAML::Value << job.workers;
   out << YAML::Key << "replace" << YAML::Value << job.replace;
   out << YAML::EndMap;
   out << YAML::Key << "train" << YAML::Value << YAML::BeginMap;

@@ -11,7 +11,7 @@
 //                train_nodes: 0, seed: 1}   # kind: sbm or rmat; train_nodes 0 = 10%
 //     num_partitions: 2        # for dataset/generate
 //   model: {kind: graphsage, hidden: 128, layers: 2, heads: 4, dropout: 0.5, trim: true}
-//   sampling: {fanouts: [10, 10], batch_size: 512, prefetch: 2, workers: 1, replace: false}
+//   sampling: {fanouts: [10, 10], batch_size: 512, prefetch: 2, replace: false}
 //   train:
 //     epochs: 5
 //     optimizer: adam           # adam or sgd
@@ -63,8 +63,7 @@ struct JobConfig {
   // sampling
   std::vector<int64_t> fanouts = {10, 10};
   int64_t batch_size = 512;
-  int prefetch = 2;
-  int workers = 1;
+  int prefetch = 2;  // batches each trainer's sampler keeps in flight
   bool replace = false;
   // train
   int epochs = 5;

@@ -14,6 +14,7 @@
 #include "actors/protocol.h"
 #include "base/error.h"
 #include "base/stopwatch.h"
+#include "messages/codec.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_format.h"
@@ -90,6 +91,7 @@ void write_atomically(const fs::path& path, const std::string& text) {
 // The actors of one job and what the driver knows about them.
 struct JobActors {
   std::vector<caf::actor> partitions;
+  std::vector<caf::actor> samplers;  // per trainer
   std::vector<caf::actor> allreduce;
   std::vector<trainer_actor> trainers;
   std::vector<int64_t> train_seeds;  // per trainer
@@ -104,6 +106,8 @@ class Driver {
 
  private:
   void spawn_actors();
+  // One sampler per trainer, with its partition, wired to every partition actor.
+  void spawn_samplers(const std::string& fanouts);
   // The node and trainer an actor is, for errors.
   std::string describe_trainer(int trainer) const;
   std::string describe_actor(const caf::actor_addr& actor) const;
@@ -142,6 +146,9 @@ std::string Driver::describe_actor(const caf::actor_addr& actor) const {
              runtime_.node_name(runtime_.node_of_partition(static_cast<int>(p))) + ")";
     }
   }
+  for (size_t t = 0; t < actors_.samplers.size(); ++t) {
+    if (actors_.samplers[t].address() == actor) return "the sampler of " + describe_trainer(static_cast<int>(t));
+  }
   for (size_t r = 0; r < actors_.allreduce.size(); ++r) {
     if (actors_.allreduce[r].address() == actor) return "allreduce member " + std::to_string(r);
   }
@@ -163,6 +170,7 @@ void Driver::spawn_actors() {
                                                  {"replace", job_.replace ? "true" : "false"}}));
   }
   const int num_trainers = job_.num_trainers();
+  spawn_samplers(fanouts);
   for (int t = 0; t < num_trainers; ++t) {
     const int node = runtime_.node_of_partition(job_.part_of_trainer(t));
     runtime::Settings settings{{"rank", std::to_string(t)}, {"size", std::to_string(num_trainers)}};
@@ -179,11 +187,12 @@ void Driver::spawn_actors() {
         runtime_.spawn(node, "trainer", {{"job", job_yaml}, {"trainer", std::to_string(t)}})));
   }
   for (const auto& a : actors_.partitions) self_->monitor(a);
+  for (const auto& a : actors_.samplers) self_->monitor(a);
   for (const auto& a : actors_.allreduce) self_->monitor(a);
   for (const auto& a : actors_.trainers) self_->monitor(a);
   for (int t = 0; t < num_trainers; ++t) {
     std::optional<caf::error> failed;
-    self_->request(actors_.trainers[t], kRequestDeadline, train_setup_atom::value, actors_.partitions,
+    self_->request(actors_.trainers[t], kRequestDeadline, train_setup_atom::value, actors_.samplers[t],
                    actors_.allreduce[t])
         .receive([](bool) {}, [&](caf::error& e) { failed = e; });
     if (failed) throw Error(describe_trainer(t) + ": set-up failed: " + runtime::describe(runtime_.system(), *failed));
@@ -192,6 +201,42 @@ void Driver::spawn_actors() {
     const int part = job_.part_of_trainer(t);
     const auto [begin, end] = job_.share_of_trainer(t, folder_.meta().parts[part].num_train);
     actors_.train_seeds.push_back(end - begin);
+  }
+}
+
+void Driver::spawn_samplers(const std::string& fanouts) {
+  const int k = job_.trainers_per_partition;
+  for (int t = 0; t < job_.num_trainers(); ++t) {
+    const int part = job_.part_of_trainer(t);
+    actors_.samplers.push_back(runtime_.spawn(runtime_.node_of_partition(part), "sampler",
+                                              {{"dir", folder_.dir()},
+                                               {"part", std::to_string(part)},
+                                               {"fanouts", fanouts},
+                                               {"replace", job_.replace ? "true" : "false"},
+                                               {"prefetch", std::to_string(job_.prefetch)},
+                                               {"share", std::to_string(t % k)},
+                                               {"shares", std::to_string(k)}}));
+  }
+  // Each sampler connects to the daemons of the other partitions directly, at the address
+  // the driver reached them at (CAF would otherwise route through this process).
+  std::vector<std::string> addresses;
+  if (runtime_.is_distributed()) {
+    for (int p = 0; p < job_.num_partitions; ++p) addresses.push_back(runtime_.node_name(runtime_.node_of_partition(p)));
+  }
+  for (int t = 0; t < job_.num_trainers(); ++t) {
+    std::string failure;
+    self_->request(caf::actor_cast<sampler_actor>(actors_.samplers[t]), kRequestDeadline, partitions_atom::value,
+                   actors_.partitions, addresses)
+        .receive(
+            [&](Encoded& reply) {
+              try {
+                decode_sampler_ack(Span<const char>(reply.bytes));
+              } catch (const Error& e) {
+                failure = e.what();
+              }
+            },
+            [&](caf::error& e) { failure = runtime::describe(runtime_.system(), e); });
+    if (!failure.empty()) throw Error("the sampler of " + describe_trainer(t) + ": set-up failed: " + failure);
   }
 }
 

@@ -3,9 +3,6 @@
 #include <caf/all.hpp>
 
 #include <cstring>
-#include <filesystem>
-#include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -273,33 +270,6 @@ partition_actor::behavior_type partition(PartitionPointer self, std::shared_ptr<
 }
 
 }  // namespace
-
-
-PartitionStores open_partition_stores(const std::string& dir, int part) {
-  // Weak entries: the stores live as long as an actor or sampler holds them, not longer.
-  struct Entry {
-    std::weak_ptr<const Topology> topology;
-    std::weak_ptr<const FeatureStore> features;
-  };
-  static std::mutex mutex;
-  static std::map<std::pair<std::string, int>, Entry> open;
-  std::error_code ec;
-  std::string key_dir = std::filesystem::weakly_canonical(dir, ec).string();
-  if (ec) key_dir = dir;
-  std::lock_guard<std::mutex> lock(mutex);
-  Entry& entry = open[{key_dir, part}];
-  PartitionStores stores{entry.topology.lock(), entry.features.lock()};
-  if (stores.topology && stores.features) return stores;
-  PartitionFolder folder(dir);
-  if (part < 0 || part >= folder.meta().num_parts) {
-    throw UsageError("partition folder " + dir + " has " + std::to_string(folder.meta().num_parts) +
-                     " parts, there is no part " + std::to_string(part));
-  }
-  stores.topology = std::make_shared<const Topology>(load_topology(folder, part));
-  stores.features = std::make_shared<const FeatureStore>(load_features(folder, part));
-  entry = {stores.topology, stores.features};
-  return stores;
-}
 
 partition_actor spawn_partition_actor(caf::actor_system& system, std::shared_ptr<const Topology> topology,
                                       std::shared_ptr<const FeatureStore> features, SamplerConfig config,

@@ -15,19 +15,9 @@
 #include "graph/neighbor_sampler.h"
 #include "graph/topology.h"
 #include "messages/codec.h"
+#include "partitioner/partition_stores.h"
 
 namespace partita {
-
-// A partition's immutable stores, shared by whoever reads them in this process.
-struct PartitionStores {
-  std::shared_ptr<const Topology> topology;
-  std::shared_ptr<const FeatureStore> features;
-};
-
-// Part `part` of the partition folder `dir`, opened (memory-mapped) once per process while
-// anyone holds it: a partition actor and a sampler placed with it read the same stores.
-// Throws Error naming the folder when it cannot be opened.
-PartitionStores open_partition_stores(const std::string& dir, int part);
 
 struct PartitionActorOptions {
   // Where the feature channel's sessions listen (feature_channel.h): an address of this

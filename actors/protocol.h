@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "messages/caf_types.h"
+#include "messages/sampled_batch.h"
 #include "runtime/actor_system.h"
 
 namespace partita {
@@ -43,7 +44,6 @@ using partition_actor = caf::typed_actor<
 using partitions_atom = caf::atom_constant<caf::atom("p_parts")>;
 using epoch_atom = caf::atom_constant<caf::atom("p_epoch")>;
 using next_atom = caf::atom_constant<caf::atom("p_next")>;
-using run_atom = caf::atom_constant<caf::atom("p_run")>;
 
 // The sampler of one trainer (actors/sampler_actor.h): the mini-batches of its partition's
 // training seeds, that partition read by direct call, the others through their actors.
@@ -53,19 +53,19 @@ using run_atom = caf::atom_constant<caf::atom("p_run")>;
 //       p or "" (unknown, or in this process), lets the sampler's node connect to it
 //       directly: CAF 0.17 would otherwise route every hop request through the process
 //       that sent the handles (its automatic connections made daemon connects flaky here)
-//   (epoch, job seed, epoch, batch size) -> sampler ack with the plan's batch count | error
-//       reply: plans the epoch (shuffled seeds cut into batches) and starts sampling ahead
-//   (next) -> mini-batch | error reply: the epoch's next batch, in plan order
-//   (run, batches, milliseconds) -> run report | error reply: samples up to that many batches
-//       of the epoch as fast as it can, starting none after that many milliseconds (0: no
-//       limit), and drops them (benchmarks: samplers measured side by side over the same time)
+//   (epoch, split, plan seed, epoch, batch size, shuffle) -> sampler ack with the plan's
+//       batch count | error reply: plans the epoch of the split ("train", "val", "test"):
+//       its seeds, shuffled with (plan seed, epoch) when `shuffle`, cut into batches keyed
+//       (plan seed, epoch, batch); starts sampling at once, at most `prefetch` batches ahead
+//       of the next messages; supersedes what is left of the previous epoch
+//   (next) -> sampled batch (messages/sampled_batch.h): the epoch's next batch in plan
+//       order, or the reason there is none (a failure naming the batch and the partition)
 using sampler_actor = caf::typed_actor<
     caf::replies_to<partitions_atom, std::vector<caf::actor>, std::vector<std::string>>::with<Encoded>,
-    caf::replies_to<epoch_atom, uint64_t, uint64_t, int64_t>::with<Encoded>,
-    caf::replies_to<next_atom>::with<Encoded>,
-    caf::replies_to<run_atom, int64_t, int64_t>::with<Encoded>>;
+    caf::replies_to<epoch_atom, std::string, uint64_t, uint64_t, int64_t, bool>::with<Encoded>,
+    caf::replies_to<next_atom>::with<SampledBatch>>;
 
-// Training. A trainer is a model replica with its loader; the job driver steers it. Every
+// Training. A trainer is a model replica fed by its sampler; the job driver steers it. Every
 // argument is a built-in CAF type, so trainers on daemons need nothing registered. Within
 // an epoch a trainer reports to the driver by plain messages (so that the driver can watch
 // every trainer at once), not by replies:
@@ -82,12 +82,12 @@ using evaluate_atom = caf::atom_constant<caf::atom("t_eval")>;
 using get_state_atom = caf::atom_constant<caf::atom("t_getstate")>;
 using set_state_atom = caf::atom_constant<caf::atom("t_setstate")>;
 
-//   (setup, partition actors by part, allreduce member) -> true | error
+//   (setup, its sampler actor, its allreduce member) -> true | error: both in its process
 //   (epoch, epoch, steps, driver): runs `steps` optimiser steps, reporting as above
 //   (evaluate, "val" | "test") -> (loss sum, correct, seeds) over its share of the split
 //   (get state) -> model and optimiser state; (set state, bytes) -> true | error
 using trainer_actor = caf::typed_actor<
-    caf::replies_to<train_setup_atom, std::vector<caf::actor>, caf::actor>::with<bool>,
+    caf::replies_to<train_setup_atom, caf::actor, caf::actor>::with<bool>,
     caf::reacts_to<train_epoch_atom, uint64_t, int64_t, caf::actor>,
     caf::replies_to<evaluate_atom, std::string>::with<double, int64_t, int64_t>,
     caf::replies_to<get_state_atom>::with<std::vector<char>>,

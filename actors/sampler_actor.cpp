@@ -20,9 +20,9 @@
 #include "actors/feature_channel.h"
 #include "actors/sampler_steps.h"
 #include "base/error.h"
-#include "base/stopwatch.h"
 #include "graph/epoch_plan.h"
 #include "messages/codec.h"
+#include "messages/sampled_batch.h"
 #include "runtime/address.h"
 
 namespace partita {
@@ -33,7 +33,7 @@ using io_done_atom = caf::atom_constant<caf::atom("p_iodone")>;
 using resume_atom = caf::atom_constant<caf::atom("p_resume")>;
 
 // The actor's own interface: the protocol, plus what it tells itself. A channel thread
-// reports an exchange with (io_done, job, part) (job 0: the channel's connection); a
+// reports an exchange with (io_done, flight, part) (flight 0: the channel's connection); a
 // finished batch makes the actor send itself (resume) to start the next ones, so that a
 // run of batches that need no remote answer still lets the mailbox in between.
 using sampler_impl =
@@ -42,8 +42,8 @@ using sampler_impl =
 constexpr Rows kRows[] = {Rows::kX, Rows::kY};
 
 // One batch being sampled.
-struct Job {
-  Job(const PartitionBook& book, const SamplerOptions& options, std::vector<PartitionStores> local)
+struct BatchInFlight {
+  BatchInFlight(const PartitionBook& book, const SamplerOptions& options, std::vector<PartitionStores> local)
       : assembly(book, options.config, options.names, std::move(local)), fetches(book.num_parts()) {}
   uint64_t id = 0;
   uint64_t generation = 0;  // of the epoch it belongs to
@@ -67,12 +67,12 @@ struct SamplerState {
   PartitionBook book;
   int part = 0;
   PartitionStores stores;
-  std::vector<int64_t> seeds;
+  SamplerSeeds seeds;
   SamplerOptions options;
 
   Encoder encoder;
   uint64_t next_request_id = 1;
-  uint64_t next_job_id = 1;  // 0 is the channels' connection report
+  uint64_t next_flight_id = 1;  // 0 is the channels' connection report
 
   // Wiring: the partitions message, answered once every channel is connected.
   bool wired = false;
@@ -81,32 +81,22 @@ struct SamplerState {
   std::optional<caf::typed_response_promise<Encoded>> wiring;
 
   // The epoch: batches are started in plan order, at most `prefetch` beyond those claimed
-  // by next messages (or the run's end) and at most `prefetch` at once.
+  // by next messages and at most `prefetch` at once (the backpressure bound: CAF has none
+  // of its own, and an unbounded queue of mini-batches exhausts memory).
   std::optional<EpochPlan> plan;
   uint64_t generation = 0;
   int64_t next_to_start = 0;
   int64_t claimed = 0;
-  bool pulling = false;  // a next message came this epoch: sample ahead of the next ones
-  int live = 0;  // jobs in flight, not dead
-  std::map<int64_t, Encoded> ready;
-  std::map<int64_t, caf::typed_response_promise<Encoded>> waiting;
+  int live = 0;  // batches in flight, not dead
+  std::map<int64_t, SampledBatch> ready;
+  std::map<int64_t, caf::typed_response_promise<SampledBatch>> waiting;
   std::string failure;  // the first failed batch of the epoch, and why; later ones fail too
   int64_t failed_batch = -1;
   bool resume_pending = false;
 
-  // A run: batches dropped as they finish, counted.
-  bool running = false;
-  int64_t run_end = 0;
-  int64_t run_target = 0;
-  double run_seconds = 0;  // no batch starts after this much of the run (0: no limit)
-  RunReport report;
-  Stopwatch watch;
-  std::optional<caf::typed_response_promise<Encoded>> run_promise;
-
-  std::map<uint64_t, std::unique_ptr<Job>> jobs;  // live and dead
-  std::vector<std::unique_ptr<Job>> spare_jobs;
-  std::vector<MiniBatch> spare_batches;  // their buffers keep their pages
-  // Last: destroyed first, so the channel threads are joined before the jobs they fill.
+  std::map<uint64_t, std::unique_ptr<BatchInFlight>> flights;  // live and dead
+  std::vector<std::unique_ptr<BatchInFlight>> spare_flights;
+  // Last: destroyed first, so the channel threads are joined before the flights they fill.
   std::vector<Part> parts;
 
   static inline const char* name = "partita.sampler";
@@ -131,20 +121,20 @@ std::string request_failure(caf::actor_system& system, const caf::error& e, std:
                                         : system.render(e);
 }
 
-Job* find_job(SamplerState& s, uint64_t id) {
-  auto it = s.jobs.find(id);
-  return it == s.jobs.end() ? nullptr : it->second.get();
+BatchInFlight* find_flight(SamplerState& s, uint64_t id) {
+  auto it = s.flights.find(id);
+  return it == s.flights.end() ? nullptr : it->second.get();
 }
 
 // Back to the spare list once nothing (no channel thread) refers to it any more.
-void recycle_if_idle(SamplerState& s, Job& job) {
+void recycle_if_idle(SamplerState& s, BatchInFlight& job) {
   if (!job.dead || job.io_outstanding > 0) return;
-  auto it = s.jobs.find(job.id);
-  s.spare_jobs.push_back(std::move(it->second));
-  s.jobs.erase(it);
+  auto it = s.flights.find(job.id);
+  s.spare_flights.push_back(std::move(it->second));
+  s.flights.erase(it);
 }
 
-void kill(SamplerState& s, Job& job) {
+void kill(SamplerState& s, BatchInFlight& job) {
   if (job.dead) return;
   job.dead = true;
   --s.live;
@@ -165,19 +155,14 @@ void fail_epoch(Pointer self, int64_t batch, const std::string& message) {
     s.failed_batch = batch;
   }
   // The epoch cannot go on: stop every batch in flight (their answers are dropped).
-  std::vector<Job*> live;
-  for (auto& [id, job] : s.jobs) {
+  std::vector<BatchInFlight*> live;
+  for (auto& [id, job] : s.flights) {
     if (!job->dead && job->generation == s.generation) live.push_back(job.get());
   }
-  for (Job* job : live) kill(s, *job);
-  if (s.running) {
-    s.running = false;
-    s.run_promise->deliver(error_reply(s, WireErrorCode::kInternal, s.failure));
-    s.run_promise.reset();
-  }
+  for (BatchInFlight* job : live) kill(s, *job);
   for (auto it = s.waiting.begin(); it != s.waiting.end();) {
     if (it->first >= s.failed_batch) {
-      it->second.deliver(error_reply(s, WireErrorCode::kInternal, s.failure));
+      it->second.deliver(SampledBatch::failed(WireErrorCode::kInternal, s.failure));
       it = s.waiting.erase(it);
     } else {
       ++it;
@@ -185,7 +170,7 @@ void fail_epoch(Pointer self, int64_t batch, const std::string& message) {
   }
 }
 
-void fail_job(Pointer self, Job& job, const std::string& message) {
+void fail_job(Pointer self, BatchInFlight& job, const std::string& message) {
   auto& s = self->state;
   const int64_t batch = job.batch;
   const bool current = job.generation == s.generation;
@@ -197,54 +182,32 @@ void check_not_lost(const SamplerState& s, int part) {
   if (!s.parts[part].lost.empty()) throw Error(s.parts[part].lost);
 }
 
-bool run_time_is_up(const SamplerState& s) { return s.run_seconds > 0 && s.watch.seconds() >= s.run_seconds; }
-
-void finish_run(SamplerState& s) {
-  s.report.seconds = s.watch.seconds();
-  s.running = false;
-  s.claimed = s.next_to_start;  // the batches the run did not start are the next ones
-  Encoded report;
-  s.encoder.run_report(s.report, report.bytes);
-  s.run_promise->deliver(std::move(report));
-  s.run_promise.reset();
-}
-
-void job_done(Pointer self, Job& job) {
+void job_done(Pointer self, BatchInFlight& job) {
   auto& s = self->state;
   MiniBatch batch = job.assembly.finish();
   const int64_t index = job.batch;
   const SampleKey key = job.assembly.key();
   const bool current = job.generation == s.generation;
   kill(s, job);
-  if (current && s.running) {
-    ++s.report.batches;
-    s.report.edges += static_cast<int64_t>(batch.row.size());
-    s.report.nodes += static_cast<int64_t>(batch.node_ids.size());
-    if (s.report.batches == s.run_target || (run_time_is_up(s) && s.live == 0)) finish_run(s);
-  } else if (current) {
-    Encoded encoded;
-    try {
-      s.encoder.mini_batch(key, batch, encoded.bytes);
-    } catch (const Error& e) {
-      encoded = error_reply(s, WireErrorCode::kInternal, "batch " + std::to_string(index) + ": " + e.what());
-    }
+  if (current) {
+    // Handed over by move: only a consumer in another process makes CAF encode it.
+    SampledBatch done = SampledBatch::of(std::move(batch), key);
     auto waiting = s.waiting.find(index);
     if (waiting != s.waiting.end()) {
-      waiting->second.deliver(std::move(encoded));
+      waiting->second.deliver(std::move(done));
       s.waiting.erase(waiting);
     } else {
-      s.ready.emplace(index, std::move(encoded));
+      s.ready.emplace(index, std::move(done));
     }
   }
-  s.spare_batches.push_back(std::move(batch));
   schedule_resume(self);
 }
 
-void on_feature_answer(Pointer self, Job& job) {
+void on_feature_answer(Pointer self, BatchInFlight& job) {
   if (--job.pending == 0) job_done(self, job);
 }
 
-void start_rows(Pointer self, Job& job) {
+void start_rows(Pointer self, BatchInFlight& job) {
   auto& s = self->state;
   BatchAssembly& a = job.assembly;
   a.start_rows();
@@ -276,11 +239,10 @@ void start_rows(Pointer self, Job& job) {
       self->request(s.parts[part].actor, s.options.deadline, feature_atom::value, std::move(request))
           .then(
               [self, job_id = job.id, part, rows, id](Encoded& reply) {
-                Job* j = find_job(self->state, job_id);
+                BatchInFlight* j = find_flight(self->state, job_id);
                 if (j == nullptr || j->dead) return;
                 try {
-                  self->state.report.remote_feature_bytes += static_cast<int64_t>(
-                      j->assembly.take_feature_reply(part, rows, id, Span<const char>(reply.bytes)));
+                  j->assembly.take_feature_reply(part, rows, id, Span<const char>(reply.bytes));
                 } catch (const Error& e) {
                   fail_job(self, *j, e.what());
                   return;
@@ -288,7 +250,7 @@ void start_rows(Pointer self, Job& job) {
                 on_feature_answer(self, *j);
               },
               [self, job_id = job.id, part](caf::error& e) {
-                Job* j = find_job(self->state, job_id);
+                BatchInFlight* j = find_flight(self->state, job_id);
                 if (j == nullptr || j->dead) return;
                 fail_job(self, *j, part_name(part) + ": feature request failed: " +
                                        request_failure(self->system(), e, self->state.options.deadline));
@@ -302,9 +264,9 @@ void start_rows(Pointer self, Job& job) {
   if (job.pending == 0) job_done(self, job);
 }
 
-void run_hop(Pointer self, Job& job);
+void run_hop(Pointer self, BatchInFlight& job);
 
-void hop_done(Pointer self, Job& job) {
+void hop_done(Pointer self, BatchInFlight& job) {
   try {
     job.assembly.finish_hop();
     if (job.assembly.sampling()) {
@@ -317,7 +279,7 @@ void hop_done(Pointer self, Job& job) {
   }
 }
 
-void run_hop(Pointer self, Job& job) {
+void run_hop(Pointer self, BatchInFlight& job) {
   auto& s = self->state;
   BatchAssembly& a = job.assembly;
   job.pending = 0;
@@ -331,7 +293,7 @@ void run_hop(Pointer self, Job& job) {
     self->request(s.parts[part].actor, s.options.deadline, hop_atom::value, std::move(request))
         .then(
             [self, job_id = job.id, part, id](Encoded& reply) {
-              Job* j = find_job(self->state, job_id);
+              BatchInFlight* j = find_flight(self->state, job_id);
               if (j == nullptr || j->dead) return;
               try {
                 j->assembly.take_hop_reply(part, id, Span<const char>(reply.bytes));
@@ -342,7 +304,7 @@ void run_hop(Pointer self, Job& job) {
               if (--j->pending == 0) hop_done(self, *j);
             },
             [self, job_id = job.id, part](caf::error& e) {
-              Job* j = find_job(self->state, job_id);
+              BatchInFlight* j = find_flight(self->state, job_id);
               if (j == nullptr || j->dead) return;
               fail_job(self, *j, part_name(part) + ": hop request failed: " +
                                      request_failure(self->system(), e, self->state.options.deadline));
@@ -355,33 +317,28 @@ void run_hop(Pointer self, Job& job) {
   if (job.pending == 0) hop_done(self, job);
 }
 
-void start_job(Pointer self, int64_t batch) {
+void start_flight(Pointer self, int64_t batch) {
   auto& s = self->state;
-  std::unique_ptr<Job> fresh;
-  if (!s.spare_jobs.empty()) {
-    fresh = std::move(s.spare_jobs.back());
-    s.spare_jobs.pop_back();
+  std::unique_ptr<BatchInFlight> fresh;
+  if (!s.spare_flights.empty()) {
+    fresh = std::move(s.spare_flights.back());
+    s.spare_flights.pop_back();
   } else {
     std::vector<PartitionStores> local(s.book.num_parts());
     local[s.part] = s.stores;
-    fresh = std::make_unique<Job>(s.book, s.options, std::move(local));
+    fresh = std::make_unique<BatchInFlight>(s.book, s.options, std::move(local));
   }
-  Job& job = *fresh;
-  job.id = s.next_job_id++;
+  BatchInFlight& job = *fresh;
+  job.id = s.next_flight_id++;
   job.generation = s.generation;
   job.batch = batch;
   job.pending = 0;
   job.io_outstanding = 0;
   job.dead = false;
-  s.jobs.emplace(job.id, std::move(fresh));
+  s.flights.emplace(job.id, std::move(fresh));
   ++s.live;
-  MiniBatch recycled;
-  if (!s.spare_batches.empty()) {
-    recycled = std::move(s.spare_batches.back());
-    s.spare_batches.pop_back();
-  }
   try {
-    job.assembly.start(s.plan->batch(batch), s.plan->key(batch), std::move(recycled));
+    job.assembly.start(s.plan->batch(batch), s.plan->key(batch), MiniBatch{});
     run_hop(self, job);
   } catch (const Error& e) {
     fail_job(self, job, e.what());
@@ -390,13 +347,10 @@ void start_job(Pointer self, int64_t batch) {
 
 void top_up(Pointer self) {
   auto& s = self->state;
-  if (!s.plan || !s.failure.empty() || !(s.running || s.pulling)) return;
-  const int64_t limit =
-      s.running ? s.run_end : std::min<int64_t>(s.plan->num_batches(), s.claimed + s.options.prefetch);
+  if (!s.plan || !s.failure.empty()) return;
+  const int64_t limit = std::min<int64_t>(s.plan->num_batches(), s.claimed + s.options.prefetch);
   while (s.next_to_start < limit && s.live < s.options.prefetch && s.failure.empty()) {
-    // A timed run starts no batch once its time is up, except a first one.
-    if (s.running && run_time_is_up(s) && s.report.batches + s.live > 0) break;
-    start_job(self, s.next_to_start++);
+    start_flight(self, s.next_to_start++);
   }
 }
 
@@ -428,7 +382,7 @@ void on_io_done(Pointer self, uint64_t job_id, int32_t part) {
     finish_wiring_if_done(s);
     return;
   }
-  Job* job = find_job(s, job_id);
+  BatchInFlight* job = find_flight(s, job_id);
   if (job == nullptr) return;
   ChannelFetch& fetch = job->fetches[part];
   if (!fetch.reported.exchange(false)) return;  // not from the channel thread
@@ -440,9 +394,6 @@ void on_io_done(Pointer self, uint64_t job_id, int32_t part) {
   if (!fetch.error.empty()) {
     fail_job(self, *job, fetch.error);
     return;
-  }
-  for (int k = 0; k < 2; ++k) {
-    if (fetch.asked[k]) s.report.remote_feature_bytes += static_cast<int64_t>(fetch.targets[k].bytes());
   }
   on_feature_answer(self, *job);
 }
@@ -553,89 +504,64 @@ caf::result<Encoded> on_partitions(Pointer self, const std::vector<caf::actor>& 
   return caf::delegated<Encoded>();
 }
 
-Encoded on_epoch(Pointer self, uint64_t job_seed, uint64_t epoch, int64_t batch_size) {
+Encoded on_epoch(Pointer self, const std::string& split, uint64_t plan_seed, uint64_t epoch, int64_t batch_size,
+                 bool shuffle) {
   auto& s = self->state;
   if (!s.wired || s.wiring) {
     return error_reply(s, WireErrorCode::kBadRequest, "sampler: epoch before its partitions are set up");
   }
-  if (s.running) return error_reply(s, WireErrorCode::kBadRequest, "sampler: epoch during a run");
+  const std::vector<int64_t>* seeds = s.seeds.of(split);
+  if (seeds == nullptr) {
+    return error_reply(s, WireErrorCode::kBadRequest, "sampler: no split '" + split + "' (train, val or test)");
+  }
   if (batch_size < 1) {
     return error_reply(s, WireErrorCode::kBadRequest, "sampler: batch size " + std::to_string(batch_size));
   }
   // A new epoch supersedes what is left of the last one.
   ++s.generation;
-  std::vector<Job*> live;
-  for (auto& [id, job] : s.jobs) {
-    if (!job->dead) live.push_back(job.get());
+  std::vector<BatchInFlight*> live;
+  for (auto& [id, flight] : s.flights) {
+    if (!flight->dead) live.push_back(flight.get());
   }
-  for (Job* job : live) kill(s, *job);
+  for (BatchInFlight* flight : live) kill(s, *flight);
   for (auto& [batch, promise] : s.waiting) {
-    promise.deliver(error_reply(s, WireErrorCode::kBadRequest,
-                                "sampler: batch " + std::to_string(batch) + " was superseded by epoch " +
-                                    std::to_string(epoch)));
+    promise.deliver(SampledBatch::failed(WireErrorCode::kBadRequest, "sampler: batch " + std::to_string(batch) +
+                                                                         " was superseded by epoch " +
+                                                                         std::to_string(epoch)));
   }
   s.waiting.clear();
   s.ready.clear();
   s.failure.clear();
   s.failed_batch = -1;
-  s.plan = plan_epoch(s.seeds, batch_size, job_seed, epoch);
+  s.plan = plan_epoch(Span<const int64_t>(*seeds), batch_size, plan_seed, epoch, shuffle);
   s.next_to_start = 0;
   s.claimed = 0;
-  s.pulling = false;
+  top_up(self);  // sampling starts now, ahead of the first next
   return ack(s, s.plan->num_batches());
 }
 
-caf::result<Encoded> on_next(Pointer self) {
+caf::result<SampledBatch> on_next(Pointer self) {
   auto& s = self->state;
-  if (!s.plan) return error_reply(s, WireErrorCode::kBadRequest, "sampler: next before an epoch");
-  if (s.running) return error_reply(s, WireErrorCode::kBadRequest, "sampler: next during a run");
+  if (!s.plan) return SampledBatch::failed(WireErrorCode::kBadRequest, "sampler: next before an epoch");
   const int64_t batch = s.claimed;
   if (batch >= s.plan->num_batches()) {
-    return error_reply(s, WireErrorCode::kBadRequest,
-                       "sampler: all " + std::to_string(s.plan->num_batches()) + " batches of epoch " +
-                           std::to_string(s.plan->epoch) + " were taken");
+    return SampledBatch::failed(WireErrorCode::kBadRequest,
+                                "sampler: all " + std::to_string(s.plan->num_batches()) + " batches of epoch " +
+                                    std::to_string(s.plan->epoch) + " were taken");
   }
   ++s.claimed;
-  s.pulling = true;
   auto ready = s.ready.find(batch);
   if (ready != s.ready.end()) {
-    Encoded reply = std::move(ready->second);
+    SampledBatch reply = std::move(ready->second);
     s.ready.erase(ready);
     top_up(self);
     return reply;
   }
-  if (!s.failure.empty() && batch >= s.failed_batch) return error_reply(s, WireErrorCode::kInternal, s.failure);
-  s.waiting.emplace(batch, self->make_response_promise<Encoded>());
+  if (!s.failure.empty() && batch >= s.failed_batch) return SampledBatch::failed(WireErrorCode::kInternal, s.failure);
+  auto promise = self->make_response_promise<SampledBatch>();
+  s.waiting.emplace(batch, promise);
   top_up(self);
-  return caf::delegated<Encoded>();
-}
-
-caf::result<Encoded> on_run(Pointer self, int64_t count, int64_t milliseconds) {
-  auto& s = self->state;
-  if (!s.plan) return error_reply(s, WireErrorCode::kBadRequest, "sampler: run before an epoch");
-  if (s.running) return error_reply(s, WireErrorCode::kBadRequest, "sampler: a run is in progress");
-  if (count < 1) return error_reply(s, WireErrorCode::kBadRequest, "sampler: run of " + std::to_string(count));
-  if (milliseconds < 0) {
-    return error_reply(s, WireErrorCode::kBadRequest, "sampler: run time of " + std::to_string(milliseconds) + " ms");
-  }
-  if (!s.failure.empty()) return error_reply(s, WireErrorCode::kInternal, s.failure);
-  if (s.live > 0 || !s.ready.empty() || s.claimed != s.next_to_start) {
-    return error_reply(s, WireErrorCode::kBadRequest, "sampler: run while batches sampled for next are pending");
-  }
-  s.run_end = std::min(s.plan->num_batches(), s.next_to_start + count);
-  s.run_target = s.run_end - s.next_to_start;
-  if (s.run_target == 0) {
-    return error_reply(s, WireErrorCode::kBadRequest,
-                       "sampler: no batches left in epoch " + std::to_string(s.plan->epoch));
-  }
-  s.claimed = s.run_end;  // the run takes them
-  s.running = true;
-  s.run_seconds = static_cast<double>(milliseconds) / 1000;
-  s.report = RunReport{};
-  s.watch.restart();
-  s.run_promise = self->make_response_promise<Encoded>();
-  top_up(self);
-  return caf::delegated<Encoded>();
+  return promise;
 }
 
 void on_down(Pointer self, const caf::down_msg& msg) {
@@ -650,10 +576,10 @@ void on_down(Pointer self, const caf::down_msg& msg) {
     }
     spdlog::warn("sampler of partition {}: {}", s.part, p.lost);
     bool busy = false;
-    for (auto& [id, job] : s.jobs) busy = busy || (!job->dead && job->generation == s.generation);
+    for (auto& [id, job] : s.flights) busy = busy || (!job->dead && job->generation == s.generation);
     if (busy) {
       int64_t first = s.next_to_start;
-      for (auto& [id, job] : s.jobs) {
+      for (auto& [id, job] : s.flights) {
         if (!job->dead && job->generation == s.generation) first = std::min(first, job->batch);
       }
       fail_epoch(self, first, p.lost);
@@ -662,7 +588,7 @@ void on_down(Pointer self, const caf::down_msg& msg) {
 }
 
 sampler_impl::behavior_type sampler(Pointer self, PartitionBook book, int part, PartitionStores stores,
-                                    std::vector<int64_t> seeds, SamplerOptions options) {
+                                    SamplerSeeds seeds, SamplerOptions options) {
   auto& s = self->state;
   s.book = std::move(book);
   s.part = part;
@@ -671,15 +597,22 @@ sampler_impl::behavior_type sampler(Pointer self, PartitionBook book, int part, 
   s.options = std::move(options);
   s.parts.resize(s.book.num_parts());
   self->set_down_handler([self](caf::down_msg& msg) { on_down(self, msg); });
+  // Stopping releases every consumer waiting for a batch at once, rather than at its
+  // deadline (CAF 0.17 drops an undelivered promise silently).
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    auto& st = self->state;
+    const std::string why = "sampler of " + part_name(st.part) + ": stopped (" + self->system().render(msg.reason) + ")";
+    for (auto& [batch, promise] : st.waiting) promise.deliver(SampledBatch::failed(WireErrorCode::kInternal, why));
+    st.waiting.clear();
+    self->quit(msg.reason);
+  });
   return {
       [self](partitions_atom, const std::vector<caf::actor>& actors, const std::vector<std::string>& addresses) {
         return on_partitions(self, actors, addresses);
       },
-      [self](epoch_atom, uint64_t job_seed, uint64_t epoch, int64_t batch_size) {
-        return on_epoch(self, job_seed, epoch, batch_size);
-      },
+      [self](epoch_atom, const std::string& split, uint64_t plan_seed, uint64_t epoch, int64_t batch_size,
+             bool shuffle) { return on_epoch(self, split, plan_seed, epoch, batch_size, shuffle); },
       [self](next_atom) { return on_next(self); },
-      [self](run_atom, int64_t count, int64_t milliseconds) { return on_run(self, count, milliseconds); },
       [self](io_done_atom, uint64_t job, int32_t part) { on_io_done(self, job, part); },
       [self](resume_atom) {
         self->state.resume_pending = false;
@@ -691,16 +624,18 @@ sampler_impl::behavior_type sampler(Pointer self, PartitionBook book, int part, 
 }  // namespace
 
 sampler_actor spawn_sampler_actor(caf::actor_system& system, PartitionBook book, int part, PartitionStores stores,
-                                  std::vector<int64_t> seeds, SamplerOptions options) {
+                                  SamplerSeeds seeds, SamplerOptions options) {
   if (part < 0 || part >= book.num_parts()) {
     throw UsageError("sampler: partition " + std::to_string(part) + " is not in a book of " +
                      std::to_string(book.num_parts()));
   }
   if (!stores.topology || !stores.features) throw UsageError("sampler: the stores of its partition are required");
   if (options.prefetch < 1) throw UsageError("sampler: prefetch must be at least 1");
-  for (int64_t seed : seeds) {
-    if (seed < book.begin(part) || seed >= book.end(part)) {
-      throw UsageError("sampler: seed " + std::to_string(seed) + " is not a node of " + part_name(part));
+  for (const std::vector<int64_t>* split : {&seeds.train, &seeds.val, &seeds.test}) {
+    for (int64_t seed : *split) {
+      if (seed < book.begin(part) || seed >= book.end(part)) {
+        throw UsageError("sampler: seed " + std::to_string(seed) + " is not a node of " + part_name(part));
+      }
     }
   }
   // Checks the stores against the book and the config now, not at the first batch.

@@ -8,6 +8,10 @@
 // message otherwise. Several batches are in flight at once, so one batch's remote waits
 // overlap another's local work. See protocol.h (sampler_actor) for its messages.
 //
+// It is the one sampling pipeline: trainers take their training and evaluation batches
+// from it (epoch, then next), and so do the benchmarks. In one process a batch reaches its
+// consumer by move (messages/sampled_batch.h); Cap'n Proto only between processes.
+//
 // Every remote request has the deadline; a lost partition (a down message, a broken
 // channel) fails the batches in flight at once, naming it, and every later one too.
 #pragma once
@@ -16,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "actors/partition_actor.h"
@@ -26,6 +31,16 @@
 
 namespace partita {
 
+// The seeds a sampler serves, by split: global ids of nodes its partition owns (a
+// trainer's share of the partition's training, validation and test nodes).
+struct SamplerSeeds {
+  std::vector<int64_t> train, val, test;
+  // The split named "train", "val" or "test"; nullptr for any other name.
+  const std::vector<int64_t>* of(const std::string& split) const {
+    return split == "train" ? &train : split == "val" ? &val : split == "test" ? &test : nullptr;
+  }
+};
+
 struct SamplerOptions {
   SamplerConfig config;
   FeatureNames names;
@@ -35,9 +50,9 @@ struct SamplerOptions {
 };
 
 // Spawns the sampler of partition `part` of `book`, which reads `stores` (that partition)
-// directly and samples batches of `seeds` (global ids it owns: its training nodes). Throws
-// UsageError when the stores do not fit the book or the config, or prefetch is below 1.
+// directly and samples batches of `seeds`. Throws UsageError when the stores do not fit
+// the book or the config, a seed is not the partition's, or prefetch is below 1.
 sampler_actor spawn_sampler_actor(caf::actor_system& system, PartitionBook book, int part, PartitionStores stores,
-                                  std::vector<int64_t> seeds, SamplerOptions options);
+                                  SamplerSeeds seeds, SamplerOptions options);
 
 }  // namespace partita

@@ -9,14 +9,11 @@
 #include <vector>
 
 #include "actors/allreduce.h"
-#include "actors/distributed_sampler.h"
-#include "actors/loader.h"
-#include "actors/partition_actor.h"
 #include "actors/job_config.h"
 #include "actors/protocol.h"
+#include "actors/sampler_client.h"
 #include "base/error.h"
 #include "base/random.h"
-#include "graph/epoch_plan.h"
 #include "models/batch_tensors.h"
 #include "models/gnn_model.h"
 #include "models/keyed_dropout.h"
@@ -30,9 +27,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// A remote partition must answer one hop or feature request within this.
-constexpr milliseconds kSampleDeadline{30000};
-// The slowest replica's step (sampling and compute) must end within this.
+// The slowest replica's step (sampling and compute) must end within this, and so must
+// every batch the sampler hands over.
 constexpr milliseconds kStepDeadline{120000};
 // Evaluation batches are keyed by this epoch, the same every time: an accuracy moves only
 // when the weights do.
@@ -43,22 +39,13 @@ struct Replica {
   JobConfig job;
   int index = 0;
   int part = 0;
-  std::unique_ptr<PartitionFolder> folder;
-  std::shared_ptr<const Topology> topology;
-  std::shared_ptr<const FeatureStore> features;
-  std::vector<int64_t> train_seeds, val_seeds, test_seeds;  // this trainer's shares
-  std::vector<caf::actor> partitions;                       // by part, after set-up
+  uint64_t plan_seed = 0;  // of this trainer's epochs: batches differ between trainers
+  std::unique_ptr<SamplerClient> sampler;  // after set-up
   std::unique_ptr<Allreduce> allreduce;
   std::shared_ptr<GnnModel> model;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<float> gradients;  // the step's flat buffer, reused
 };
-
-std::vector<int64_t> share(const JobConfig& job, int trainer, const MappedArray& ids) {
-  const Span<const int64_t> all = ids.as<int64_t>();
-  const auto [begin, end] = job.share_of_trainer(trainer, static_cast<int64_t>(all.size()));
-  return std::vector<int64_t>(all.begin() + begin, all.begin() + end);
-}
 
 std::unique_ptr<Replica> make_replica(const runtime::Settings& settings) {
   auto it = settings.find("job");
@@ -76,17 +63,9 @@ std::unique_ptr<Replica> make_replica(const runtime::Settings& settings) {
     throw UsageError("setting 'trainer': " + t->second + " is not in [0, " + std::to_string(r->job.num_trainers()) + ")");
   }
   r->part = r->job.part_of_trainer(r->index);
-  r->folder = std::make_unique<PartitionFolder>(r->job.partition_dir());
-  // The same stores the partition actor placed here reads: opened once per process.
-  PartitionStores stores = open_partition_stores(r->job.partition_dir(), r->part);
-  r->topology = std::move(stores.topology);
-  r->features = std::move(stores.features);
-  PartitionData data = r->folder->load_part(r->part);
-  r->train_seeds = share(r->job, r->index, data.train_idx);
-  r->val_seeds = share(r->job, r->index, data.val_idx);
-  r->test_seeds = share(r->job, r->index, data.test_idx);
-
-  const PartitionMeta& meta = r->folder->meta();
+  r->plan_seed = mix64(r->job.seed, static_cast<uint64_t>(r->index));
+  const PartitionFolder folder(r->job.partition_dir());
+  const PartitionMeta& meta = folder.meta();
   if (meta.feature_dim <= 0 || !meta.has_labels) {
     throw UsageError(r->job.partition_dir() + " has no node features or labels to train a classifier on");
   }
@@ -106,39 +85,15 @@ std::unique_ptr<Replica> make_replica(const runtime::Settings& settings) {
   return r;
 }
 
-// A loader over `seeds`, sampling with this trainer's partition co-located and the others
-// through their actors.
-std::unique_ptr<Loader> make_loader(caf::actor_system& system, Replica& r, const std::vector<int64_t>& seeds,
-                                    int64_t batch_size, uint64_t epoch, bool shuffle) {
-  EpochPlan plan = plan_epoch({seeds.data(), seeds.size()}, batch_size, mix64(r.job.seed, r.index), epoch, shuffle);
-  SamplerConfig config;
-  config.fanouts = {std::vector<int>(r.job.fanouts.begin(), r.job.fanouts.end())};
-  config.replace = r.job.replace;
-  auto make_sampler = [&system, &r, config]() -> BatchSampler {
-    std::vector<PartitionRef> parts;
-    for (int p = 0; p < static_cast<int>(r.partitions.size()); ++p) {
-      parts.push_back(p == r.part ? PartitionRef::local(r.topology, r.features)
-                                  : PartitionRef::remote(caf::actor_cast<partition_actor>(r.partitions[p])));
-    }
-    auto sampler = std::make_shared<DistributedSampler>(system, r.folder->book(), std::move(parts), config, kSampleDeadline);
-    return [sampler](Span<const int64_t> batch_seeds, const SampleKey& key) { return sampler->sample(batch_seeds, key); };
-  };
-  LoaderOptions options;
-  options.workers = r.job.workers;
-  options.prefetch = r.job.prefetch;
-  options.deadline = kStepDeadline;
-  return std::make_unique<Loader>(std::move(plan), make_sampler, options);
-}
-
 // One optimiser step of every replica: this one's batch (if it has one left), gradients
 // summed over all replicas with the step's seed count, loss and correct predictions.
 // Returns {loss sum, seeds, correct} over all replicas.
-std::array<double, 3> train_step(Replica& r, Loader& loader, uint64_t epoch, int64_t step) {
+std::array<double, 3> train_step(Replica& r, bool has_batch, uint64_t epoch, int64_t step) {
   r.model->train();
   r.optimizer->zero_grad();
   double loss_sum = 0, seeds = 0, correct = 0;
-  if (loader.has_next()) {
-    GraphBatch batch = to_graph_batch(loader.next());
+  if (has_batch) {
+    GraphBatch batch = to_graph_batch(r.sampler->next());
     at::Tensor logits = r.model->forward(batch, true, step_key(r.job.seed, epoch, step, r.index));
     at::Tensor y = batch.y.slice(0, 0, batch.batch_size);
     at::Tensor loss = cross_entropy_sum(logits, y);
@@ -168,22 +123,22 @@ std::array<double, 3> train_step(Replica& r, Loader& loader, uint64_t epoch, int
 
 trainer_actor::behavior_type trainer(trainer_actor::pointer self, std::shared_ptr<Replica> r) {
   return {
-      [self, r](train_setup_atom, std::vector<caf::actor>& partitions, caf::actor& member) -> caf::result<bool> {
-        if (static_cast<int>(partitions.size()) != r->job.num_partitions) {
-          return caf::make_error(caf::sec::invalid_argument, "set-up with " + std::to_string(partitions.size()) +
-                                                                 " partitions for a job of " +
-                                                                 std::to_string(r->job.num_partitions));
+      [self, r](train_setup_atom, caf::actor& sampler, caf::actor& member) -> caf::result<bool> {
+        if (!sampler || !member) {
+          return caf::make_error(caf::sec::invalid_argument, "set-up without a sampler or an allreduce member");
         }
-        r->partitions = std::move(partitions);
+        r->sampler = std::make_unique<SamplerClient>(self->system(), caf::actor_cast<sampler_actor>(std::move(sampler)),
+                                                     kStepDeadline, "trainer " + std::to_string(r->index) + "'s sampler");
         r->allreduce = std::make_unique<Allreduce>(self->system(), std::move(member), kStepDeadline);
         return true;
       },
       [self, r](train_epoch_atom, uint64_t epoch, int64_t steps, caf::actor& driver) {
         try {
           if (!r->allreduce) throw Error("not set up");
-          auto loader = make_loader(self->system(), *r, r->train_seeds, r->job.batch_size, epoch, true);
+          const int64_t batches = r->sampler->start_epoch("train", r->plan_seed, epoch, r->job.batch_size, true);
           for (int64_t step = 0; step < steps; ++step) {
-            const std::array<double, 3> sums = train_step(*r, *loader, epoch, step);
+            // Trainers whose share has run out join the step's allreduce with no seeds.
+            const std::array<double, 3> sums = train_step(*r, step < batches, epoch, step);
             caf::anon_send(driver, train_step_atom::value, static_cast<int32_t>(r->index), epoch, step, steps, sums[0],
                        sums[1], sums[2], parameter_hash(*r->model));
           }
@@ -198,15 +153,15 @@ trainer_actor::behavior_type trainer(trainer_actor::pointer self, std::shared_pt
           return caf::make_error(caf::sec::invalid_argument, "no split '" + split + "' (val or test)");
         }
         try {
-          const std::vector<int64_t>& seeds = split == "val" ? r->val_seeds : r->test_seeds;
+          if (!r->sampler) throw Error("not set up");
           double loss = 0;
           int64_t correct = 0, count = 0;
-          if (!seeds.empty()) {
+          const int64_t batches = r->sampler->start_epoch(split, r->plan_seed, kEvalEpoch, r->job.eval_batch_size, false);
+          if (batches > 0) {
             torch::NoGradGuard no_grad;
             r->model->eval();
-            auto loader = make_loader(self->system(), *r, seeds, r->job.eval_batch_size, kEvalEpoch, false);
-            while (loader->has_next()) {
-              GraphBatch batch = to_graph_batch(loader->next());
+            for (int64_t b = 0; b < batches; ++b) {
+              GraphBatch batch = to_graph_batch(r->sampler->next());
               at::Tensor logits = r->model->forward(batch, false);
               at::Tensor y = batch.y.slice(0, 0, batch.batch_size);
               loss += cross_entropy_sum(logits, y).item<double>();

@@ -1,10 +1,12 @@
-// The trainer: one model replica, its loader and its allreduce member (actors/protocol.h,
-// trainer_actor). Data parallel, like DDP: every replica starts from the same weights
-// (seeded by the job), averages its gradients with the others' at every step, and so
-// stays identical to them.
+// The trainer: one model replica with its sampler actor and its allreduce member, all three
+// in one process (actors/protocol.h, trainer_actor). Data parallel, like DDP: every replica
+// starts from the same weights (seeded by the job), averages its gradients with the
+// others' at every step, and so stays identical to them.
 //
 // Trainer t of a job with P partitions and k trainers per partition serves partition
-// t / k and trains on the t % k-th contiguous share of that partition's training nodes.
+// t / k and trains on the t % k-th contiguous share of that partition's training nodes:
+// its sampler serves that share (and the same share of the validation and test nodes), so
+// training and evaluation batches come from the one sampling pipeline, by move.
 // All trainers take the same number of steps per epoch (the driver computes it); one
 // whose share has run out joins the step's allreduce with no seeds. The step's gradient
 // is the mean over every seed of every trainer, so it does not depend on how the seeds

@@ -22,17 +22,17 @@ struct LoaderBenchOptions {
 };
 
 // Generates RMAT with features and labels, partitions it into 1 and 2 parts (METIS) and
-// measures batches/s and sampled edges/s of sampler actors (features and labels included),
-// each sampling its partition's training nodes with `prefetch` batches in flight:
+// measures the one sampling pipeline as trainers use it: sampler actors, each with
+// `prefetch` batches in flight, drained by a consumer thread per sampler through
+// SamplerClient (epoch, then next; batches by move), features and labels included:
 //   (a) 1 partition in-process: one sampler;
 //   (b) 2 partitions in-process: a partition actor and a sampler per partition, both
 //       samplers at once, each reading its own partition directly and the other by message;
-//   (c) 2 partitions on 2 `partita daemon` processes over loopback: on each daemon a
-//       partition actor and the sampler of its trainer, both at once, driven from here.
+//   (c) 2 partitions, partition 1 on a `partita daemon` over loopback: the sampler of
+//       partition 0 in this process, as its trainer's process hosts it, fetching partition
+//       1's rows over its feature channel.
 // Samplers measured together run for the same time (`seconds`, at most `num_batches`
-// each), and the total is all their batches over the wall time;
-// plus the trainer's Loader (a DistributedSampler) in this process with partition 1 on a
-// daemon. Then remote feature transfer from a daemon (over the feature channel, and by
+// each). Then remote feature transfer from the daemon (over the feature channel, and by
 // CAF message for comparison) in bytes/s next to raw loopback TCP moving the same bytes.
 // The rounds interleave the configurations, so that load from elsewhere on the machine
 // spreads over all of them.

@@ -65,7 +65,6 @@ const char* message_kind_name(MessageKind kind) {
     case MessageKind::kChannelOffer: return "channel offer";
     case MessageKind::kMiniBatch: return "mini-batch";
     case MessageKind::kSamplerAck: return "sampler ack";
-    case MessageKind::kRunReport: return "run report";
     case MessageKind::kFeatureRowsHeader: return "feature rows header";
   }
   return "unknown message";
@@ -397,17 +396,6 @@ void Encoder::feature_rows_header(uint64_t request_id, DType dtype, const std::v
   });
 }
 
-void Encoder::run_report(const RunReport& report, std::vector<char>& out) {
-  impl_->encode("run report", out, [&](Envelope::Builder envelope, capnp::Orphanage) {
-    auto r = envelope.initRunReport();
-    r.setBatches(report.batches);
-    r.setEdges(report.edges);
-    r.setNodes(report.nodes);
-    r.setSeconds(report.seconds);
-    r.setRemoteFeatureBytes(report.remote_feature_bytes);
-  });
-}
-
 // ---------------------------------------------------------------------------------------
 // Decoding
 
@@ -478,7 +466,7 @@ MessageKind kind_of(Envelope::Reader envelope, const char* what) {
     case Envelope::CHANNEL_OFFER: return MessageKind::kChannelOffer;
     case Envelope::MINI_BATCH: return MessageKind::kMiniBatch;
     case Envelope::SAMPLER_ACK: return MessageKind::kSamplerAck;
-    case Envelope::RUN_REPORT: return MessageKind::kRunReport;
+    case Envelope::RETIRED9:  // was a benchmark-only run report: refused like an unset one
     case Envelope::FEATURE_ROWS_HEADER: return MessageKind::kFeatureRowsHeader;
     case Envelope::UNSET: break;
   }
@@ -609,7 +597,6 @@ MessageHeader peek_message(Span<const char> bytes) {
       case MessageKind::kChannelOffer:
       case MessageKind::kMiniBatch:
       case MessageKind::kSamplerAck:
-      case MessageKind::kRunReport:
         break;
     }
     return header;
@@ -873,27 +860,6 @@ DecodedFeatureRowsHeader decode_feature_rows_header(Span<const char> bytes, int6
     out.bytes = bytes;
     if (expected_rows >= 0 && out.rows() != expected_rows)
       fail(what, std::to_string(out.rows()) + " rows, expected " + std::to_string(expected_rows));
-    return out;
-  });
-}
-
-RunReport decode_run_report(Span<const char> bytes) {
-  const char* what = "run report";
-  return guarded(what, [&] {
-    OwnedBuffers owned;
-    WireReader reader(bytes, what, owned);
-    Envelope::Reader envelope = reader.root();
-    expect_kind(envelope, MessageKind::kRunReport);
-    auto r = envelope.getRunReport();
-    RunReport out;
-    out.batches = r.getBatches();
-    out.edges = r.getEdges();
-    out.nodes = r.getNodes();
-    out.seconds = r.getSeconds();
-    out.remote_feature_bytes = r.getRemoteFeatureBytes();
-    if (out.batches < 0 || out.edges < 0 || out.nodes < 0 || out.remote_feature_bytes < 0)
-      fail(what, "negative count");
-    if (!(out.seconds >= 0) || out.seconds > 1e9) fail(what, "seconds out of range");
     return out;
   });
 }

@@ -37,7 +37,6 @@ enum class MessageKind {
   kChannelOffer,
   kMiniBatch,
   kSamplerAck,
-  kRunReport,
   kFeatureRowsHeader,
 };
 const char* message_kind_name(MessageKind kind);  // "hop request", ...
@@ -57,15 +56,6 @@ class RemoteError : public Error {
  private:
   uint64_t request_id_;
   WireErrorCode code_;
-};
-
-// What a sampler actor's run did (sampling.capnp RunReport).
-struct RunReport {
-  int64_t batches = 0;
-  int64_t edges = 0;
-  int64_t nodes = 0;
-  double seconds = 0;
-  int64_t remote_feature_bytes = 0;
 };
 
 // One Data field holds at most 2^29-1 bytes; chunks are kept a multiple of 8 bytes so that
@@ -108,7 +98,6 @@ class Encoder {
   // The head of a feature reply whose rows (`dtype`, `shape`) follow it raw on a channel.
   void feature_rows_header(uint64_t request_id, DType dtype, const std::vector<int64_t>& shape,
                            std::vector<char>& out);
-  void run_report(const RunReport& report, std::vector<char>& out);
 
  private:
   class Impl;
@@ -177,7 +166,7 @@ struct DecodedChannelOffer {
 
 // What a buffer holds, for dispatch, and its request id (so that even a request that fails
 // validation can be answered with an error reply to the right id; 0 for the kinds without
-// one: channel offers, mini-batches, sampler acks and run reports). Throws Error if the
+// one: channel offers, mini-batches and sampler acks). Throws Error if the
 // buffer is not a protocol message.
 struct MessageHeader {
   MessageKind kind;
@@ -203,6 +192,5 @@ int64_t decode_sampler_ack(Span<const char> bytes);  // the number of batches
 // Checks dtype and shape (at least one dimension, none negative, at most 1 GiB of rows)
 // and, when not negative, the row count.
 DecodedFeatureRowsHeader decode_feature_rows_header(Span<const char> bytes, int64_t expected_rows = -1);
-RunReport decode_run_report(Span<const char> bytes);
 
 }  // namespace partita

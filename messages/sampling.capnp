@@ -105,15 +105,6 @@ struct SamplerAck {
   numBatches @0 :Int64;  # after an epoch message: the batches of its plan; otherwise 0
 }
 
-# What a sampler actor's run did: every batch sampled in full, features and labels included.
-struct RunReport {
-  batches @0 :Int64;
-  edges @1 :Int64;               # sampled edges, all hops
-  nodes @2 :Int64;               # sampled nodes
-  seconds @3 :Float64;           # from the run message to the last batch
-  remoteFeatureBytes @4 :Int64;  # feature and label bytes fetched from other partitions
-}
-
 struct Envelope {
   union {
     unset @0 :Void;  # the default: a zeroed or empty message decodes to this, and is rejected
@@ -125,7 +116,7 @@ struct Envelope {
     channelOffer @6 :ChannelOffer;
     miniBatch @7 :MiniBatch;
     samplerAck @8 :SamplerAck;
-    runReport @9 :RunReport;
+    retired9 @9 :Void;  # was a sampler's benchmark-only run report; refused
     featureRowsHeader @10 :FeatureRowsHeader;
   }
 }

@@ -1,6 +1,12 @@
 #include "partitioner/partition_stores.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "base/error.h"
 
 namespace partita {
 
@@ -111,6 +117,32 @@ Topology topology_from_dataset(const Dataset& d) {
   set_columns(parts, ArrayRef::from_vector(std::move(in.indptr)), ArrayRef::from_vector(std::move(in.src)),
               edge_type, d.node_type_names, d.edge_types);
   return Topology(std::move(parts));
+}
+
+PartitionStores open_partition_stores(const std::string& dir, int part) {
+  // Weak entries: the stores live as long as an actor or sampler holds them, not longer.
+  struct Entry {
+    std::weak_ptr<const Topology> topology;
+    std::weak_ptr<const FeatureStore> features;
+  };
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, int>, Entry> open;
+  std::error_code ec;
+  std::string key_dir = std::filesystem::weakly_canonical(dir, ec).string();
+  if (ec) key_dir = dir;
+  std::lock_guard<std::mutex> lock(mutex);
+  Entry& entry = open[{key_dir, part}];
+  PartitionStores stores{entry.topology.lock(), entry.features.lock()};
+  if (stores.topology && stores.features) return stores;
+  PartitionFolder folder(dir);
+  if (part < 0 || part >= folder.meta().num_parts) {
+    throw UsageError("partition folder " + dir + " has " + std::to_string(folder.meta().num_parts) +
+                     " parts, there is no part " + std::to_string(part));
+  }
+  stores.topology = std::make_shared<const Topology>(load_topology(folder, part));
+  stores.features = std::make_shared<const FeatureStore>(load_features(folder, part));
+  entry = {stores.topology, stores.features};
+  return stores;
 }
 
 }  // namespace partita

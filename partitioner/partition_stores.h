@@ -2,6 +2,9 @@
 // an in-memory dataset (as one partition).
 #pragma once
 
+#include <memory>
+#include <string>
+
 #include "graph/feature_store.h"
 #include "graph/topology.h"
 #include "partitioner/dataset.h"
@@ -21,6 +24,17 @@ Topology topology_from_dataset(const Dataset& dataset);
 // group "edge" holds edge_attr and edge_time (rows by global edge id, CSC order), as
 // present in the folder.
 FeatureStore load_features(const PartitionFolder& folder, int part);
+
+// A partition's immutable stores, shared by whoever reads them in this process.
+struct PartitionStores {
+  std::shared_ptr<const Topology> topology;
+  std::shared_ptr<const FeatureStore> features;
+};
+
+// Part `part` of the partition folder `dir`, opened (memory-mapped) once per process while
+// anyone holds it: a partition actor and a sampler placed with it read the same stores.
+// Throws Error naming the folder when it cannot be opened.
+PartitionStores open_partition_stores(const std::string& dir, int part);
 
 // The dataset's attributes as a single partition, laid out as topology_from_dataset's
 // ids (edge rows in CSC order).

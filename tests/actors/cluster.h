@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "actors/distributed_sampler.h"
 #include "actors/partition_actor.h"
 #include "partitioner/partition_format.h"
 #include "partitioner/partition_stores.h"
@@ -45,14 +44,13 @@ class Cluster {
   const partition_actor& actor(int part) const { return actors_[part]; }
   const Topology& topology(int part) const { return *topologies_[part]; }
 
-  // Partition p as an actor, or co-located when local[p].
-  std::vector<PartitionRef> refs(const std::vector<bool>& local = {}) const {
-    std::vector<PartitionRef> refs;
-    for (int p = 0; p < num_parts(); ++p) {
-      bool is_local = p < static_cast<int>(local.size()) && local[p];
-      refs.push_back(is_local ? PartitionRef::local(topologies_[p], features_[p]) : PartitionRef::remote(actors_[p]));
-    }
-    return refs;
+  // Partition p's stores, shared with its actor (a sampler placed with p reads them).
+  PartitionStores stores(int part) const { return {topologies_[part], features_[part]}; }
+  // Every partition's actor, by part.
+  std::vector<caf::actor> actors() const {
+    std::vector<caf::actor> out;
+    for (const auto& a : actors_) out.push_back(caf::actor_cast<caf::actor>(a));
+    return out;
   }
 
  private:

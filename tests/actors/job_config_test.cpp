@@ -60,7 +60,7 @@ TEST_F(JobConfigTest, DefaultsAndRelativePaths) {
 TEST_F(JobConfigTest, ReadsEveryFieldAndRoundTripsThroughYaml) {
   JobConfig job = parse(job_text(R"(
 model: {kind: gat, hidden: 64, layers: 3, heads: 2, dropout: 0.25, trim: false}
-sampling: {fanouts: [15, 10, -1], batch_size: 100, prefetch: 3, workers: 2, replace: true}
+sampling: {fanouts: [15, 10, -1], batch_size: 100, prefetch: 3, replace: true}
 train: {epochs: 7, optimizer: sgd, learning_rate: 0.1, weight_decay: 0.0005, momentum: 0.5,
         trainers_per_partition: 2, threads: 2, seed: 42, eval_batch_size: 64}
 output: /tmp/somewhere
@@ -71,7 +71,7 @@ output: /tmp/somewhere
   EXPECT_DOUBLE_EQ(job.dropout, 0.25);
   EXPECT_FALSE(job.trim);
   EXPECT_EQ(job.fanouts, (std::vector<int64_t>{15, 10, -1}));
-  EXPECT_EQ(job.workers, 2);
+  EXPECT_EQ(job.prefetch, 3);
   EXPECT_TRUE(job.replace);
   EXPECT_EQ(job.epochs, 7);
   EXPECT_EQ(job.optimizer, "sgd");
@@ -123,6 +123,8 @@ TEST_F(JobConfigTest, BadFilesNameTheField) {
   EXPECT_NE(error_of(job_text("train: {epochs: 2}\ntrain: {epochs: 3}\n")).find("train: given twice"),
             std::string::npos);
   EXPECT_NE(error_of("data: {partitions: parts, num_partitions: 2}\n").find("data.num_partitions: 2, but"),
+            std::string::npos);
+  EXPECT_NE(error_of(job_text("sampling: {workers: 2}\n")).find("sampling.workers: no longer a setting"),
             std::string::npos);
   EXPECT_THROW(load_job((fs::path(dir_.path()) / "missing.yaml").string()), UsageError);
 }

@@ -1,20 +1,26 @@
-// The sampler actor: the reference batches whatever its prefetch and wherever the other
-// partitions live (in-process actors, another actor system over loopback); runs count what
-// the reference samples; failures and misuse are error replies naming the problem.
+// The sampler actor, the one sampling pipeline: the reference batches whatever its prefetch,
+// the split and wherever the other partitions live (in-process actors, another actor system
+// over loopback); never more than `prefetch` batches ahead; failures and misuse name the
+// problem, the batch and the partition; a consumer blocked on it is released when it stops.
 #include <gtest/gtest.h>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <atomic>
 #include <chrono>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actors/sampler_actor.h"
+#include "actors/sampler_client.h"
 #include "base/error.h"
 #include "cluster.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
-#include "sampler_client.h"
+#include "partitioner/readers.h"
+#include "reference_batches.h"
 #include "test_util.h"
 
 namespace partita {
@@ -23,6 +29,8 @@ namespace {
 using namespace std::chrono_literals;
 using testing::ask;
 using testing::error_of;
+using testing::next_of;
+using testing::start_epoch;
 
 // In one process: no daemon addresses.
 const std::vector<std::string> kNoAddresses;
@@ -36,6 +44,22 @@ struct Samplers {
   }
 };
 
+// A sampler of `part` in `cluster`'s system, reading that part directly, serving the
+// reference's seeds of every split.
+sampler_actor spawn_sampler(testing::Cluster& cluster, Samplers& samplers, const testing::ReferenceBatches& reference,
+                            const SamplerConfig& config, int part, int prefetch = 2,
+                            std::chrono::milliseconds deadline = 30s, FeatureNames names = {}) {
+  SamplerOptions options;
+  options.config = config;
+  options.prefetch = prefetch;
+  options.deadline = deadline;
+  options.names = std::move(names);
+  SamplerSeeds seeds{reference.seeds(part, "train"), reference.seeds(part, "val"), reference.seeds(part, "test")};
+  sampler_actor s = spawn_sampler_actor(cluster.system(), cluster.book(), part, cluster.stores(part), seeds, options);
+  samplers.actors.push_back(s);
+  return s;
+}
+
 class SamplerActorTest : public ::testing::Test {
  protected:
   SamplerActorTest() : dataset_(testing::sbm_graph()) {
@@ -46,25 +70,9 @@ class SamplerActorTest : public ::testing::Test {
     reference_ = std::make_unique<testing::ReferenceBatches>(dataset_, tmp_ / "parts", config_);
   }
 
-  // A sampler of `part` in `cluster`'s system, reading that part directly.
   sampler_actor spawn(testing::Cluster& cluster, Samplers& samplers, int part, int prefetch = 2,
-                      std::chrono::milliseconds deadline = 30s) {
-    std::vector<PartitionRef> refs = cluster.refs({true, true});
-    SamplerOptions options;
-    options.config = config_;
-    options.prefetch = prefetch;
-    options.deadline = deadline;
-    sampler_actor s = spawn_sampler_actor(cluster.system(), cluster.book(), part,
-                                          {refs[part].topology, refs[part].features},
-                                          reference_->train_seeds(part), options);
-    samplers.actors.push_back(s);
-    return s;
-  }
-
-  static std::vector<caf::actor> actors_of(const testing::Cluster& cluster) {
-    std::vector<caf::actor> actors;
-    for (int p = 0; p < cluster.num_parts(); ++p) actors.push_back(caf::actor_cast<caf::actor>(cluster.actor(p)));
-    return actors;
+                      std::chrono::milliseconds deadline = 30s, FeatureNames names = {}) {
+    return spawn_sampler(cluster, samplers, *reference_, config_, part, prefetch, deadline, std::move(names));
   }
 
   testing::TempDir tmp_;
@@ -80,78 +88,95 @@ TEST_F(SamplerActorTest, InProcessGivesTheReferenceBatchesWhateverThePrefetch) {
     for (int part : {0, 1}) {
       SCOPED_TRACE("part " + std::to_string(part) + ", prefetch " + std::to_string(prefetch));
       sampler_actor s = spawn(cluster, samplers, part, prefetch);
-      Encoded wired = ask(cluster.system(), s, partitions_atom::value, actors_of(cluster), kNoAddresses);
+      Encoded wired = ask(cluster.system(), s, partitions_atom::value, cluster.actors(), kNoAddresses);
       ASSERT_EQ(error_of(wired), "");
       testing::expect_reference_epoch(cluster.system(), s, part, *reference_, 7, 1, 32);
-      // A second epoch reuses the batch buffers and gives that epoch's batches.
+      // A second epoch gives that epoch's batches.
       testing::expect_reference_epoch(cluster.system(), s, part, *reference_, 7, 2, 24);
     }
   }
 }
 
-TEST_F(SamplerActorTest, ARunCountsWhatTheReferenceSamples) {
+TEST_F(SamplerActorTest, EvaluationSplitsComeInTheirOwnOrderUnshuffled) {
   testing::Cluster cluster(tmp_ / "parts", config_);
   Samplers samplers;
-  sampler_actor s = spawn(cluster, samplers, 1, 2);
-  ASSERT_EQ(error_of(ask(cluster.system(), s, partitions_atom::value, actors_of(cluster), kNoAddresses)), "");
-  ASSERT_EQ(error_of(ask(cluster.system(), s, epoch_atom::value, uint64_t{3}, uint64_t{0}, int64_t{20})), "");
-  const EpochPlan plan = plan_epoch(reference_->train_seeds(1), 20, 3, 0);
-  ASSERT_GE(plan.num_batches(), 3);
-  int64_t edges = 0, nodes = 0;
-  for (int64_t b = 0; b < 3; ++b) {
-    testing::OriginalBatch want = reference_->expected(plan, b);
-    edges += static_cast<int64_t>(want.edges.size());
-    nodes += static_cast<int64_t>(want.nodes.size());
+  sampler_actor s = spawn(cluster, samplers, 1);
+  ASSERT_EQ(error_of(ask(cluster.system(), s, partitions_atom::value, cluster.actors(), kNoAddresses)), "");
+  for (const char* split : {"val", "test"}) {
+    SCOPED_TRACE(split);
+    testing::expect_reference_epoch(cluster.system(), s, 1, *reference_, 9, ~uint64_t{0}, 40, split, false);
   }
-  // Two runs back to back (a warm-up and a measurement, as the benchmark does).
-  RunReport total;
-  for (int64_t count : {1, 2}) {
-    Encoded reply = ask(cluster.system(), s, run_atom::value, count, int64_t{0});
-    ASSERT_EQ(error_of(reply), "");
-    RunReport report = decode_run_report(Span<const char>(reply.bytes));
-    EXPECT_EQ(report.batches, count);
-    EXPECT_GT(report.remote_feature_bytes, 0);  // part 0 owns some of the sampled nodes
-    total.edges += report.edges;
-    total.nodes += report.nodes;
-  }
-  EXPECT_EQ(total.edges, edges);
-  EXPECT_EQ(total.nodes, nodes);
-  // The run took those batches: the next one is batch 3.
-  Encoded next = ask(cluster.system(), s, next_atom::value);
-  ASSERT_EQ(error_of(next), "");
-  MiniBatch got;
-  SampleKey key;
-  decode_mini_batch(Span<const char>(next.bytes), got, &key);
-  EXPECT_EQ(key.batch, 3u);
-  EXPECT_TRUE(reference_->original(got) == reference_->expected(plan, 3));
+  // And training again after them.
+  testing::expect_reference_epoch(cluster.system(), s, 1, *reference_, 9, 3, 32);
 }
 
-TEST_F(SamplerActorTest, ATimedRunStopsStartingBatchesAndTheEpochGoesOnAfterIt) {
+TEST_F(SamplerActorTest, ANewEpochSupersedesTheLastOneMidWay) {
   testing::Cluster cluster(tmp_ / "parts", config_);
   Samplers samplers;
-  sampler_actor s = spawn(cluster, samplers, 0, 2);
+  sampler_actor s = spawn(cluster, samplers, 0, 3);
   auto& system = cluster.system();
-  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors_of(cluster), kNoAddresses)), "");
-  ASSERT_EQ(error_of(ask(system, s, epoch_atom::value, uint64_t{3}, uint64_t{0}, int64_t{8})), "");
-  const EpochPlan plan = plan_epoch(reference_->train_seeds(0), 8, 3, 0);
-  ASSERT_GE(plan.num_batches(), 4);
-  // A millisecond: at least the first batch, at most all of them.
-  Encoded reply = ask(system, s, run_atom::value, plan.num_batches(), int64_t{1});
-  ASSERT_EQ(error_of(reply), "");
-  const RunReport report = decode_run_report(Span<const char>(reply.bytes));
-  EXPECT_GE(report.batches, 1);
-  EXPECT_LE(report.batches, plan.num_batches());
-  if (report.batches < plan.num_batches()) {
-    // The batches the run did not start come next, in plan order.
-    Encoded next = ask(system, s, next_atom::value);
-    ASSERT_EQ(error_of(next), "");
-    MiniBatch got;
-    SampleKey key;
-    decode_mini_batch(Span<const char>(next.bytes), got, &key);
-    EXPECT_EQ(key.batch, static_cast<uint64_t>(report.batches));
-    EXPECT_TRUE(reference_->original(got) == reference_->expected(plan, report.batches));
+  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, cluster.actors(), kNoAddresses)), "");
+  ASSERT_EQ(error_of(start_epoch(system, s, 5, 0, 16)), "");
+  ASSERT_TRUE(next_of(system, s).ok());
+  // Two batches of epoch 0 taken, the rest in flight or ready: the new epoch starts afresh.
+  ASSERT_TRUE(next_of(system, s).ok());
+  testing::expect_reference_epoch(system, s, 0, *reference_, 5, 1, 16);
+}
+
+// Forwards a partition's requests to it, recording which batches its hop requests are for:
+// what the sampler has started.
+struct CountingState {
+  partition_actor target;
+  std::shared_ptr<std::mutex> mutex;
+  std::shared_ptr<std::set<uint64_t>> batches;
+};
+
+partition_actor::behavior_type counting(partition_actor::stateful_pointer<CountingState> self, partition_actor target,
+                                        std::shared_ptr<std::mutex> mutex, std::shared_ptr<std::set<uint64_t>> batches) {
+  self->state = {std::move(target), std::move(mutex), std::move(batches)};
+  return {
+      [self](hop_atom, Encoded& request) {
+        {
+          std::lock_guard<std::mutex> lock(*self->state.mutex);
+          self->state.batches->insert(decode_hop_request(Span<const char>(request.bytes)).key.batch);
+        }
+        return self->delegate(self->state.target, hop_atom::value, std::move(request));
+      },
+      [self](feature_atom, Encoded& request) {
+        return self->delegate(self->state.target, feature_atom::value, std::move(request));
+      },
+      [self](channel_atom) { return self->delegate(self->state.target, channel_atom::value); },
+  };
+}
+
+TEST_F(SamplerActorTest, NeverSamplesMoreThanPrefetchAheadOfTheConsumer) {
+  testing::Cluster cluster(tmp_ / "parts", config_);
+  Samplers samplers;
+  auto& system = cluster.system();
+  auto mutex = std::make_shared<std::mutex>();
+  auto batches = std::make_shared<std::set<uint64_t>>();
+  partition_actor counter = system.spawn(counting, cluster.actor(1), mutex, batches);
+  std::vector<caf::actor> actors = cluster.actors();
+  actors[1] = caf::actor_cast<caf::actor>(counter);
+  constexpr int kPrefetch = 2;
+  sampler_actor s = spawn(cluster, samplers, 0, kPrefetch);
+  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors, kNoAddresses)), "");
+  Encoded started = start_epoch(system, s, 3, 0, 8);
+  ASSERT_EQ(error_of(started), "");
+  const int64_t num_batches = decode_sampler_ack(Span<const char>(started.bytes));
+  ASSERT_GE(num_batches, 6);
+  const auto highest_started = [&] {
+    std::lock_guard<std::mutex> lock(*mutex);
+    return batches->empty() ? int64_t{-1} : static_cast<int64_t>(*batches->rbegin());
+  };
+  // A slow consumer: however long it dawdles, the sampler stays within prefetch of it.
+  for (int64_t taken = 0; taken < 4; ++taken) {
+    std::this_thread::sleep_for(150ms);
+    EXPECT_LT(highest_started(), taken + kPrefetch) << "after " << taken << " batches taken";
+    ASSERT_TRUE(next_of(system, s).ok());
   }
-  EXPECT_NE(error_of(ask(system, s, run_atom::value, int64_t{1}, int64_t{-1})).find("run time"), std::string::npos);
+  EXPECT_GE(highest_started(), 3);  // it did sample ahead, through the counter
+  caf::anon_send_exit(counter, caf::exit_reason::user_shutdown);
 }
 
 TEST_F(SamplerActorTest, MisuseIsAnErrorReplyNamingTheProblem) {
@@ -159,40 +184,35 @@ TEST_F(SamplerActorTest, MisuseIsAnErrorReplyNamingTheProblem) {
   Samplers samplers;
   sampler_actor s = spawn(cluster, samplers, 0);
   auto& system = cluster.system();
-  EXPECT_NE(error_of(ask(system, s, next_atom::value)).find("next before an epoch"), std::string::npos);
-  EXPECT_NE(error_of(ask(system, s, epoch_atom::value, uint64_t{1}, uint64_t{0}, int64_t{8})).find("partitions"),
-            std::string::npos);
+  EXPECT_NE(next_of(system, s).error.find("next before an epoch"), std::string::npos);
+  EXPECT_NE(error_of(start_epoch(system, s, 1, 0, 8)).find("partitions"), std::string::npos);
   std::vector<caf::actor> one{caf::actor_cast<caf::actor>(cluster.actor(0))};
   EXPECT_NE(error_of(ask(system, s, partitions_atom::value, one, kNoAddresses)).find("1 partition actors given for 2"),
             std::string::npos);
   std::vector<std::string> addresses{""};
-  EXPECT_NE(error_of(ask(system, s, partitions_atom::value, actors_of(cluster), addresses)).find("1 addresses given for 2"),
+  EXPECT_NE(error_of(ask(system, s, partitions_atom::value, cluster.actors(), addresses)).find("1 addresses given for 2"),
             std::string::npos);
   addresses = {"", "nowhere"};
-  EXPECT_NE(error_of(ask(system, s, partitions_atom::value, actors_of(cluster), addresses)).find("partition 1"),
+  EXPECT_NE(error_of(ask(system, s, partitions_atom::value, cluster.actors(), addresses)).find("partition 1"),
             std::string::npos);
   addresses = {"", "127.0.0.1:4242"};  // this actor system has no networking to connect with
-  EXPECT_NE(error_of(ask(system, s, partitions_atom::value, actors_of(cluster), addresses)).find("no networking"),
+  EXPECT_NE(error_of(ask(system, s, partitions_atom::value, cluster.actors(), addresses)).find("no networking"),
             std::string::npos);
-  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors_of(cluster), kNoAddresses)), "");
-  EXPECT_NE(error_of(ask(system, s, partitions_atom::value, actors_of(cluster), kNoAddresses)).find("already"),
+  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, cluster.actors(), kNoAddresses)), "");
+  EXPECT_NE(error_of(ask(system, s, partitions_atom::value, cluster.actors(), kNoAddresses)).find("already"),
             std::string::npos);
-  EXPECT_NE(error_of(ask(system, s, epoch_atom::value, uint64_t{1}, uint64_t{0}, int64_t{0})).find("batch size 0"),
-            std::string::npos);
-  EXPECT_NE(error_of(ask(system, s, run_atom::value, int64_t{2}, int64_t{0})).find("run before an epoch"),
-            std::string::npos);
+  EXPECT_NE(error_of(start_epoch(system, s, 1, 0, 0)).find("batch size 0"), std::string::npos);
+  EXPECT_NE(error_of(start_epoch(system, s, 1, 0, 8, "training")).find("no split 'training'"), std::string::npos);
 
-  std::vector<PartitionRef> refs = cluster.refs({true, true});
   SamplerOptions options;
   options.config = config_;
-  std::vector<int64_t> foreign{cluster.book().begin(1)};
-  EXPECT_THROW(spawn_sampler_actor(system, cluster.book(), 0, {refs[0].topology, refs[0].features}, foreign, options),
-               UsageError);
-  EXPECT_THROW(spawn_sampler_actor(system, cluster.book(), 1, {refs[0].topology, refs[0].features}, {}, options),
-               UsageError);
+  SamplerSeeds foreign{{cluster.book().begin(1)}, {}, {}};
+  EXPECT_THROW(spawn_sampler_actor(system, cluster.book(), 0, cluster.stores(0), foreign, options), UsageError);
+  SamplerSeeds foreign_test{{}, {}, {cluster.book().begin(1)}};
+  EXPECT_THROW(spawn_sampler_actor(system, cluster.book(), 0, cluster.stores(0), foreign_test, options), UsageError);
+  EXPECT_THROW(spawn_sampler_actor(system, cluster.book(), 1, cluster.stores(0), {}, options), UsageError);
   options.prefetch = 0;
-  EXPECT_THROW(spawn_sampler_actor(system, cluster.book(), 0, {refs[0].topology, refs[0].features}, {}, options),
-               UsageError);
+  EXPECT_THROW(spawn_sampler_actor(system, cluster.book(), 0, cluster.stores(0), {}, options), UsageError);
 }
 
 TEST_F(SamplerActorTest, AKilledPartitionFailsTheBatchNamingIt) {
@@ -200,9 +220,9 @@ TEST_F(SamplerActorTest, AKilledPartitionFailsTheBatchNamingIt) {
   Samplers samplers;
   sampler_actor s = spawn(cluster, samplers, 0, 2, 5s);
   auto& system = cluster.system();
-  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors_of(cluster), kNoAddresses)), "");
-  ASSERT_EQ(error_of(ask(system, s, epoch_atom::value, uint64_t{1}, uint64_t{0}, int64_t{16})), "");
-  ASSERT_EQ(error_of(ask(system, s, next_atom::value)), "");
+  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, cluster.actors(), kNoAddresses)), "");
+  ASSERT_EQ(error_of(start_epoch(system, s, 1, 0, 16)), "");
+  ASSERT_TRUE(next_of(system, s).ok());
   {
     caf::scoped_actor self{system};
     self->monitor(cluster.actor(1));
@@ -212,15 +232,33 @@ TEST_F(SamplerActorTest, AKilledPartitionFailsTheBatchNamingIt) {
   }
   const auto start = std::chrono::steady_clock::now();
   std::string failure;
-  for (int b = 1; b < 4 && failure.empty(); ++b) failure = error_of(ask(system, s, next_atom::value));
+  for (int b = 1; b < 4 && failure.empty(); ++b) failure = next_of(system, s).error;
   EXPECT_NE(failure.find("partition 1"), std::string::npos) << failure;
+  EXPECT_NE(failure.find("of epoch 0"), std::string::npos) << failure;
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "noticed only at the deadline";
   // And so does the next epoch, at once. Its error says "lost" once the down message has
   // come, or carries the failed request's reason if a request to the dead actor failed
   // first (under load either comes first); both name the partition.
-  ASSERT_EQ(error_of(ask(system, s, epoch_atom::value, uint64_t{1}, uint64_t{1}, int64_t{16})), "");
-  const std::string next_failure = error_of(ask(system, s, next_atom::value));
+  ASSERT_EQ(error_of(start_epoch(system, s, 1, 1, 16)), "");
+  const std::string next_failure = next_of(system, s).error;
   EXPECT_NE(next_failure.find("partition 1"), std::string::npos) << next_failure;
+}
+
+TEST_F(SamplerActorTest, AnErrorReplyFailsTheBatchNamingThePartitionAndTheRemoteError) {
+  testing::Cluster cluster(tmp_ / "parts", config_);
+  Samplers samplers;
+  FeatureNames names;
+  names.x = "no_such_x";
+  // Partition 1's store lacks the attribute: its actor answers with an error reply. (The
+  // sampler's own partition 0 is checked when the batch gathers it: name it too.)
+  sampler_actor s = spawn(cluster, samplers, 0, 2, 30s, names);
+  auto& system = cluster.system();
+  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, cluster.actors(), kNoAddresses)), "");
+  ASSERT_EQ(error_of(start_epoch(system, s, 1, 0, 16)), "");
+  const std::string failure = next_of(system, s).error;
+  EXPECT_NE(failure.find("batch 0 of epoch 0"), std::string::npos) << failure;
+  EXPECT_NE(failure.find("partition "), std::string::npos) << failure;
+  EXPECT_NE(failure.find("no_such_x"), std::string::npos) << failure;
 }
 
 // A partition actor that accepts requests and never answers them.
@@ -246,15 +284,72 @@ TEST_F(SamplerActorTest, ASilentPartitionFailsTheBatchAtTheDeadline) {
   sampler_actor s = spawn(cluster, samplers, 0, 2, 300ms);
   auto& system = cluster.system();
   partition_actor mute = system.spawn(silent);
-  std::vector<caf::actor> actors = actors_of(cluster);
+  std::vector<caf::actor> actors = cluster.actors();
   actors[1] = caf::actor_cast<caf::actor>(mute);
   ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors, kNoAddresses)), "");
-  ASSERT_EQ(error_of(ask(system, s, epoch_atom::value, uint64_t{1}, uint64_t{0}, int64_t{16})), "");
-  std::string failure = error_of(ask(system, s, next_atom::value));
+  ASSERT_EQ(error_of(start_epoch(system, s, 1, 0, 16)), "");
+  std::string failure = next_of(system, s).error;
   EXPECT_NE(failure.find("batch 0 of epoch 0: partition 1: hop request failed: no reply within 300 ms"),
             std::string::npos)
       << failure;
   caf::anon_send_exit(mute, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(SamplerActorTest, AConsumerWaitsNoLongerThanItsDeadline) {
+  testing::Cluster cluster(tmp_ / "parts", config_);
+  Samplers samplers;
+  sampler_actor s = spawn(cluster, samplers, 0, 2, 60s);  // the sampler itself would wait a minute
+  auto& system = cluster.system();
+  partition_actor mute = system.spawn(silent);
+  std::vector<caf::actor> actors = cluster.actors();
+  actors[1] = caf::actor_cast<caf::actor>(mute);
+  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors, kNoAddresses)), "");
+  SamplerClient client(system, s, 300ms, "trainer 0's sampler");
+  EXPECT_GT(client.start_epoch("train", 1, 0, 16, true), 1);
+  try {
+    client.next();
+    FAIL() << "a batch that never comes was waited for";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("trainer 0's sampler: no answer within 300 ms"), std::string::npos)
+        << e.what();
+  }
+  caf::anon_send_exit(mute, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(SamplerActorTest, StoppingMidEpochReleasesTheConsumerAtOnce) {
+  auto cluster = std::make_unique<testing::Cluster>(tmp_ / "parts", config_);
+  auto& system = cluster->system();
+  Samplers samplers;
+  sampler_actor s = spawn(*cluster, samplers, 0, 3, 60s);
+  partition_actor mute = system.spawn(silent);  // so that batches stay in flight
+  std::vector<caf::actor> actors = cluster->actors();
+  actors[1] = caf::actor_cast<caf::actor>(mute);
+  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors, kNoAddresses)), "");
+  std::atomic<bool> released{false};
+  std::string failure;
+  std::chrono::steady_clock::time_point start;
+  {
+    // A client is an actor of the system: it must be gone before the system ends.
+    SamplerClient client(system, s, 60s, "trainer 0's sampler");
+    client.start_epoch("train", 1, 0, 16, true);
+    std::thread consumer([&] {
+      try {
+        client.next();
+      } catch (const Error& e) {
+        failure = e.what();
+      }
+      released = true;
+    });
+    std::this_thread::sleep_for(100ms);
+    start = std::chrono::steady_clock::now();
+    caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+    consumer.join();
+  }
+  EXPECT_TRUE(released);
+  EXPECT_NE(failure.find("trainer 0's sampler: sampler of partition 0: stopped"), std::string::npos) << failure;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "the consumer waited for its deadline";
+  caf::anon_send_exit(mute, caf::exit_reason::user_shutdown);
+  cluster.reset();  // the actor system ends: every actor and thread stopped
 }
 
 // Partition 1 served by another actor system over loopback: the sampler fetches its rows
@@ -268,7 +363,7 @@ TEST_F(SamplerActorTest, APartitionInAnotherProcessGivesTheReferenceBatchesOverI
   auto remote = client.system().middleman().remote_actor<partition_actor>("127.0.0.1", *port);
   ASSERT_TRUE(remote) << client.system().render(remote.error());
   sampler_actor s = spawn(client, samplers, 0, 2);
-  std::vector<caf::actor> actors = actors_of(client);
+  std::vector<caf::actor> actors = client.actors();
   actors[1] = caf::actor_cast<caf::actor>(*remote);
   ASSERT_EQ(error_of(ask(client.system(), s, partitions_atom::value, actors, kNoAddresses)), "");
   testing::expect_reference_epoch(client.system(), s, 0, *reference_, 11, 0, 32);
@@ -300,25 +395,61 @@ TEST(SamplerActorWideRowsTest, WideRowsOverAChannelGiveTheReferenceBatches) {
   auto remote = client.system().middleman().remote_actor<partition_actor>("127.0.0.1", *port);
   ASSERT_TRUE(remote) << client.system().render(remote.error());
   Samplers samplers;
-  std::vector<PartitionRef> refs = client.refs({true, true});
-  SamplerOptions sampler_options;
-  sampler_options.config = config;
-  sampler_actor s = spawn_sampler_actor(client.system(), client.book(), 0, {refs[0].topology, refs[0].features},
-                                        reference.train_seeds(0), sampler_options);
-  samplers.actors.push_back(s);
+  sampler_actor s = spawn_sampler(client, samplers, reference, config, 0);
   std::vector<caf::actor> actors{caf::actor_cast<caf::actor>(client.actor(0)), caf::actor_cast<caf::actor>(*remote)};
   ASSERT_EQ(error_of(ask(client.system(), s, partitions_atom::value, actors, kNoAddresses)), "");
   testing::expect_reference_epoch(client.system(), s, 0, reference, 3, 0, 256);
+  // Batches big enough to take the streaming paths.
+  ASSERT_EQ(error_of(start_epoch(client.system(), s, 3, 1, 256)), "");
+  SampledBatch first = next_of(client.system(), s);
+  ASSERT_TRUE(first.ok()) << first.error;
+  EXPECT_GT(first.batch->x.size() * sizeof(float), size_t{1} << 20) << "not wide enough to stream";
+}
 
-  // The trainer's path too: a DistributedSampler with partition 1 over its channel.
-  DistributedSampler sampler(client.system(), client.book(), {refs[0], PartitionRef::remote(*remote)}, config, 30s);
-  const EpochPlan plan = plan_epoch(reference.train_seeds(0), 256, 3, 1);
-  MiniBatch batch;  // reused, as a training loop does
-  for (int64_t b = 0; b < std::min<int64_t>(plan.num_batches(), 3); ++b) {
-    sampler.sample_into(plan.batch(b), plan.key(b), batch);
-    ASSERT_GT(batch.x.size() * sizeof(float), size_t{1} << 20) << "not wide enough to stream";
-    EXPECT_TRUE(reference.original(batch) == reference.expected(plan, b)) << "batch " << b;
+// Every partition's sampler gives the reference epoch, for 2 and 4 partitions of Cora and
+// of the synthetic graph, three hops and disjoint trees included.
+struct Equivalence {
+  std::string name;
+  int parts;
+  SamplerConfig config;
+  int64_t batch_size;
+};
+
+void expect_every_sampler_gives_the_reference(const Dataset& dataset, const Equivalence& e) {
+  SCOPED_TRACE(e.name);
+  testing::TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = e.parts;
+  partition_dataset(dataset, options, tmp / "parts");
+  testing::ReferenceBatches reference(dataset, tmp / "parts", e.config);
+  testing::Cluster cluster(tmp / "parts", e.config);
+  Samplers samplers;
+  for (int part = 0; part < e.parts; ++part) {
+    SCOPED_TRACE("the sampler of partition " + std::to_string(part));
+    sampler_actor s = spawn_sampler(cluster, samplers, reference, e.config, part);
+    ASSERT_EQ(error_of(ask(cluster.system(), s, partitions_atom::value, cluster.actors(), kNoAddresses)), "");
+    testing::expect_reference_epoch(cluster.system(), s, part, reference, 17, 3, e.batch_size);
   }
+}
+
+SamplerConfig fanouts(std::vector<int> f, bool disjoint = false) {
+  SamplerConfig c;
+  c.fanouts = {std::move(f)};
+  c.disjoint = disjoint;
+  return c;
+}
+
+TEST(SamplerActorEquivalenceTest, CoraIn2And4Partitions) {
+  const Dataset cora = read_linqs(testing::dataset_path("cora"));
+  for (int parts : {2, 4}) {
+    expect_every_sampler_gives_the_reference(cora, {"cora " + std::to_string(parts), parts, fanouts({10, 10}), 16});
+  }
+}
+
+TEST(SamplerActorEquivalenceTest, SyntheticGraphThreeHopsAndDisjointTreesIn4Partitions) {
+  const Dataset d = testing::sbm_graph();
+  expect_every_sampler_gives_the_reference(d, {"3 hops", 4, fanouts({10, 5, 3}), 16});
+  expect_every_sampler_gives_the_reference(d, {"disjoint", 4, fanouts({4, 4}, true), 16});
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "messages/codec.h"
+#include "messages/sampled_batch.h"
 
 namespace partita {
 namespace {
@@ -89,6 +90,72 @@ TEST(CafTypes, UnregisteredTypeIsLostInDeserialisation) {
     failed = true;
   }
   EXPECT_TRUE(failed || !copy.match_elements<Encoded>());
+}
+
+// What crosses a process boundary, serialised the way the middleman does it.
+caf::message through_the_wire(caf::actor_system& system, const caf::message& original) {
+  std::vector<char> buffer;
+  caf::binary_serializer sink{system, buffer};
+  EXPECT_FALSE(sink(original)) << "serialising failed";
+  caf::message copy;
+  caf::binary_deserializer source{system, buffer};
+  EXPECT_FALSE(source(copy)) << "deserialising failed";
+  return copy;
+}
+
+TEST(CafTypes, ASampledBatchIsMovedInOneProcessAndEncodedAcrossProcesses) {
+  caf::actor_system_config config;
+  register_message_types(config);
+  caf::actor_system system{config};
+  MiniBatch batch;
+  batch.node_ids = {4, 9, 2};
+  batch.row = {1, 2};
+  batch.col = {0, 0};
+  batch.edge_ids = {40, 41};
+  batch.num_sampled_nodes = {1, 2};
+  batch.num_sampled_edges = {0, 2};
+  batch.input_ids = {4};
+  batch.input_local = {0};
+  batch.batch_size = 1;
+  batch.feature_dim = 2;
+  batch.x = {1, 2, 3, 4, 5, 6};
+  batch.y = {0, 1, 1};
+  const SampleKey key{7, 3, 5};
+  SampledBatch sent = SampledBatch::of(batch, key);
+  const float* features = sent.batch->x.data();
+
+  // In one process the message holds the same batch: nothing was copied.
+  caf::message local = caf::make_message(sent);
+  EXPECT_EQ(local.get_as<SampledBatch>(0).batch->x.data(), features);
+
+  // Across processes it arrives as an equal batch of its own.
+  caf::message copy = through_the_wire(system, local);
+  ASSERT_TRUE(copy.match_elements<SampledBatch>());
+  const SampledBatch& got = copy.get_as<SampledBatch>(0);
+  ASSERT_TRUE(got.ok()) << got.error;
+  EXPECT_NE(got.batch->x.data(), features);
+  EXPECT_EQ(got.batch->node_ids, batch.node_ids);
+  EXPECT_EQ(got.batch->x, batch.x);
+  EXPECT_EQ(got.batch->y, batch.y);
+  EXPECT_EQ(got.key.seed, 7u);
+  EXPECT_EQ(got.key.batch, 5u);
+
+  // A failure arrives as one, with its code and message.
+  caf::message failed = through_the_wire(
+      system, caf::make_message(SampledBatch::failed(WireErrorCode::kInternal, "batch 3: partition 1 is gone")));
+  const SampledBatch& f = failed.get_as<SampledBatch>(0);
+  EXPECT_FALSE(f.ok());
+  EXPECT_EQ(f.code, WireErrorCode::kInternal);
+  EXPECT_NE(f.error.find("partition 1 is gone"), std::string::npos) << f.error;
+}
+
+TEST(CafTypes, BytesThatAreNotABatchArriveAsAFailureNamingTheProblem) {
+  // A peer (or an attacker) sends a SampledBatch whose bytes are a hop reply, or garbage.
+  for (const std::vector<char>& bytes : {encoded_reply(), std::vector<char>(24, 'x'), std::vector<char>{}}) {
+    SampledBatch x = decode_sampled_batch(bytes);
+    EXPECT_FALSE(x.ok());
+    EXPECT_NE(x.error.find("malformed batch"), std::string::npos) << x.error;
+  }
 }
 
 }  // namespace

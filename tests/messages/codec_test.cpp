@@ -405,7 +405,7 @@ TEST(Codec, FeatureRowsHeaderRoundTripAndLimits) {
   EXPECT_NE(error_of([&] { encoder.feature_rows_header(1, DType::kInt64, {}, bytes); }), "");
 }
 
-TEST(Codec, ChannelOfferAckAndRunReportRoundTrip) {
+TEST(Codec, ChannelOfferAndAckRoundTrip) {
   Encoder encoder;
   std::vector<char> bytes;
   encoder.channel_offer("127.0.0.1", 4242, 0xfeedULL, 3, bytes);
@@ -420,15 +420,6 @@ TEST(Codec, ChannelOfferAckAndRunReportRoundTrip) {
 
   encoder.sampler_ack(12, bytes);
   EXPECT_EQ(decode_sampler_ack(bytes), 12);
-  encoder.run_report({20, 3000, 1000, 0.5, 1 << 20}, bytes);
-  RunReport r = decode_run_report(bytes);
-  EXPECT_EQ(r.batches, 20);
-  EXPECT_EQ(r.edges, 3000);
-  EXPECT_EQ(r.nodes, 1000);
-  EXPECT_EQ(r.seconds, 0.5);
-  EXPECT_EQ(r.remote_feature_bytes, 1 << 20);
-  encoder.run_report({-1, 0, 0, 0, 0}, bytes);
-  EXPECT_NE(error_of([&] { decode_run_report(bytes); }), "");
   // A sampler's error reply reaches its caller as a RemoteError.
   encoder.error_reply(0, WireErrorCode::kInternal, "batch 3: partition 1 is gone", bytes);
   EXPECT_THROW(decode_sampler_ack(bytes), RemoteError);

@@ -84,11 +84,6 @@ bool decode_and_check(MessageKind kind, Span<const char> bytes) {
       case MessageKind::kSamplerAck:
         sum += decode_sampler_ack(bytes);
         break;
-      case MessageKind::kRunReport: {
-        RunReport r = decode_run_report(bytes);
-        sum += r.batches + r.edges + r.nodes + r.remote_feature_bytes;
-        break;
-      }
       case MessageKind::kFeatureRowsHeader: {
         DecodedFeatureRowsHeader h = decode_feature_rows_header(bytes);
         uint64_t numel = 1;
@@ -163,7 +158,6 @@ std::vector<Sample> samples() {
   batch.y = {0, 1, 1};
   add(MessageKind::kMiniBatch, [&](auto& b) { encoder.mini_batch({1, 2, 3}, batch, b); });
   add(MessageKind::kSamplerAck, [&](auto& b) { encoder.sampler_ack(3, b); });
-  add(MessageKind::kRunReport, [&](auto& b) { encoder.run_report({2, 30, 10, 0.25, 4096}, b); });
   add(MessageKind::kFeatureRowsHeader,
       [&](auto& b) { encoder.feature_rows_header(8, DType::kFloat32, {1000, 128}, b); });
   return out;
@@ -215,7 +209,7 @@ TEST(Fuzz, RandomBytesFailCleanly) {
                              MessageKind::kFeatureRequest, MessageKind::kFeatureReply,
                              MessageKind::kErrorReply, MessageKind::kChannelOffer,
                              MessageKind::kMiniBatch, MessageKind::kSamplerAck,
-                             MessageKind::kRunReport, MessageKind::kFeatureRowsHeader})
+                             MessageKind::kFeatureRowsHeader})
       decode_and_check(kind, junk);
   }
 }

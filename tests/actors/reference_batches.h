@@ -19,8 +19,8 @@
 
 namespace partita::testing {
 
-// Sends `args` to the sampler and waits (at most 60 s) for its reply. Throws Error when
-// the transport fails; the reply may still be an error reply (decoders throw RemoteError).
+// Sends `args` to the sampler and waits (at most 60 s) for its encoded reply (partitions,
+// epoch). Throws Error when the transport fails; the reply may be an error reply.
 template <typename... Args>
 Encoded ask(caf::actor_system& system, const sampler_actor& sampler, Args... args) {
   caf::scoped_actor self{system};
@@ -28,6 +28,17 @@ Encoded ask(caf::actor_system& system, const sampler_actor& sampler, Args... arg
   std::string failure;
   self->request(sampler, std::chrono::seconds(60), args...)
       .receive([&](Encoded& r) { reply = std::move(r); }, [&](caf::error& e) { failure = system.render(e); });
+  if (!failure.empty()) throw Error("the sampler did not answer: " + failure);
+  return reply;
+}
+
+// The sampler's next batch (or its failure), waiting at most 60 s.
+inline SampledBatch next_of(caf::actor_system& system, const sampler_actor& sampler) {
+  caf::scoped_actor self{system};
+  SampledBatch reply;
+  std::string failure;
+  self->request(sampler, std::chrono::seconds(60), next_atom::value)
+      .receive([&](SampledBatch& r) { reply = std::move(r); }, [&](caf::error& e) { failure = system.render(e); });
   if (!failure.empty()) throw Error("the sampler did not answer: " + failure);
   return reply;
 }
@@ -42,6 +53,12 @@ inline std::string error_of(const Encoded& reply) {
   }
 }
 
+// The epoch message of `split`, shuffled.
+inline Encoded start_epoch(caf::actor_system& system, const sampler_actor& sampler, uint64_t plan_seed, uint64_t epoch,
+                           int64_t batch_size, const std::string& split = "train", bool shuffle = true) {
+  return ask(system, sampler, epoch_atom::value, split, plan_seed, epoch, batch_size, shuffle);
+}
+
 // The batches a sampler of a partition folder must give: the whole dataset sampled by the
 // single-partition NeighborSampler, features attached, in original ids.
 class ReferenceBatches {
@@ -54,14 +71,21 @@ class ReferenceBatches {
     PartitionFolder folder(dir);
     for (int p = 0; p < folder.meta().num_parts; ++p) {
       PartitionData data = folder.load_part(p);
-      Span<const int64_t> train = data.train_idx.as<int64_t>();
-      train_.emplace_back(train.begin(), train.end());
+      const auto ids = [](const MappedArray& a) {
+        Span<const int64_t> s = a.as<int64_t>();
+        return std::vector<int64_t>(s.begin(), s.end());
+      };
+      seeds_.push_back({ids(data.train_idx), ids(data.val_idx), ids(data.test_idx)});
     }
   }
 
   const PartitionedGraph& graph() const { return graph_; }
   // Part p's training nodes (global ids): the seeds of its sampler.
-  const std::vector<int64_t>& train_seeds(int part) const { return train_[part]; }
+  const std::vector<int64_t>& train_seeds(int part) const { return seeds_[part][0]; }
+  // Part p's nodes of `split` ("train", "val", "test").
+  const std::vector<int64_t>& seeds(int part, const std::string& split) const {
+    return seeds_[part][split == "train" ? 0 : split == "val" ? 1 : 2];
+  }
 
   // Batch b of `plan` (seeds in global ids) as the reference samples it.
   OriginalBatch expected(const EpochPlan& plan, int64_t b) {
@@ -83,31 +107,29 @@ class ReferenceBatches {
   Topology whole_;
   FeatureStore features_;
   NeighborSampler sampler_;
-  std::vector<std::vector<int64_t>> train_;
+  std::vector<std::vector<std::vector<int64_t>>> seeds_;  // part, split
 };
 
-// Asks `sampler` for every batch of the epoch (job seed, epoch, batch size) and checks each
-// against the reference. `partitions` must have been sent already.
+// Asks `sampler` for every batch of an epoch of `split` and checks each against the
+// reference. `partitions` must have been sent already.
 inline void expect_reference_epoch(caf::actor_system& system, const sampler_actor& sampler, int part,
-                                   ReferenceBatches& reference, uint64_t job_seed, uint64_t epoch,
-                                   int64_t batch_size) {
-  Encoded started = ask(system, sampler, epoch_atom::value, job_seed, epoch, batch_size);
+                                   ReferenceBatches& reference, uint64_t plan_seed, uint64_t epoch,
+                                   int64_t batch_size, const std::string& split = "train", bool shuffle = true) {
+  Encoded started = start_epoch(system, sampler, plan_seed, epoch, batch_size, split, shuffle);
   ASSERT_EQ(error_of(started), "");
-  const EpochPlan plan = plan_epoch(reference.train_seeds(part), batch_size, job_seed, epoch);
+  const EpochPlan plan = plan_epoch(reference.seeds(part, split), batch_size, plan_seed, epoch, shuffle);
   ASSERT_EQ(decode_sampler_ack(Span<const char>(started.bytes)), plan.num_batches());
   ASSERT_GT(plan.num_batches(), 1);
   for (int64_t b = 0; b < plan.num_batches(); ++b) {
-    Encoded reply = ask(system, sampler, next_atom::value);
-    ASSERT_EQ(error_of(reply), "") << "batch " << b;
-    MiniBatch got;
-    SampleKey key;
-    decode_mini_batch(Span<const char>(reply.bytes), got, &key);
-    EXPECT_EQ(key.batch, static_cast<uint64_t>(b));
-    ASSERT_GT(got.feature_dim, 0);
-    EXPECT_TRUE(reference.original(got) == reference.expected(plan, b)) << "part " << part << ", batch " << b;
+    SampledBatch got = next_of(system, sampler);
+    ASSERT_TRUE(got.ok()) << "batch " << b << ": " << got.error;
+    EXPECT_EQ(got.key.batch, static_cast<uint64_t>(b));
+    ASSERT_GT(got.batch->feature_dim, 0);
+    EXPECT_TRUE(reference.original(*got.batch) == reference.expected(plan, b)) << "part " << part << ", batch " << b;
   }
-  Encoded beyond = ask(system, sampler, next_atom::value);
-  EXPECT_NE(error_of(beyond).find("were taken"), std::string::npos) << error_of(beyond);
+  SampledBatch beyond = next_of(system, sampler);
+  EXPECT_FALSE(beyond.ok());
+  EXPECT_NE(beyond.error.find("were taken"), std::string::npos) << beyond.error;
 }
 
 }  // namespace partita::testing

@@ -1,0 +1,68 @@
+#include "actors/sampler_client.h"
+
+#include <caf/all.hpp>
+
+#include <utility>
+
+#include "base/error.h"
+#include "messages/codec.h"
+
+namespace partita {
+
+SamplerClient::SamplerClient(caf::actor_system& system, sampler_actor sampler, std::chrono::milliseconds deadline,
+                             std::string name)
+    : system_(system), sampler_(std::move(sampler)), deadline_(deadline), name_(std::move(name)), self_(system) {
+  if (!sampler_) throw UsageError(name_ + ": no sampler actor");
+}
+
+namespace {
+
+std::string transport_failure(caf::actor_system& system, const caf::error& e, std::chrono::milliseconds deadline) {
+  return e == caf::sec::request_timeout ? "no answer within " + std::to_string(deadline.count()) + " ms"
+                                        : system.render(e);
+}
+
+}  // namespace
+
+int64_t SamplerClient::start_epoch(const std::string& split, uint64_t plan_seed, uint64_t epoch, int64_t batch_size,
+                                   bool shuffle) {
+  std::string failure;
+  int64_t batches = 0;
+  self_->request(sampler_, deadline_, epoch_atom::value, split, plan_seed, epoch, batch_size, shuffle)
+      .receive(
+          [&](Encoded& reply) {
+            try {
+              batches = decode_sampler_ack(Span<const char>(reply.bytes));
+            } catch (const Error& e) {
+              failure = e.what();
+            }
+          },
+          [&](caf::error& e) { failure = transport_failure(system_, e, deadline_); });
+  if (!failure.empty()) throw Error(name_ + ": epoch " + std::to_string(epoch) + " of '" + split + "': " + failure);
+  return batches;
+}
+
+MiniBatch SamplerClient::next() {
+  SampleKey key;
+  return next(key);
+}
+
+MiniBatch SamplerClient::next(SampleKey& key) {
+  std::string failure;
+  MiniBatch batch;
+  self_->request(sampler_, deadline_, next_atom::value)
+      .receive(
+          [&](SampledBatch& reply) {
+            if (!reply.ok()) {
+              failure = reply.error;
+              return;
+            }
+            key = reply.key;
+            batch = std::move(*reply.batch);  // the only holder in this process
+          },
+          [&](caf::error& e) { failure = transport_failure(system_, e, deadline_); });
+  if (!failure.empty()) throw Error(name_ + ": " + failure);
+  return batch;
+}
+
+}  // namespace partita

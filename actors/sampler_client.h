@@ -1,0 +1,47 @@
+// The consumer's side of a sampler actor: epochs and batches by blocking requests, for a
+// thread of the consumer's own (a trainer's, a benchmark's), never an actor's handler.
+//
+// In one process the batches arrive by move (messages/sampled_batch.h): no copy, no codec.
+#pragma once
+
+#include <caf/scoped_actor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "actors/protocol.h"
+#include "graph/mini_batch.h"
+
+namespace partita {
+
+class SamplerClient {
+ public:
+  // `deadline` bounds every request: an epoch's acknowledgement, each batch's arrival.
+  // `name` ("trainer 3's sampler") starts every error.
+  SamplerClient(caf::actor_system& system, sampler_actor sampler, std::chrono::milliseconds deadline,
+                std::string name);
+  SamplerClient(const SamplerClient&) = delete;
+  SamplerClient& operator=(const SamplerClient&) = delete;
+
+  // Plans an epoch of `split` ("train", "val", "test"; see protocol.h) and returns its
+  // number of batches. Throws Error naming the sampler when it refuses or does not answer.
+  int64_t start_epoch(const std::string& split, uint64_t plan_seed, uint64_t epoch, int64_t batch_size,
+                      bool shuffle);
+  // The epoch's next batch, in plan order. Throws Error naming the sampler and why: the
+  // sampler's own error (naming the batch and the partition), a deadline, a lost sampler.
+  MiniBatch next();
+  // The same, with the batch's sampling key.
+  MiniBatch next(SampleKey& key);
+
+  const sampler_actor& actor() const { return sampler_; }
+
+ private:
+  caf::actor_system& system_;
+  sampler_actor sampler_;
+  std::chrono::milliseconds deadline_;
+  std::string name_;
+  caf::scoped_actor self_;
+};
+
+}  // namespace partita
