@@ -94,6 +94,8 @@ struct SamplerState {
   int64_t failed_batch = -1;
   bool resume_pending = false;
 
+  // Feature buffers, back from the consumers in this process: a few per batch in flight.
+  std::shared_ptr<BufferPool> pool;
   std::map<uint64_t, std::unique_ptr<BatchInFlight>> flights;  // live and dead
   std::vector<std::unique_ptr<BatchInFlight>> spare_flights;
   // Last: destroyed first, so the channel threads are joined before the flights they fill.
@@ -192,6 +194,7 @@ void job_done(Pointer self, BatchInFlight& job) {
   if (current) {
     // Handed over by move: only a consumer in another process makes CAF encode it.
     SampledBatch done = SampledBatch::of(std::move(batch), key);
+    done.pool = s.pool;
     auto waiting = s.waiting.find(index);
     if (waiting != s.waiting.end()) {
       waiting->second.deliver(std::move(done));
@@ -338,7 +341,9 @@ void start_flight(Pointer self, int64_t batch) {
   s.flights.emplace(job.id, std::move(fresh));
   ++s.live;
   try {
-    job.assembly.start(s.plan->batch(batch), s.plan->key(batch), MiniBatch{});
+    MiniBatch recycled;
+    recycled.x = s.pool->take();
+    job.assembly.start(s.plan->batch(batch), s.plan->key(batch), std::move(recycled));
     run_hop(self, job);
   } catch (const Error& e) {
     fail_job(self, job, e.what());
@@ -595,6 +600,7 @@ sampler_impl::behavior_type sampler(Pointer self, PartitionBook book, int part, 
   s.stores = std::move(stores);
   s.seeds = std::move(seeds);
   s.options = std::move(options);
+  s.pool = std::make_shared<BufferPool>(static_cast<size_t>(s.options.prefetch) + 2);
   s.parts.resize(s.book.num_parts());
   self->set_down_handler([self](caf::down_msg& msg) { on_down(self, msg); });
   // Stopping releases every consumer waiting for a batch at once, rather than at its

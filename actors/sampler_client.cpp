@@ -59,10 +59,17 @@ MiniBatch SamplerClient::next(SampleKey& key) {
             }
             key = reply.key;
             batch = std::move(*reply.batch);  // the only holder in this process
+            if (reply.pool) pool_ = reply.pool;
           },
           [&](caf::error& e) { failure = transport_failure(system_, e, deadline_); });
   if (!failure.empty()) throw Error(name_ + ": " + failure);
   return batch;
+}
+
+std::function<void(std::vector<float>&&)> SamplerClient::recycler() const {
+  return [pool = pool_](std::vector<float>&& x) {
+    if (auto p = pool.lock()) p->give_back(std::move(x));
+  };
 }
 
 }  // namespace partita

@@ -8,9 +8,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "actors/protocol.h"
+#include "graph/buffer_pool.h"
 #include "graph/mini_batch.h"
 
 namespace partita {
@@ -34,6 +37,12 @@ class SamplerClient {
   // The same, with the batch's sampling key.
   MiniBatch next(SampleKey& key);
 
+  // Hands a batch's feature buffer back to the sampler (in this process) once done with
+  // it, so that it fills it again instead of faulting in fresh memory; a no-op when the
+  // sampler is in another process. Thread-safe, and safe after the client is gone.
+  std::function<void(std::vector<float>&&)> recycler() const;
+  void give_back(std::vector<float>&& x) const { recycler()(std::move(x)); }
+
   const sampler_actor& actor() const { return sampler_; }
 
  private:
@@ -42,6 +51,7 @@ class SamplerClient {
   std::chrono::milliseconds deadline_;
   std::string name_;
   caf::scoped_actor self_;
+  std::weak_ptr<BufferPool> pool_;  // of the sampler, learnt from its batches
 };
 
 }  // namespace partita

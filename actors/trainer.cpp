@@ -93,7 +93,7 @@ std::array<double, 3> train_step(Replica& r, bool has_batch, uint64_t epoch, int
   r.optimizer->zero_grad();
   double loss_sum = 0, seeds = 0, correct = 0;
   if (has_batch) {
-    GraphBatch batch = to_graph_batch(r.sampler->next());
+    GraphBatch batch = to_graph_batch(r.sampler->next(), r.sampler->recycler());
     at::Tensor logits = r.model->forward(batch, true, step_key(r.job.seed, epoch, step, r.index));
     at::Tensor y = batch.y.slice(0, 0, batch.batch_size);
     at::Tensor loss = cross_entropy_sum(logits, y);
@@ -161,7 +161,7 @@ trainer_actor::behavior_type trainer(trainer_actor::pointer self, std::shared_pt
             torch::NoGradGuard no_grad;
             r->model->eval();
             for (int64_t b = 0; b < batches; ++b) {
-              GraphBatch batch = to_graph_batch(r->sampler->next());
+              GraphBatch batch = to_graph_batch(r->sampler->next(), r->sampler->recycler());
               at::Tensor logits = r->model->forward(batch, false);
               at::Tensor y = batch.y.slice(0, 0, batch.batch_size);
               loss += cross_entropy_sum(logits, y).item<double>();

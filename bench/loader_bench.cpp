@@ -172,6 +172,7 @@ Round drain(caf::actor_system& system, const std::vector<sampler_actor>& sampler
           ++taken[i].batches;
           taken[i].nodes += static_cast<int64_t>(batch.node_ids.size());
           taken[i].edges += static_cast<int64_t>(batch.row.size());
+          clients[i]->give_back(std::move(batch.x));  // as a trainer does after its step
         }
         taken[i].seconds = own.seconds();
       } catch (const Error& e) {

@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "graph/buffer_pool.h"
 #include "graph/mini_batch.h"
 #include "graph/neighbor_sampler.h"
 #include "messages/codec.h"
@@ -29,6 +30,9 @@ struct SampledBatch {
   SampleKey key;
   WireErrorCode code = WireErrorCode::kUnknown;
   std::string error;
+  // In the sampler's process only (never serialised): where the consumer gives the
+  // feature buffer back once done with it (graph/buffer_pool.h).
+  std::shared_ptr<BufferPool> pool;
 
   static SampledBatch of(MiniBatch batch, const SampleKey& key);
   static SampledBatch failed(WireErrorCode code, std::string error);

@@ -14,14 +14,19 @@ namespace partita {
 
 namespace {
 
-// A tensor that owns the vector's buffer: no copy of what the sampler produced.
+// A tensor that owns the vector's buffer: no copy of what the sampler produced. When the
+// tensor goes, the buffer goes to `recycle` if given, else is freed.
 template <typename T>
-at::Tensor to_tensor(std::vector<T>&& values) {
+at::Tensor to_tensor(std::vector<T>&& values, std::function<void(std::vector<T>&&)> recycle = {}) {
   auto owned = std::make_unique<std::vector<T>>(std::move(values));
   std::vector<T>* buffer = owned.get();
   at::Tensor t = at::from_blob(
       buffer->data(), {static_cast<int64_t>(buffer->size())},
-      [buffer](void*) { delete buffer; }, at::dtype(c10::CppTypeToScalarType<T>::value));
+      [buffer, recycle = std::move(recycle)](void*) {
+        if (recycle) recycle(std::move(*buffer));
+        delete buffer;
+      },
+      at::dtype(c10::CppTypeToScalarType<T>::value));
   owned.release();  // the tensor's deleter frees it now
   return t;
 }
@@ -110,13 +115,13 @@ bool is_hop_ordered(const std::vector<int64_t>& row, const std::vector<int64_t>&
 }
 
 template <typename Batch>
-GraphBatch lay_out(Batch&& b) {
+GraphBatch lay_out(Batch&& b, std::function<void(std::vector<float>&&)> recycle_x = {}) {
   validate(b);
   GraphBatch g;
   const int64_t n = static_cast<int64_t>(b.node_ids.size());
   g.num_nodes = n;
   g.batch_size = b.batch_size;
-  g.x = to_tensor(std::vector<float>(std::forward<Batch>(b).x)).view({n, b.feature_dim});
+  g.x = to_tensor(std::vector<float>(std::forward<Batch>(b).x), std::move(recycle_x)).view({n, b.feature_dim});
   if (!b.y.empty()) g.y = to_tensor(std::vector<int64_t>(b.y));
   g.num_sampled_nodes = b.num_sampled_nodes;
   g.num_sampled_edges = b.num_sampled_edges;
@@ -206,7 +211,9 @@ int64_t GraphBatch::layer_rows(int layer, int num_layers, bool trim) const {
   return std::accumulate(num_sampled_nodes.begin(), num_sampled_nodes.begin() + hops + 1, int64_t{0});
 }
 
-GraphBatch to_graph_batch(MiniBatch&& batch) { return lay_out(std::move(batch)); }
+GraphBatch to_graph_batch(MiniBatch&& batch, std::function<void(std::vector<float>&&)> recycle_x) {
+  return lay_out(std::move(batch), std::move(recycle_x));
+}
 GraphBatch to_graph_batch(const MiniBatch& batch) { return lay_out(batch); }
 
 }  // namespace partita

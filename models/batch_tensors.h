@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "graph/mini_batch.h"
@@ -63,8 +64,10 @@ struct GraphBatch {
 };
 
 // Validates the batch (sizes agree, indices in range; Error naming the first problem) and
-// lays it out. The rvalue overload takes over the feature buffer instead of copying it.
-GraphBatch to_graph_batch(MiniBatch&& batch);
+// lays it out. The rvalue overload takes over the feature buffer instead of copying it,
+// and hands it to `recycle_x` (when given) once the tensors are done with it, on the
+// thread that drops the last of them: a sampler fills it again (graph/buffer_pool.h).
+GraphBatch to_graph_batch(MiniBatch&& batch, std::function<void(std::vector<float>&&)> recycle_x = {});
 GraphBatch to_graph_batch(const MiniBatch& batch);
 
 }  // namespace partita

@@ -123,6 +123,31 @@ TEST_F(SamplerActorTest, ANewEpochSupersedesTheLastOneMidWay) {
   testing::expect_reference_epoch(system, s, 0, *reference_, 5, 1, 16);
 }
 
+TEST_F(SamplerActorTest, FeatureBuffersGivenBackAreFilledAgainWithTheRightRows) {
+  testing::Cluster cluster(tmp_ / "parts", config_);
+  Samplers samplers;
+  sampler_actor s = spawn(cluster, samplers, 0, 1);
+  auto& system = cluster.system();
+  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, cluster.actors(), kNoAddresses)), "");
+  SamplerClient client(system, s, 30s, "the sampler");
+  const int64_t batches = client.start_epoch("train", 4, 0, 8, true);
+  ASSERT_GE(batches, 4);
+  const EpochPlan plan = plan_epoch(reference_->train_seeds(0), 8, 4, 0);
+  std::set<const float*> given_back;
+  int reused = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    SampleKey key;
+    MiniBatch batch = client.next(key);
+    ASSERT_EQ(key.batch, static_cast<uint64_t>(b));
+    reused += given_back.count(batch.x.data()) > 0;
+    EXPECT_TRUE(reference_->original(batch) == reference_->expected(plan, b)) << "batch " << b;
+    given_back.insert(batch.x.data());
+    client.give_back(std::move(batch.x));
+  }
+  // With one batch in flight, every batch after the first two fills a buffer given back.
+  EXPECT_GE(reused, batches - 2);
+}
+
 // Forwards a partition's requests to it, recording which batches its hop requests are for:
 // what the sampler has started.
 struct CountingState {

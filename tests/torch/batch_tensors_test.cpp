@@ -119,6 +119,26 @@ TEST(BatchTensorsTest, TheRvalueOverloadTakesOverTheFeatures) {
   EXPECT_EQ(g.x.data_ptr<float>(), features);
 }
 
+TEST(BatchTensorsTest, TheFeatureBufferGoesToTheRecyclerOnlyOnceTheTensorsAreGone) {
+  MiniBatch b = hand_batch();
+  const float* data = b.x.data();
+  const size_t size = b.x.size();
+  std::vector<float> recycled;
+  int calls = 0;
+  {
+    GraphBatch g = to_graph_batch(std::move(b), [&](std::vector<float>&& x) {
+      ++calls;
+      recycled = std::move(x);
+    });
+    at::Tensor view = g.x.slice(0, 0, 1);  // a view keeps the buffer too
+    g = GraphBatch{};
+    EXPECT_EQ(calls, 0) << "given back while a tensor still reads it";
+  }
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(recycled.data(), data);
+  EXPECT_EQ(recycled.size(), size);
+}
+
 TEST(BatchTensorsTest, SampledBatchesAreSortedAndHopOrdered) {
   Dataset d = testing::small_sbm();
   MiniBatch b = testing::sample_batch(d, testing::first_nodes(64), {5, 4, 3});
