@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-#include "actors/sampler_steps.h"
+#include "actors/batch_messages.h"
 #include "base/span.h"
 #include "messages/codec.h"
 #include "runtime/bulk_channel.h"

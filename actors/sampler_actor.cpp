@@ -18,7 +18,7 @@
 #include <utility>
 
 #include "actors/feature_channel.h"
-#include "actors/sampler_steps.h"
+#include "actors/batch_messages.h"
 #include "base/error.h"
 #include "graph/epoch_plan.h"
 #include "messages/codec.h"
@@ -226,7 +226,7 @@ void start_rows(Pointer self, BatchInFlight& job) {
         if (!fetch.asked[k]) continue;
         fetch.ids[k] = s.next_request_id++;
         fetch.targets[k] = a.rows_target(part, rows);
-        a.feature_request(part, rows, fetch.ids[k], s.encoder, fetch.requests[k]);
+        encode_feature_request(a, part, rows, fetch.ids[k], s.encoder, fetch.requests[k]);
       }
       ++job.pending;
       ++job.io_outstanding;
@@ -237,7 +237,7 @@ void start_rows(Pointer self, BatchInFlight& job) {
       if (!a.wants(rows)) continue;
       Encoded request;
       const uint64_t id = s.next_request_id++;
-      a.feature_request(part, rows, id, s.encoder, request.bytes);
+      encode_feature_request(a, part, rows, id, s.encoder, request.bytes);
       ++job.pending;
       self->request(s.parts[part].actor, s.options.deadline, feature_atom::value, std::move(request))
           .then(
@@ -245,7 +245,7 @@ void start_rows(Pointer self, BatchInFlight& job) {
                 BatchInFlight* j = find_flight(self->state, job_id);
                 if (j == nullptr || j->dead) return;
                 try {
-                  j->assembly.take_feature_reply(part, rows, id, Span<const char>(reply.bytes));
+                  take_feature_reply(j->assembly, part, rows, id, Span<const char>(reply.bytes));
                 } catch (const Error& e) {
                   fail_job(self, *j, e.what());
                   return;
@@ -291,7 +291,7 @@ void run_hop(Pointer self, BatchInFlight& job) {
     check_not_lost(s, part);
     Encoded request;
     const uint64_t id = s.next_request_id++;
-    a.hop_request(part, id, s.encoder, request.bytes);
+    encode_hop_request(a, part, id, s.encoder, request.bytes);
     ++job.pending;
     self->request(s.parts[part].actor, s.options.deadline, hop_atom::value, std::move(request))
         .then(
@@ -299,7 +299,7 @@ void run_hop(Pointer self, BatchInFlight& job) {
               BatchInFlight* j = find_flight(self->state, job_id);
               if (j == nullptr || j->dead) return;
               try {
-                j->assembly.take_hop_reply(part, id, Span<const char>(reply.bytes));
+                take_hop_reply(j->assembly, part, id, Span<const char>(reply.bytes));
               } catch (const Error& e) {
                 fail_job(self, *j, e.what());
                 return;

@@ -2,7 +2,7 @@
 //
 // Placed with its partition (on the same daemon), it samples that partition by direct calls
 // into its immutable stores, sends one asynchronous hop request per other partition and
-// merges exactly as the single-partition sampler does (sampler_steps.h); then it gathers
+// merges exactly as the single-partition sampler does (graph/batch_assembly.h); then it gathers
 // its own rows directly and fetches the others' by owner: over their feature channels for
 // partitions in other processes (one I/O thread per channel, so the actor never waits), by
 // message otherwise. Several batches are in flight at once, so one batch's remote waits

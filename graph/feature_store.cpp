@@ -6,10 +6,7 @@
 
 #include "base/error.h"
 #include "base/parallel.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
+#include "graph/row_copy.h"
 
 namespace partita {
 
@@ -17,10 +14,6 @@ namespace {
 
 // Below this much output a gather is over before a second thread would have started.
 constexpr size_t kParallelMinBytes = size_t{1} << 20;
-// Above this much output the rows will not stay in cache for the consumer anyway, so
-// streaming stores, which skip reading every output line before overwriting it, only win.
-constexpr size_t kStreamMinBytes = size_t{16} << 20;
-
 const char* space_name(RowSpace space) { return space == RowSpace::kNode ? "node" : "edge"; }
 
 std::string key_name(const std::string& group, const std::string& name) {
@@ -29,131 +22,6 @@ std::string key_name(const std::string& group, const std::string& name) {
 
 std::string range_text(int64_t begin, int64_t end) {
   return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
-}
-
-// Where a gather's rows come from. An id is in range when the unsigned difference
-// id - begin is below rows: one compare per id, which also catches ids below begin.
-struct RowSource {
-  const char* data;
-  size_t row_bytes;
-  uint64_t begin;
-  uint64_t rows;
-
-  // The row of `id`, or nullptr when the id is out of range.
-  const char* row_data(int64_t id) const {
-    uint64_t row = static_cast<uint64_t>(id) - begin;
-    return row < rows ? data + row * row_bytes : nullptr;
-  }
-};
-
-// A kernel copies the rows of ids[0, n) to out and returns the position of the first id
-// out of range, or n. Validation lives in the copy loop, where the id is loaded anyway.
-//
-// No software prefetch: prefetching rows a few ids ahead (distances 4 to 64, first line or
-// whole row, T0/T1/T2 hints) gained nothing in the plain kernels, whose misses the
-// out-of-order core already overlaps as far as the fill buffers allow, and cost 0.05-0.1 of
-// memcpy's bandwidth in the streaming one.
-using GatherKernel = size_t (*)(const RowSource&, const int64_t*, size_t, char*);
-
-// Narrow rows (labels, timestamps, scalar attributes): a constant-size memcpy compiles to
-// one load and one store, whatever the alignment of either side.
-template <size_t kRowBytes>
-size_t gather_fixed(const RowSource& src, const int64_t* ids, size_t n, char* out) {
-  for (size_t i = 0; i < n; ++i) {
-    const char* from = src.row_data(ids[i]);
-    if (from == nullptr) return i;
-    std::memcpy(out + i * kRowBytes, from, kRowBytes);
-  }
-  return n;
-}
-
-size_t gather_wide(const RowSource& src, const int64_t* ids, size_t n, char* out) {
-  const size_t row_bytes = src.row_bytes;
-  for (size_t i = 0; i < n; ++i) {
-    const char* from = src.row_data(ids[i]);
-    if (from == nullptr) return i;
-    std::memcpy(out + i * row_bytes, from, row_bytes);
-  }
-  return n;
-}
-
-#if defined(__x86_64__)
-char* align_down(char* p) { return p - reinterpret_cast<uintptr_t>(p) % 64; }
-char* align_up(char* p) { return align_down(p + 63); }
-
-// Large gathers of rows of 64 bytes or more. The output is written in whole 64-byte
-// cache lines with streaming stores, so no line is read before being overwritten (no
-// read-for-ownership): that frees memory bandwidth and fill buffers for the random row
-// reads. Measured on 512-byte rows (bench/gather_bench.h): 0.75-0.8 of memcpy's bandwidth
-// against 0.55-0.6 for gather_wide; 32-byte AVX2 streams reached 0.7, and streaming only
-// the lines inside each row while storing the partial ones plainly gained nothing (0.57
-// into an unaligned buffer). So wherever a row ends inside a line, that line is assembled
-// from the end of the row and the start of the next with masked loads, which makes any
-// row size and any output alignment stream whole lines. Only the slice's first and last
-// partial lines, which it may share with a neighbour, use plain stores.
-__attribute__((target("avx512f,avx512bw"))) size_t gather_streaming(const RowSource& src,
-                                                                    const int64_t* ids, size_t n,
-                                                                    char* out) {
-  if (n == 0) return 0;
-  const size_t row_bytes = src.row_bytes;
-  const char* from = src.row_data(ids[0]);
-  if (from == nullptr) return 0;
-  std::memcpy(out, from, static_cast<size_t>(align_up(out) - out));
-  for (size_t i = 0;; ++i) {
-    char* to = out + i * row_bytes;
-    char* lines_end = align_down(to + row_bytes);
-    for (char* line = align_up(to); line < lines_end; line += 64) {
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(line), _mm512_loadu_si512(from + (line - to)));
-    }
-    const size_t tail = static_cast<size_t>(to + row_bytes - lines_end);
-    const char* next = i + 1 < n ? src.row_data(ids[i + 1]) : nullptr;
-    if (next == nullptr) {  // the last row, or the next id is out of range
-      std::memcpy(lines_end, from + row_bytes - tail, tail);
-      // Streaming stores are weakly ordered; the fence makes them visible to whoever
-      // synchronises with this thread next, as plain stores would be.
-      _mm_sfence();
-      return i + 1;
-    }
-    if (tail != 0) {
-      // Bytes [0, tail) of the line from this row, the rest from the start of the next.
-      // Masked-off bytes are not read, so addressing before `next` cannot fault.
-      const __mmask64 mine = (uint64_t{1} << tail) - 1;
-      const void* next_shifted =
-          reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(next) - tail);
-      __m512i line = _mm512_maskz_loadu_epi8(mine, from + row_bytes - tail);
-      line = _mm512_mask_loadu_epi8(line, ~mine, next_shifted);
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(lines_end), line);
-    }
-    from = next;
-  }
-}
-
-bool cpu_can_stream() {
-  static const bool can = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  return can;
-}
-#endif
-
-GatherKernel choose_kernel(size_t row_bytes, size_t out_bytes) {
-  switch (row_bytes) {
-    case 1:
-      return gather_fixed<1>;
-    case 4:
-      return gather_fixed<4>;
-    case 8:
-      return gather_fixed<8>;
-    default:
-      break;
-  }
-#if defined(__x86_64__)
-  // From 64 bytes on, a line holds parts of at most two rows.
-  if (row_bytes >= 64 && out_bytes >= kStreamMinBytes && cpu_can_stream()) {
-    return gather_streaming;
-  }
-#else
-  (void)out_bytes;
-#endif
-  return gather_wide;
 }
 
 }  // namespace
@@ -255,17 +123,20 @@ void FeatureStore::gather(const std::string& group, const std::string& name,
                 " bytes per row)");
   }
   const Range rows = range(entry.space);
-  const RowSource src{static_cast<const char*>(entry.array.raw_data()), row_bytes,
-                      static_cast<uint64_t>(rows.begin), static_cast<uint64_t>(rows.size())};
-  const GatherKernel kernel = choose_kernel(row_bytes, out_bytes);
+  RowSource src;
+  src.data = static_cast<const char*>(entry.array.raw_data());
+  src.row_bytes = row_bytes;
+  src.begin = static_cast<uint64_t>(rows.begin);
+  src.rows = static_cast<uint64_t>(rows.size());
   char* const dst = static_cast<char*>(out);
 
   std::atomic<size_t> first_bad{n};
   int workers = out_bytes > kParallelMinBytes ? threads : 1;
   parallel_for(static_cast<int64_t>(n), workers, [&](int64_t lo, int64_t hi) {
     size_t count = static_cast<size_t>(hi - lo);
-    size_t bad =
-        static_cast<size_t>(lo) + kernel(src, global_ids.data() + lo, count, dst + lo * row_bytes);
+    RowSource slice = src;
+    slice.ids = global_ids.data() + lo;
+    size_t bad = static_cast<size_t>(lo) + copy_rows(slice, nullptr, count, dst + lo * row_bytes, out_bytes);
     if (bad == static_cast<size_t>(hi)) return;
     // Slices finish in any order; keep the earliest bad position so the message names the
     // first bad id, as a single-threaded gather would.

@@ -23,4 +23,6 @@ int PartitionBook::owner(int64_t node) const {
   return static_cast<int>(it - offsets_.begin()) - 1;
 }
 
+std::string part_name(int part) { return "partition " + std::to_string(part); }
+
 }  // namespace partita

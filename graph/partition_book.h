@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace partita {
@@ -28,5 +29,8 @@ class PartitionBook {
  private:
   std::vector<int64_t> offsets_{0};
 };
+
+// "partition 3": how every error names a partition.
+std::string part_name(int part);
 
 }  // namespace partita

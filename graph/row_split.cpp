@@ -1,15 +1,23 @@
 #include "graph/row_split.h"
 
-#include <cstring>
 #include <string>
 
 #include "base/error.h"
+#include "graph/row_copy.h"
 
 namespace partita {
 
+void RowSplit::clear() {
+  for (auto& ids : ids_) ids.clear();
+  for (auto& positions : positions_) positions.clear();
+  total_ = 0;
+}
+
 void RowSplit::split(const PartitionBook& book, Span<const int64_t> ids) {
-  ids_.assign(book.num_parts(), {});
-  positions_.assign(book.num_parts(), {});
+  // Vectors cleared, not freed: a sampler splits every batch's nodes, and keeps the memory.
+  ids_.resize(book.num_parts());
+  positions_.resize(book.num_parts());
+  clear();
   total_ = ids.size();
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= book.num_nodes()) {
@@ -23,10 +31,25 @@ void RowSplit::split(const PartitionBook& book, Span<const int64_t> ids) {
 }
 
 void RowSplit::place(int part, const void* rows, size_t row_bytes, void* out) const {
-  auto* from = static_cast<const char*>(rows);
-  auto* to = static_cast<char*>(out);
-  for (size_t k = 0; k < positions_[part].size(); ++k) {
-    std::memcpy(to + static_cast<size_t>(positions_[part][k]) * row_bytes, from + k * row_bytes, row_bytes);
+  place(part, 0, positions_[part].size(), rows, row_bytes, out);
+}
+
+void RowSplit::place(int part, size_t first, size_t count, const void* rows, size_t row_bytes, void* out) const {
+  RowSource from;
+  from.data = static_cast<const char*>(rows);
+  from.row_bytes = row_bytes;
+  copy_rows(from, positions_[part].data() + first, count, static_cast<char*>(out), total_ * row_bytes);
+}
+
+void RowSplit::place_from(int part, const RowSource& store_rows, void* out) const {
+  RowSource from = store_rows;
+  from.ids = ids_[part].data();
+  const size_t n = ids_[part].size();
+  const size_t placed = copy_rows(from, positions_[part].data(), n, static_cast<char*>(out), total_ * from.row_bytes);
+  if (placed < n) {
+    throw Error("rows: node " + std::to_string(ids_[part][placed]) + " is outside the rows [" +
+                std::to_string(from.begin) + ", " + std::to_string(from.begin + from.rows) + ") of partition " +
+                std::to_string(part));
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "base/span.h"
 #include "graph/partition_book.h"
+#include "graph/row_copy.h"
 
 namespace partita {
 
@@ -21,9 +22,20 @@ class RowSplit {
   // The ids part p owns, in the order they appear in the input.
   Span<const int64_t> ids(int part) const { return Span<const int64_t>(ids_[part]); }
 
-  // Copies part p's rows (ids(p).size() rows of row_bytes each) to their input positions
-  // in `out` (size() rows).
+  // The input positions of part p's ids, in the order of ids(part).
+  Span<const int64_t> positions(int part) const { return Span<const int64_t>(positions_[part]); }
+
+  // Copies part p's rows (ids(p).size() rows of row_bytes each, contiguous at `rows`) to
+  // their input positions in `out` (size() rows); the second form only rows
+  // [first, first + count) of them, for rows that arrive in pieces.
   void place(int part, const void* rows, size_t row_bytes, void* out) const;
+  void place(int part, size_t first, size_t count, const void* rows, size_t row_bytes, void* out) const;
+  // Copies part p's rows straight from a store's rows (`store_rows`: data, row_bytes and
+  // the range [begin, begin + rows) of ids it holds; its ids are ignored) to their input
+  // positions in `out`. Throws Error naming the first id outside that range.
+  void place_from(int part, const RowSource& store_rows, void* out) const;
+  // Forgets every split id, keeping the memory for the next split.
+  void clear();
 
  private:
   std::vector<std::vector<int64_t>> ids_;

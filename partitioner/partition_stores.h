@@ -6,6 +6,7 @@
 #include <string>
 
 #include "graph/feature_store.h"
+#include "graph/stores.h"
 #include "graph/topology.h"
 #include "partitioner/dataset.h"
 #include "partitioner/partition_format.h"
@@ -24,12 +25,6 @@ Topology topology_from_dataset(const Dataset& dataset);
 // group "edge" holds edge_attr and edge_time (rows by global edge id, CSC order), as
 // present in the folder.
 FeatureStore load_features(const PartitionFolder& folder, int part);
-
-// A partition's immutable stores, shared by whoever reads them in this process.
-struct PartitionStores {
-  std::shared_ptr<const Topology> topology;
-  std::shared_ptr<const FeatureStore> features;
-};
 
 // Part `part` of the partition folder `dir`, opened (memory-mapped) once per process while
 // anyone holds it: a partition actor and a sampler placed with it read the same stores.

@@ -1,17 +1,16 @@
-// The pieces of a batch the samplers share: rows placed exactly where they belong whatever
-// their width and the buffer's alignment, and channel reply heads checked against what was
-// asked.
+// The row copy kernel (graph/row_copy.h), through the placement every batch uses: rows land
+// exactly where they belong whatever their width and the buffer's alignment, on the plain
+// and the streaming paths, whole or in pieces, and nothing else is written.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "actors/sampler_steps.h"
-#include "base/error.h"
-#include "messages/codec.h"
+#include "graph/batch_assembly.h"
 
 namespace partita {
 namespace {
@@ -47,7 +46,7 @@ void expect_placed(size_t row_bytes, size_t rows, size_t offset, size_t piece) {
   }
 }
 
-TEST(SamplerSteps, RowsLandWhereTheyBelongWhateverTheirWidthAndAlignment) {
+TEST(RowCopy, RowsLandWhereTheyBelongWhateverTheirWidthAndAlignment) {
   // Narrow or few rows take plain copies; wide rows adding up to over 1 MiB take streaming
   // stores, with partial lines at either end of rows that do not start on a line.
   for (size_t offset : {0, 4, 16, 60}) {
@@ -57,38 +56,6 @@ TEST(SamplerSteps, RowsLandWhereTheyBelongWhateverTheirWidthAndAlignment) {
     expect_placed(132, 9000, offset, 1000);
     expect_placed(516, 3000, offset, 3000);
   }
-}
-
-TEST(SamplerSteps, AChannelReplyHeadMustMatchWhatWasAsked) {
-  std::vector<int64_t> positions{4, 1, 7};
-  RowsTarget target;
-  target.part = 3;
-  target.rows = Rows::kX;
-  target.row_bytes = 16;
-  target.dtype = DType::kFloat32;
-  target.positions = Span<const int64_t>(positions);
-  Encoder encoder;
-  std::vector<char> head;
-  auto problem = [&](uint64_t id, uint64_t body) {
-    try {
-      check_rows_header(target, id, Span<const char>(head), body);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
-  encoder.feature_rows_header(9, DType::kFloat32, {3, 4}, head);
-  EXPECT_EQ(problem(9, 48), "");
-  EXPECT_NE(problem(8, 48).find("reply to request 9, expected 8"), std::string::npos);
-  EXPECT_NE(problem(9, 40).find("partition 3"), std::string::npos);
-  encoder.feature_rows_header(9, DType::kFloat32, {3, 5}, head);
-  EXPECT_NE(problem(9, 60).find("another width"), std::string::npos);
-  encoder.feature_rows_header(9, DType::kFloat32, {2, 4}, head);
-  EXPECT_NE(problem(9, 32).find("2 rows, expected 3"), std::string::npos);
-  encoder.feature_rows_header(9, DType::kInt32, {3, 4}, head);
-  EXPECT_NE(problem(9, 48).find("rows of int32, expected float32"), std::string::npos);
-  encoder.error_reply(9, WireErrorCode::kNotFound, "partition 3 has no attribute 'node/x'", head);
-  EXPECT_NE(problem(9, 0).find("has no attribute 'node/x'"), std::string::npos);
 }
 
 }  // namespace
