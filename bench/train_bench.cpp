@@ -6,13 +6,12 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "actors/actor_types.h"
-#include "actors/job_driver.h"
 #include "actors/protocol.h"
-#include "actors/trainer.h"
 #include "base/subprocess.h"
 #include "runtime/daemon_child.h"
 #include "runtime/runtime.h"
+#include "training/job_driver.h"
+#include "training/job_types.h"
 
 namespace partita::bench {
 
@@ -82,12 +81,9 @@ void run_train_bench(const TrainBenchOptions& o) {
   prepare_data(one, 0);
   prepare_data(two, 0);
 
-  runtime::ActorTypeRegistry registry;
-  register_actor_types(registry);
-  register_training_types(registry);
   EpochTime a;
   {
-    auto rt = runtime::Runtime::in_process(system_options(), std::move(registry));
+    auto rt = runtime::Runtime::in_process(system_options(), job_actor_types());
     a = measure(*rt, one, o);
   }
   EpochTime b;

@@ -22,7 +22,4 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global);
 void add_run_command(CLI::App& app, const GlobalOptions& global);
 void add_submit_command(CLI::App& app, const GlobalOptions& global);
 
-// Every actor type a job spawns: what `run` hosts in-process and a daemon hosts for `submit`.
-runtime::ActorTypeRegistry job_actor_types();
-
 }  // namespace partita::cli

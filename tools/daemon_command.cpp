@@ -4,6 +4,7 @@
 #include "actors/protocol.h"
 #include "runtime/daemon.h"
 #include "tools/commands.h"
+#include "training/job_types.h"
 
 namespace partita::cli {
 

@@ -3,14 +3,13 @@
 // and its trainers go to daemon i mod D, the driver stays here and prints the progress.
 #include <iostream>
 
-#include "actors/actor_types.h"
-#include "actors/job_config.h"
-#include "actors/job_driver.h"
 #include "actors/protocol.h"
-#include "actors/trainer.h"
 #include "base/error.h"
 #include "runtime/runtime.h"
 #include "tools/commands.h"
+#include "training/job_config.h"
+#include "training/job_driver.h"
+#include "training/job_types.h"
 
 namespace partita::cli {
 
@@ -62,13 +61,6 @@ void add_job_options(CLI::App* cmd, JobOptions& o) {
 }
 
 }  // namespace
-
-runtime::ActorTypeRegistry job_actor_types() {
-  runtime::ActorTypeRegistry registry;
-  register_actor_types(registry);
-  register_training_types(registry);
-  return registry;
-}
 
 void add_run_command(CLI::App& app, const GlobalOptions& global) {
   auto o = std::make_shared<JobOptions>();

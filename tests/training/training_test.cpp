@@ -7,17 +7,16 @@
 #include <fstream>
 #include <numeric>
 
-#include "actors/job_config.h"
-#include "actors/job_driver.h"
 #include "actors/protocol.h"
-#include "actors/actor_types.h"
-#include "actors/trainer.h"
 #include "base/error.h"
 #include "daemon_process.h"
-#include "partitioner/partition.h"
 #include "partitioned_graph.h"
+#include "partitioner/partition.h"
 #include "runtime/runtime.h"
 #include "test_util.h"
+#include "training/job_config.h"
+#include "training/job_driver.h"
+#include "training/job_types.h"
 
 namespace partita {
 namespace {
@@ -32,15 +31,8 @@ runtime::ActorSystemOptions system_options() {
   return options;
 }
 
-runtime::ActorTypeRegistry job_types() {
-  runtime::ActorTypeRegistry registry;
-  register_actor_types(registry);
-  register_training_types(registry);
-  return registry;
-}
-
 JobReport run_in_process(const JobConfig& job, const RunOptions& options = {}) {
-  auto rt = runtime::Runtime::in_process(system_options(), job_types());
+  auto rt = runtime::Runtime::in_process(system_options(), job_actor_types());
   prepare_data(job, 2);
   return run_job(*rt, job, options);
 }

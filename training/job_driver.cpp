@@ -1,4 +1,4 @@
-#include "actors/job_driver.h"
+#include "training/job_driver.h"
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>

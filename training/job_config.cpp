@@ -1,4 +1,4 @@
-#include "actors/job_config.h"
+#include "training/job_config.h"
 
 #include <yaml-cpp/yaml.h>
 

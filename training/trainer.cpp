@@ -1,4 +1,4 @@
-#include "actors/trainer.h"
+#include "training/trainer.h"
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "actors/allreduce.h"
-#include "actors/job_config.h"
 #include "actors/protocol.h"
 #include "actors/sampler_client.h"
 #include "base/error.h"
@@ -20,6 +19,7 @@
 #include "models/torch_runtime.h"
 #include "models/training.h"
 #include "partitioner/partition_format.h"
+#include "training/job_config.h"
 
 namespace partita {
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/job_config.h"
 #include "runtime/runtime.h"
+#include "training/job_config.h"
 
 namespace partita {
 

@@ -1,6 +1,6 @@
 // Job files: defaults, relative paths, the round trip a trainer relies on, and bad files
 // rejected with the field named.
-#include "actors/job_config.h"
+#include "training/job_config.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,14 @@
+// The one list of the actor types a training job spawns, by name: what `partita run` hosts
+// in its process, what a `partita daemon` can spawn for a job, what benchmarks and tests
+// run jobs with.
+#pragma once
+
+#include "runtime/host.h"
+
+namespace partita {
+
+// "partition", "sampler", "allreduce" (actors/actor_types.h) and "trainer"
+// (training/trainer.h).
+runtime::ActorTypeRegistry job_actor_types();
+
+}  // namespace partita
