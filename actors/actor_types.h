@@ -1,7 +1,7 @@
 // The actor types a node daemon can spawn for a job, by name (runtime/host.h).
 #pragma once
 
-#include "graph/neighbor_sampler.h"
+#include "graph/hop_sampler.h"
 #include "runtime/host.h"
 
 namespace partita {

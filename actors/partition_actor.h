@@ -12,7 +12,7 @@
 #include "actors/protocol.h"
 #include "base/span.h"
 #include "graph/feature_store.h"
-#include "graph/neighbor_sampler.h"
+#include "graph/hop_sampler.h"
 #include "graph/topology.h"
 #include "messages/codec.h"
 #include "partitioner/partition_stores.h"

@@ -26,7 +26,7 @@
 #include "actors/partition_actor.h"
 #include "actors/protocol.h"
 #include "graph/batch_features.h"
-#include "graph/neighbor_sampler.h"
+#include "graph/hop_sampler.h"
 #include "graph/partition_book.h"
 
 namespace partita {

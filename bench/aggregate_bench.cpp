@@ -8,6 +8,7 @@
 
 #include "base/random.h"
 #include "base/stopwatch.h"
+#include "graph/neighbor_sampler.h"
 #include "graph/subgraph_builder.h"
 #include "models/aggregate.h"
 #include "models/batch_tensors.h"

@@ -9,6 +9,7 @@
 #include "base/random.h"
 #include "bench/gather_bench.h"
 #include "base/stopwatch.h"
+#include "graph/neighbor_sampler.h"
 #include "graph/subgraph_builder.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition_stores.h"

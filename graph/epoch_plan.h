@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "base/span.h"
-#include "graph/neighbor_sampler.h"
+#include "graph/hop_sampler.h"
 
 namespace partita {
 

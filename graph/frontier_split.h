@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/span.h"
-#include "graph/neighbor_sampler.h"
+#include "graph/hop_sampler.h"
 #include "graph/partition_book.h"
 
 namespace partita {

@@ -25,7 +25,7 @@
 #include "base/random.h"
 #include "base/span.h"
 #include "graph/mini_batch.h"
-#include "graph/neighbor_sampler.h"
+#include "graph/hop_sampler.h"
 #include "graph/node_map.h"
 #include "graph/subgraph_builder.h"
 #include "graph/topology.h"

@@ -1,89 +1,30 @@
-// One-hop neighbour sampling over a partition's topology: the kernel every sampler calls,
-// local or distributed, so their outputs are identical by construction.
-//
-// Partition invariance: the neighbours chosen for a node depend only on (job seed, epoch,
-// batch, hop, the node's original id [, its tree in disjoint mode]) and on its neighbour
-// list in canonical order (original edge id). Neither the partition count, nor the
-// partition that samples the node, nor the partitioner's relabelling changes them.
+// The reference multi-hop sampler: one topology that owns every node it meets (the whole
+// graph in one partition), sampled hop by hop with the one-hop kernel (graph/hop_sampler.h)
+// and merged by SubgraphBuilder. What PyG's NeighborLoader computes, and what every batch
+// assembled across partitions must equal (graph/batch_assembly.h).
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <vector>
-
-#include "base/array_ref.h"
 #include "base/span.h"
+#include "graph/hop_sampler.h"
+#include "graph/mini_batch.h"
+#include "graph/subgraph_builder.h"
 #include "graph/topology.h"
 
 namespace partita {
 
-// Where a batch is in the job: together with the hop and node it keys all randomness.
-struct SampleKey {
-  uint64_t seed = 0;
-  uint64_t epoch = 0;
-  uint64_t batch = 0;
+class NeighborSampler {
+ public:
+  // Throws UsageError when the config does not fit the topology.
+  NeighborSampler(const Topology& topology, SamplerConfig config);
+
+  MiniBatch sample(Span<const int64_t> seeds, const SampleKey& key,
+                   Span<const int64_t> seed_times = {});
+
+ private:
+  const Topology& topology_;
+  SamplerConfig config_;
+  SubgraphBuilder builder_;
+  HopOutput hop_;
 };
-
-enum class TemporalMode {
-  kNone,
-  kNodeTime,  // a neighbour qualifies if its node time <= the seed's time
-  kEdgeTime,  // ... if the edge's time <= the seed's time
-};
-
-enum class TemporalStrategy {
-  kUniform,  // uniformly among the qualifying neighbours
-  kLast,     // the most recent ones
-};
-
-struct SamplerConfig {
-  // fanouts[edge_type][hop]: neighbours sampled per node; -1 takes them all. One row for
-  // homogeneous graphs. Every row has the same number of hops.
-  std::vector<std::vector<int>> fanouts;
-  bool replace = false;   // sample with replacement
-  bool disjoint = false;  // every seed grows its own tree (required by temporal sampling)
-  // Edge weights (float32, by global edge id - edge_begin): neighbours are then drawn with
-  // probability proportional to their weight. Empty = uniform.
-  ArrayRef edge_weight;
-  TemporalMode temporal = TemporalMode::kNone;
-  TemporalStrategy temporal_strategy = TemporalStrategy::kUniform;
-  // int64 node times by global node id (all nodes: neighbours may live elsewhere).
-  ArrayRef node_time;
-  // int64 edge times by global edge id - edge_begin.
-  ArrayRef edge_time;
-
-  int num_hops() const { return fanouts.empty() ? 0 : static_cast<int>(fanouts[0].size()); }
-  // A hash of what decides the draws (fanouts, modes, whether weighted), not of the
-  // per-partition arrays: sampler and partitions must agree on it, or batches silently
-  // differ from the single-partition ones.
-  uint64_t fingerprint() const;
-  // Throws UsageError naming the problem (e.g. temporal sampling without disjoint mode).
-  void validate(const Topology& topology) const;
-};
-
-// "15,10,5" -> {15, 10, 5}; -1 means all neighbours. Throws UsageError naming `what` and
-// the bad item.
-std::vector<int> parse_fanouts(const std::string& text, const std::string& what);
-
-// The frontier nodes one partition samples at one hop (all owned by it).
-struct HopInput {
-  Span<const int64_t> nodes;  // global ids
-  Span<const int64_t> trees;  // disjoint mode: each node's tree; empty otherwise
-  Span<const int64_t> times;  // temporal: each node's time bound; empty otherwise
-};
-
-// The sampled neighbours of each input node i: entries [offsets[i], offsets[i+1]).
-struct HopOutput {
-  std::vector<int64_t> offsets;
-  std::vector<int64_t> neighbors;   // global node ids
-  std::vector<int64_t> edge_ids;    // global edge ids
-  std::vector<int32_t> edge_types;  // heterogeneous graphs only
-
-  void clear();
-};
-
-// Samples one hop for `input` (nodes must be owned by `topology`; throws Error naming the
-// first that is not). `out` is cleared and reused, so repeated calls do not allocate.
-void sample_hop(const Topology& topology, const SamplerConfig& config, const SampleKey& key,
-                int hop, const HopInput& input, HopOutput& out);
 
 }  // namespace partita

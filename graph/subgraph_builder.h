@@ -1,6 +1,7 @@
 // The merge step of multi-hop sampling: takes each hop's neighbour lists in frontier order,
-// deduplicates and relabels the nodes, and grows the mini-batch. The local and the
-// distributed samplers both use it, fed by the same one-hop kernel, so they agree.
+// deduplicates and relabels the nodes, and grows the mini-batch. The reference sampler
+// (graph/neighbor_sampler.h) and batch assembly across partitions (graph/batch_assembly.h)
+// both use it, fed by the same one-hop kernel, so they agree.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,7 @@
 
 #include "base/span.h"
 #include "graph/mini_batch.h"
-#include "graph/neighbor_sampler.h"
+#include "graph/hop_sampler.h"
 #include "graph/node_map.h"
 
 namespace partita {
@@ -44,23 +45,6 @@ class SubgraphBuilder {
   std::vector<int64_t> frontier_, frontier_trees_, frontier_times_;
   int64_t frontier_begin_ = 0;  // local index of frontier_[0]
   std::vector<int64_t> seed_times_;
-};
-
-// The reference multi-hop sampler over one topology that owns every node it meets (the whole
-// graph in one partition): what PyG's NeighborLoader computes.
-class NeighborSampler {
- public:
-  // Throws UsageError when the config does not fit the topology.
-  NeighborSampler(const Topology& topology, SamplerConfig config);
-
-  MiniBatch sample(Span<const int64_t> seeds, const SampleKey& key,
-                   Span<const int64_t> seed_times = {});
-
- private:
-  const Topology& topology_;
-  SamplerConfig config_;
-  SubgraphBuilder builder_;
-  HopOutput hop_;
 };
 
 }  // namespace partita

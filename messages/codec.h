@@ -23,7 +23,7 @@
 #include "base/error.h"
 #include "base/span.h"
 #include "graph/mini_batch.h"
-#include "graph/neighbor_sampler.h"
+#include "graph/hop_sampler.h"
 #include "messages/tensor_view.h"
 
 namespace partita {

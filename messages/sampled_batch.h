@@ -19,7 +19,7 @@
 
 #include "graph/buffer_pool.h"
 #include "graph/mini_batch.h"
-#include "graph/neighbor_sampler.h"
+#include "graph/hop_sampler.h"
 #include "messages/codec.h"
 
 namespace partita {

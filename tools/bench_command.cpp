@@ -2,7 +2,7 @@
 #include "bench/aggregate_bench.h"
 #include "bench/allreduce_bench.h"
 #include "bench/codec_bench.h"
-#include "graph/neighbor_sampler.h"
+#include "graph/hop_sampler.h"
 #include "bench/gather_bench.h"
 #include "bench/loader_bench.h"
 #include "bench/partition_bench.h"

@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "graph/batch_features.h"
 #include "graph/epoch_plan.h"
+#include "graph/neighbor_sampler.h"
 #include "messages/codec.h"
 #include "partitioned_graph.h"
 #include "partitioner/partition_stores.h"

@@ -1,12 +1,17 @@
-// Epoch plans and attaching features: the pieces a loader puts around the sampler.
+// Batch assembly as pure steps: driven by hand, with some partitions co-located and the
+// others "remote" (their answers computed here and handed in, as a sampler's messages would
+// bring them), it gives the single-partition reference batch, features and labels
+// included; an answer that does not fit the question is an error naming the partition.
+#include "graph/batch_assembly.h"
+
 #include <gtest/gtest.h>
 
-#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "base/error.h"
-#include "graph/batch_features.h"
-#include "graph/epoch_plan.h"
-#include "graph/row_split.h"
+#include "graph/neighbor_sampler.h"
 #include "partitioned_graph.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_stores.h"
@@ -15,94 +20,123 @@
 namespace partita {
 namespace {
 
-std::vector<int64_t> range(int64_t n) {
-  std::vector<int64_t> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = i * 3;
-  return v;
-}
-
-TEST(EpochPlanTest, EverySeedOnceInBatchesOfTheRightSize) {
-  auto seeds = range(1000);
-  EpochPlan plan = plan_epoch(seeds, 64, 7, 0);
-  ASSERT_EQ(plan.num_batches(), 16);
-  for (int64_t b = 0; b < 15; ++b) EXPECT_EQ(plan.batch(b).size(), 64u);
-  EXPECT_EQ(plan.batch(15).size(), 1000u - 15 * 64);
-  std::vector<int64_t> all(plan.order);
-  std::sort(all.begin(), all.end());
-  EXPECT_EQ(all, seeds);
-  EXPECT_NE(plan.order, seeds) << "not shuffled";
-  EXPECT_EQ(plan.key(3).batch, 3u);
-  EXPECT_EQ(plan.key(3).epoch, 0u);
-}
-
-TEST(EpochPlanTest, ShuffleDependsOnJobSeedAndEpochOnly) {
-  auto seeds = range(500);
-  EXPECT_EQ(plan_epoch(seeds, 50, 7, 2).order, plan_epoch(seeds, 50, 7, 2).order);
-  EXPECT_NE(plan_epoch(seeds, 50, 7, 2).order, plan_epoch(seeds, 50, 7, 3).order);
-  EXPECT_NE(plan_epoch(seeds, 50, 7, 2).order, plan_epoch(seeds, 50, 8, 2).order);
-  EXPECT_EQ(plan_epoch(seeds, 50, 7, 2, false).order, seeds);
-}
-
-TEST(EpochPlanTest, DropLastAndEdgeCases) {
-  auto seeds = range(130);
-  EpochPlan plan = plan_epoch(seeds, 64, 1, 0, true, true);
-  EXPECT_EQ(plan.num_batches(), 2);
-  EXPECT_EQ(plan.order.size(), 128u);
-  EXPECT_EQ(plan_epoch({}, 64, 1, 0).num_batches(), 0);
-  EXPECT_EQ(plan_epoch(range(10), 64, 1, 0, true, true).num_batches(), 0);
-  EXPECT_THROW(plan_epoch(seeds, 0, 1, 0), UsageError);
-}
-
-TEST(RowSplitTest, RowsLandWhereTheirIdsWere) {
-  PartitionBook book({0, 10, 20, 30});
-  std::vector<int64_t> ids{25, 3, 14, 3, 29, 0};
-  RowSplit split;
-  split.split(book, ids);
-  EXPECT_EQ(std::vector<int64_t>(split.ids(0).begin(), split.ids(0).end()), (std::vector<int64_t>{3, 3, 0}));
-  std::vector<int64_t> out(ids.size(), -1);
-  for (int p = 0; p < 3; ++p) {
-    std::vector<int64_t> rows;
-    for (int64_t id : split.ids(p)) rows.push_back(id * 100);  // "the row of id"
-    split.place(p, rows.data(), sizeof(int64_t), out.data());
+class BatchAssemblyTest : public ::testing::Test {
+ protected:
+  BatchAssemblyTest() : dataset_(testing::sbm_graph(3000)) {
+    config_.fanouts = {{8, 4, 2}};
+    PartitionOptions options;
+    options.num_parts = 3;
+    partition_dataset(dataset_, options, tmp_ / "p");
+    graph_ = std::make_unique<testing::PartitionedGraph>(tmp_ / "p");
+    for (int p = 0; p < 3; ++p) stores_.push_back(open_partition_stores(tmp_ / "p", p));
   }
-  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(out[i], ids[i] * 100);
-  std::vector<int64_t> outside{30};
-  EXPECT_THROW(split.split(book, outside), Error);
-}
 
-TEST(BatchFeaturesTest, PartitionedFeaturesEqualTheDatasets) {
-  Dataset d = testing::sbm_graph(3000);
-  testing::TempDir tmp;
-  PartitionOptions options;
-  options.num_parts = 3;
-  partition_dataset(d, options, tmp / "p");
-  testing::PartitionedGraph graph(tmp / "p");
-  PartitionFolder folder(tmp / "p");
-  std::vector<FeatureStore> stores;
-  for (int p = 0; p < 3; ++p) stores.push_back(load_features(folder, p));
-  std::vector<const FeatureStore*> store_ptrs;
-  for (const auto& s : stores) store_ptrs.push_back(&s);
+  // Drives one batch: parts with local[p] through the assembly's direct calls, the others
+  // by handing in what their partition would answer.
+  MiniBatch assemble(const std::vector<bool>& local, const std::vector<int64_t>& seeds, const SampleKey& key) {
+    std::vector<PartitionStores> co_located(3);
+    for (int p = 0; p < 3; ++p) {
+      if (local[p]) co_located[p] = stores_[p];
+    }
+    BatchAssembly a(graph_->book(), config_, {}, co_located);
+    a.start(seeds, key, MiniBatch{});
+    while (a.sampling()) {
+      for (int p = 0; p < a.num_parts(); ++p) {
+        if (!a.hop_needs(p)) continue;
+        if (a.is_local(p)) {
+          a.sample_local(p);
+        } else {
+          sample_hop(*stores_[p].topology, config_, key, a.hop(), a.hop_input(p), a.hop_output(p));
+        }
+      }
+      a.finish_hop();
+    }
+    a.start_rows();
+    for (int p = 0; p < a.num_parts(); ++p) {
+      if (a.rows_of(p).empty()) continue;
+      if (a.is_local(p)) {
+        a.gather_local(p);
+        continue;
+      }
+      std::vector<float> x;
+      std::vector<int64_t> y;
+      stores_[p].features->gather_as("node", "x", a.rows_of(p), x);
+      stores_[p].features->gather_as("node", "y", a.rows_of(p), y);
+      a.set_width(p, Rows::kX, static_cast<int64_t>(x.size() / a.rows_of(p).size()));
+      a.set_width(p, Rows::kY, 1);
+      // Rows may arrive in pieces, as over a channel.
+      const RowsTarget tx = a.rows_target(p, Rows::kX);
+      const size_t half = a.rows_of(p).size() / 2;
+      place_rows(tx, reinterpret_cast<const char*>(x.data()), 0, half);
+      place_rows(tx, reinterpret_cast<const char*>(x.data()) + half * tx.row_bytes, half, a.rows_of(p).size() - half);
+      place_rows(a.rows_target(p, Rows::kY), reinterpret_cast<const char*>(y.data()), 0, y.size());
+    }
+    return a.finish();
+  }
 
-  SamplerConfig config;
-  config.fanouts = {{5, 5}};
+  testing::OriginalBatch reference(const std::vector<int64_t>& seeds, const SampleKey& key) {
+    Topology whole = topology_from_dataset(dataset_);
+    FeatureStore features = features_from_dataset(dataset_);
+    NeighborSampler sampler(whole, config_);
+    std::vector<int64_t> original;
+    for (int64_t g : seeds) original.push_back(graph_->original_of_global()[g]);
+    MiniBatch want = sampler.sample(original, key);
+    attach_features(want, whole.book(), {&features});
+    return testing::to_original(want, [](int64_t v) { return v; }, [&](int64_t e) { return whole.original_edge_id(e); });
+  }
+
+  testing::OriginalBatch original(const MiniBatch& got) {
+    return testing::to_original(got, [&](int64_t v) { return graph_->original_of_global()[v]; },
+                                [&](int64_t e) { return graph_->original_edge(e); });
+  }
+
+  testing::TempDir tmp_;
+  Dataset dataset_;
+  SamplerConfig config_;
+  std::unique_ptr<testing::PartitionedGraph> graph_;
+  std::vector<PartitionStores> stores_;
+};
+
+TEST_F(BatchAssemblyTest, AnyMixOfCoLocatedAndRemotePartsGivesTheReferenceBatch) {
   std::vector<int64_t> seeds;
-  for (int64_t v = 0; v < 100; ++v) seeds.push_back(graph.global_of_original()[v * 29]);
-  SubgraphBuilder builder(false);
-  builder.start(seeds);
-  graph.sample_hops(builder, std::vector<SamplerConfig>(3, config), {1, 0, 0});
-  MiniBatch batch = builder.finish();
-  attach_features(batch, graph.book(), store_ptrs, {}, 2);
-  ASSERT_EQ(batch.feature_dim, d.feature_dim);
-  ASSERT_EQ(batch.x.size(), batch.node_ids.size() * d.feature_dim);
-  ASSERT_EQ(batch.y.size(), batch.node_ids.size());
-  for (size_t i = 0; i < batch.node_ids.size(); ++i) {
-    int64_t v = graph.original_of_global()[batch.node_ids[i]];
-    EXPECT_EQ(batch.y[i], d.y[v]);
-    for (int64_t f = 0; f < d.feature_dim; ++f) ASSERT_EQ(batch.x[i * d.feature_dim + f], d.x[v * d.feature_dim + f]);
+  for (int64_t v = 0; v < 200; ++v) seeds.push_back(graph_->global_of_original()[v * 13]);
+  const SampleKey key{9, 2, 5};
+  const testing::OriginalBatch want = reference(seeds, key);
+  ASSERT_GT(want.feature_dim, 0);
+  for (const std::vector<bool>& local : {std::vector<bool>{true, true, true}, std::vector<bool>{true, false, false},
+                                         std::vector<bool>{false, true, false}}) {
+    SCOPED_TRACE(std::string("co-located: ") + (local[0] ? "0 " : "") + (local[1] ? "1 " : "") + (local[2] ? "2" : ""));
+    EXPECT_TRUE(original(assemble(local, seeds, key)) == want);
   }
-  FeatureNames missing;
-  missing.x = "embedding";
-  EXPECT_THROW(attach_features(batch, graph.book(), store_ptrs, missing), Error);
+}
+
+TEST_F(BatchAssemblyTest, AnAnswerThatDoesNotFitTheQuestionNamesThePartition) {
+  std::vector<int64_t> seeds;
+  for (int64_t v = 0; v < 50; ++v) seeds.push_back(graph_->global_of_original()[v * 7]);
+  BatchAssembly a(graph_->book(), config_, {}, {stores_[0], {}, {}});
+  a.start(seeds, {1, 0, 0}, MiniBatch{});
+  int remote = -1;
+  for (int p = 1; p < 3 && remote < 0; ++p) {
+    if (a.hop_needs(p)) remote = p;
+  }
+  ASSERT_GE(remote, 0);
+  for (int p = 0; p < 3; ++p) {
+    if (!a.hop_needs(p)) continue;
+    if (a.is_local(p)) a.sample_local(p);
+    else sample_hop(*stores_[p].topology, config_, {1, 0, 0}, 0, a.hop_input(p), a.hop_output(p));
+  }
+  a.hop_output(remote).offsets.pop_back();  // one neighbour list short
+  try {
+    a.finish_hop();
+    FAIL() << "a short answer was merged";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("partition " + std::to_string(remote)), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(BatchAssemblyTest, PartsThatDoNotFitTheBookAreRejected) {
+  EXPECT_THROW(BatchAssembly(graph_->book(), config_, {}, {stores_[1], {}, {}}), UsageError);
+  EXPECT_THROW(BatchAssembly(graph_->book(), config_, {}, {stores_[0], {}}), UsageError);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "graph/neighbor_sampler.h"
 #include "graph/subgraph_builder.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"

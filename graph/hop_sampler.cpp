@@ -1,0 +1,353 @@
+// The one-hop sampling kernel. Every choice is drawn from a stream keyed by (batch key,
+// hop, original node id [, tree] [, edge type]) over the node's neighbours in canonical
+// order, and chosen neighbours are emitted in that order: so the result is a function of
+// the graph and the key alone, whoever samples.
+#include "graph/hop_sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "base/error.h"
+#include "base/random.h"
+
+namespace partita {
+
+void HopOutput::clear() {
+  offsets.assign(1, 0);
+  neighbors.clear();
+  edge_ids.clear();
+  edge_types.clear();
+}
+
+void SamplerConfig::validate(const Topology& topology) const {
+  if (fanouts.empty()) throw UsageError("fanouts: at least one hop is needed");
+  if (static_cast<int>(fanouts.size()) != topology.num_edge_types()) {
+    throw UsageError("fanouts: " + std::to_string(fanouts.size()) + " rows given, the graph has " +
+                     std::to_string(topology.num_edge_types()) + " edge types");
+  }
+  for (const auto& row : fanouts) {
+    if (row.size() != fanouts[0].size()) {
+      throw UsageError("fanouts: every edge type needs the same number of hops");
+    }
+    for (int f : row) {
+      if (f < -1) throw UsageError("fanouts: " + std::to_string(f) + " is not a fanout (use -1 for all)");
+    }
+  }
+  if (!edge_weight.empty()) {
+    if (edge_weight.dtype() != DType::kFloat32 || edge_weight.rows() != topology.num_edges()) {
+      throw UsageError("edge weights must be float32, one per edge of the partition");
+    }
+  }
+  if (temporal != TemporalMode::kNone && !disjoint) {
+    throw UsageError("temporal sampling needs disjoint mode: a node reached from two seeds "
+                     "would have two time bounds");
+  }
+  if (temporal == TemporalMode::kNodeTime &&
+      (node_time.dtype() != DType::kInt64 || node_time.rows() != topology.book().num_nodes())) {
+    throw UsageError("node-time sampling needs int64 node times for all nodes of the graph");
+  }
+  if (temporal == TemporalMode::kEdgeTime &&
+      (edge_time.dtype() != DType::kInt64 || edge_time.rows() != topology.num_edges())) {
+    throw UsageError("edge-time sampling needs int64 edge times for the partition's edges");
+  }
+}
+
+std::vector<int> parse_fanouts(const std::string& text, const std::string& what) {
+  std::vector<int> fanouts;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || value < -1 || value == 0) {
+      throw UsageError(what + ": '" + item + "' in '" + text +
+                       "' is not a fanout (a positive count, or -1 for all)");
+    }
+    fanouts.push_back(value);
+    if (comma == std::string::npos) return fanouts;
+    start = comma + 1;
+  }
+}
+
+uint64_t SamplerConfig::fingerprint() const {
+  uint64_t h = mix64(0x434F4E464947ull /* "CONFIG" */);
+  for (const auto& row : fanouts) {
+    h = mix64(h, row.size());
+    for (int f : row) h = mix64(h, static_cast<uint64_t>(static_cast<int64_t>(f)));
+  }
+  h = mix64(h, replace, disjoint);
+  h = mix64(h, static_cast<uint64_t>(temporal), static_cast<uint64_t>(temporal_strategy));
+  return mix64(h, !edge_weight.empty());
+}
+
+namespace {
+
+uint64_t hop_key(const SampleKey& key, int hop) {
+  return mix64(mix64(key.seed, key.epoch, key.batch), static_cast<uint64_t>(hop));
+}
+
+// Floyd's algorithm: k distinct draws from [0, n) with exactly k random numbers. The
+// membership test scans the picks, which beats any set for the fanouts GNNs use.
+void choose_distinct(Rng& rng, int64_t n, int64_t k, std::vector<int64_t>& picks) {
+  picks.clear();
+  for (int64_t j = n - k; j < n; ++j) {
+    int64_t t = static_cast<int64_t>(rng.below(static_cast<uint64_t>(j + 1)));
+    bool taken = std::find(picks.begin(), picks.end(), t) != picks.end();
+    picks.push_back(taken ? j : t);
+  }
+  std::sort(picks.begin(), picks.end());
+}
+
+// Everything the per-node selection needs, resolved once per call.
+struct Context {
+  Context(const Topology& t, const SamplerConfig& c, uint64_t hop_key, int h)
+      : topology(t), config(c), key(hop_key), hop(h) {}
+
+  const Topology& topology;
+  const SamplerConfig& config;
+  uint64_t key;  // the hop's key
+  int hop;
+  Span<const float> weight;
+  Span<const int64_t> node_time, edge_time;
+  // Per node type, the edge types ending in it (hetero); {0} for homogeneous graphs.
+  std::vector<std::vector<int32_t>> types_into;
+  // The column being sampled: its CSC and the position of its first entry.
+  const CscColumns* csc = nullptr;
+  int64_t column_begin = 0;
+  // Positions (in the CSC arrays) of the column's entries that qualify, in canonical order.
+  std::vector<int64_t> candidates;
+  // Scratch, reused across nodes.
+  std::vector<int64_t> picks;
+  std::vector<std::pair<double, int64_t>> keyed;
+  std::vector<std::pair<int64_t, int64_t>> timed;
+  std::vector<double> cumulative;
+};
+
+int64_t edge_id_at(const Context& c, int64_t position) {
+  return c.csc->edge_ids.empty() ? c.topology.edge_begin() + position
+                                 : c.csc->edge_ids.as<int64_t>()[position];
+}
+
+int64_t time_at(const Context& c, int64_t position) {
+  return c.config.temporal == TemporalMode::kEdgeTime
+             ? c.edge_time[edge_id_at(c, position) - c.topology.edge_begin()]
+             : c.node_time[c.csc->indices.as<int64_t>()[position]];
+}
+
+double weight_at(const Context& c, int64_t position) {
+  return static_cast<double>(c.weight[edge_id_at(c, position) - c.topology.edge_begin()]);
+}
+
+// The `fanout` most recent candidates; among equal times the later edge counts as more
+// recent. Times are compared as integers: nanosecond timestamps exceed a double's 2^53.
+void select_most_recent(Context& c, int64_t fanout, std::vector<int64_t>& chosen) {
+  const int64_t n = static_cast<int64_t>(c.candidates.size());
+  c.timed.clear();
+  for (int64_t i = 0; i < n; ++i) c.timed.emplace_back(time_at(c, c.candidates[i]), i);
+  auto more_recent = [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second > b.second;
+  };
+  std::partial_sort(c.timed.begin(), c.timed.begin() + fanout, c.timed.end(), more_recent);
+  for (int64_t i = 0; i < fanout; ++i) chosen.push_back(c.timed[i].second);
+  std::sort(chosen.begin(), chosen.end());
+}
+
+// Drawn with probability proportional to the edge weight. Without replacement this is
+// Efraimidis-Spirakis: the k smallest Exp(1)/w keys, each key hashed from the node's key and
+// the entry's rank in its column (not its array position, which depends on partitioning).
+void select_weighted(Context& c, Rng& rng, uint64_t node_key, int64_t fanout,
+                     std::vector<int64_t>& chosen) {
+  const int64_t n = static_cast<int64_t>(c.candidates.size());
+  if (c.config.replace) {
+    c.cumulative.resize(n);
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) c.cumulative[i] = total += std::max(0.0, weight_at(c, c.candidates[i]));
+    if (total <= 0) return;
+    for (int64_t i = 0; i < fanout; ++i) {
+      double r = rng.uniform() * total;
+      int64_t at = std::upper_bound(c.cumulative.begin(), c.cumulative.end(), r) - c.cumulative.begin();
+      chosen.push_back(std::min(at, n - 1));
+    }
+    return;
+  }
+  c.keyed.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    double w = weight_at(c, c.candidates[i]);
+    if (!(w > 0)) continue;
+    uint64_t h = mix64(node_key, static_cast<uint64_t>(c.candidates[i] - c.column_begin));
+    double u = (static_cast<double>(h >> 11) + 0.5) * 0x1.0p-53;
+    c.keyed.emplace_back(-std::log(u) / w, i);
+  }
+  int64_t take = std::min<int64_t>(fanout, static_cast<int64_t>(c.keyed.size()));
+  std::partial_sort(c.keyed.begin(), c.keyed.begin() + take, c.keyed.end());
+  for (int64_t i = 0; i < take; ++i) chosen.push_back(c.keyed[i].second);
+  std::sort(chosen.begin(), chosen.end());
+}
+
+// Picks, as indices into c.candidates, the neighbours to keep.
+void select(Context& c, Rng& rng, uint64_t node_key, int64_t fanout, std::vector<int64_t>& chosen) {
+  const int64_t n = static_cast<int64_t>(c.candidates.size());
+  chosen.clear();
+  if (n == 0 || fanout == 0) return;
+  const bool most_recent = c.config.temporal != TemporalMode::kNone &&
+                           c.config.temporal_strategy == TemporalStrategy::kLast;
+  // "The most recent k" has no replacement variant: at most every candidate once.
+  const bool replace = c.config.replace && !most_recent;
+  if (fanout < 0 || (!replace && fanout >= n)) {
+    for (int64_t i = 0; i < n; ++i) chosen.push_back(i);
+  } else if (most_recent) {
+    select_most_recent(c, fanout, chosen);
+  } else if (!c.weight.empty()) {
+    select_weighted(c, rng, node_key, fanout, chosen);
+  } else if (replace) {
+    for (int64_t i = 0; i < fanout; ++i) chosen.push_back(static_cast<int64_t>(rng.below(n)));
+  } else {
+    choose_distinct(rng, n, fanout, chosen);
+  }
+}
+
+// The general path: any edge type, weights, replacement, time bounds.
+void sample_node(Context& c, int64_t node, int64_t tree, int64_t time_bound, HopOutput& out) {
+  const Topology& t = c.topology;
+  const int64_t local = node - t.node_begin();
+  uint64_t node_key = mix64(c.key, static_cast<uint64_t>(t.original_node_id(node)));
+  if (tree >= 0) node_key = mix64(node_key, static_cast<uint64_t>(tree));
+  for (int32_t type : c.types_into[t.node_type(node)]) {
+    const CscColumns& csc = t.csc(type);
+    const int fanout = c.config.fanouts[type][c.hop];
+    auto indptr = csc.indptr.as<int64_t>();
+    auto indices = csc.indices.as<int64_t>();
+    const int64_t begin = indptr[local], end = indptr[local + 1];
+    c.csc = &csc;
+    c.column_begin = begin;
+    c.candidates.clear();
+    const bool timed = c.config.temporal != TemporalMode::kNone;
+    for (int64_t pos = begin; pos < end; ++pos) {
+      if (!timed || time_at(c, pos) <= time_bound) c.candidates.push_back(pos);
+    }
+    uint64_t type_key = t.is_hetero() ? mix64(node_key, static_cast<uint64_t>(type)) : node_key;
+    Rng rng(type_key);
+    select(c, rng, type_key, fanout, c.picks);
+    for (int64_t i : c.picks) {
+      int64_t pos = c.candidates[i];
+      out.neighbors.push_back(indices[pos]);
+      out.edge_ids.push_back(edge_id_at(c, pos));
+      if (t.is_hetero()) out.edge_types.push_back(type);
+    }
+  }
+}
+
+// The common case (homogeneous, uniform, no replacement, no time), software-pipelined:
+// the neighbour lists live in a large array and every node's list is a cache miss, so the
+// nodes are handled in blocks: first the positions of a block's picks are computed and
+// prefetched (and the next block's column bounds), then the block's neighbours are read,
+// by which time most of them have arrived. This overlaps the misses instead of paying them
+// one after another.
+void sample_uniform_homogeneous(const Topology& t, uint64_t key, int fanout, const HopInput& input,
+                                HopOutput& out, std::vector<int64_t>& picks,
+                                std::vector<int64_t>& positions) {
+  const int64_t* indptr = t.csc(0).indptr.as<int64_t>().data();
+  const int64_t* indices = t.csc(0).indices.as<int64_t>().data();
+  const int64_t* orig = t.orig_node_ids().data();
+  const int64_t node_begin = t.node_begin(), edge_begin = t.edge_begin();
+  const size_t n = input.nodes.size();
+  constexpr size_t kBlock = 32;
+  for (size_t i = 0; i < std::min(n, kBlock); ++i) {
+    __builtin_prefetch(indptr + (input.nodes[i] - node_begin));
+    __builtin_prefetch(orig + (input.nodes[i] - node_begin));
+  }
+  for (size_t block = 0; block < n; block += kBlock) {
+    const size_t block_end = std::min(n, block + kBlock);
+    const int64_t emitted = static_cast<int64_t>(out.neighbors.size());
+    positions.clear();
+    for (size_t i = block; i < block_end; ++i) {
+      if (i + kBlock < n) {
+        const int64_t ahead = input.nodes[i + kBlock] - node_begin;
+        __builtin_prefetch(indptr + ahead);
+        __builtin_prefetch(orig + ahead);
+      }
+      const int64_t local = input.nodes[i] - node_begin;
+      const int64_t begin = indptr[local], degree = indptr[local + 1] - begin;
+      if (fanout < 0 || degree <= fanout) {
+        for (int64_t pos = begin; pos < begin + degree; ++pos) positions.push_back(pos);
+        for (int64_t pos = begin; pos < begin + degree; pos += 8) __builtin_prefetch(indices + pos);
+      } else {
+        uint64_t node_key = mix64(key, static_cast<uint64_t>(orig[local]));
+        if (!input.trees.empty()) node_key = mix64(node_key, static_cast<uint64_t>(input.trees[i]));
+        Rng rng(node_key);
+        choose_distinct(rng, degree, fanout, picks);
+        for (int64_t p : picks) {
+          positions.push_back(begin + p);
+          __builtin_prefetch(indices + begin + p);
+        }
+      }
+      out.offsets.push_back(emitted + static_cast<int64_t>(positions.size()));
+    }
+    for (int64_t pos : positions) {
+      out.neighbors.push_back(indices[pos]);
+      out.edge_ids.push_back(edge_begin + pos);
+    }
+  }
+}
+
+}  // namespace
+
+void sample_hop(const Topology& topology, const SamplerConfig& config, const SampleKey& key,
+                int hop, const HopInput& input, HopOutput& out) {
+  out.clear();
+  for (size_t i = 0; i < input.nodes.size(); ++i) {
+    if (!topology.owns(input.nodes[i])) {
+      throw Error("sample: node " + std::to_string(input.nodes[i]) + " is not in partition " +
+                  std::to_string(topology.part()) + " [" + std::to_string(topology.node_begin()) +
+                  ", " + std::to_string(topology.node_end()) + ")");
+    }
+  }
+  if (hop < 0 || hop >= config.num_hops()) {
+    throw Error("sample: hop " + std::to_string(hop) + " of " + std::to_string(config.num_hops()));
+  }
+  const uint64_t k = hop_key(key, hop);
+  out.offsets.reserve(input.nodes.size() + 1);
+  if (!topology.is_hetero() && config.edge_weight.empty() && !config.replace &&
+      config.temporal == TemporalMode::kNone) {
+    std::vector<int64_t> picks, positions;
+    int fanout = config.fanouts[0][hop];
+    if (fanout > 0) {
+      out.neighbors.reserve(input.nodes.size() * fanout);
+      out.edge_ids.reserve(input.nodes.size() * fanout);
+    }
+    sample_uniform_homogeneous(topology, k, fanout, input, out, picks, positions);
+    return;
+  }
+  Context c(topology, config, k, hop);
+  if (!config.edge_weight.empty()) c.weight = config.edge_weight.as<float>();
+  if (config.temporal == TemporalMode::kNodeTime) c.node_time = config.node_time.as<int64_t>();
+  if (config.temporal == TemporalMode::kEdgeTime) c.edge_time = config.edge_time.as<int64_t>();
+  if (topology.is_hetero()) {
+    for (int32_t type = 0; type < topology.num_edge_types(); ++type) {
+      int32_t dst = topology.edge_type_ends()[type].dst_type;
+      if (static_cast<int32_t>(c.types_into.size()) <= dst) c.types_into.resize(dst + 1);
+      c.types_into[dst].push_back(type);
+    }
+    c.types_into.resize(std::max<size_t>(c.types_into.size(), 1));
+  } else {
+    c.types_into = {{0}};
+  }
+  for (size_t i = 0; i < input.nodes.size(); ++i) {
+    int64_t tree = input.trees.empty() ? -1 : input.trees[i];
+    int64_t bound = input.times.empty() ? 0 : input.times[i];
+    int32_t node_type = topology.node_type(input.nodes[i]);
+    if (node_type < static_cast<int32_t>(c.types_into.size())) {
+      sample_node(c, input.nodes[i], tree, bound, out);
+    }
+    out.offsets.push_back(static_cast<int64_t>(out.neighbors.size()));
+  }
+}
+
+}  // namespace partita
