@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "actors/allreduce.h"
 #include "actors/protocol.h"
@@ -30,6 +31,9 @@ using std::chrono::milliseconds;
 namespace {
 
 constexpr milliseconds kRequestDeadline{60000};
+// How long a failed epoch waits to learn which node was lost, if one was (a killed
+// daemon's connection drops at once; a silent one within the heartbeat timeout).
+constexpr milliseconds kLostNodeGrace{3000};
 constexpr const char* kCheckpointFile = "checkpoint.json";
 constexpr const char* kMetricsFile = "metrics.jsonl";
 constexpr const char* kSourceFile = "SOURCE";  // beside the partitions a job wrote itself
@@ -112,6 +116,8 @@ class Driver {
   std::string describe_trainer(int trainer) const;
   std::string describe_actor(const caf::actor_addr& actor) const;
   int64_t steps_per_epoch() const;
+  // The node the runtime lost, waiting up to `grace` for the news to arrive.
+  std::optional<Error> lost_node_within(milliseconds grace) const;
   int resume_point();
   EpochMetrics train_epoch(int epoch, int64_t steps);
   // (loss, accuracy) over the split's seeds of every trainer.
@@ -247,6 +253,18 @@ int64_t Driver::steps_per_epoch() const {
   return steps;
 }
 
+std::optional<Error> Driver::lost_node_within(milliseconds grace) const {
+  // A trainer can see a peer's process end (its ring connection closes) before this
+  // process's connection to that daemon reports it: wait a moment, so the error names the
+  // node whose loss caused it.
+  const auto until = std::chrono::steady_clock::now() + grace;
+  for (;;) {
+    if (std::optional<Error> lost = runtime_.lost_node()) return lost;
+    if (!runtime_.is_distributed() || std::chrono::steady_clock::now() >= until) return std::nullopt;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+}
+
 EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
   const int num_trainers = static_cast<int>(actors_.trainers.size());
   for (const auto& trainer : actors_.trainers) {
@@ -313,7 +331,9 @@ EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
     // Dropping the allreduce group fails every trainer's next step at once, instead of
     // leaving them blocked until their own deadlines.
     for (const auto& member : actors_.allreduce) caf::anon_send_exit(member, caf::exit_reason::user_shutdown);
-    if (std::optional<Error> lost = runtime_.lost_node()) throw Error(std::string(failure->what()) + "; " + lost->what());
+    if (std::optional<Error> lost = lost_node_within(kLostNodeGrace)) {
+      throw Error(std::string(failure->what()) + "; " + lost->what());
+    }
     throw *failure;
   }
   for (int64_t s = 0; s < steps; ++s) {
