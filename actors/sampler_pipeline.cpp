@@ -1,0 +1,333 @@
+// The sampler actor's epochs and batches in flight: plans, the steps of each batch as its
+// answers arrive (graph/batch_assembly.h, with the messages of actors/batch_messages.h),
+// the prefetch bound, and the hand-over of finished batches in plan order.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actors/batch_messages.h"
+#include "actors/sampler_state.h"
+#include "base/error.h"
+
+namespace partita::sampler_internal {
+
+namespace {
+
+BatchInFlight* find_flight(SamplerState& s, uint64_t id) {
+  auto it = s.flights.find(id);
+  return it == s.flights.end() ? nullptr : it->second.get();
+}
+
+// Back to the spare list once nothing (no channel thread) refers to it any more.
+void recycle_if_idle(SamplerState& s, BatchInFlight& flight) {
+  if (!flight.dead || flight.io_outstanding > 0) return;
+  auto it = s.flights.find(flight.id);
+  s.spare_flights.push_back(std::move(it->second));
+  s.flights.erase(it);
+}
+
+void kill(SamplerState& s, BatchInFlight& flight) {
+  if (flight.dead) return;
+  flight.dead = true;
+  --s.live;
+  recycle_if_idle(s, flight);
+}
+
+void schedule_resume(Pointer self) {
+  if (self->state.resume_pending) return;
+  self->state.resume_pending = true;
+  self->send(caf::actor_cast<sampler_impl>(self), resume_atom::value);
+}
+
+void fail_flight(Pointer self, BatchInFlight& flight, const std::string& message) {
+  auto& s = self->state;
+  const int64_t batch = flight.batch;
+  const bool current = flight.generation == s.generation;
+  kill(s, flight);
+  if (current) fail_epoch(self, batch, message);
+}
+
+void flight_done(Pointer self, BatchInFlight& flight) {
+  auto& s = self->state;
+  MiniBatch batch = flight.assembly.finish();
+  const int64_t index = flight.batch;
+  const SampleKey key = flight.assembly.key();
+  const bool current = flight.generation == s.generation;
+  kill(s, flight);
+  if (current) {
+    // Handed over by move: only a consumer in another process makes CAF encode it.
+    SampledBatch done = SampledBatch::of(std::move(batch), key);
+    done.pool = s.pool;
+    auto waiting = s.waiting.find(index);
+    if (waiting != s.waiting.end()) {
+      waiting->second.deliver(std::move(done));
+      s.waiting.erase(waiting);
+    } else {
+      s.ready.emplace(index, std::move(done));
+    }
+  }
+  schedule_resume(self);
+}
+
+void on_feature_answer(Pointer self, BatchInFlight& flight) {
+  if (--flight.pending == 0) flight_done(self, flight);
+}
+
+void start_rows(Pointer self, BatchInFlight& flight) {
+  auto& s = self->state;
+  BatchAssembly& a = flight.assembly;
+  a.start_rows();
+  flight.pending = 0;
+  for (int part = 0; part < a.num_parts(); ++part) {
+    if (a.is_local(part) || a.rows_of(part).empty()) continue;
+    check_not_lost(s, part);
+    if (s.parts[part].other_process) {
+      ChannelFetch& fetch = flight.fetches[part];
+      for (Rows rows : kRows) {
+        const int k = static_cast<int>(rows);
+        fetch.asked[k] = a.wants(rows);
+        if (!fetch.asked[k]) continue;
+        fetch.ids[k] = s.next_request_id++;
+        fetch.targets[k] = a.rows_target(part, rows);
+        encode_feature_request(a, part, rows, fetch.ids[k], s.encoder, fetch.requests[k]);
+      }
+      ++flight.pending;
+      ++flight.io_outstanding;
+      s.parts[part].channel->submit(flight.id, &fetch);
+      continue;
+    }
+    for (Rows rows : kRows) {
+      if (!a.wants(rows)) continue;
+      Encoded request;
+      const uint64_t id = s.next_request_id++;
+      encode_feature_request(a, part, rows, id, s.encoder, request.bytes);
+      ++flight.pending;
+      self->request(s.parts[part].actor, s.options.deadline, feature_atom::value, std::move(request))
+          .then(
+              [self, flight_id = flight.id, part, rows, id](Encoded& reply) {
+                BatchInFlight* j = find_flight(self->state, flight_id);
+                if (j == nullptr || j->dead) return;
+                try {
+                  take_feature_reply(j->assembly, part, rows, id, Span<const char>(reply.bytes));
+                } catch (const Error& e) {
+                  fail_flight(self, *j, e.what());
+                  return;
+                }
+                on_feature_answer(self, *j);
+              },
+              [self, flight_id = flight.id, part](caf::error& e) {
+                BatchInFlight* j = find_flight(self->state, flight_id);
+                if (j == nullptr || j->dead) return;
+                fail_flight(self, *j, part_name(part) + ": feature request failed: " +
+                                       request_failure(self->system(), e, self->state.options.deadline));
+              });
+    }
+  }
+  // Our own rows while the others are fetched.
+  for (int part = 0; part < a.num_parts(); ++part) {
+    if (a.is_local(part)) a.gather_local(part);
+  }
+  if (flight.pending == 0) flight_done(self, flight);
+}
+
+void run_hop(Pointer self, BatchInFlight& flight);
+
+void hop_done(Pointer self, BatchInFlight& flight) {
+  try {
+    flight.assembly.finish_hop();
+    if (flight.assembly.sampling()) {
+      run_hop(self, flight);
+    } else {
+      start_rows(self, flight);
+    }
+  } catch (const Error& e) {
+    fail_flight(self, flight, e.what());
+  }
+}
+
+void run_hop(Pointer self, BatchInFlight& flight) {
+  auto& s = self->state;
+  BatchAssembly& a = flight.assembly;
+  flight.pending = 0;
+  for (int part = 0; part < a.num_parts(); ++part) {
+    if (!a.hop_needs(part) || a.is_local(part)) continue;
+    check_not_lost(s, part);
+    Encoded request;
+    const uint64_t id = s.next_request_id++;
+    encode_hop_request(a, part, id, s.encoder, request.bytes);
+    ++flight.pending;
+    self->request(s.parts[part].actor, s.options.deadline, hop_atom::value, std::move(request))
+        .then(
+            [self, flight_id = flight.id, part, id](Encoded& reply) {
+              BatchInFlight* j = find_flight(self->state, flight_id);
+              if (j == nullptr || j->dead) return;
+              try {
+                take_hop_reply(j->assembly, part, id, Span<const char>(reply.bytes));
+              } catch (const Error& e) {
+                fail_flight(self, *j, e.what());
+                return;
+              }
+              if (--j->pending == 0) hop_done(self, *j);
+            },
+            [self, flight_id = flight.id, part](caf::error& e) {
+              BatchInFlight* j = find_flight(self->state, flight_id);
+              if (j == nullptr || j->dead) return;
+              fail_flight(self, *j, part_name(part) + ": hop request failed: " +
+                                     request_failure(self->system(), e, self->state.options.deadline));
+            });
+  }
+  // Our own part while the others work.
+  for (int part = 0; part < a.num_parts(); ++part) {
+    if (a.hop_needs(part) && a.is_local(part)) a.sample_local(part);
+  }
+  if (flight.pending == 0) hop_done(self, flight);
+}
+
+void start_flight(Pointer self, int64_t batch) {
+  auto& s = self->state;
+  std::unique_ptr<BatchInFlight> fresh;
+  if (!s.spare_flights.empty()) {
+    fresh = std::move(s.spare_flights.back());
+    s.spare_flights.pop_back();
+  } else {
+    std::vector<PartitionStores> local(s.book.num_parts());
+    local[s.part] = s.stores;
+    fresh = std::make_unique<BatchInFlight>(s.book, s.options, std::move(local));
+  }
+  BatchInFlight& flight = *fresh;
+  flight.id = s.next_flight_id++;
+  flight.generation = s.generation;
+  flight.batch = batch;
+  flight.pending = 0;
+  flight.io_outstanding = 0;
+  flight.dead = false;
+  s.flights.emplace(flight.id, std::move(fresh));
+  ++s.live;
+  try {
+    MiniBatch recycled;
+    recycled.x = s.pool->take();
+    flight.assembly.start(s.plan->batch(batch), s.plan->key(batch), std::move(recycled));
+    run_hop(self, flight);
+  } catch (const Error& e) {
+    fail_flight(self, flight, e.what());
+  }
+}
+
+}  // namespace
+
+void fail_epoch(Pointer self, int64_t batch, const std::string& message) {
+  auto& s = self->state;
+  if (s.failure.empty()) {
+    s.failure = "batch " + std::to_string(batch) + " of epoch " + std::to_string(s.plan ? s.plan->epoch : 0) + ": " +
+                message;
+    s.failed_batch = batch;
+  }
+  // The epoch cannot go on: stop every batch in flight (their answers are dropped).
+  std::vector<BatchInFlight*> live;
+  for (auto& [id, flight] : s.flights) {
+    if (!flight->dead && flight->generation == s.generation) live.push_back(flight.get());
+  }
+  for (BatchInFlight* flight : live) kill(s, *flight);
+  for (auto it = s.waiting.begin(); it != s.waiting.end();) {
+    if (it->first >= s.failed_batch) {
+      it->second.deliver(SampledBatch::failed(WireErrorCode::kInternal, s.failure));
+      it = s.waiting.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void top_up(Pointer self) {
+  auto& s = self->state;
+  if (!s.plan || !s.failure.empty()) return;
+  const int64_t limit = std::min<int64_t>(s.plan->num_batches(), s.claimed + s.options.prefetch);
+  while (s.next_to_start < limit && s.live < s.options.prefetch && s.failure.empty()) {
+    start_flight(self, s.next_to_start++);
+  }
+}
+
+// The partitions message is answered once every channel reported its connection.
+void on_fetch_done(Pointer self, uint64_t flight_id, int32_t part) {
+  auto& s = self->state;
+  if (part < 0 || part >= static_cast<int>(s.parts.size()) || !s.parts[part].channel) return;
+  BatchInFlight* flight = find_flight(s, flight_id);
+  if (flight == nullptr) return;
+  ChannelFetch& fetch = flight->fetches[part];
+  if (!fetch.reported.exchange(false)) return;  // not from the channel thread
+  --flight->io_outstanding;
+  if (flight->dead) {
+    recycle_if_idle(s, *flight);
+    return;
+  }
+  if (!fetch.error.empty()) {
+    fail_flight(self, *flight, fetch.error);
+    return;
+  }
+  on_feature_answer(self, *flight);
+}
+
+Encoded on_epoch(Pointer self, const std::string& split, uint64_t plan_seed, uint64_t epoch, int64_t batch_size,
+                 bool shuffle) {
+  auto& s = self->state;
+  const std::vector<int64_t>* seeds = s.seeds.of(split);
+  if (seeds == nullptr) {
+    return error_reply(s, WireErrorCode::kBadRequest, "sampler: no split '" + split + "' (train, val or test)");
+  }
+  if (batch_size < 1) {
+    return error_reply(s, WireErrorCode::kBadRequest, "sampler: batch size " + std::to_string(batch_size));
+  }
+  // A new epoch supersedes what is left of the last one.
+  ++s.generation;
+  std::vector<BatchInFlight*> live;
+  for (auto& [id, flight] : s.flights) {
+    if (!flight->dead) live.push_back(flight.get());
+  }
+  for (BatchInFlight* flight : live) kill(s, *flight);
+  for (auto& [batch, promise] : s.waiting) {
+    promise.deliver(SampledBatch::failed(WireErrorCode::kBadRequest, "sampler: batch " + std::to_string(batch) +
+                                                                         " was superseded by epoch " +
+                                                                         std::to_string(epoch)));
+  }
+  s.waiting.clear();
+  s.ready.clear();
+  s.failure.clear();
+  s.failed_batch = -1;
+  s.plan = plan_epoch(Span<const int64_t>(*seeds), batch_size, plan_seed, epoch, shuffle);
+  s.next_to_start = 0;
+  s.claimed = 0;
+  top_up(self);  // sampling starts now, ahead of the first next
+  return ack(s, s.plan->num_batches());
+}
+
+caf::result<SampledBatch> on_next(Pointer self) {
+  auto& s = self->state;
+  if (!s.plan) return SampledBatch::failed(WireErrorCode::kBadRequest, "sampler: next before an epoch");
+  const int64_t batch = s.claimed;
+  if (batch >= s.plan->num_batches()) {
+    return SampledBatch::failed(WireErrorCode::kBadRequest,
+                                "sampler: all " + std::to_string(s.plan->num_batches()) + " batches of epoch " +
+                                    std::to_string(s.plan->epoch) + " were taken");
+  }
+  ++s.claimed;
+  auto ready = s.ready.find(batch);
+  if (ready != s.ready.end()) {
+    SampledBatch reply = std::move(ready->second);
+    s.ready.erase(ready);
+    top_up(self);
+    return reply;
+  }
+  if (!s.failure.empty() && batch >= s.failed_batch) return SampledBatch::failed(WireErrorCode::kInternal, s.failure);
+  auto promise = self->make_response_promise<SampledBatch>();
+  s.waiting.emplace(batch, promise);
+  top_up(self);
+  return promise;
+}
+
+void release_waiting(SamplerState& s, const std::string& why) {
+  for (auto& [batch, promise] : s.waiting) promise.deliver(SampledBatch::failed(WireErrorCode::kInternal, why));
+  s.waiting.clear();
+}
+
+}  // namespace partita::sampler_internal
