@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "base/error.h"
@@ -77,6 +78,25 @@ void seek_to(int fd, const std::string& path, uint64_t offset) {
   if (::lseek(fd, static_cast<off_t>(offset), SEEK_SET) < 0) {
     throw file_error(path, "cannot seek to byte " + std::to_string(offset) + ": " + errno_text());
   }
+}
+
+void write_file_atomically(const std::string& path, const void* data, size_t bytes) {
+  const std::string tmp = path + ".tmp";
+  {
+    ScopedFd fd = open_for_writing(tmp);
+    write_all(fd.get(), tmp, data, bytes);
+    if (::fsync(fd.get()) != 0) throw Error("cannot flush " + tmp + ": " + errno_text());
+    fd.close_or_throw(tmp);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = errno_text();
+    ::unlink(tmp.c_str());
+    throw Error("cannot replace " + path + ": " + why);
+  }
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  write_file_atomically(path, text.data(), text.size());
 }
 
 }  // namespace partita

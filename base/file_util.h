@@ -39,4 +39,11 @@ void write_all(int fd, const std::string& path, const void* data, size_t bytes);
 // Moves the descriptor to byte `offset` from the start; errors name `path`.
 void seek_to(int fd, const std::string& path, uint64_t offset);
 
+// Replaces the file at `path` with `bytes` bytes of `data`, atomically: they go to a
+// temporary sibling first, which is flushed to disk and renamed over `path`, so a crash
+// leaves either the old file or the new one, never a torn one (checkpoints, metrics
+// pointers). Errors name the file.
+void write_file_atomically(const std::string& path, const void* data, size_t bytes);
+void write_file_atomically(const std::string& path, const std::string& text);
+
 }  // namespace partita

@@ -41,8 +41,6 @@ class Runtime {
   int num_nodes() const { return is_distributed() ? static_cast<int>(daemons_.size()) : 1; }
   // "in-process" or the daemon's address, for messages to the user.
   std::string node_name(int node) const;
-  // The node that hosts partition `part` and the actors placed with it.
-  int node_of_partition(int part) const { return part % num_nodes(); }
 
   // Spawns a registered actor type on `node`. Throws UsageError for a node out of range,
   // Error naming the node for an unknown type, a failed spawn or no answer in time.

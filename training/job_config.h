@@ -85,6 +85,10 @@ struct JobConfig {
   // (t % k)-th of k contiguous shares of that partition's seeds.
   int num_trainers() const { return num_partitions * trainers_per_partition; }
   int part_of_trainer(int trainer) const { return trainer / trainers_per_partition; }
+  // The node (of `num_nodes`) that hosts partition `part`: its partition actor, and its
+  // trainers with their samplers and allreduce members (so that batches reach trainers by
+  // move). Round robin: partition p on node p mod num_nodes.
+  static int node_of_partition(int part, int num_nodes) { return part % num_nodes; }
   // Trainer t's share [first, second) of its partition's `count` seeds.
   std::pair<int64_t, int64_t> share_of_trainer(int trainer, int64_t count) const {
     const int64_t k = trainers_per_partition, i = trainer % trainers_per_partition;

@@ -14,6 +14,7 @@
 #include "actors/allreduce.h"
 #include "actors/protocol.h"
 #include "base/error.h"
+#include "base/file_util.h"
 #include "base/stopwatch.h"
 #include "messages/codec.h"
 #include "partitioner/generators.h"
@@ -78,20 +79,6 @@ std::string read_text(const fs::path& path) {
   return text.str();
 }
 
-// Writes `bytes` to `path` through a temporary sibling, so a crash leaves the old file.
-void write_atomically(const fs::path& path, const char* data, size_t size) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(data, static_cast<std::streamsize>(size));
-    if (!out) throw Error("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, path);
-}
-void write_atomically(const fs::path& path, const std::string& text) {
-  write_atomically(path, text.data(), text.size());
-}
-
 // The actors of one job and what the driver knows about them.
 struct JobActors {
   std::vector<caf::actor> partitions;
@@ -116,6 +103,8 @@ class Driver {
   std::string describe_trainer(int trainer) const;
   std::string describe_actor(const caf::actor_addr& actor) const;
   int64_t steps_per_epoch() const;
+  // Where partition `part` and the actors placed with it run.
+  int node_of_partition(int part) const { return JobConfig::node_of_partition(part, runtime_.num_nodes()); }
   // The node the runtime lost, waiting up to `grace` for the news to arrive.
   std::optional<Error> lost_node_within(milliseconds grace) const;
   int resume_point();
@@ -137,7 +126,7 @@ class Driver {
 };
 
 std::string Driver::describe_trainer(int trainer) const {
-  const int node = runtime_.node_of_partition(job_.part_of_trainer(trainer));
+  const int node = node_of_partition(job_.part_of_trainer(trainer));
   return "trainer " + std::to_string(trainer) + " (partition " + std::to_string(job_.part_of_trainer(trainer)) +
          ", on " + runtime_.node_name(node) + ")";
 }
@@ -149,7 +138,7 @@ std::string Driver::describe_actor(const caf::actor_addr& actor) const {
   for (size_t p = 0; p < actors_.partitions.size(); ++p) {
     if (actors_.partitions[p].address() == actor) {
       return "partition actor " + std::to_string(p) + " (on " +
-             runtime_.node_name(runtime_.node_of_partition(static_cast<int>(p))) + ")";
+             runtime_.node_name(node_of_partition(static_cast<int>(p))) + ")";
     }
   }
   for (size_t t = 0; t < actors_.samplers.size(); ++t) {
@@ -169,7 +158,7 @@ void Driver::spawn_actors() {
     return text;
   }();
   for (int p = 0; p < job_.num_partitions; ++p) {
-    actors_.partitions.push_back(runtime_.spawn(runtime_.node_of_partition(p), "partition",
+    actors_.partitions.push_back(runtime_.spawn(node_of_partition(p), "partition",
                                                 {{"dir", folder_.dir()},
                                                  {"part", std::to_string(p)},
                                                  {"fanouts", fanouts},
@@ -178,7 +167,7 @@ void Driver::spawn_actors() {
   const int num_trainers = job_.num_trainers();
   spawn_samplers(fanouts);
   for (int t = 0; t < num_trainers; ++t) {
-    const int node = runtime_.node_of_partition(job_.part_of_trainer(t));
+    const int node = node_of_partition(job_.part_of_trainer(t));
     runtime::Settings settings{{"rank", std::to_string(t)}, {"size", std::to_string(num_trainers)}};
     // Ring neighbours connect to each other directly: at the address the driver reached the
     // member's daemon at, which the other daemons can reach too.
@@ -188,7 +177,7 @@ void Driver::spawn_actors() {
   connect_allreduce_group(runtime_.system(), actors_.allreduce, kRequestDeadline);
   const std::string job_yaml = job_to_yaml(job_);
   for (int t = 0; t < num_trainers; ++t) {
-    const int node = runtime_.node_of_partition(job_.part_of_trainer(t));
+    const int node = node_of_partition(job_.part_of_trainer(t));
     actors_.trainers.push_back(caf::actor_cast<trainer_actor>(
         runtime_.spawn(node, "trainer", {{"job", job_yaml}, {"trainer", std::to_string(t)}})));
   }
@@ -214,7 +203,7 @@ void Driver::spawn_samplers(const std::string& fanouts) {
   const int k = job_.trainers_per_partition;
   for (int t = 0; t < job_.num_trainers(); ++t) {
     const int part = job_.part_of_trainer(t);
-    actors_.samplers.push_back(runtime_.spawn(runtime_.node_of_partition(part), "sampler",
+    actors_.samplers.push_back(runtime_.spawn(node_of_partition(part), "sampler",
                                               {{"dir", folder_.dir()},
                                                {"part", std::to_string(part)},
                                                {"fanouts", fanouts},
@@ -227,7 +216,7 @@ void Driver::spawn_samplers(const std::string& fanouts) {
   // the driver reached them at (CAF would otherwise route through this process).
   std::vector<std::string> addresses;
   if (runtime_.is_distributed()) {
-    for (int p = 0; p < job_.num_partitions; ++p) addresses.push_back(runtime_.node_name(runtime_.node_of_partition(p)));
+    for (int p = 0; p < job_.num_partitions; ++p) addresses.push_back(runtime_.node_name(node_of_partition(p)));
   }
   for (int t = 0; t < job_.num_trainers(); ++t) {
     std::string failure;
@@ -405,10 +394,10 @@ void Driver::checkpoint(int epoch, const std::vector<char>& state) {
   const fs::path dir = fs::path(job_.output) / "checkpoints";
   fs::create_directories(dir);
   const std::string name = "epoch-" + std::to_string(epoch) + ".bin";
-  write_atomically(dir / name, state.data(), state.size());
+  write_file_atomically((dir / name).string(), state.data(), state.size());
   nlohmann::json meta = {{"epoch", epoch}, {"file", "checkpoints/" + name}, {"seed", job_.seed}};
   // The pointer moves last: a crash in between leaves the previous checkpoint in force.
-  write_atomically(fs::path(job_.output) / kCheckpointFile, meta.dump() + "\n");
+  write_file_atomically((fs::path(job_.output) / kCheckpointFile).string(), meta.dump() + "\n");
   // One checkpoint to resume from is enough; older ones only fill the disk.
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().filename() != name) fs::remove(entry.path());
@@ -466,7 +455,7 @@ JobReport Driver::run() {
     fs::remove(fs::path(job_.output) / kMetricsFile);
     fs::remove_all(fs::path(job_.output) / "checkpoints");
   }
-  write_atomically(fs::path(job_.output) / "job.yaml", job_to_yaml(job_));
+  write_file_atomically((fs::path(job_.output) / "job.yaml").string(), job_to_yaml(job_));
 
   spawn_actors();
   const int done_epochs = resume_point();
@@ -524,7 +513,7 @@ void prepare_data(const JobConfig& job, int threads) {
   write.overwrite = true;
   write.threads = threads;
   partition_dataset(dataset, options, dir.string(), write);
-  write_atomically(dir / kSourceFile, source);
+  write_file_atomically((dir / kSourceFile).string(), source);
 }
 
 JobReport run_job(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options) {

@@ -3,9 +3,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "base/array_file.h"
 #include "base/error.h"
+#include "base/file_util.h"
 #include "base/random.h"
 #include "base/staging_dir.h"
 #include "test_util.h"
@@ -180,6 +183,24 @@ TEST(StagingDirTest, ReplacesOnlyWithOverwrite) {
   staging.commit();
   EXPECT_TRUE(fs::exists(tmp / "out/new"));
   EXPECT_EQ(std::distance(fs::directory_iterator(tmp.path()), fs::directory_iterator()), 1);
+}
+
+TEST(FileUtilTest, AtomicWriteReplacesWholeAndNamesTheFileOnError) {
+  testing::TempDir tmp;
+  const std::string path = tmp / "checkpoint.json";
+  write_file_atomically(path, std::string("first version, longer than the second"));
+  write_file_atomically(path, std::string("second"));
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "second");
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp")) << "the temporary sibling was left behind";
+  const std::string nowhere = tmp / "no/such/folder/x.bin";
+  try {
+    write_file_atomically(nowhere, std::string("x"));
+    FAIL() << "wrote into a folder that does not exist";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no/such/folder"), std::string::npos) << e.what();
+  }
 }
 
 TEST(RandomTest, StreamsAreFixedAcrossPlatforms) {

@@ -54,7 +54,6 @@ TEST(RuntimeTest, InProcessSpawnsRegisteredTypesOnItsOneNode) {
   EXPECT_FALSE(runtime->is_distributed());
   EXPECT_EQ(runtime->num_nodes(), 1);
   EXPECT_EQ(runtime->node_name(0), "in-process");
-  for (int part = 0; part < 4; ++part) EXPECT_EQ(runtime->node_of_partition(part), 0);
 
   caf::actor echo = runtime->spawn(0, "echo", {{"word", "hello"}});
   EXPECT_EQ(ask(runtime->system(), echo), "hello");
@@ -101,9 +100,6 @@ TEST(RuntimeTest, PlacesPartitionsRoundRobinOnDaemonsAndNamesALostOne) {
     EXPECT_TRUE(runtime->is_distributed());
     EXPECT_EQ(runtime->num_nodes(), 2);
     EXPECT_EQ(runtime->node_name(1), second.address);
-    EXPECT_EQ(runtime->node_of_partition(0), 0);
-    EXPECT_EQ(runtime->node_of_partition(1), 1);
-    EXPECT_EQ(runtime->node_of_partition(2), 0);
     EXPECT_FALSE(runtime->lost_node().has_value());
 
     // The daemons know only their own types: the error comes from the right one.

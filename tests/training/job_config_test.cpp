@@ -81,6 +81,10 @@ output: /tmp/somewhere
   EXPECT_EQ(job.part_of_trainer(3), 1);
   EXPECT_EQ(job.share_of_trainer(2, 11), std::make_pair(int64_t{0}, int64_t{5}));
   EXPECT_EQ(job.share_of_trainer(3, 11), std::make_pair(int64_t{5}, int64_t{11}));
+  // Partitions round robin over the nodes; one node hosts them all in one process.
+  EXPECT_EQ(JobConfig::node_of_partition(2, 1), 0);
+  EXPECT_EQ(JobConfig::node_of_partition(1, 2), 1);
+  EXPECT_EQ(JobConfig::node_of_partition(2, 2), 0);
 
   // What a trainer on a daemon reads back is the same job, number for number.
   JobConfig back = parse_job(job_to_yaml(job), "/elsewhere", "sent job");
