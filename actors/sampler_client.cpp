@@ -24,6 +24,23 @@ std::string transport_failure(caf::actor_system& system, const caf::error& e, st
 
 }  // namespace
 
+void wire_sampler(caf::actor_system& system, const sampler_actor& sampler, const std::vector<caf::actor>& partitions,
+                  const std::vector<std::string>& addresses, std::chrono::milliseconds deadline) {
+  caf::scoped_actor self{system};
+  std::string failure;
+  self->request(sampler, deadline, partitions_atom::value, partitions, addresses)
+      .receive(
+          [&](Encoded& reply) {
+            try {
+              decode_sampler_ack(Span<const char>(reply.bytes));
+            } catch (const Error& e) {
+              failure = e.what();
+            }
+          },
+          [&](caf::error& e) { failure = transport_failure(system, e, deadline); });
+  if (!failure.empty()) throw Error(failure);
+}
+
 int64_t SamplerClient::start_epoch(const std::string& split, uint64_t plan_seed, uint64_t epoch, int64_t batch_size,
                                    bool shuffle) {
   std::string failure;

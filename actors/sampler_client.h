@@ -11,12 +11,20 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/protocol.h"
 #include "graph/buffer_pool.h"
 #include "graph/mini_batch.h"
 
 namespace partita {
+
+// Tells `sampler` where the partitions are (protocol.h: partitions) and waits, at most
+// `deadline`, until it has connected to them. addresses[p]: "HOST:PORT" of the daemon of
+// partition p in another process, or empty (all in this process). Throws Error with the
+// sampler's reason (naming the partition) or the transport's.
+void wire_sampler(caf::actor_system& system, const sampler_actor& sampler, const std::vector<caf::actor>& partitions,
+                  const std::vector<std::string>& addresses, std::chrono::milliseconds deadline);
 
 class SamplerClient {
  public:

@@ -201,21 +201,7 @@ Round drain(caf::actor_system& system, const std::vector<sampler_actor>& sampler
 // samplers' nodes connect to each other instead of talking through this process.
 void wire(caf::actor_system& system, const std::vector<sampler_actor>& samplers,
           const std::vector<caf::actor>& partitions, const std::vector<std::string>& addresses = {}) {
-  caf::scoped_actor self{system};
-  for (const auto& s : samplers) {
-    std::string failure;
-    self->request(s, kDeadline, partitions_atom::value, partitions, addresses)
-        .receive(
-            [&](Encoded& ack) {
-              try {
-                decode_sampler_ack(Span<const char>(ack.bytes));
-              } catch (const Error& e) {
-                failure = e.what();
-              }
-            },
-            [&](caf::error& e) { failure = system.render(e); });
-    if (!failure.empty()) throw Error("a sampler could not be wired: " + failure);
-  }
+  for (const auto& s : samplers) wire_sampler(system, s, partitions, addresses, kDeadline);
 }
 
 // Moves `bytes` through a loopback TCP connection `rounds` times; returns bytes/s.

@@ -13,6 +13,7 @@
 
 #include "actors/allreduce.h"
 #include "actors/protocol.h"
+#include "actors/sampler_client.h"
 #include "base/error.h"
 #include "base/file_util.h"
 #include "base/stopwatch.h"
@@ -219,19 +220,12 @@ void Driver::spawn_samplers(const std::string& fanouts) {
     for (int p = 0; p < job_.num_partitions; ++p) addresses.push_back(runtime_.node_name(node_of_partition(p)));
   }
   for (int t = 0; t < job_.num_trainers(); ++t) {
-    std::string failure;
-    self_->request(caf::actor_cast<sampler_actor>(actors_.samplers[t]), kRequestDeadline, partitions_atom::value,
-                   actors_.partitions, addresses)
-        .receive(
-            [&](Encoded& reply) {
-              try {
-                decode_sampler_ack(Span<const char>(reply.bytes));
-              } catch (const Error& e) {
-                failure = e.what();
-              }
-            },
-            [&](caf::error& e) { failure = runtime::describe(runtime_.system(), e); });
-    if (!failure.empty()) throw Error("the sampler of " + describe_trainer(t) + ": set-up failed: " + failure);
+    try {
+      wire_sampler(runtime_.system(), caf::actor_cast<sampler_actor>(actors_.samplers[t]), actors_.partitions,
+                   addresses, kRequestDeadline);
+    } catch (const Error& e) {
+      throw Error("the sampler of " + describe_trainer(t) + ": set-up failed: " + e.what());
+    }
   }
 }
 
