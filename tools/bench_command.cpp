@@ -73,15 +73,15 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
 
   auto l = std::make_shared<bench::LoaderBenchOptions>();
   auto loader_fanouts = std::make_shared<std::string>("15,10,5");
-  CLI::App* loader = bench->add_subcommand("loader", "distributed mini-batches: in-process and on two daemons");
+  CLI::App* loader = bench->add_subcommand("loader", "the sampling pipeline as trainers use it: in-process and with a partition on a daemon");
   loader->add_option("--nodes", l->num_nodes, "RMAT nodes")->check(CLI::PositiveNumber)->capture_default_str();
   loader->add_option("--avg-degree", l->avg_degree, "RMAT directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
   loader->add_option("--features", l->feature_dim, "float32 features per node")->check(CLI::PositiveNumber)->capture_default_str();
   loader->add_option("--fanouts", *loader_fanouts, "fanouts, e.g. 15,10,5")->capture_default_str();
   loader->add_option("--batch-size", l->batch_size, "seeds per batch")->check(CLI::PositiveNumber)->capture_default_str();
-  loader->add_option("--batches", l->num_batches, "measured batches per sampler, at most (the trainer's loader: exactly)")->check(CLI::PositiveNumber)->capture_default_str();
+  loader->add_option("--batches", l->num_batches, "measured batches per sampler, at most")->check(CLI::PositiveNumber)->capture_default_str();
   loader->add_option("--seed", l->seed, "graph and sampling seed")->capture_default_str();
-  loader->add_option("--seconds", l->seconds, "measurement window: samplers start no batch after it")->check(CLI::PositiveNumber)->capture_default_str();
+  loader->add_option("--seconds", l->seconds, "measurement window: consumers take no batch after it")->check(CLI::PositiveNumber)->capture_default_str();
   loader->add_option("--prefetch", l->prefetch, "batches in flight per sampler")->check(CLI::PositiveNumber)->capture_default_str();
   loader->add_option("--repeat", l->repeat, "rounds of every measurement (medians are reported)")->check(CLI::PositiveNumber)->capture_default_str();
   loader->add_option("--workdir", l->workdir, "keep the generated graph here and reuse it (default: a temporary folder)");
