@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "actors/allreduce.h"
+#include "runtime/collective/allreduce_member.h"
 #include "actors/partition_actor.h"
 #include "actors/sampler_actor.h"
 #include "base/error.h"
@@ -67,7 +67,7 @@ SamplerConfig sampler_config_from(const runtime::Settings& settings) {
 
 void register_actor_types(runtime::ActorTypeRegistry& registry) {
   registry.add("allreduce", [](caf::actor_system& system, const runtime::Settings& settings) {
-    return caf::actor_cast<caf::actor>(spawn_allreduce_member(system, allreduce_config_from(settings)));
+    return caf::actor_cast<caf::actor>(runtime::spawn_allreduce_member(system, runtime::allreduce_config_from(settings)));
   });
   registry.add("partition", [](caf::actor_system& system, const runtime::Settings& settings) {
     PartitionStores stores = open_partition_stores(required(settings, "dir"), part_number(settings));

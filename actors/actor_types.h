@@ -16,7 +16,7 @@ namespace partita {
 //     daemon) and samples its training nodes. Settings: dir, part, fanouts, replace,
 //     disjoint as for "partition"; prefetch (batches in flight, default 2), deadline_ms
 //     (per remote request, default 60000).
-//   "allreduce": a member of an allreduce group (actors/allreduce.h). Settings: rank, size,
+//   "allreduce": a member of an allreduce group (runtime/collective/allreduce_member.h). Settings: rank, size,
 //     host (where it accepts its ring connection; default 127.0.0.1).
 void register_actor_types(runtime::ActorTypeRegistry& registry);
 

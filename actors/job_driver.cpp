@@ -10,7 +10,7 @@
 #include <optional>
 #include <sstream>
 
-#include "actors/allreduce.h"
+#include "runtime/collective/allreduce_group.h"
 #include "actors/protocol.h"
 #include "base/error.h"
 #include "base/stopwatch.h"
@@ -171,7 +171,7 @@ void Driver::spawn_actors() {
     if (runtime_.is_distributed()) settings["host"] = runtime::parse_endpoint(runtime_.node_name(node), "daemon").host;
     actors_.allreduce.push_back(runtime_.spawn(node, "allreduce", settings));
   }
-  connect_allreduce_group(runtime_.system(), actors_.allreduce, kRequestDeadline);
+  runtime::connect_allreduce_group(runtime_.system(), actors_.allreduce, kRequestDeadline);
   const std::string job_yaml = job_to_yaml(job_);
   for (int t = 0; t < num_trainers; ++t) {
     const int node = runtime_.node_of_partition(job_.part_of_trainer(t));

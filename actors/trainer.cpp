@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/allreduce.h"
+#include "runtime/collective/allreduce_client.h"
 #include "actors/distributed_sampler.h"
 #include "actors/loader.h"
 #include "actors/partition_actor.h"
@@ -48,7 +48,7 @@ struct Replica {
   std::shared_ptr<const FeatureStore> features;
   std::vector<int64_t> train_seeds, val_seeds, test_seeds;  // this trainer's shares
   std::vector<caf::actor> partitions;                       // by part, after set-up
-  std::unique_ptr<Allreduce> allreduce;
+  std::unique_ptr<runtime::Allreduce> allreduce;
   std::shared_ptr<GnnModel> model;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<float> gradients;  // the step's flat buffer, reused
@@ -175,7 +175,7 @@ trainer_actor::behavior_type trainer(trainer_actor::pointer self, std::shared_pt
                                                                  std::to_string(r->job.num_partitions));
         }
         r->partitions = std::move(partitions);
-        r->allreduce = std::make_unique<Allreduce>(self->system(), std::move(member), kStepDeadline);
+        r->allreduce = std::make_unique<runtime::Allreduce>(self->system(), std::move(member), kStepDeadline);
         return true;
       },
       [self, r](train_epoch_atom, uint64_t epoch, int64_t steps, caf::actor& driver) {
