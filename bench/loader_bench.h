@@ -32,9 +32,7 @@ struct LoaderBenchOptions {
 // Samplers measured together run for the same time (`seconds`, at most `num_batches`
 // each), and the total is all their batches over the wall time;
 // plus the trainer's Loader (a DistributedSampler) in this process with partition 1 on a
-// daemon. Then remote feature transfer from a daemon (over the feature channel, and by
-// CAF message for comparison) in bytes/s next to raw loopback TCP moving the same bytes.
-// The rounds interleave the configurations, so that load from elsewhere on the machine
+// daemon (remote feature transfer alone: `partita bench transfer`). The rounds interleave the configurations, so that load from elsewhere on the machine
 // spreads over all of them.
 void run_loader_bench(const LoaderBenchOptions& options);
 

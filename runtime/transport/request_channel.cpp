@@ -16,8 +16,10 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // Reply bodies go out in pieces of about this much, which stay in the L2 cache between the
-// service's fill and the kernel's copy.
-constexpr uint64_t kPieceBytes = uint64_t{256} << 10;
+// service's fill and the kernel's copy. 64 KiB rather than 256 KiB: with the fixed socket
+// buffers (connection.cpp) it held remote feature transfer at 0.8-1.1x raw TCP round after
+// round, where 256 KiB pieces swung between 0.6 and 1.2x (BENCHMARKS.md).
+constexpr uint64_t kPieceBytes = uint64_t{64} << 10;
 
 // Sessions one server keeps at once: the clients of other processes, a few per trainer.
 // Beyond that a request for another is refused rather than given another thread.

@@ -17,6 +17,7 @@
 #include "messages/codec.h"
 #include "runtime/transport/wire_format.h"
 #include "partitioned_graph.h"
+#include "runtime/runtime_test_util.h"
 #include "partitioner/partition.h"
 #include "test_util.h"
 
@@ -25,19 +26,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Reply {
-  std::vector<char> head, body;
-};
-
-// The next reply of `client`, head and body in vectors of exactly their bytes.
-Reply next_reply(ChannelClient& client, std::chrono::milliseconds deadline) {
-  Reply r;
-  uint64_t body_bytes = 0;
-  r.head.resize(client.receive_head(r.head, body_bytes, deadline));
-  client.receive_body(r.body, deadline);
-  r.body.resize(body_bytes);
-  return r;
-}
+using testing::next_reply;
 
 TEST(FeatureChannel, APartitionActorsChannelAnswersLikeItsMessages) {
   testing::TempDir tmp;
@@ -67,7 +56,7 @@ TEST(FeatureChannel, APartitionActorsChannelAnswersLikeItsMessages) {
     encoder.feature_request(5, "node", name, ids, request.bytes);
     Encoded by_message = ask(feature_atom::value, request);
     client.send(Span<const char>(request.bytes), 10s);
-    Reply by_channel = next_reply(client, 10s);
+    testing::ChannelReplyBytes by_channel = next_reply(client, 10s);
     DecodedFeatureReply a = decode_feature_reply(Span<const char>(by_message.bytes), static_cast<int64_t>(ids.size()));
     DecodedFeatureRowsHeader b = decode_feature_rows_header(Span<const char>(by_channel.head), static_cast<int64_t>(ids.size()));
     EXPECT_EQ(b.request_id, 5u);
@@ -83,7 +72,7 @@ TEST(FeatureChannel, APartitionActorsChannelAnswersLikeItsMessages) {
   Encoded bad;
   encoder.feature_request(6, "node", "x", foreign, bad.bytes);
   client.send(Span<const char>(bad.bytes), 10s);
-  Reply reply = next_reply(client, 10s);
+  testing::ChannelReplyBytes reply = next_reply(client, 10s);
   EXPECT_TRUE(reply.body.empty());
   DecodedErrorReply e = decode_error_reply(Span<const char>(reply.head));
   EXPECT_EQ(e.request_id, 6u);

@@ -41,6 +41,19 @@ void accept_async(Listener& listener, uint64_t token, uint32_t peer, Accepted& o
   });
 }
 
+// Both ends of a connection to `listener`, paired with {token, peer}: the accepted one first.
+std::pair<Connection, Connection> connected_pair(Listener& listener, uint64_t token, uint32_t peer,
+                                                 const std::string& server_name) {
+  Accepted accepted;
+  const Deadline deadline = Clock::now() + 10s;
+  accept_async(listener, token, peer, accepted, deadline);
+  Connection client = Connection::connect(listener.endpoint(), token, peer, server_name, deadline, nullptr);
+  client.confirm(token, 100, deadline, nullptr);
+  accepted.thread.join();
+  EXPECT_EQ(accepted.error, "");
+  return {std::move(accepted.channel), std::move(client)};
+}
+
 std::string recv_all(Connection& channel, size_t bytes) {
   std::string out(bytes, '\0');
   channel.recv_all(out.data(), bytes, Clock::now() + 30s, nullptr, "receiving");
@@ -61,18 +74,12 @@ int raw_connect(uint16_t port) {
 TEST(TransportConnection, PairedEndsMoveBytesBothWays) {
   Listener listener("127.0.0.1");
   ASSERT_NE(listener.endpoint().port, 0);
-  Accepted accepted;
-  const Deadline deadline = Clock::now() + 10s;
-  accept_async(listener, 7, 3, accepted, deadline);
-  Connection client = Connection::connect(listener.endpoint(), 7, 3, "server", deadline, nullptr);
-  client.confirm(7, 100, deadline, nullptr);
-  accepted.thread.join();
-  ASSERT_EQ(accepted.error, "");
+  auto [server, client] = connected_pair(listener, 7, 3, "server");
   const std::string big(3 << 20, 'x');
   std::thread sender([&] { client.send_all(big.data(), big.size(), Clock::now() + 30s, nullptr, "sending"); });
-  EXPECT_EQ(recv_all(accepted.channel, big.size()), big);
+  EXPECT_EQ(recv_all(server, big.size()), big);
   sender.join();
-  accepted.channel.send_all("back", 4, Clock::now() + 30s, nullptr, "sending");
+  server.send_all("back", 4, Clock::now() + 30s, nullptr, "sending");
   EXPECT_EQ(recv_all(client, 4), "back");
 }
 
@@ -112,14 +119,8 @@ TEST(TransportConnection, AcceptEndsAtItsDeadlineOrWakeup) {
 
 TEST(TransportConnection, APeerThatGoesAwayIsAnErrorNamingIt) {
   Listener listener("127.0.0.1");
-  Accepted accepted;
-  const Deadline deadline = Clock::now() + 10s;
-  accept_async(listener, 5, 1, accepted, deadline);
-  Connection client = Connection::connect(listener.endpoint(), 5, 1, "rank 0", deadline, nullptr);
-  client.confirm(5, 100, deadline, nullptr);
-  accepted.thread.join();
-  ASSERT_EQ(accepted.error, "");
-  accepted.channel = Connection();  // closes the server end
+  auto [server, client] = connected_pair(listener, 5, 1, "rank 0");
+  server = Connection();  // closes the server end
   try {
     char byte = 0;
     client.recv_all(&byte, 1, Clock::now() + 60s, nullptr, "waiting for a byte");

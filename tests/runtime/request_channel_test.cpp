@@ -80,19 +80,7 @@ std::function<ChannelService()> repeat(std::shared_ptr<Gate> gate = nullptr) {
   };
 }
 
-struct Reply {
-  std::vector<char> head, body;
-};
-
-// The next reply of `client`, head and body in vectors of exactly their bytes.
-Reply next_reply(RequestClient& client, std::chrono::milliseconds deadline) {
-  Reply r;
-  uint64_t body_bytes = 0;
-  r.head.resize(client.receive_head(r.head, body_bytes, deadline));
-  client.receive_body(r.body, deadline);
-  r.body.resize(body_bytes);
-  return r;
-}
+using testing::next_reply;
 
 std::string error_of(const std::function<void()>& body) {
   try {
@@ -113,7 +101,7 @@ TEST(RequestChannel, RepliesComeInRequestOrderAndLargeOnesIntact) {
   client.send(small, 10s);
   client.send(large, 10s);
   client.send(small, 10s);
-  Reply reply = next_reply(client, 10s);
+  testing::ChannelReplyBytes reply = next_reply(client, 10s);
   EXPECT_EQ(reply.head, small);
   EXPECT_TRUE(reply.body.empty());
   reply = next_reply(client, 30s);
@@ -181,40 +169,46 @@ TEST(RequestChannel, AClientWithTheWrongTokenOrServerIsRefused) {
   EXPECT_CONTAINS(error_of([&] { confused.open(server.open(), 2, 2s); }), "answered by someone else");
 }
 
-TEST(RequestChannel, ASlowReplyFailsAtTheDeadlineAndTheClientStaysBroken) {
-  auto gate = std::make_shared<Gate>();
-  RequestServer server("127.0.0.1", 3, repeat(gate), 10s, "server 3");
-  RequestClient client("server 3");
-  client.open(server.open(), 3, 10s);
+// A client whose one request waits at a closed gate: its reply comes only once the test
+// opens the gate (on destruction at the latest).
+struct HeldReply {
+  std::shared_ptr<Gate> gate = std::make_shared<Gate>();
+  RequestServer server{"127.0.0.1", 3, repeat(gate), 10s, "server 3"};
+  RequestClient client{"server 3"};
   std::vector<char> request{1}, head;
   uint64_t body_bytes = 0;
-  client.send(request, 1s);
-  std::string failure = error_of([&] { client.receive_head(head, body_bytes, 50ms); });
-  gate->open();
+
+  HeldReply() {
+    client.open(server.open(), 3, 10s);
+    client.send(request, 1s);
+  }
+  ~HeldReply() { gate->open(); }
+  std::string receive_head(std::chrono::milliseconds deadline) {
+    return error_of([&] { client.receive_head(head, body_bytes, deadline); });
+  }
+};
+
+TEST(RequestChannel, ASlowReplyFailsAtTheDeadlineAndTheClientStaysBroken) {
+  HeldReply held;
+  const std::string failure = held.receive_head(50ms);
   EXPECT_CONTAINS(failure, "server 3: timed out while waiting for a reply");
   EXPECT_CONTAINS(failure, "deadline 50 ms");
   // Half a frame may be on its way: the stream cannot be trusted any more.
-  EXPECT_CONTAINS(error_of([&] { client.send(request, 1s); }), "unusable since an earlier failure: timed out");
+  EXPECT_CONTAINS(error_of([&] { held.client.send(held.request, 1s); }),
+                  "unusable since an earlier failure: timed out");
 }
 
 TEST(RequestChannel, ShutDownWakesABlockedReceive) {
-  auto gate = std::make_shared<Gate>();
-  RequestServer server("127.0.0.1", 3, repeat(gate), 10s, "server 3");
-  RequestClient client("server 3");
-  client.open(server.open(), 3, 10s);
-  std::vector<char> request{1}, head;
-  uint64_t body_bytes = 0;
-  client.send(request, 1s);
+  HeldReply held;
   // The reply cannot come before the gate opens, which happens only after the receive
   // ended: only the shut down can end it (or the 60 s deadline: "timed out" instead of
   // "interrupted"). The pause makes it likely that the receive is waiting by then.
   std::thread stopper([&] {
     std::this_thread::sleep_for(100ms);
-    client.shut_down();
+    held.client.shut_down();
   });
-  std::string failure = error_of([&] { client.receive_head(head, body_bytes, 60s); });
+  const std::string failure = held.receive_head(60s);
   stopper.join();
-  gate->open();
   EXPECT_CONTAINS(failure, "server 3: shut down");
   EXPECT_EQ(failure.find("timed out"), std::string::npos) << failure;
 }
