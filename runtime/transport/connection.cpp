@@ -24,7 +24,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using HelloBytes = unsigned char[wire::kHelloBytes];
 
-constexpr int kSocketBufferBytes = 4 << 20;
 
 std::string errno_string(int err) { return std::strerror(err); }
 
@@ -45,15 +44,6 @@ void set_nonblocking_nodelay(int fd) {
   // Segments are large, but each exchange ends with a short one: do not let Nagle hold it.
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  // Fixed buffers instead of the kernel's autotuning, which starts every connection small
-  // (16 KiB to send, 128 KiB to receive) and grows it with the connection's own history:
-  // a long-lived channel's throughput then depended on its past and on where the scheduler
-  // put the two threads, 0.55 to 1.2x raw TCP from one round to the next; with 4 MiB the
-  // sender rarely waits for room (BENCHMARKS.md, "Remote feature transfer"). The kernel
-  // caps the value at net.core.{w,r}mem_max.
-  const int buffer = kSocketBufferBytes;
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
 }
 
 struct AddrInfo {
@@ -220,6 +210,11 @@ size_t Connection::recv_some(void* data, size_t bytes) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
     throw Error("lost the connection to " + peer_name_ + " (" + errno_string(errno) + ")");
   }
+}
+
+void Connection::set_buffer_bytes(int bytes) {
+  ::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
 
 void Connection::send_all(const void* data, size_t bytes, Deadline deadline, const Wakeup* wakeup,

@@ -103,6 +103,10 @@ class Connection {
   // Waits until bytes (or the peer's hang-up) arrive, taking none.
   void wait_readable(Deadline deadline, const Wakeup* wakeup, const char* doing) const;
 
+  // Fixes the socket's send and receive buffers at `bytes` each (the kernel caps them at
+  // net.core.{w,r}mem_max), instead of the kernel's autotuning.
+  void set_buffer_bytes(int bytes);
+
   int fd() const { return fd_; }
   bool is_open() const { return fd_ >= 0; }
   const std::string& peer_name() const { return peer_name_; }

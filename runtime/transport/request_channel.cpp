@@ -15,6 +15,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+// Both ends fix their socket buffers at this size instead of the kernel's autotuning, which
+// starts every connection small (16 KiB to send, 128 KiB to receive) and grows it with the
+// connection's own history: a long-lived channel's throughput then depended on its past and
+// on where the scheduler put the two threads, 0.55 to 1.2x raw TCP from one round to the
+// next; with 4 MiB the sender rarely waits for room (BENCHMARKS.md, "Remote feature
+// transfer"). (The allreduce ring keeps autotuning: its segments are consumed as they come.)
+constexpr int kSocketBufferBytes = 4 << 20;
+
 // Reply bodies go out in pieces of about this much, which stay in the L2 cache between the
 // service's fill and the kernel's copy. 64 KiB rather than 256 KiB: with the fixed socket
 // buffers (connection.cpp) it held remote feature transfer at 0.8-1.1x raw TCP round after
@@ -89,6 +97,7 @@ void RequestServer::serve(Session& session, const ChannelService& service) {
     Connection connection = session.listener->accept(session.offer.token, session.offer.client, self_, client,
                                                      Clock::now() + deadline_, &stop_);
     session.listener.reset();  // one client per session: stop listening
+    connection.set_buffer_bytes(kSocketBufferBytes);
     std::vector<char> request;
     ChannelReply reply;
     std::vector<char> piece;
@@ -158,6 +167,7 @@ void RequestClient::open(const ChannelOffer& offer, uint32_t server, millisecond
   try {
     connection_ = Connection::connect(endpoint, offer.token, offer.client, "its server", until, &wakeup_);
     connection_.confirm(offer.token, server, until, &wakeup_);
+    connection_.set_buffer_bytes(kSocketBufferBytes);
   } catch (const Error& e) {
     fail("cannot open at " + endpoint.to_string() + ": " + e.what(), deadline);
   }
