@@ -140,12 +140,20 @@ double channel_bytes_per_second(size_t bytes, int requests) {
   });
 }
 
-// A feature request for `rows` random rows of partition `part`.
-Encoded random_rows_request(const std::string& dir, int part, int64_t rows) {
+// A feature request for `rows` rows of partition `part`: random ones, or its first rows
+// in order (`contiguous`: the gather becomes a plain copy).
+Encoded rows_request(const std::string& dir, int part, int64_t rows, bool contiguous) {
   const auto topology = open_partition_stores(dir, part).topology;
+  if (rows > topology->num_nodes()) {
+    throw UsageError("--rows: partition " + std::to_string(part) + " has only " +
+                     std::to_string(topology->num_nodes()) + " nodes");
+  }
   std::vector<int64_t> ids(rows);
   Rng rng(7);
-  for (auto& id : ids) id = topology->node_begin() + static_cast<int64_t>(rng.below(topology->num_nodes()));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = topology->node_begin() +
+             (contiguous ? static_cast<int64_t>(i) : static_cast<int64_t>(rng.below(topology->num_nodes())));
+  }
   Encoder encoder;
   Encoded request;
   encoder.feature_request(1, "node", "x", ids, request.bytes);
@@ -205,11 +213,11 @@ void run_transfer_bench(const TransferBenchOptions& o) {
   }
   ChannelClient channel("partition 1");
   channel.open(decode_channel_offer(Span<const char>(offer.bytes)), 1, kDeadline);
-  const Encoded request = random_rows_request(dir, 1, o.rows);
+  const Encoded request = rows_request(dir, 1, o.rows, o.contiguous);
 
-  std::printf("\n%lld random rows of %lld float32 per request from partition 1 of RMAT %lld nodes, on a daemon; "
+  std::printf("\n%lld %s rows of %lld float32 per request from partition 1 of RMAT %lld nodes, on a daemon; "
               "%d requests per configuration after one warm-up; %d interleaved rounds\n\n",
-              static_cast<long long>(o.rows), static_cast<long long>(o.feature_dim),
+              static_cast<long long>(o.rows), o.contiguous ? "contiguous" : "random", static_cast<long long>(o.feature_dim),
               static_cast<long long>(o.num_nodes), o.requests, o.repeat);
   std::vector<double> tcp, channel_alone, feature, caf_path, channel_ratio, feature_ratio, caf_ratio;
   size_t reply_bytes = 0;

@@ -12,6 +12,7 @@ struct TransferBenchOptions {
   double avg_degree = 4;        // the edges do not matter here; few make generating fast
   int64_t feature_dim = 128;    // float32 features per node
   int64_t rows = 56000;         // random rows per request (a [15,10,5] batch's remote share)
+  bool contiguous = false;      // the partition's first rows instead: no gather cost
   int requests = 10;            // measured requests per configuration and round
   int repeat = 5;               // interleaved rounds; medians are reported
   uint64_t seed = 1;
@@ -26,7 +27,8 @@ struct TransferBenchOptions {
 //       filled from a contiguous buffer: the channel's own cost, without a gather;
 //   (c) the feature channel from the daemon: the partition gathers the random rows piece by
 //       piece, this process receives them into one reused buffer (what a sampler in
-//       another process does per batch, short of placing the rows);
+//       another process does per batch, short of placing the rows); with `contiguous`,
+//       rows in order, whose gather is a plain copy;
 //   (d) a CAF message from the daemon (feature request and reply) for comparison.
 // Prints each round, then medians and the medians of the rounds' ratios to (a).
 void run_transfer_bench(const TransferBenchOptions& options);

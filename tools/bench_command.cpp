@@ -123,6 +123,7 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   transfer->add_option("--avg-degree", x->avg_degree, "RMAT directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
   transfer->add_option("--features", x->feature_dim, "float32 features per node")->check(CLI::PositiveNumber)->capture_default_str();
   transfer->add_option("--rows", x->rows, "random rows per request")->check(CLI::PositiveNumber)->capture_default_str();
+  transfer->add_flag("--contiguous", x->contiguous, "the partition's first rows in order instead of random ones (no gather cost)");
   transfer->add_option("--requests", x->requests, "measured requests per configuration and round")->check(CLI::PositiveNumber)->capture_default_str();
   transfer->add_option("--repeat", x->repeat, "interleaved rounds (medians are reported)")->check(CLI::PositiveNumber)->capture_default_str();
   transfer->add_option("--seed", x->seed, "graph and row seed")->capture_default_str();
