@@ -72,18 +72,21 @@ AddrInfo resolve(const std::string& host, uint16_t port, bool passive) {
 
 void wait_ready(pollfd* fds, size_t count, Deadline deadline, const Wakeup* wakeup, const std::string& doing) {
   // The wakeup rides along as one more descriptor, so that a notify ends the poll at once.
-  std::vector<pollfd> all(fds, fds + count);
-  all.push_back({wakeup != nullptr ? wakeup->fd() : -1, POLLIN, 0});
+  // On the stack: this runs every time a socket is full or empty.
+  if (count > kMaxWaitDescriptors) throw Error("wait_ready: " + std::to_string(count) + " descriptors while " + doing);
+  pollfd all[kMaxWaitDescriptors + 1];
+  std::copy(fds, fds + count, all);
+  all[count] = {wakeup != nullptr ? wakeup->fd() : -1, POLLIN, 0};
   for (;;) {
     int timeout_ms = -1;
     if (deadline != kNoDeadline) {
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
       timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
     }
-    const int n = ::poll(all.data(), all.size(), timeout_ms);
+    const int n = ::poll(all, count + 1, timeout_ms);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw Error("poll failed while " + doing + ": " + errno_string(errno));
-    if (all.back().revents != 0) throw Interrupted("interrupted while " + doing);
+    if (all[count].revents != 0) throw Interrupted("interrupted while " + doing);
     if (n > 0) {
       for (size_t i = 0; i < count; ++i) fds[i].revents = all[i].revents;
       return;
@@ -316,6 +319,7 @@ Connection Listener::accept(uint64_t token, uint32_t peer, uint32_t self, std::s
     size_t got = 0;
   };
   constexpr size_t kMaxCandidates = 16;
+  static_assert(kMaxCandidates + 1 <= kMaxWaitDescriptors, "the listener and its candidates are waited on at once");
   std::vector<Candidate> candidates;
   const std::string doing = "waiting for " + peer_name + " to connect to " + endpoint_.to_string();
   for (;;) {

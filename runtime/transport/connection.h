@@ -65,6 +65,8 @@ class Wakeup {
 // the revents. Throws TimedOut at `deadline`, Interrupted once `wakeup` (may be null) is
 // notified (checked first), Error if poll fails. `doing` ends the message: "timed out
 // while <doing>".
+// At most kMaxWaitDescriptors.
+constexpr size_t kMaxWaitDescriptors = 32;
 void wait_ready(pollfd* fds, size_t count, Deadline deadline, const Wakeup* wakeup, const std::string& doing);
 // The same for one socket; returns its revents.
 short wait_ready(int fd, short events, Deadline deadline, const Wakeup* wakeup, const std::string& doing);
