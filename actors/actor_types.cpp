@@ -2,92 +2,67 @@
 
 #include <memory>
 
-#include "actors/allreduce.h"
 #include "actors/partition_actor.h"
 #include "actors/sampler_actor.h"
 #include "base/error.h"
 #include "partitioner/partition_stores.h"
+#include "runtime/collective/allreduce_member.h"
+#include "runtime/settings.h"
 
 namespace partita {
 
 namespace {
 
-const std::string& required(const runtime::Settings& settings, const std::string& key) {
-  auto it = settings.find(key);
-  if (it == settings.end() || it->second.empty()) throw UsageError("setting '" + key + "' is missing");
-  return it->second;
-}
+using runtime::flag_setting;
+using runtime::integer_setting;
+using runtime::required_setting;
 
-bool flag(const runtime::Settings& settings, const std::string& key) {
-  auto it = settings.find(key);
-  if (it == settings.end() || it->second == "false") return false;
-  if (it->second == "true") return true;
-  throw UsageError("setting '" + key + "': '" + it->second + "' is not true or false");
-}
+// Bounds that no sane job reaches, so that a bad setting is named rather than obeyed.
+constexpr int64_t kMaxParts = 1 << 20;
+constexpr int64_t kMaxShares = 1 << 10;        // trainers per partition
+constexpr int64_t kMaxPrefetch = 64;           // batches in flight: each holds tens of MB
+constexpr int64_t kMaxDeadlineMs = 3600000;    // an hour
 
 int part_number(const runtime::Settings& settings) {
-  const std::string& text = required(settings, "part");
-  size_t used = 0;
-  int part = -1;
-  try {
-    part = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || part < 0) throw UsageError("setting 'part': '" + text + "' is not a part number");
-  return part;
-}
-
-// An optional whole-number setting of at least `min`.
-int64_t number(const runtime::Settings& settings, const std::string& key, int64_t fallback, int64_t min) {
-  auto it = settings.find(key);
-  if (it == settings.end()) return fallback;
-  size_t used = 0;
-  int64_t value = min - 1;
-  try {
-    value = std::stoll(it->second, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != it->second.size() || value < min) {
-    throw UsageError("setting '" + key + "': '" + it->second + "' is not a number of at least " + std::to_string(min));
-  }
-  return value;
+  return static_cast<int>(integer_setting(settings, "part", 0, kMaxParts));
 }
 
 }  // namespace
 
 SamplerConfig sampler_config_from(const runtime::Settings& settings) {
   SamplerConfig config;
-  config.fanouts = {parse_fanouts(required(settings, "fanouts"), "setting 'fanouts'")};
-  config.replace = flag(settings, "replace");
-  config.disjoint = flag(settings, "disjoint");
+  config.fanouts = {parse_fanouts(required_setting(settings, "fanouts"), "setting 'fanouts'")};
+  config.replace = flag_setting(settings, "replace", false);
+  config.disjoint = flag_setting(settings, "disjoint", false);
   return config;
 }
 
 void register_actor_types(runtime::ActorTypeRegistry& registry) {
   registry.add("allreduce", [](caf::actor_system& system, const runtime::Settings& settings) {
-    return caf::actor_cast<caf::actor>(spawn_allreduce_member(system, allreduce_config_from(settings)));
+    return caf::actor_cast<caf::actor>(runtime::spawn_allreduce_member(system, runtime::allreduce_config_from(settings)));
   });
   registry.add("partition", [](caf::actor_system& system, const runtime::Settings& settings) {
-    PartitionStores stores = open_partition_stores(required(settings, "dir"), part_number(settings));
+    PartitionStores stores = open_partition_stores(required_setting(settings, "dir"), part_number(settings));
     PartitionActorOptions options;
-    if (auto it = settings.find("channel_host"); it != settings.end()) options.channel_host = it->second;
+    options.channel_host = runtime::text_setting(settings, "channel_host", options.channel_host);
     return caf::actor_cast<caf::actor>(spawn_partition_actor(system, std::move(stores.topology),
                                                              std::move(stores.features), sampler_config_from(settings),
                                                              std::move(options)));
   });
   registry.add("sampler", [](caf::actor_system& system, const runtime::Settings& settings) {
-    const std::string& dir = required(settings, "dir");
+    const std::string& dir = required_setting(settings, "dir");
     const int part = part_number(settings);
+    // Validated before anything is opened.
+    const int64_t shares = integer_setting(settings, "shares", 1, kMaxShares, 1);
+    const int64_t share = integer_setting(settings, "share", 0, shares - 1, 0);
+    SamplerOptions options;
+    options.config = sampler_config_from(settings);
+    options.prefetch = static_cast<int>(integer_setting(settings, "prefetch", 1, kMaxPrefetch, options.prefetch));
+    options.deadline = std::chrono::milliseconds(
+        integer_setting(settings, "deadline_ms", 1, kMaxDeadlineMs, options.deadline.count()));
     PartitionStores stores = open_partition_stores(dir, part);  // shared with a partition actor here
     PartitionFolder folder(dir);
     const PartitionData data = folder.load_part(part);
-    const int64_t shares = number(settings, "shares", 1, 1);
-    const int64_t share = number(settings, "share", 0, 0);
-    if (share >= shares) {
-      throw UsageError("setting 'share': " + std::to_string(share) + " is not in [0, " + std::to_string(shares) + ")");
-    }
     // Share i of k: the i-th of k contiguous slices of each split.
     const auto slice = [&](const MappedArray& ids) {
       Span<const int64_t> all = ids.as<int64_t>();
@@ -95,10 +70,6 @@ void register_actor_types(runtime::ActorTypeRegistry& registry) {
       return std::vector<int64_t>(all.begin() + n * share / shares, all.begin() + n * (share + 1) / shares);
     };
     SamplerSeeds seeds{slice(data.train_idx), slice(data.val_idx), slice(data.test_idx)};
-    SamplerOptions options;
-    options.config = sampler_config_from(settings);
-    options.prefetch = static_cast<int>(number(settings, "prefetch", options.prefetch, 1));
-    options.deadline = std::chrono::milliseconds(number(settings, "deadline_ms", options.deadline.count(), 1));
     return caf::actor_cast<caf::actor>(
         spawn_sampler_actor(system, folder.book(), part, std::move(stores), std::move(seeds), std::move(options)));
   });

@@ -1,22 +1,29 @@
 // The actors' message interfaces, together, readable as the protocol.
 //
 // Every request and reply is one Cap'n Proto message built by messages/codec.h and carried
-// as `Encoded` bytes (one memcpy in CAF, see messages/caf_types.h). Failures travel in-band:
-// a partition or sampler actor answers a bad request with an encoded error reply (codec's
-// error_reply, keyed by the request id), never with a CAF error, so a peer in another process
-// or another language reads every outcome with the same decoder. CAF errors on these
-// requests mean the transport failed: a timeout, or the receiver is gone. Bulk feature rows
-// between processes bypass CAF: see actors/feature_channel.h.
+// as `Encoded` bytes (one memcpy in CAF, see messages/caf_types.h). Bulk feature rows
+// between processes bypass CAF: see actors/feature_channel.h. The allreduce group is a
+// generic collective with its own interface (runtime/collective/allreduce_protocol.h).
+//
+// Errors, one way per boundary:
+//   - partition and sampler requests, in one process or between processes, by message or
+//     over the feature channel: failures travel in-band. A partition or sampler actor
+//     answers a bad request with an encoded error reply (codec's error_reply, keyed by the
+//     request id, its text naming the partition and the problem), never with a CAF error,
+//     so a peer in another process or another language reads every outcome with the same
+//     decoder. CAF errors on these requests mean the transport failed: a timeout, or the
+//     receiver is gone; the feature channel's transport failures are Errors naming the
+//     partition ("partition 1: feature channel: ...").
+//   - trainers report to the job driver by message, (train_failed, trainer, message), with
+//     the message of the Error that stopped the step (a failed allreduce names its rank);
+//     the driver also monitors every actor it spawned and names the one that went down.
 #pragma once
 
-#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
 #include <cstdint>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -93,58 +100,8 @@ using trainer_actor = caf::typed_actor<
     caf::replies_to<get_state_atom>::with<std::vector<char>>,
     caf::replies_to<set_state_atom, std::vector<char>>::with<bool>>;
 
-// The allreduce group (actors/allreduce.h): members 0..N-1 in a ring, summing one float32
-// buffer per step. Payloads stream over the members' own TCP connections (runtime/
-// bulk_channel.h); these messages set the ring up, carry callers' buffers and failures.
-using allreduce_info_atom = caf::atom_constant<caf::atom("ar_info")>;
-using allreduce_listen_atom = caf::atom_constant<caf::atom("ar_listen")>;
-using allreduce_wire_atom = caf::atom_constant<caf::atom("ar_wire")>;
-using allreduce_sum_atom = caf::atom_constant<caf::atom("ar_sum")>;
-using allreduce_done_atom = caf::atom_constant<caf::atom("ar_done")>;
-using allreduce_failed_atom = caf::atom_constant<caf::atom("ar_failed")>;
-using allreduce_abort_atom = caf::atom_constant<caf::atom("ar_abort")>;
-using allreduce_ring_atom = caf::atom_constant<caf::atom("ar_ring")>;
-using allreduce_timeout_atom = caf::atom_constant<caf::atom("ar_timeout")>;
-
-// A caller's buffer in the member's own process, summed in place (no copy). The member
-// holds `mutex` while it uses the buffer and skips one marked `abandoned`, so a caller that
-// gives up (deadline, lost member) takes its buffer back by locking it. Never crosses a
-// process boundary (the type is not serialisable).
-struct AllreduceLease {
-  std::mutex mutex;
-  bool abandoned = false;
-};
-struct AllreduceLocalBuffer {
-  float* data = nullptr;
-  size_t size = 0;
-  std::shared_ptr<AllreduceLease> lease;
-};
-
-// One member of an allreduce group.
-//   info -> (rank, size, next operation's sequence number)
-//   (listen, group) -> (host, port) where the left neighbour connects
-//   (wire, group, members by rank, right neighbour's host and port, deadline ms) -> true,
-//       once both ring connections are up | error
-//   (sum, seq, deadline ms, float32 bytes)  => the sender gets (done, seq, float32 bytes)
-//   (sum, seq, deadline ms, local buffer)   => the sender gets (done, seq, empty bytes)
-//       either way (failed, seq, why) instead when the operation fails
-//   (abort, group, seq, why): another member failed; the group is broken
-//   (ring, job, why): internal, from the member's own ring thread ("" on success)
-//   (timeout, seq): internal, the deadline of an operation still waiting for the wiring
-using allreduce_member = caf::typed_actor<
-    caf::replies_to<allreduce_info_atom>::with<int32_t, int32_t, uint64_t>,
-    caf::replies_to<allreduce_listen_atom, uint64_t>::with<std::string, uint16_t>,
-    caf::replies_to<allreduce_wire_atom, uint64_t, std::vector<caf::actor>, std::string, uint16_t, int64_t>::with<bool>,
-    caf::reacts_to<allreduce_sum_atom, uint64_t, int64_t, std::vector<char>>,
-    caf::reacts_to<allreduce_sum_atom, uint64_t, int64_t, AllreduceLocalBuffer>,
-    caf::reacts_to<allreduce_abort_atom, uint64_t, uint64_t, std::string>,
-    caf::reacts_to<allreduce_ring_atom, uint64_t, std::string>,
-    caf::reacts_to<allreduce_timeout_atom, uint64_t>>;
-
 // Adds the hooks that register this protocol's message types to `options`, so that every
 // actor system hosting these actors can ship them across processes.
 void add_protocol_types(runtime::ActorSystemOptions& options);
 
 }  // namespace partita
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(partita::AllreduceLocalBuffer)

@@ -21,17 +21,24 @@
 #include <sstream>
 #include <thread>
 
-#include "actors/allreduce.h"
 #include "base/error.h"
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
 #include "runtime/actor_system.h"
+#include "runtime/collective/allreduce_client.h"
+#include "runtime/collective/allreduce_group.h"
+#include "runtime/collective/allreduce_member.h"
 #include "runtime/errors.h"
 
 namespace partita::bench {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using runtime::Allreduce;
+using runtime::allreduce_member;
+using runtime::AllreduceConfig;
+using runtime::connect_allreduce_group;
+using runtime::spawn_allreduce_member;
 
 namespace {
 
@@ -206,11 +213,8 @@ caf::actor connect_published(caf::actor_system& system, uint16_t port, std::chro
 // Each run's driver has an actor system of its own, so that nothing a finished run's
 // processes left in the middleman (cached connections to ports the system may hand out
 // again, proxies of their actors) meets the next run.
-runtime::ActorSystemOptions driver_options() {
-  runtime::ActorSystemOptions options;
-  add_protocol_types(options);
-  return options;
-}
+// The group's messages are built-in CAF types: nothing to register.
+runtime::ActorSystemOptions driver_options() { return runtime::ActorSystemOptions(); }
 
 RunFigures run_partita_group(int size, int64_t floats, const AllreduceBenchOptions& o) {
   runtime::ActorSystem system(driver_options());
@@ -342,10 +346,8 @@ void run_allreduce_bench(const AllreduceBenchOptions& o) {
 }
 
 void run_allreduce_member_rank(const AllreduceRankOptions& o) {
-  runtime::ActorSystemOptions system_options;
-  add_protocol_types(system_options);
-  runtime::ActorSystem system(system_options);
-  allreduce_member member = spawn_allreduce_member(system, AllreduceConfig{o.rank, o.size});
+  runtime::ActorSystem system{runtime::ActorSystemOptions()};
+  allreduce_member member = spawn_allreduce_member(system, AllreduceConfig{o.rank, o.size, "127.0.0.1"});
   struct StopOnUnwind {
     allreduce_member member;
     ~StopOnUnwind() { caf::anon_send_exit(member, caf::exit_reason::user_shutdown); }

@@ -1,9 +1,6 @@
 #include "bench/loader_bench.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,17 +15,14 @@
 #include <sstream>
 #include <thread>
 
-#include "actors/feature_channel.h"
 #include "actors/partition_actor.h"
 #include "actors/sampler_actor.h"
 #include "actors/sampler_client.h"
 #include "base/error.h"
 #include "base/file_util.h"
-#include "base/random.h"
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
 #include "graph/epoch_plan.h"
-#include "messages/codec.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_stores.h"
@@ -204,97 +198,6 @@ void wire(caf::actor_system& system, const std::vector<sampler_actor>& samplers,
   for (const auto& s : samplers) wire_sampler(system, s, partitions, addresses, kDeadline);
 }
 
-// Moves `bytes` through a loopback TCP connection `rounds` times; returns bytes/s.
-double raw_tcp_bytes_per_second(size_t bytes, int rounds) {
-  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::listen(listener, 1) != 0 || ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    throw Error("raw TCP baseline: cannot listen on loopback: " + errno_text());
-  }
-  ScopedFd listen_fd(listener);
-  std::vector<char> out(bytes, 1), in(bytes);
-  std::thread sender([&] {
-    int fd = ::accept(listen_fd.get(), nullptr, nullptr);
-    if (fd < 0) return;
-    ScopedFd conn(fd);
-    for (int r = 0; r < rounds + 1; ++r) write_all(conn.get(), "raw TCP baseline", out.data(), out.size());
-  });
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  ScopedFd conn(fd);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    sender.join();
-    throw Error("raw TCP baseline: cannot connect on loopback: " + errno_text());
-  }
-  read_exactly(conn.get(), "raw TCP baseline", in.data(), in.size());  // warm-up
-  Stopwatch watch;
-  for (int r = 0; r < rounds; ++r) read_exactly(conn.get(), "raw TCP baseline", in.data(), in.size());
-  double seconds = watch.seconds();
-  sender.join();
-  return static_cast<double>(bytes) * rounds / seconds;
-}
-
-// A feature request for `rows` random rows of `part`.
-Encoded random_rows_request(const Topology& part, int64_t rows) {
-  std::vector<int64_t> ids(rows);
-  Rng rng(7);
-  for (auto& id : ids) id = part.node_begin() + static_cast<int64_t>(rng.below(part.num_nodes()));
-  Encoder encoder;
-  Encoded request;
-  encoder.feature_request(1, "node", "x", ids, request.bytes);
-  return request;
-}
-
-// Feature replies from the remote partition actor by CAF message; bytes/s of feature
-// payload received (request, remote gather, encode, transfer, decode).
-double caf_feature_bytes_per_second(caf::actor_system& system, const partition_actor& remote, const Encoded& request,
-                                    int rounds) {
-  caf::scoped_actor self{system};
-  auto ask = [&] {
-    size_t got = 0;
-    self->request(remote, kDeadline, feature_atom::value, request)
-        .receive([&](const Encoded& reply) { got = decode_feature_reply(Span<const char>(reply.bytes)).values.bytes; },
-                 [&](caf::error& e) { throw Error("remote feature request failed: " + system.render(e)); });
-    return got;
-  };
-  ask();  // warm-up
-  Stopwatch watch;
-  size_t total = 0;
-  for (int r = 0; r < rounds; ++r) total += ask();
-  return static_cast<double>(total) / watch.seconds();
-}
-
-// The same over the partition's feature channel, as samplers in other processes fetch
-// rows (into one reused buffer here); sets *reply_bytes to the size of one reply's rows.
-double channel_feature_bytes_per_second(caf::actor_system& system, const partition_actor& remote, int part,
-                                        const Encoded& request, int rounds, size_t* reply_bytes) {
-  caf::scoped_actor self{system};
-  Encoded offer;
-  self->request(remote, kDeadline, channel_atom::value)
-      .receive([&](Encoded& reply) { offer = std::move(reply); },
-               [&](caf::error& e) { throw Error("channel request failed: " + system.render(e)); });
-  ChannelClient channel("partition " + std::to_string(part));
-  channel.open(decode_channel_offer(Span<const char>(offer.bytes)), static_cast<uint32_t>(part), kDeadline);
-  std::vector<char> head, rows;
-  auto ask = [&] {
-    channel.send(Span<const char>(request.bytes), kDeadline);
-    uint64_t body_bytes = 0;
-    const size_t length = channel.receive_head(head, body_bytes, kDeadline);
-    const DecodedFeatureRowsHeader h = decode_feature_rows_header(Span<const char>(head.data(), length));
-    if (h.bytes != body_bytes) throw Error("feature channel: a header for " + std::to_string(h.bytes) + " bytes");
-    channel.receive_body(rows, kDeadline);
-    return h.bytes;
-  };
-  *reply_bytes = ask();  // warm-up
-  Stopwatch watch;
-  size_t total = 0;
-  for (int r = 0; r < rounds; ++r) total += ask();
-  return static_cast<double>(total) / watch.seconds();
-}
-
 std::string start_daemon(ChildProcess& daemon) {
   const std::regex ready(R"(partita daemon listening on (127\.0\.0\.1:[0-9]+)\n)");
   for (int i = 0; i < 3000; ++i) {
@@ -378,7 +281,6 @@ void run_loader_bench(const LoaderBenchOptions& o) {
       spawn_sampler_actor(system, two.book(), 0, open_partition_stores(two_dir, 0), train_seeds(two_dir, 0),
                           sampler_options)};
   wire(system, c_samplers, {b_partitions[0], remote_partition});
-  const partition_actor remote = caf::actor_cast<partition_actor>(remote_partition);
 
   std::printf("\nRMAT %lld nodes, %.0f directed edges, %lld float32 features; fanouts [%s], batch %lld\n"
               "each sampler: its partition's training nodes, %d in flight, features and labels included, taken by "
@@ -388,21 +290,16 @@ void run_loader_bench(const LoaderBenchOptions& o) {
               fanouts_text(o.fanouts).c_str(), (long long)o.batch_size, o.prefetch, kWarmupBatches, o.seconds,
               o.num_batches, o.repeat);
 
-  std::vector<double> a_rate, b_rate, c_rate, a_cpu, b_cpu, c_cpu, channel_rate, caf_rate, tcp_rate, c_over_a;
+  std::vector<double> a_rate, b_rate, c_rate, a_cpu, b_cpu, c_cpu, c_over_a;
   std::vector<double> nodes_per_batch, edges_per_batch;
   const std::vector<pid_t> here{::getpid()};
   std::vector<pid_t> everyone{::getpid()};
   for (const auto& d : daemons) everyone.push_back(d->pid());
-  const Encoded rows_request = random_rows_request(*open_partition_stores(two_dir, 1).topology, 56000);
-  size_t reply_bytes = 0;
   for (int r = 0; r < o.repeat; ++r) {
     const uint64_t epoch = static_cast<uint64_t>(r);
     Round a = drain(system, a_samplers, o, epoch, here);
     Round b = drain(system, b_samplers, o, epoch, here);
     Round c = drain(system, c_samplers, o, epoch, everyone);
-    channel_rate.push_back(channel_feature_bytes_per_second(system, remote, 1, rows_request, 10, &reply_bytes));
-    caf_rate.push_back(caf_feature_bytes_per_second(system, remote, rows_request, 10));
-    tcp_rate.push_back(raw_tcp_bytes_per_second(reply_bytes, 10));
     a_rate.push_back(a.batches_per_second());
     b_rate.push_back(b.batches_per_second());
     c_rate.push_back(c.batches_per_second());
@@ -412,10 +309,9 @@ void run_loader_bench(const LoaderBenchOptions& o) {
     c_over_a.push_back(c_rate.back() / a_rate.back());
     nodes_per_batch.push_back(static_cast<double>(a.nodes) / static_cast<double>(a.batches));
     edges_per_batch.push_back(static_cast<double>(a.edges) / static_cast<double>(a.batches));
-    std::printf("round %d: (a) %.1f  (b) %.1f [%s]  (c) %.1f batches/s; CPU ms/batch (a) %.0f (b) %.0f (c) %.0f; "
-                "channel %.2f, CAF %.2f, raw TCP %.2f GB/s\n",
+    std::printf("round %d: (a) %.1f  (b) %.1f [%s]  (c) %.1f batches/s; CPU ms/batch (a) %.0f (b) %.0f (c) %.0f\n",
                 r + 1, a_rate.back(), b_rate.back(), per_sampler(b).c_str(), c_rate.back(), a_cpu.back(),
-                b_cpu.back(), c_cpu.back(), channel_rate.back() / 1e9, caf_rate.back() / 1e9, tcp_rate.back() / 1e9);
+                b_cpu.back(), c_cpu.back());
     std::fflush(stdout);
   }
 
@@ -428,19 +324,9 @@ void run_loader_bench(const LoaderBenchOptions& o) {
   std::printf("%-70s %10.1f %7.2f %12.1f\n", "(c) 2 partitions, partition 1 on a daemon, the sampler of partition 0",
               c_med, median(c_over_a), median(c_cpu));
   std::printf("%-70s %10.1f\n", "    PyG distributed loader, 2 ranks (quoted)", kPygDistributedBatchesPerSecond);
-  // Ratios are taken within each round, where both sides saw the same load from elsewhere.
-  std::vector<double> channel_over_tcp, caf_over_tcp;
-  for (size_t r = 0; r < tcp_rate.size(); ++r) {
-    channel_over_tcp.push_back(channel_rate[r] / tcp_rate[r]);
-    caf_over_tcp.push_back(caf_rate[r] / tcp_rate[r]);
-  }
-  std::printf("\nremote feature transfer (%.1f MB of rows per reply from a daemon): feature channel %.2f GB/s, "
-              "CAF message %.2f GB/s; raw loopback TCP, same bytes: %.2f GB/s\n",
-              reply_bytes / 1e6, median(channel_rate) / 1e9, median(caf_rate) / 1e9, median(tcp_rate) / 1e9);
-  std::printf("median of the rounds' ratios: (c)/(a) %.2f; channel / raw TCP %.2f; CAF / raw TCP %.2f\n",
-              median(c_over_a), median(channel_over_tcp), median(caf_over_tcp));
-  std::printf("goals: (c)/(a) >= 0.8: %s; transfer >= 0.8x raw TCP: %s\n", median(c_over_a) >= 0.8 ? "met" : "not met",
-              median(channel_over_tcp) >= 0.8 ? "met" : "not met");
+  std::printf("\n(c)/(a), the median of the rounds' ratios: %.2f (goal >= 0.8: %s); remote feature transfer alone: "
+              "`partita bench transfer`\n",
+              median(c_over_a), median(c_over_a) >= 0.8 ? "met" : "not met");
 
   for (const auto& s : c_samplers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
   for (const auto& s : a_samplers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);

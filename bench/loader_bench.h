@@ -32,9 +32,8 @@ struct LoaderBenchOptions {
 //       partition 0 in this process, as its trainer's process hosts it, fetching partition
 //       1's rows over its feature channel.
 // Samplers measured together run for the same time (`seconds`, at most `num_batches`
-// each). Then remote feature transfer from the daemon (over the feature channel, and by
-// CAF message for comparison) in bytes/s next to raw loopback TCP moving the same bytes.
-// The rounds interleave the configurations, so that load from elsewhere on the machine
+// each; remote feature transfer alone: `partita bench transfer`). The rounds interleave
+// the configurations, so that load from elsewhere on the machine
 // spreads over all of them.
 void run_loader_bench(const LoaderBenchOptions& options);
 

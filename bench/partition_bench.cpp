@@ -14,6 +14,7 @@
 #include "base/staging_dir.h"
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
+#include "bench/workdir.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
 #include "partitioner/readers.h"
@@ -58,22 +59,8 @@ void run_bare_metis(const std::string& npy_dir, int parts, uint64_t seed, int th
 }
 
 void run_partition_bench(const PartitionBenchOptions& o) {
-  std::string workdir = o.workdir;
-  bool own_workdir = workdir.empty();
-  if (own_workdir) {
-    const char* tmp = std::getenv("TMPDIR");
-    workdir = std::string(tmp != nullptr ? tmp : "/tmp") + "/partita-bench-" + std::to_string(::getpid());
-  }
-  fs::create_directories(workdir);
-  struct Cleanup {
-    std::string dir;
-    bool active;
-    ~Cleanup() {
-      std::error_code ec;
-      if (active) fs::remove_all(dir, ec);
-    }
-  } cleanup{workdir, own_workdir};
-
+  const Workdir dir(o.workdir, "bench");
+  const std::string& workdir = dir.path();
   std::string graph_dir = workdir + "/rmat";
   Stopwatch watch;
   {

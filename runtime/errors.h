@@ -17,6 +17,7 @@ constexpr caf::atom_value kErrorCategory = caf::atom("partita");
 enum class RuntimeErrc : uint8_t {
   unknown_actor_type = 1,
   spawn_failed = 2,
+  refused = 3,  // an actor refused a request (bad arguments, wrong state); the context says why
 };
 
 // An error of our category whose context is `what` (a complete sentence for the user).

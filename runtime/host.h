@@ -14,11 +14,9 @@
 #include <string>
 #include <vector>
 
-namespace partita::runtime {
+#include "runtime/settings.h"
 
-// Arguments of a spawned actor. A string map because CAF ships it as a built-in message
-// type (no registration needed on either side) and it reads as a config section.
-using Settings = std::map<std::string, std::string>;
+namespace partita::runtime {
 
 // Spawns one actor of a registered type. May throw partita::Error (e.g. a bad setting); the
 // host turns that into an error reply naming the type.

@@ -8,6 +8,7 @@
 #include "bench/partition_bench.h"
 #include "bench/sample_bench.h"
 #include "bench/train_bench.h"
+#include "bench/transfer_bench.h"
 #include "base/error.h"
 #include "tools/commands.h"
 
@@ -114,6 +115,20 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
     }
     bench::run_aggregate_bench(*a);
   });
+
+  auto x = std::make_shared<bench::TransferBenchOptions>();
+  CLI::App* transfer = bench->add_subcommand(
+      "transfer", "remote feature transfer from a daemon next to raw loopback TCP moving the same bytes");
+  transfer->add_option("--nodes", x->num_nodes, "RMAT nodes")->check(CLI::PositiveNumber)->capture_default_str();
+  transfer->add_option("--avg-degree", x->avg_degree, "RMAT directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
+  transfer->add_option("--features", x->feature_dim, "float32 features per node")->check(CLI::PositiveNumber)->capture_default_str();
+  transfer->add_option("--rows", x->rows, "random rows per request")->check(CLI::PositiveNumber)->capture_default_str();
+  transfer->add_flag("--contiguous", x->contiguous, "the partition's first rows in order instead of random ones (no gather cost)");
+  transfer->add_option("--requests", x->requests, "measured requests per configuration and round")->check(CLI::PositiveNumber)->capture_default_str();
+  transfer->add_option("--repeat", x->repeat, "interleaved rounds (medians are reported)")->check(CLI::PositiveNumber)->capture_default_str();
+  transfer->add_option("--seed", x->seed, "graph and row seed")->capture_default_str();
+  transfer->add_option("--workdir", x->workdir, "keep the generated graph here and reuse it (default: a temporary folder)");
+  transfer->callback([x] { bench::run_transfer_bench(*x); });
 
   auto ar = std::make_shared<bench::AllreduceBenchOptions>();
   CLI::App* allreduce = bench->add_subcommand(

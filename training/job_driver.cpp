@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "actors/allreduce.h"
+#include "runtime/collective/allreduce_group.h"
 #include "actors/protocol.h"
 #include "actors/sampler_client.h"
 #include "base/error.h"
@@ -175,7 +175,7 @@ void Driver::spawn_actors() {
     if (runtime_.is_distributed()) settings["host"] = runtime::parse_endpoint(runtime_.node_name(node), "daemon").host;
     actors_.allreduce.push_back(runtime_.spawn(node, "allreduce", settings));
   }
-  connect_allreduce_group(runtime_.system(), actors_.allreduce, kRequestDeadline);
+  runtime::connect_allreduce_group(runtime_.system(), actors_.allreduce, kRequestDeadline);
   const std::string job_yaml = job_to_yaml(job_);
   for (int t = 0; t < num_trainers; ++t) {
     const int node = node_of_partition(job_.part_of_trainer(t));

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "actors/allreduce.h"
 #include "actors/protocol.h"
 #include "actors/sampler_client.h"
 #include "base/error.h"
@@ -19,6 +18,8 @@
 #include "models/torch_runtime.h"
 #include "models/training.h"
 #include "partitioner/partition_format.h"
+#include "runtime/collective/allreduce_client.h"
+#include "runtime/settings.h"
 #include "training/job_config.h"
 
 namespace partita {
@@ -41,27 +42,16 @@ struct Replica {
   int part = 0;
   uint64_t plan_seed = 0;  // of this trainer's epochs: batches differ between trainers
   std::unique_ptr<SamplerClient> sampler;  // after set-up
-  std::unique_ptr<Allreduce> allreduce;
+  std::unique_ptr<runtime::Allreduce> allreduce;
   std::shared_ptr<GnnModel> model;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<float> gradients;  // the step's flat buffer, reused
 };
 
 std::unique_ptr<Replica> make_replica(const runtime::Settings& settings) {
-  auto it = settings.find("job");
-  if (it == settings.end()) throw UsageError("setting 'job' is missing");
   auto r = std::make_unique<Replica>();
-  r->job = parse_job(it->second, "/", "the job sent by the driver");
-  auto t = settings.find("trainer");
-  if (t == settings.end()) throw UsageError("setting 'trainer' is missing");
-  try {
-    r->index = std::stoi(t->second);
-  } catch (const std::exception&) {
-    throw UsageError("setting 'trainer': '" + t->second + "' is not a trainer index");
-  }
-  if (r->index < 0 || r->index >= r->job.num_trainers()) {
-    throw UsageError("setting 'trainer': " + t->second + " is not in [0, " + std::to_string(r->job.num_trainers()) + ")");
-  }
+  r->job = parse_job(runtime::required_setting(settings, "job"), "/", "the job sent by the driver");
+  r->index = static_cast<int>(runtime::integer_setting(settings, "trainer", 0, r->job.num_trainers() - 1));
   r->part = r->job.part_of_trainer(r->index);
   r->plan_seed = mix64(r->job.seed, static_cast<uint64_t>(r->index));
   const PartitionFolder folder(r->job.partition_dir());
@@ -129,7 +119,7 @@ trainer_actor::behavior_type trainer(trainer_actor::pointer self, std::shared_pt
         }
         r->sampler = std::make_unique<SamplerClient>(self->system(), caf::actor_cast<sampler_actor>(std::move(sampler)),
                                                      kStepDeadline, "trainer " + std::to_string(r->index) + "'s sampler");
-        r->allreduce = std::make_unique<Allreduce>(self->system(), std::move(member), kStepDeadline);
+        r->allreduce = std::make_unique<runtime::Allreduce>(self->system(), std::move(member), kStepDeadline);
         return true;
       },
       [self, r](train_epoch_atom, uint64_t epoch, int64_t steps, caf::actor& driver) {

@@ -1,0 +1,249 @@
+#include "bench/transfer_bench.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <caf/all.hpp>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include "actors/feature_channel.h"
+#include "actors/partition_actor.h"
+#include "base/error.h"
+#include "base/file_util.h"
+#include "base/random.h"
+#include "base/stopwatch.h"
+#include "base/subprocess.h"
+#include "bench/workdir.h"
+#include "messages/codec.h"
+#include "partitioner/generators.h"
+#include "partitioner/partition.h"
+#include "partitioner/partition_stores.h"
+#include "runtime/client.h"
+#include "runtime/daemon_child.h"
+#include "runtime/errors.h"
+#include "runtime/transport/request_channel.h"
+
+namespace partita::bench {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto kDeadline = 120s;
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0 : values[values.size() / 2];
+}
+
+// Generates and partitions (randomly: only partition 1's features matter) the graph into
+// workdir/parts, unless a folder from the same options is there already.
+std::string prepare_graph(const TransferBenchOptions& o, const Workdir& workdir) {
+  std::ostringstream params;
+  params << "nodes " << o.num_nodes << " degree " << o.avg_degree << " features " << o.feature_dim << " seed " << o.seed
+         << "\n";
+  const std::string dir = workdir.path() + "/parts", stamp = "transfer-bench-params.txt";
+  if (workdir.has(stamp, params.str(), "parts/META.json")) return dir;
+  RmatOptions rmat;
+  rmat.num_nodes = o.num_nodes;
+  rmat.avg_degree = o.avg_degree;
+  rmat.feature_dim = o.feature_dim;
+  rmat.seed = o.seed;
+  PartitionOptions options;
+  options.num_parts = 2;
+  options.method = PartitionMethod::kRandom;
+  options.seed = o.seed;
+  WriteOptions write;
+  write.overwrite = true;
+  partition_dataset(generate_rmat(rmat), options, dir, write);
+  workdir.mark(stamp, params.str());
+  return dir;
+}
+
+// (a) Moves `bytes` through a loopback TCP connection between two threads `requests` times
+// (after one warm-up); returns bytes/s.
+double raw_tcp_bytes_per_second(size_t bytes, int requests) {
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(listener, 1) != 0 || ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    throw Error("raw TCP baseline: cannot listen on loopback: " + errno_text());
+  }
+  ScopedFd listen_fd(listener);
+  std::vector<char> out(bytes, 1), in(bytes);
+  std::thread sender([&] {
+    int fd = ::accept(listen_fd.get(), nullptr, nullptr);
+    if (fd < 0) return;
+    ScopedFd conn(fd);
+    for (int r = 0; r < requests + 1; ++r) write_all(conn.get(), "raw TCP baseline", out.data(), out.size());
+  });
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ScopedFd conn(fd);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    sender.join();
+    throw Error("raw TCP baseline: cannot connect on loopback: " + errno_text());
+  }
+  read_exactly(conn.get(), "raw TCP baseline", in.data(), in.size());  // warm-up
+  Stopwatch watch;
+  for (int r = 0; r < requests; ++r) read_exactly(conn.get(), "raw TCP baseline", in.data(), in.size());
+  const double seconds = watch.seconds();
+  sender.join();
+  return static_cast<double>(bytes) * requests / seconds;
+}
+
+// Asks `ask` (which returns the payload bytes it received) once to warm up, then
+// `requests` times; returns bytes/s.
+template <typename Ask>
+double bytes_per_second(int requests, Ask ask) {
+  ask();
+  Stopwatch watch;
+  size_t total = 0;
+  for (int r = 0; r < requests; ++r) total += ask();
+  return static_cast<double>(total) / watch.seconds();
+}
+
+// (b) The request channel between two threads, its body filled from a contiguous buffer.
+double channel_bytes_per_second(size_t bytes, int requests) {
+  std::vector<char> rows(bytes, 1);
+  runtime::RequestServer server(
+      "127.0.0.1", 1,
+      [&rows] {
+        runtime::ChannelService service;
+        service.answer = [&rows](Span<const char>, runtime::ChannelReply& reply) {
+          reply.head_length = 0;
+          reply.body_bytes = rows.size();
+          reply.fill = [&rows](char* piece, uint64_t offset, uint64_t n) { std::memcpy(piece, rows.data() + offset, n); };
+        };
+        service.refuse = [](const std::string&, runtime::ChannelReply& reply) { reply.head_length = 0; };
+        return service;
+      },
+      kDeadline, "transfer bench");
+  runtime::RequestClient client("transfer bench");
+  client.open(server.open(), 1, kDeadline);
+  std::vector<char> head, body;
+  const char request = 0;
+  return bytes_per_second(requests, [&] {
+    client.send(Span<const char>(&request, 1), kDeadline);
+    uint64_t body_bytes = 0;
+    client.receive_head(head, body_bytes, kDeadline);
+    client.receive_body(body, kDeadline);
+    return body_bytes;
+  });
+}
+
+// A feature request for `rows` rows of partition `part`: random ones, or its first rows
+// in order (`contiguous`: the gather becomes a plain copy).
+Encoded rows_request(const std::string& dir, int part, int64_t rows, bool contiguous) {
+  const auto topology = open_partition_stores(dir, part).topology;
+  if (rows > topology->num_nodes()) {
+    throw UsageError("--rows: partition " + std::to_string(part) + " has only " +
+                     std::to_string(topology->num_nodes()) + " nodes");
+  }
+  std::vector<int64_t> ids(rows);
+  Rng rng(7);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = topology->node_begin() +
+             (contiguous ? static_cast<int64_t>(i) : static_cast<int64_t>(rng.below(topology->num_nodes())));
+  }
+  Encoder encoder;
+  Encoded request;
+  encoder.feature_request(1, "node", "x", ids, request.bytes);
+  return request;
+}
+
+// (c) Feature replies over the remote partition's feature channel.
+double feature_channel_bytes_per_second(ChannelClient& channel, const Encoded& request, int requests,
+                                        size_t* reply_bytes) {
+  std::vector<char> head, rows;
+  auto ask = [&] {
+    channel.send(Span<const char>(request.bytes), kDeadline);
+    uint64_t body_bytes = 0;
+    const size_t length = channel.receive_head(head, body_bytes, kDeadline);
+    const DecodedFeatureRowsHeader h = decode_feature_rows_header(Span<const char>(head.data(), length));
+    if (h.bytes != body_bytes) throw Error("feature channel: a header for " + std::to_string(h.bytes) + " bytes");
+    channel.receive_body(rows, kDeadline);
+    return h.bytes;
+  };
+  *reply_bytes = ask();
+  return bytes_per_second(requests, ask);
+}
+
+// (d) Feature replies from the remote partition actor by CAF message (request, remote
+// gather, encode, transfer, decode).
+double caf_bytes_per_second(caf::actor_system& system, const partition_actor& remote, const Encoded& request,
+                            int requests) {
+  caf::scoped_actor self{system};
+  return bytes_per_second(requests, [&] {
+    size_t got = 0;
+    self->request(remote, kDeadline, feature_atom::value, request)
+        .receive([&](const Encoded& reply) { got = decode_feature_reply(Span<const char>(reply.bytes)).values.bytes; },
+                 [&](caf::error& e) { throw Error("remote feature request failed: " + runtime::describe(system, e)); });
+    return got;
+  });
+}
+
+}  // namespace
+
+void run_transfer_bench(const TransferBenchOptions& o) {
+  const Workdir workdir(o.workdir, "transfer-bench");
+  const std::string dir = prepare_graph(o, workdir);
+
+  runtime::ActorSystemOptions system_options;
+  add_protocol_types(system_options);
+  runtime::ActorSystem system(system_options);
+  runtime::DaemonChild daemon = runtime::start_daemon_child(self_executable(), {"--name", "transfer-bench"});
+  runtime::DaemonConnection connection = runtime::DaemonConnection::connect(system, daemon.address, 30s);
+  const auto remote = caf::actor_cast<partition_actor>(
+      connection.spawn("partition", {{"dir", dir}, {"part", "1"}, {"fanouts", "1"}}, kDeadline));
+  Encoded offer;
+  {
+    caf::scoped_actor self{system};
+    self->request(remote, kDeadline, channel_atom::value)
+        .receive([&](Encoded& reply) { offer = std::move(reply); },
+                 [&](caf::error& e) { throw Error("channel request failed: " + runtime::describe(system, e)); });
+  }
+  ChannelClient channel("partition 1");
+  channel.open(decode_channel_offer(Span<const char>(offer.bytes)), 1, kDeadline);
+  const Encoded request = rows_request(dir, 1, o.rows, o.contiguous);
+
+  std::printf("\n%lld %s rows of %lld float32 per request from partition 1 of RMAT %lld nodes, on a daemon; "
+              "%d requests per configuration after one warm-up; %d interleaved rounds\n\n",
+              static_cast<long long>(o.rows), o.contiguous ? "contiguous" : "random", static_cast<long long>(o.feature_dim),
+              static_cast<long long>(o.num_nodes), o.requests, o.repeat);
+  std::vector<double> tcp, channel_alone, feature, caf_path, channel_ratio, feature_ratio, caf_ratio;
+  size_t reply_bytes = 0;
+  for (int r = 0; r < o.repeat; ++r) {
+    feature.push_back(feature_channel_bytes_per_second(channel, request, o.requests, &reply_bytes));
+    tcp.push_back(raw_tcp_bytes_per_second(reply_bytes, o.requests));
+    channel_alone.push_back(channel_bytes_per_second(reply_bytes, o.requests));
+    caf_path.push_back(caf_bytes_per_second(system, remote, request, o.requests));
+    channel_ratio.push_back(channel_alone.back() / tcp.back());
+    feature_ratio.push_back(feature.back() / tcp.back());
+    caf_ratio.push_back(caf_path.back() / tcp.back());
+    std::printf("round %d: (a) raw TCP %.2f  (b) channel %.2f  (c) feature channel %.2f  (d) CAF %.2f GB/s; "
+                "(c)/(a) %.2f\n",
+                r + 1, tcp.back() / 1e9, channel_alone.back() / 1e9, feature.back() / 1e9, caf_path.back() / 1e9,
+                feature_ratio.back());
+    std::fflush(stdout);
+  }
+  std::printf("\n%.1f MB of rows per reply; medians: (a) raw loopback TCP %.2f GB/s, (b) request channel %.2f GB/s "
+              "(%.2f of (a)), (c) feature channel from a daemon %.2f GB/s (%.2f of (a)), (d) CAF message %.2f GB/s "
+              "(%.2f of (a))\n",
+              reply_bytes / 1e6, median(tcp) / 1e9, median(channel_alone) / 1e9, median(channel_ratio),
+              median(feature) / 1e9, median(feature_ratio), median(caf_path) / 1e9, median(caf_ratio));
+  std::printf("goal: remote feature transfer >= 0.8x raw TCP: %s\n", median(feature_ratio) >= 0.8 ? "met" : "not met");
+  caf::anon_send_exit(remote, caf::exit_reason::user_shutdown);
+  connection.request_shutdown();
+  daemon.process->wait(30);
+}
+
+}  // namespace partita::bench

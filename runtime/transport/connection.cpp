@@ -1,0 +1,371 @@
+#include "runtime/transport/connection.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "runtime/transport/wire_format.h"
+
+namespace partita::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using HelloBytes = unsigned char[wire::kHelloBytes];
+
+
+std::string errno_string(int err) { return std::strerror(err); }
+
+// Empty if `bytes` are the hello {token, peer}; otherwise what is wrong with them.
+std::string check_hello(const HelloBytes& bytes, uint64_t token, uint32_t peer) {
+  wire::Hello h;
+  if (!wire::decode_hello(bytes, h)) return "not a Partita transport hello";
+  if (h.token != token) return "it belongs to another group (token differs)";
+  if (h.sender != peer) return "it comes from peer " + std::to_string(h.sender) + ", expected " + std::to_string(peer);
+  return "";
+}
+
+void set_nonblocking_nodelay(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL, 0);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    throw Error("transport: cannot make a socket non-blocking: " + errno_string(errno));
+  }
+  // Segments are large, but each exchange ends with a short one: do not let Nagle hold it.
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+struct AddrInfo {
+  addrinfo* list = nullptr;
+  ~AddrInfo() {
+    if (list != nullptr) ::freeaddrinfo(list);
+  }
+};
+
+AddrInfo resolve(const std::string& host, uint16_t port, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  AddrInfo result;
+  const std::string service = std::to_string(port);
+  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &result.list); rc != 0) {
+    throw Error("transport: cannot resolve '" + host + "': " + ::gai_strerror(rc));
+  }
+  return result;
+}
+
+}  // namespace
+
+// --- Waiting ---
+
+void wait_ready(pollfd* fds, size_t count, Deadline deadline, const Wakeup* wakeup, const std::string& doing) {
+  // The wakeup rides along as one more descriptor, so that a notify ends the poll at once.
+  // On the stack: this runs every time a socket is full or empty.
+  if (count > kMaxWaitDescriptors) throw Error("wait_ready: " + std::to_string(count) + " descriptors while " + doing);
+  pollfd all[kMaxWaitDescriptors + 1];
+  std::copy(fds, fds + count, all);
+  all[count] = {wakeup != nullptr ? wakeup->fd() : -1, POLLIN, 0};
+  for (;;) {
+    int timeout_ms = -1;
+    if (deadline != kNoDeadline) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
+    }
+    const int n = ::poll(all, count + 1, timeout_ms);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error("poll failed while " + doing + ": " + errno_string(errno));
+    if (all[count].revents != 0) throw Interrupted("interrupted while " + doing);
+    if (n > 0) {
+      for (size_t i = 0; i < count; ++i) fds[i].revents = all[i].revents;
+      return;
+    }
+    if (timeout_ms == 0) throw TimedOut("timed out while " + doing);
+  }
+}
+
+short wait_ready(int fd, short events, Deadline deadline, const Wakeup* wakeup, const std::string& doing) {
+  pollfd p{fd, events, 0};
+  wait_ready(&p, 1, deadline, wakeup, doing);
+  return p.revents;
+}
+
+// --- Wakeup ---
+
+Wakeup::Wakeup() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (fd_ < 0) throw Error("cannot create an eventfd: " + errno_string(errno));
+}
+
+Wakeup::~Wakeup() { ::close(fd_); }
+
+void Wakeup::notify() {
+  const uint64_t one = 1;
+  if (::write(fd_, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN) {
+    spdlog::error("transport: cannot signal a wakeup: {}", errno_string(errno));
+  }
+}
+
+bool Wakeup::notified() const {
+  pollfd p{fd_, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
+// --- Connection ---
+
+Connection::~Connection() { close(); }
+
+Connection::Connection(Connection&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), peer_name_(std::move(other.peer_name_)) {}
+
+Connection& Connection::operator=(Connection&& other) noexcept {
+  if (this != &other) {
+    close();
+    fd_ = std::exchange(other.fd_, -1);
+    peer_name_ = std::move(other.peer_name_);
+  }
+  return *this;
+}
+
+void Connection::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+Connection Connection::connect(const Endpoint& to, uint64_t token, uint32_t self, std::string peer_name,
+                               Deadline deadline, const Wakeup* wakeup) {
+  const std::string what = "cannot connect to " + peer_name + " at " + to.to_string();
+  AddrInfo addresses = resolve(to.host, to.port, false);
+  std::string last_error = "no address";
+  for (addrinfo* a = addresses.list; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      last_error = errno_string(errno);
+      continue;
+    }
+    Connection connection(fd, peer_name);
+    set_nonblocking_nodelay(fd);
+    try {
+      if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+        if (errno != EINPROGRESS) {
+          last_error = errno_string(errno);
+          continue;
+        }
+        wait_ready(fd, POLLOUT, deadline, wakeup, "connecting");
+        int err = 0;
+        socklen_t len = sizeof(err);
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0) {
+          last_error = errno_string(err);
+          continue;
+        }
+      }
+      HelloBytes hello;
+      wire::encode_hello({token, self}, hello);
+      connection.send_all(hello, sizeof(hello), deadline, wakeup, "sending the hello");
+    } catch (const Error& e) {
+      throw Error(what + ": " + e.what());
+    }
+    return connection;
+  }
+  throw Error(what + ": " + last_error);
+}
+
+void Connection::confirm(uint64_t token, uint32_t peer, Deadline deadline, const Wakeup* wakeup) {
+  HelloBytes hello;
+  try {
+    recv_all(hello, sizeof(hello), deadline, wakeup, "waiting for its hello");
+  } catch (const Error& e) {
+    throw Error("no hello from " + peer_name_ + ": " + e.what());
+  }
+  if (std::string why = check_hello(hello, token, peer); !why.empty()) {
+    throw Error("the connection to " + peer_name_ + " was answered by someone else: " + why);
+  }
+}
+
+size_t Connection::send_some(const void* data, size_t bytes) {
+  for (;;) {
+    const ssize_t n = ::send(fd_, data, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0) return static_cast<size_t>(n);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    throw Error("lost the connection to " + peer_name_ + " (" + errno_string(errno) + ")");
+  }
+}
+
+size_t Connection::recv_some(void* data, size_t bytes) {
+  if (bytes == 0) return 0;
+  for (;;) {
+    const ssize_t n = ::recv(fd_, data, bytes, MSG_DONTWAIT);
+    if (n > 0) return static_cast<size_t>(n);
+    if (n == 0) throw Error(peer_name_ + " closed its connection (its process ended?)");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    throw Error("lost the connection to " + peer_name_ + " (" + errno_string(errno) + ")");
+  }
+}
+
+void Connection::set_buffer_bytes(int bytes) {
+  ::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+}
+
+void Connection::send_all(const void* data, size_t bytes, Deadline deadline, const Wakeup* wakeup,
+                          const char* doing) {
+  const auto* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const size_t n = send_some(p, bytes);
+    p += n;
+    bytes -= n;
+    if (bytes > 0 && n == 0) wait_ready(fd_, POLLOUT, deadline, wakeup, doing);
+  }
+}
+
+void Connection::send_all(iovec* pieces, size_t count, Deadline deadline, const Wakeup* wakeup, const char* doing) {
+  while (count > 0 && pieces->iov_len == 0) {
+    ++pieces;
+    --count;
+  }
+  while (count > 0) {
+    msghdr msg{};
+    msg.msg_iov = pieces;
+    msg.msg_iovlen = std::min<size_t>(count, IOV_MAX);
+    // MSG_NOSIGNAL: a peer that went away is an error here, not a SIGPIPE for the process.
+    const ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        throw Error("lost the connection to " + peer_name_ + " while " + doing + " (" + errno_string(errno) + ")");
+      }
+      wait_ready(fd_, POLLOUT, deadline, wakeup, doing);
+      continue;
+    }
+    auto done = static_cast<size_t>(n);
+    while (count > 0 && done >= pieces->iov_len) {
+      done -= pieces->iov_len;
+      ++pieces;
+      --count;
+    }
+    if (count > 0) {
+      pieces->iov_base = static_cast<char*>(pieces->iov_base) + done;
+      pieces->iov_len -= done;
+    }
+  }
+}
+
+void Connection::recv_all(void* data, size_t bytes, Deadline deadline, const Wakeup* wakeup, const char* doing) {
+  auto* p = static_cast<char*>(data);
+  while (bytes > 0) {
+    const size_t n = recv_some(p, bytes);
+    p += n;
+    bytes -= n;
+    if (bytes > 0 && n == 0) wait_ready(fd_, POLLIN, deadline, wakeup, doing);
+  }
+}
+
+void Connection::wait_readable(Deadline deadline, const Wakeup* wakeup, const char* doing) const {
+  wait_ready(fd_, POLLIN, deadline, wakeup, doing);
+}
+
+// --- Listener ---
+
+Listener::Listener(const std::string& host) {
+  AddrInfo addresses = resolve(host, 0, true);
+  std::string last_error = "no address";
+  for (addrinfo* a = addresses.list; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) {
+      last_error = errno_string(errno);
+      continue;
+    }
+    sockaddr_storage bound{};
+    socklen_t len = sizeof(bound);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 16) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
+      last_error = errno_string(errno);
+      ::close(fd);
+      continue;
+    }
+    fd_ = fd;
+    const uint16_t port = bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                                      : reinterpret_cast<sockaddr_in*>(&bound)->sin_port;
+    endpoint_ = Endpoint{host, ntohs(port)};
+    return;
+  }
+  throw Error("transport: cannot listen on " + host + ": " + last_error);
+}
+
+Listener::~Listener() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Connection Listener::accept(uint64_t token, uint32_t peer, uint32_t self, std::string peer_name, Deadline deadline,
+                            const Wakeup* wakeup) {
+  // Connections whose hello is still on its way. Read them side by side, so a stray
+  // connection that says nothing cannot hold up the peer's.
+  struct Candidate {
+    Connection connection;
+    HelloBytes hello{};
+    size_t got = 0;
+  };
+  constexpr size_t kMaxCandidates = 16;
+  static_assert(kMaxCandidates + 1 <= kMaxWaitDescriptors, "the listener and its candidates are waited on at once");
+  std::vector<Candidate> candidates;
+  const std::string doing = "waiting for " + peer_name + " to connect to " + endpoint_.to_string();
+  for (;;) {
+    std::vector<pollfd> fds{{fd_, POLLIN, 0}};
+    for (const auto& c : candidates) fds.push_back({c.connection.fd(), POLLIN, 0});
+    wait_ready(fds.data(), fds.size(), deadline, wakeup, doing);
+    // Hellos first: the candidates' indices match fds[1..] only before any is removed.
+    for (size_t i = candidates.size(); i-- > 0;) {
+      if (fds[1 + i].revents == 0) continue;
+      Candidate& c = candidates[i];
+      std::string rejected;
+      try {
+        c.got += c.connection.recv_some(c.hello + c.got, sizeof(c.hello) - c.got);
+        if (c.got == sizeof(c.hello)) rejected = check_hello(c.hello, token, peer);
+      } catch (const Error& e) {
+        rejected = e.what();
+      }
+      if (rejected.empty() && c.got == sizeof(c.hello)) {
+        HelloBytes answer;
+        wire::encode_hello({token, self}, answer);
+        Connection accepted = std::move(c.connection);
+        accepted.set_peer_name(peer_name);
+        accepted.send_all(answer, sizeof(answer), deadline, wakeup, "answering a hello");
+        return accepted;
+      }
+      if (!rejected.empty()) {
+        spdlog::warn("transport on {}: refused a connection: {}", endpoint_.to_string(), rejected);
+        candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    }
+    if (fds[0].revents != 0) {
+      const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        if (candidates.size() == kMaxCandidates) {
+          spdlog::warn("transport on {}: too many silent connections; dropping the oldest", endpoint_.to_string());
+          candidates.erase(candidates.begin());
+        }
+        Candidate c;
+        c.connection = Connection(fd, "a connection to " + endpoint_.to_string());
+        set_nonblocking_nodelay(fd);
+        candidates.push_back(std::move(c));
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
+        throw Error(doing + ": accept failed: " + errno_string(errno));
+      }
+    }
+  }
+}
+
+}  // namespace partita::runtime

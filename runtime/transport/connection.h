@@ -1,0 +1,150 @@
+// Connections of the bulk transport: TCP streams between two actors in different processes,
+// beside CAF, and the one way to wait on them.
+//
+// CAF 0.17 moves large messages at about half of raw loopback TCP's speed (BENCHMARKS.md),
+// so actors that exchange tens of MB per step (the allreduce ring, feature rows) keep
+// control, failure detection and deadlines in messages and stream the payload over a plain
+// TCP connection of their own. The two ends learn each other through messages: one opens a
+// Listener and sends its endpoint; the other connects. Both ends then prove they belong
+// together with a hello (runtime/transport/wire_format.h: a token both were told, and who
+// each end is), so a connection from anyone else (another program on a reused port, a
+// stale peer) is refused before any data flows.
+//
+// Every wait goes through wait_ready (one poll loop): it ends when the socket is ready, at
+// its deadline (TimedOut) or when a Wakeup is notified from another thread (Interrupted: an
+// actor abandoning the work, a server stopping). kNoDeadline is for the one wait that may
+// last (a server waiting for its client's next request).
+#pragma once
+
+#include <poll.h>
+#include <sys/uio.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "base/error.h"
+#include "runtime/address.h"
+
+namespace partita::runtime {
+
+using Deadline = std::chrono::steady_clock::time_point;
+constexpr Deadline kNoDeadline = Deadline::max();
+
+// A wait that reached its deadline: "timed out while <doing>".
+class TimedOut : public Error {
+ public:
+  using Error::Error;
+};
+// A wait ended by its Wakeup: "interrupted while <doing>".
+class Interrupted : public Error {
+ public:
+  using Error::Error;
+};
+
+// Interrupts waits from another thread (an eventfd). Once notified it stays signalled: it
+// is for abandoning the work, not for pacing it.
+class Wakeup {
+ public:
+  Wakeup();
+  ~Wakeup();
+  Wakeup(const Wakeup&) = delete;
+  Wakeup& operator=(const Wakeup&) = delete;
+
+  void notify();
+  bool notified() const;
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+// The transport's one poll loop. Waits until one of fds[0..count) reports one of its events
+// (or an error or hang-up, which the next transfer reports), and returns; the caller reads
+// the revents. Throws TimedOut at `deadline`, Interrupted once `wakeup` (may be null) is
+// notified (checked first), Error if poll fails. `doing` ends the message: "timed out
+// while <doing>".
+// At most kMaxWaitDescriptors.
+constexpr size_t kMaxWaitDescriptors = 32;
+void wait_ready(pollfd* fds, size_t count, Deadline deadline, const Wakeup* wakeup, const std::string& doing);
+// The same for one socket; returns its revents.
+short wait_ready(int fd, short events, Deadline deadline, const Wakeup* wakeup, const std::string& doing);
+
+// One connected TCP stream (TCP_NODELAY, non-blocking). Movable, closed on destruction.
+// Errors are partita::Error naming the peer as `peer_name` ("allreduce rank 2").
+class Connection {
+ public:
+  Connection() = default;
+  ~Connection();
+  Connection(Connection&& other) noexcept;
+  Connection& operator=(Connection&& other) noexcept;
+
+  // Connects to `to` and sends the hello {token, self}. Does not wait for the peer to
+  // accept (a ring of peers that each connect before accepting would wait in a circle);
+  // confirm() reads its answer later. Throws Error naming the peer and the address if the
+  // connection is refused or not made by the deadline, or when `wakeup` is notified.
+  static Connection connect(const Endpoint& to, uint64_t token, uint32_t self, std::string peer_name,
+                            Deadline deadline, const Wakeup* wakeup);
+  // Waits for the accepting end's hello, which must be {token, peer}.
+  void confirm(uint64_t token, uint32_t peer, Deadline deadline, const Wakeup* wakeup);
+
+  // Non-blocking transfers. send_some sends what the socket takes now, at most `bytes`, and
+  // returns how much (0: full). recv_some receives what has arrived, at most `bytes` (0:
+  // nothing yet). Both throw Error naming the peer when the connection is broken or closed.
+  size_t send_some(const void* data, size_t bytes);
+  size_t recv_some(void* data, size_t bytes);
+
+  // Blocking transfers of exactly `bytes`, waiting (wait_ready) until `deadline`. After an
+  // exception the stream may be cut mid-frame: the caller must give it up.
+  void send_all(const void* data, size_t bytes, Deadline deadline, const Wakeup* wakeup, const char* doing);
+  // Every byte of `pieces` (consumed: advanced past what was sent) with sendmsg, at most
+  // IOV_MAX pieces per call: several frames in one system call.
+  void send_all(iovec* pieces, size_t count, Deadline deadline, const Wakeup* wakeup, const char* doing);
+  void recv_all(void* data, size_t bytes, Deadline deadline, const Wakeup* wakeup, const char* doing);
+  // Waits until bytes (or the peer's hang-up) arrive, taking none.
+  void wait_readable(Deadline deadline, const Wakeup* wakeup, const char* doing) const;
+
+  // Fixes the socket's send and receive buffers at `bytes` each (the kernel caps them at
+  // net.core.{w,r}mem_max), instead of the kernel's autotuning.
+  void set_buffer_bytes(int bytes);
+
+  int fd() const { return fd_; }
+  bool is_open() const { return fd_ >= 0; }
+  const std::string& peer_name() const { return peer_name_; }
+  void set_peer_name(std::string name) { peer_name_ = std::move(name); }
+
+ private:
+  friend class Listener;
+  Connection(int fd, std::string peer_name) : fd_(fd), peer_name_(std::move(peer_name)) {}
+  void close();
+
+  int fd_ = -1;
+  std::string peer_name_;
+};
+
+// A listening socket on `host`, any free port, for the connections of known peers.
+class Listener {
+ public:
+  // Throws Error naming the host if it does not resolve or nothing can listen there.
+  explicit Listener(const std::string& host);
+  ~Listener();
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+
+  // Where peers connect: `host` as given and the port the system chose.
+  const Endpoint& endpoint() const { return endpoint_; }
+
+  // Accepts connections until one says hello {token, peer}, answers it with {token, self}
+  // and returns it. Connections with another hello (or none) are closed and logged; at most
+  // 16 silent ones are kept at once (the oldest goes). Throws TimedOut at the deadline,
+  // Interrupted when `wakeup` is notified, both naming `peer_name` and the endpoint.
+  Connection accept(uint64_t token, uint32_t peer, uint32_t self, std::string peer_name, Deadline deadline,
+                    const Wakeup* wakeup);
+
+ private:
+  int fd_ = -1;
+  Endpoint endpoint_;
+};
+
+}  // namespace partita::runtime

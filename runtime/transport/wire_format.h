@@ -1,0 +1,134 @@
+// Every byte layout the bulk transport puts on a TCP connection, in one place (in the manner
+// of LevelDB's log_format.h). Control, failure detection and set-up travel as CAF messages;
+// what is described here is only what flows on the transport's own connections
+// (runtime/transport/connection.h), which carry bulk bytes beside CAF because CAF 0.17 moves
+// large messages at about half of raw loopback TCP's speed (BENCHMARKS.md).
+//
+// Byte order: every integer of a header is little-endian, whatever the host. Payloads that
+// are arrays of numbers (allreduce floats, feature rows) go in host order; the build
+// requires a little-endian host (static_assert below), so both are the same and a
+// big-endian port would have to swap payloads too.
+//
+// 1. Hello: the first bytes each end of a connection sends, 20 bytes:
+//
+//      offset 0   8 bytes  magic "PTBULK01"
+//             8   u64      token: a secret both ends were told through CAF messages
+//                          (a group's or a session's); another token is another group
+//            16   u32      the sender's id within that group (allreduce rank, channel
+//                          client number, server's partition)
+//
+//    The connecting end sends its hello at once; the accepting end reads it, checks magic,
+//    token and id, and answers with its own hello. A connection whose hello is wrong (or
+//    that says nothing before the deadline) is closed and logged, never parsed further.
+//
+// 2. Request channel (runtime/transport/request_channel.h): frames, each
+//
+//      u64 length, then `length` bytes
+//
+//    A request is one frame. A reply is two frames: its head (at most kMaxReplyHeadBytes)
+//    and its body (raw, possibly empty, at most kMaxReplyBodyBytes), where the body's
+//    length is sent right after the head, before the body's bytes, so that the receiver
+//    can put the body in place piece by piece. Replies come in request order. A request
+//    longer than kMaxRequestBytes is answered once with the service's refusal (an encoded
+//    error reply for the feature channel) and the connection is closed: a stream whose
+//    framing was broken cannot be resynchronised. A reply frame over its limit makes the
+//    client fail with an error naming the length and the limit.
+//
+// 3. Allreduce ring (runtime/collective/ring.h): on each member's connection to its right
+//    neighbour, per operation, an operation header of 24 bytes
+//
+//      offset 0   u32 magic 0x52415450 ("PTAR" read as little-endian bytes "PTAR")
+//             4   u32 the sender's rank
+//             8   u64 the operation's sequence number (1, 2, ...)
+//            16   u64 the number of floats of the operation's buffer
+//
+//    then the operation's float32 values (2N-2 chunk steps, see ring.h), in host order.
+//    The receiver checks magic, rank, sequence number and size before it sums a float:
+//    members that disagree fail the operation with an error naming both.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace partita::runtime::wire {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "payloads are sent in host order (see the header)");
+
+inline void put_u32(unsigned char* at, uint32_t v) {
+  for (int i = 0; i < 4; ++i) at[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+inline void put_u64(unsigned char* at, uint64_t v) {
+  for (int i = 0; i < 8; ++i) at[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+inline uint32_t get_u32(const unsigned char* at) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t{at[i]} << (8 * i);
+  return v;
+}
+inline uint64_t get_u64(const unsigned char* at) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t{at[i]} << (8 * i);
+  return v;
+}
+
+// --- 1. Hello ---
+
+constexpr char kHelloMagic[8] = {'P', 'T', 'B', 'U', 'L', 'K', '0', '1'};
+constexpr size_t kHelloBytes = 20;
+
+struct Hello {
+  uint64_t token = 0;
+  uint32_t sender = 0;
+};
+
+inline void encode_hello(const Hello& h, unsigned char out[kHelloBytes]) {
+  std::memcpy(out, kHelloMagic, 8);
+  put_u64(out + 8, h.token);
+  put_u32(out + 16, h.sender);
+}
+// False if the bytes do not start with the magic (not a Partita transport connection).
+inline bool decode_hello(const unsigned char in[kHelloBytes], Hello& h) {
+  if (std::memcmp(in, kHelloMagic, 8) != 0) return false;
+  h.token = get_u64(in + 8);
+  h.sender = get_u32(in + 16);
+  return true;
+}
+
+// --- 2. Request channel frames ---
+
+constexpr size_t kFrameLengthBytes = 8;
+constexpr uint64_t kMaxRequestBytes = uint64_t{256} << 20;    // one request
+constexpr uint64_t kMaxReplyHeadBytes = uint64_t{16} << 20;   // a reply's head
+constexpr uint64_t kMaxReplyBodyBytes = uint64_t{1} << 30;    // a reply's body (rows)
+
+inline void encode_frame_length(uint64_t length, unsigned char out[kFrameLengthBytes]) { put_u64(out, length); }
+inline uint64_t decode_frame_length(const unsigned char in[kFrameLengthBytes]) { return get_u64(in); }
+
+// --- 3. Allreduce operation header ---
+
+constexpr uint32_t kOpMagic = 0x52415450;
+constexpr size_t kOpHeaderBytes = 24;
+
+struct OpHeader {
+  uint32_t rank = 0;
+  uint64_t seq = 0;
+  uint64_t floats = 0;
+};
+
+inline void encode_op_header(const OpHeader& h, unsigned char out[kOpHeaderBytes]) {
+  put_u32(out, kOpMagic);
+  put_u32(out + 4, h.rank);
+  put_u64(out + 8, h.seq);
+  put_u64(out + 16, h.floats);
+}
+// False if the magic is wrong.
+inline bool decode_op_header(const unsigned char in[kOpHeaderBytes], OpHeader& h) {
+  if (get_u32(in) != kOpMagic) return false;
+  h.rank = get_u32(in + 4);
+  h.seq = get_u64(in + 8);
+  h.floats = get_u64(in + 16);
+  return true;
+}
+
+}  // namespace partita::runtime::wire
