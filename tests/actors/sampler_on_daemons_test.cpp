@@ -123,6 +123,15 @@ TEST_F(TwoDaemonsTest, BadSettingsAreAnErrorNamingTheSetting) {
   EXPECT_THROW(connections_[0].spawn("partition", bad_fanouts, 30s), Error);
   runtime::Settings no_folder{{"dir", tmp_ / "nope"}, {"part", "0"}, {"fanouts", "10"}};
   EXPECT_THROW(connections_[0].spawn("partition", no_folder, 30s), Error);
+  for (const char* part : {"0abc", "-1", " 0", ""}) {
+    runtime::Settings bad_part{{"dir", tmp_ / "parts"}, {"part", part}, {"fanouts", "10"}};
+    try {
+      connections_[0].spawn("sampler", bad_part, 30s);
+      FAIL() << "spawned a sampler of part '" << part << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("setting 'part'"), std::string::npos) << e.what();
+    }
+  }
   runtime::Settings bad_share{{"dir", tmp_ / "parts"}, {"part", "0"}, {"fanouts", "10"}, {"share", "2"}, {"shares", "2"}};
   try {
     connections_[0].spawn("sampler", bad_share, 30s);
