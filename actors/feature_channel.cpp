@@ -67,13 +67,13 @@ void receive_rows_body(ChannelClient& client, const RowsTarget& target, RowsScra
 // Worker
 
 ChannelWorker::ChannelWorker(int part, DecodedChannelOffer offer, std::chrono::milliseconds deadline,
-                             std::function<void(uint64_t job)> report)
+                             std::function<void(uint64_t tag)> report)
     : part_(part),
       client_(part_name(part)),
       deadline_(deadline),
       worker_(
           "channel." + std::to_string(part),
-          [report = std::move(report)](uint64_t job, const std::string&) { report(job); },
+          [report = std::move(report)](uint64_t tag, const std::string&) { report(tag); },
           [this] { client_.shut_down(); }) {
   worker_.post(0, [this, offer = std::move(offer)] {
     std::string failure;
@@ -90,8 +90,8 @@ ChannelWorker::ChannelWorker(int part, DecodedChannelOffer offer, std::chrono::m
   });
 }
 
-void ChannelWorker::submit(uint64_t job, ChannelFetch* fetch) {
-  worker_.post(job, [this, fetch] {
+void ChannelWorker::submit(uint64_t tag, ChannelFetch* fetch) {
+  worker_.post(tag, [this, fetch] {
     this->fetch(*fetch);
     fetch->reported = true;
   });

@@ -92,18 +92,18 @@ struct ChannelFetch {
 
 // A feature channel's exchanges, on a runtime::Worker so that an actor never blocks: it
 // connects, then runs the fetches in order, calling `report` (on its thread) with 0 once
-// the connection is up or failed and with each fetch's job once that fetch is done.
+// the connection is up or failed and with each fetch's tag once that fetch is done.
 class ChannelWorker {
  public:
   ChannelWorker(int part, DecodedChannelOffer offer, std::chrono::milliseconds deadline,
-                std::function<void(uint64_t job)> report);
+                std::function<void(uint64_t tag)> report);
   // Interrupts whatever the thread waits for and joins it; queued fetches are dropped.
   ~ChannelWorker() = default;
   ChannelWorker(const ChannelWorker&) = delete;
   ChannelWorker& operator=(const ChannelWorker&) = delete;
 
-  // Queues `fetch` as `job` (not 0).
-  void submit(uint64_t job, ChannelFetch* fetch);
+  // Queues `fetch`, reported as `tag` (not 0: the connection's).
+  void submit(uint64_t tag, ChannelFetch* fetch);
 
   // Once the connection was reported: why it failed, "" if it is up. A forged report
   // finds connected() false.
