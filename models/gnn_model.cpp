@@ -28,13 +28,16 @@ at::Tensor GnnModel::forward(const GraphBatch& batch, bool train, uint64_t dropo
   for (int i = 0; i < layers; ++i) {
     h = layer(i, h, batch, batch.layer_rows(i, layers, config_.trim), path);
     if (i + 1 < layers) {
-      h = at::relu(h);
-      if (train && config_.dropout > 0) {
-        h = keyed_dropout(h, config_.dropout, mix64(dropout_key, static_cast<uint64_t>(i)));
-      }
+      h = train && config_.dropout > 0
+              ? relu_keyed_dropout(h, config_.dropout, mix64(dropout_key, static_cast<uint64_t>(i)))
+              : at::relu(h);
     }
   }
   return h.narrow(0, 0, batch.batch_size);
+}
+
+StepCost GnnModel::step_cost(const GraphBatch&) const {
+  throw Error("step cost: not modelled for " + config_.kind + " (only graphsage)");
 }
 
 void GnnModel::reset_parameters(uint64_t seed) {

@@ -12,6 +12,7 @@
 #include "models/aggregate.h"
 #include "models/batch_tensors.h"
 #include "models/model_config.h"
+#include "models/step_cost.h"
 
 namespace partita {
 
@@ -23,6 +24,11 @@ class GnnModel : public torch::nn::Module {
   // ReLU and, when `train`, by dropout whose masks depend on `dropout_key` alone (see
   // models/keyed_dropout.h). Throws Error if the batch's features do not fit in_dim.
   at::Tensor forward(const GraphBatch& batch, bool train, uint64_t dropout_key = 0);
+
+  // The arithmetic of a training step (forward with dropout, backward) on `batch`, as
+  // forward() would run it: the floor `bench train` compares steps against. Throws Error
+  // for the kinds that do not model it (GCN, GAT).
+  virtual StepCost step_cost(const GraphBatch& batch) const;
 
   // Redraws every parameter from `seed`: the same seed gives bit-identical weights, which
   // is how data-parallel replicas start identical.
