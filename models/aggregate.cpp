@@ -94,13 +94,14 @@ PARTITA_INLINE void forward_rows(const T* x, const T* w, const int64_t* colptr,
 // grad_x[s, h, :] = sum over the out-edges e of s with e < num_edges of
 // w[e, h] * grad_out[dst[e], h, :], for the source rows [begin, end): a gather over the
 // transpose. with_self: the sum starts from grad_out[s, width:] for the rows s < num_self
-// (x's own rows in aggregate_with_self), instead of 0.
+// (x's own rows in aggregate_with_self), instead of 0. gate: the sum goes through a ReLU
+// and dropout whose output was `gate` (each element times gate_scale where gate > 0, else 0).
 template <typename T>
 PARTITA_INLINE void backward_x_rows(const T* grad_out, const T* w, const int64_t* rowptr,
                                     const int64_t* out_edges, const int64_t* dst,
                                     int64_t num_edges, int64_t heads, int64_t channels,
-                                    RowLayout layout, int64_t num_self, T* grad_x, int64_t begin,
-                                    int64_t end) {
+                                    RowLayout layout, int64_t num_self, const T* gate, T gate_scale,
+                                    T* grad_x, int64_t begin, int64_t end) {
   const int64_t width = heads * channels;
   for (int64_t s = begin; s < end; ++s) {
     T* row = grad_x + s * width;
@@ -121,6 +122,10 @@ PARTITA_INLINE void backward_x_rows(const T* grad_out, const T* w, const int64_t
       for (int64_t h = 0; h < heads; ++h) {
         axpy(channels, w[e * heads + h], from + h * channels, row + h * channels);
       }
+    }
+    if (gate != nullptr) {
+      const T* g = gate + s * width;
+      for (int64_t i = 0; i < width; ++i) row[i] = g[i] > T(0) ? row[i] * gate_scale : T(0);
     }
   }
 }
@@ -155,9 +160,10 @@ PARTITA_CLONES void backward_x_rows_float(const float* grad_out, const float* w,
                                           const int64_t* rowptr, const int64_t* out_edges,
                                           const int64_t* dst, int64_t num_edges, int64_t heads,
                                           int64_t channels, RowLayout layout, int64_t num_self,
-                                          float* grad_x, int64_t begin, int64_t end) {
+                                          const float* gate, float gate_scale, float* grad_x,
+                                          int64_t begin, int64_t end) {
   backward_x_rows(grad_out, w, rowptr, out_edges, dst, num_edges, heads, channels, layout,
-                  num_self, grad_x, begin, end);
+                  num_self, gate, gate_scale, grad_x, begin, end);
 }
 
 PARTITA_CLONES void backward_w_rows_float(const float* grad_out, const float* x,
@@ -184,15 +190,15 @@ template <typename T>
 void csc_backward_x(const T* grad_out, const T* w, const int64_t* rowptr,
                     const int64_t* out_edges, const int64_t* dst, int64_t num_edges,
                     int64_t num_src, int64_t heads, int64_t channels, RowLayout layout,
-                    int64_t num_self, T* grad_x) {
+                    int64_t num_self, const T* gate, T gate_scale, T* grad_x) {
   at::parallel_for(0, num_src, grain_rows(num_src, num_edges, heads * channels),
                    [&](int64_t begin, int64_t end) {
     if constexpr (std::is_same_v<T, float>) {
       backward_x_rows_float(grad_out, w, rowptr, out_edges, dst, num_edges, heads, channels,
-                            layout, num_self, grad_x, begin, end);
+                            layout, num_self, gate, gate_scale, grad_x, begin, end);
     } else {
       backward_x_rows(grad_out, w, rowptr, out_edges, dst, num_edges, heads, channels, layout,
-                      num_self, grad_x, begin, end);
+                      num_self, gate, gate_scale, grad_x, begin, end);
     }
   });
 }
@@ -245,7 +251,8 @@ class CscAggregate : public torch::autograd::Function<CscAggregate> {
         csc_backward_x(grad_out.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(),
                        rowptr.data_ptr<int64_t>(), out_edges.data_ptr<int64_t>(),
                        dst.data_ptr<int64_t>(), weight.size(0), x.size(0), heads, channels,
-                       RowLayout{heads * channels}, 0, grad_x.data_ptr<scalar_t>());
+                       RowLayout{heads * channels}, 0, static_cast<const scalar_t*>(nullptr), scalar_t(1),
+                       grad_x.data_ptr<scalar_t>());
       });
     }
     if (ctx->needs_input_grad(1)) {
@@ -261,31 +268,37 @@ class CscAggregate : public torch::autograd::Function<CscAggregate> {
 };
 
 // [aggregation | own row] per destination: GraphSAGE's layer input for one product with
-// both weight matrices. Differentiable in x only (the mean's weights are constants).
+// both weight matrices, from the activated x (activate(x, input)), which it keeps for the
+// backward pass's gate. Differentiable in x only (the mean's weights are constants).
 class CscAggregateWithSelf : public torch::autograd::Function<CscAggregateWithSelf> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
                             const at::Tensor& colptr, const at::Tensor& src,
                             const at::Tensor& dst, const at::Tensor& rowptr,
-                            const at::Tensor& out_edges, int64_t num_dst) {
+                            const at::Tensor& out_edges, int64_t num_dst, bool relu, double dropout,
+                            int64_t key) {
+    const at::Tensor h = activate(x, {relu, dropout, static_cast<uint64_t>(key)}).contiguous();
     const int64_t channels = x.size(1);
     at::Tensor out = at::empty({num_dst, 2 * channels}, x.options());
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "csc_aggregate_with_self", [&] {
-      csc_forward(x.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), colptr.data_ptr<int64_t>(),
+      csc_forward(h.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), colptr.data_ptr<int64_t>(),
                   src.data_ptr<int64_t>(), num_dst, 1, channels, out.data_ptr<scalar_t>(),
                   RowLayout{2 * channels, true});
     });
-    ctx->save_for_backward({weight, dst, rowptr, out_edges});
+    ctx->save_for_backward({weight, dst, rowptr, out_edges, relu ? h : at::Tensor()});
     ctx->saved_data["num_dst"] = num_dst;
     ctx->saved_data["num_src"] = x.size(0);
+    ctx->saved_data["scale"] = dropout > 0 ? 1.0 / (1.0 - dropout) : 1.0;
     return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const variable_list saved = ctx->get_saved_variables();
-    const at::Tensor &weight = saved[0], &dst = saved[1], &rowptr = saved[2], &out_edges = saved[3];
+    const at::Tensor &weight = saved[0], &dst = saved[1], &rowptr = saved[2], &out_edges = saved[3],
+                     &gate = saved[4];
     const int64_t num_dst = ctx->saved_data["num_dst"].toInt();
     const int64_t num_src = ctx->saved_data["num_src"].toInt();
+    const double scale = ctx->saved_data["scale"].toDouble();
     const at::Tensor grad_out = grad_outputs[0].contiguous();
     const int64_t channels = grad_out.size(1) / 2;
     at::Tensor grad_x = at::empty({num_src, channels}, grad_out.options());
@@ -293,9 +306,10 @@ class CscAggregateWithSelf : public torch::autograd::Function<CscAggregateWithSe
       csc_backward_x(grad_out.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(),
                      rowptr.data_ptr<int64_t>(), out_edges.data_ptr<int64_t>(), dst.data_ptr<int64_t>(),
                      weight.size(0), num_src, 1, channels, RowLayout{2 * channels, true}, num_dst,
+                     gate.defined() ? gate.data_ptr<scalar_t>() : nullptr, static_cast<scalar_t>(scale),
                      grad_x.data_ptr<scalar_t>());
     });
-    return {grad_x, {}, {}, {}, {}, {}, {}, {}};
+    return {grad_x, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   }
 };
 
@@ -502,7 +516,7 @@ at::Tensor aggregate(const at::Tensor& x, const at::Tensor& weight, const CscEdg
 }
 
 at::Tensor aggregate_with_self(const at::Tensor& x, const at::Tensor& weight, const CscEdges& edges,
-                               int64_t num_dst, AggregatePath path) {
+                               int64_t num_dst, AggregatePath path, const Activation& input) {
   check_destinations(edges, num_dst, "aggregate_with_self");
   const int64_t num_edges = edges.edges_before(num_dst);
   if (x.dim() != 2 || x.size(0) < num_dst || weight.dim() != 1 || weight.size(0) != num_edges ||
@@ -513,10 +527,13 @@ at::Tensor aggregate_with_self(const at::Tensor& x, const at::Tensor& weight, co
   }
   check_sources(edges, num_edges, x.size(0), "aggregate_with_self");
   if (path == AggregatePath::kIndexAdd) {
-    return at::cat({aggregate(x, weight, edges, num_dst, path), x.narrow(0, 0, num_dst)}, 1);
+    const at::Tensor h = activate(x, input);
+    return at::cat({aggregate(h, weight, edges, num_dst, path), h.narrow(0, 0, num_dst)}, 1);
   }
+  // IValue holds signed integers; the cast round-trips the key's bits.
   return CscAggregateWithSelf::apply(x.contiguous(), weight.detach().contiguous(), edges.colptr, edges.src,
-                                     edges.dst, edges.rowptr, edges.out_edges, num_dst);
+                                     edges.dst, edges.rowptr, edges.out_edges, num_dst, input.relu,
+                                     input.dropout, static_cast<int64_t>(input.key));
 }
 
 at::Tensor attention_softmax(const at::Tensor& score_src, const at::Tensor& score_dst,

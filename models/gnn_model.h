@@ -11,6 +11,7 @@
 
 #include "models/aggregate.h"
 #include "models/batch_tensors.h"
+#include "models/keyed_dropout.h"
 #include "models/model_config.h"
 #include "models/step_cost.h"
 
@@ -41,6 +42,10 @@ class GnnModel : public torch::nn::Module {
   // nodes) to the rows [0, num_dst) of its output.
   virtual at::Tensor layer(int index, const at::Tensor& x, const GraphBatch& batch,
                            int64_t num_dst, AggregatePath path) = 0;
+  // layer(index, activate(x, input), ...): what forward() calls. Kinds override it to fuse
+  // the activation into their first operation.
+  virtual at::Tensor activated_layer(int index, const at::Tensor& x, const Activation& input,
+                                     const GraphBatch& batch, int64_t num_dst, AggregatePath path);
   virtual void reset(at::Generator& generator) = 0;
 
   // Layer `index`'s input and output features: in_dim, hidden_dim..., out_dim.

@@ -34,16 +34,23 @@ class GraphSage : public GnnModel {
  protected:
   at::Tensor layer(int index, const at::Tensor& x, const GraphBatch& batch, int64_t num_dst,
                    AggregatePath path) override {
+    return activated_layer(index, x, {}, batch, num_dst, path);
+  }
+
+  at::Tensor activated_layer(int index, const at::Tensor& x, const Activation& input, const GraphBatch& batch,
+                             int64_t num_dst, AggregatePath path) override {
     const SageConv& conv = *convs_[index];
     const at::Tensor weight = batch.mean_weight.narrow(0, 0, batch.edges.edges_before(num_dst));
     // The mean commutes with lin_l, so it runs on the narrower side of the product.
     if (conv.out_dim < conv.in_dim) {
+      const at::Tensor h = activate(x, input);
       const at::Tensor out =
-          aggregate(at::mm(x, conv.lin_l_weight.t()), weight, batch.edges, num_dst, path) + conv.lin_l_bias;
-      return at::addmm(out, x.narrow(0, 0, num_dst), conv.lin_r_weight.t());
+          aggregate(at::mm(h, conv.lin_l_weight.t()), weight, batch.edges, num_dst, path) + conv.lin_l_bias;
+      return at::addmm(out, h.narrow(0, 0, num_dst), conv.lin_r_weight.t());
     }
-    // [mean | self] * [lin_l | lin_r]^T: one product, no slice of x to differentiate.
-    return at::addmm(conv.lin_l_bias, aggregate_with_self(x, weight, batch.edges, num_dst, path),
+    // [mean | self] * [lin_l | lin_r]^T: one product, no slice of x to differentiate, and
+    // the input's activation applied on the way.
+    return at::addmm(conv.lin_l_bias, aggregate_with_self(x, weight, batch.edges, num_dst, path, input),
                      at::cat({conv.lin_l_weight, conv.lin_r_weight}, 1).t());
   }
 

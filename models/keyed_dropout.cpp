@@ -195,4 +195,9 @@ at::Tensor relu_keyed_dropout(const at::Tensor& x, double p, uint64_t key) {
   return ReluKeyedDropout::apply(x, p, static_cast<int64_t>(key));
 }
 
+at::Tensor activate(const at::Tensor& x, const Activation& activation) {
+  if (!activation.relu) return x;
+  return activation.dropout > 0 ? relu_keyed_dropout(x, activation.dropout, activation.key) : at::relu(x);
+}
+
 }  // namespace partita
