@@ -13,6 +13,10 @@ namespace partita::bench {
 
 namespace fs = std::filesystem;
 
+Dataset input_or_rmat(const std::string& input, const RmatOptions& rmat) {
+  return input.empty() ? generate_rmat(rmat) : read_npy_folder(input);
+}
+
 void check_input_graph(const std::string& dir, const std::vector<std::string>& required) {
   if (!fs::is_directory(dir)) throw UsageError("--input: " + dir + " is not a folder");
   std::vector<std::string> wanted{kNpyFolderMarker};

@@ -7,7 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "partitioner/dataset.h"
+#include "partitioner/generators.h"
+
 namespace partita::bench {
+
+// The graph a benchmark measures: `input` read as an npy folder, or, without one, R-MAT
+// generated from `rmat`.
+Dataset input_or_rmat(const std::string& input, const RmatOptions& rmat);
 
 // Throws UsageError naming --input unless `dir` is an npy folder holding `required` (file
 // names such as "x.npy") besides its edges.

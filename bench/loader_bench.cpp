@@ -33,7 +33,6 @@
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_stores.h"
-#include "partitioner/readers.h"
 #include "runtime/client.h"
 
 namespace partita::bench {
@@ -103,18 +102,13 @@ void prepare_graph(const LoaderBenchOptions& o, const std::string& workdir) {
     had << in.rdbuf();
     if (had.str() == params.str()) return;
   }
-  Dataset d;
-  if (o.input.empty()) {
-    RmatOptions rmat;
-    rmat.num_nodes = o.num_nodes;
-    rmat.avg_degree = o.avg_degree;
-    rmat.feature_dim = o.feature_dim;
-    rmat.num_classes = 16;
-    rmat.seed = o.seed;
-    d = generate_rmat(rmat);
-  } else {
-    d = read_npy_folder(o.input);
-  }
+  RmatOptions rmat;
+  rmat.num_nodes = o.num_nodes;
+  rmat.avg_degree = o.avg_degree;
+  rmat.feature_dim = o.feature_dim;
+  rmat.num_classes = 16;
+  rmat.seed = o.seed;
+  const Dataset d = input_or_rmat(o.input, rmat);
   for (int k : {1, 2}) {
     PartitionOptions options;
     options.num_parts = k;
