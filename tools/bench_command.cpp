@@ -168,7 +168,7 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   train->add_option("--profile-steps", t->profile_steps,
                     "steps timed phase by phase against the compute floor, in one process (0: none)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(CLI::Range(0, 1000))->capture_default_str();
   train->add_flag("!--no-epochs", t->epochs, "only the step profile, no epochs");
   train->add_option("--workdir", t->work_dir, "keep the generated partitions here and reuse them")->capture_default_str();
   train->add_option("--seed", t->seed, "graph, weights and sampling seed")->capture_default_str();
