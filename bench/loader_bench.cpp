@@ -22,6 +22,7 @@
 #include "base/file_util.h"
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
+#include "bench/input_graph.h"
 #include "graph/epoch_plan.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
@@ -78,12 +79,16 @@ SamplerSeeds train_seeds(const std::string& dir, int part) {
   return {std::vector<int64_t>(train.begin(), train.end()), {}, {}};
 }
 
-// Generates and partitions the graph into workdir/parts1 and parts2, unless a folder from
-// the same options is there already.
+// Generates (or reads --input) and partitions the graph into workdir/parts1 and parts2,
+// unless a folder from the same options (the same input files) is there already.
 void prepare_graph(const LoaderBenchOptions& o, const std::string& workdir) {
   std::ostringstream params;
-  params << "nodes " << o.num_nodes << " degree " << o.avg_degree << " features " << o.feature_dim << " seed " << o.seed
-         << "\n";
+  if (o.input.empty()) {
+    params << "nodes " << o.num_nodes << " degree " << o.avg_degree << " features " << o.feature_dim;
+  } else {
+    params << "input " << input_fingerprint(o.input);
+  }
+  params << " seed " << o.seed << "\n";
   const std::string stamp = workdir + "/loader-bench-params.txt";
   if (fs::exists(stamp) && fs::exists(workdir + "/parts1/META.json") && fs::exists(workdir + "/parts2/META.json")) {
     std::ifstream in(stamp);
@@ -97,7 +102,7 @@ void prepare_graph(const LoaderBenchOptions& o, const std::string& workdir) {
   rmat.feature_dim = o.feature_dim;
   rmat.num_classes = 16;
   rmat.seed = o.seed;
-  Dataset d = generate_rmat(rmat);
+  const Dataset d = input_or_rmat(o.input, rmat);
   for (int k : {1, 2}) {
     PartitionOptions options;
     options.num_parts = k;
@@ -229,6 +234,7 @@ void run_loader_bench(const LoaderBenchOptions& o) {
     const char* tmp = std::getenv("TMPDIR");
     workdir = std::string(tmp != nullptr ? tmp : "/tmp") + "/partita-loader-bench-" + std::to_string(::getpid());
   }
+  if (!o.input.empty()) check_input_graph(o.input, {"x.npy", "y.npy", "train_idx.npy"});
   fs::create_directories(workdir);
   struct Cleanup {
     std::string dir;
@@ -282,11 +288,12 @@ void run_loader_bench(const LoaderBenchOptions& o) {
                           sampler_options)};
   wire(system, c_samplers, {b_partitions[0], remote_partition});
 
-  std::printf("\nRMAT %lld nodes, %.0f directed edges, %lld float32 features; fanouts [%s], batch %lld\n"
+  std::printf("\n%s: %lld nodes, %lld directed edges, %lld float32 features; fanouts [%s], batch %lld\n"
               "each sampler: its partition's training nodes, %d in flight, features and labels included, taken by "
               "a consumer thread as a trainer takes them (epoch, next; by move); %d warm-up batches, then for "
               "%.1f s (at most %d batches); medians of %d interleaved rounds\n\n",
-              (long long)o.num_nodes, o.num_nodes * o.avg_degree, (long long)o.feature_dim,
+              o.input.empty() ? "RMAT" : o.input.c_str(), (long long)one.meta().num_nodes,
+              (long long)one.meta().num_edges, (long long)one.meta().feature_dim,
               fanouts_text(o.fanouts).c_str(), (long long)o.batch_size, o.prefetch, kWarmupBatches, o.seconds,
               o.num_batches, o.repeat);
 

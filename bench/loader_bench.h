@@ -8,7 +8,8 @@
 namespace partita::bench {
 
 struct LoaderBenchOptions {
-  int64_t num_nodes = 1 << 20;
+  std::string input;     // an npy folder with features, labels and a training split; empty: RMAT
+  int64_t num_nodes = 1 << 20;  // RMAT (without input)
   double avg_degree = 20;
   int64_t feature_dim = 128;
   std::vector<int> fanouts{15, 10, 5};
@@ -21,7 +22,8 @@ struct LoaderBenchOptions {
   std::string workdir;   // keeps (and reuses) the generated graph; empty: a temporary folder
 };
 
-// Generates RMAT with features and labels, partitions it into 1 and 2 parts (METIS) and
+// Generates RMAT with features and labels (or reads `input`), partitions it into 1 and 2
+// parts (METIS; reused from `workdir` while the options and the input are unchanged) and
 // measures the one sampling pipeline as trainers use it: sampler actors, each with
 // `prefetch` batches in flight, drained by a consumer thread per sampler through
 // SamplerClient (epoch, then next; batches by move), features and labels included:

@@ -8,12 +8,12 @@
 
 #include "base/random.h"
 #include "bench/gather_bench.h"
+#include "bench/input_graph.h"
 #include "base/stopwatch.h"
 #include "graph/neighbor_sampler.h"
 #include "graph/subgraph_builder.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition_stores.h"
-#include "partitioner/readers.h"
 
 namespace partita::bench {
 
@@ -71,16 +71,11 @@ std::string fanout_text(const std::vector<int>& fanout) {
 }  // namespace
 
 void run_sample_bench(const SampleBenchOptions& o) {
-  Dataset d;
-  if (o.input.empty()) {
-    RmatOptions rmat;
-    rmat.num_nodes = o.num_nodes;
-    rmat.avg_degree = o.avg_degree;
-    rmat.seed = o.seed;
-    d = generate_rmat(rmat);
-  } else {
-    d = read_npy_folder(o.input);
-  }
+  RmatOptions rmat;
+  rmat.num_nodes = o.num_nodes;
+  rmat.avg_degree = o.avg_degree;
+  rmat.seed = o.seed;
+  const Dataset d = input_or_rmat(o.input, rmat);
   Topology topology = topology_from_dataset(d);
   std::vector<int64_t> seeds(d.num_nodes);
   for (int64_t v = 0; v < d.num_nodes; ++v) seeds[v] = v;

@@ -7,7 +7,21 @@
 #include <filesystem>
 
 #include "actors/protocol.h"
+#include "base/error.h"
+#include "base/stopwatch.h"
 #include "base/subprocess.h"
+#include "bench/input_graph.h"
+#include "graph/batch_features.h"
+#include "graph/epoch_plan.h"
+#include "graph/neighbor_sampler.h"
+#include "models/batch_tensors.h"
+#include "models/keyed_dropout.h"
+#include "models/optimizer.h"
+#include "models/step_cost.h"
+#include "models/torch_runtime.h"
+#include "models/training.h"
+#include "partitioner/partition_format.h"
+#include "partitioner/partition_stores.h"
 #include "runtime/daemon_child.h"
 #include "runtime/runtime.h"
 #include "training/job_driver.h"
@@ -23,17 +37,28 @@ namespace {
 // + GraphSAGE in one process, and torch_geometric.distributed with 2 ranks.
 constexpr double kPygSecondsPerEpoch = 408;
 constexpr double kPygDistributedSecondsPerEpoch = 412;
+constexpr int kWarmupSteps = 2;
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0 : values[values.size() / 2];
+}
 
 JobConfig bench_job(const TrainBenchOptions& o, int parts, int trainer_threads, const std::string& dir) {
   JobConfig job;
-  job.generate = true;
-  job.generate_spec.kind = "rmat";
-  job.generate_spec.nodes = o.num_nodes;
-  job.generate_spec.avg_degree = o.avg_degree;
-  job.generate_spec.features = o.feature_dim;
-  job.generate_spec.classes = o.num_classes;
-  job.generate_spec.train_nodes = o.train_nodes;
-  job.generate_spec.seed = o.seed;
+  if (o.input.empty()) {
+    job.generate = true;
+    job.generate_spec.kind = "rmat";
+    job.generate_spec.nodes = o.num_nodes;
+    job.generate_spec.avg_degree = o.avg_degree;
+    job.generate_spec.features = o.feature_dim;
+    job.generate_spec.classes = o.num_classes;
+    job.generate_spec.train_nodes = o.train_nodes;
+    job.generate_spec.seed = o.seed;
+  } else {
+    job.dataset = fs::absolute(o.input).string();
+    job.format = "npy";
+  }
   job.num_partitions = parts;
   job.model = "graphsage";
   job.hidden = o.hidden;
@@ -52,6 +77,7 @@ struct EpochTime {
   double seconds_per_epoch = 0;
   int64_t steps = 0;          // of a whole epoch
   int64_t measured_steps = 0;
+  double seconds_per_step() const { return seconds_per_epoch / static_cast<double>(steps); }
 };
 
 EpochTime measure(runtime::Runtime& rt, const JobConfig& job, const TrainBenchOptions& o) {
@@ -71,6 +97,132 @@ runtime::ActorSystemOptions system_options() {
   return options;
 }
 
+// One step of the profile, in seconds per phase, with its batch's size and floor.
+struct ProfiledStep {
+  double layout = 0, forward = 0, backward = 0, optimizer = 0;
+  double floor = 0;  // the step's FLOPs at the GEMM throughput measured right after it
+  double flops = 0, product_flops = 0;
+  int64_t nodes = 0, edges = 0;
+  std::vector<int64_t> layer_rows;
+  double compute() const { return layout + forward + backward + optimizer; }
+};
+
+// Batches of partition 0 of `dir` (one partition: the whole graph), sampled as an epoch's
+// first batches are, features and labels attached.
+std::vector<MiniBatch> sample_batches(const std::string& dir, const TrainBenchOptions& o, int count) {
+  const PartitionFolder folder(dir);
+  const PartitionData data = folder.load_part(0);
+  const PartitionStores stores = open_partition_stores(dir, 0);
+  SamplerConfig config;
+  config.fanouts = {std::vector<int>(o.fanouts.begin(), o.fanouts.end())};
+  NeighborSampler sampler(*stores.topology, config);
+  const EpochPlan plan = plan_epoch(data.train_idx.as<int64_t>(), o.batch_size, o.seed, 0);
+  if (plan.num_batches() < count) {
+    throw UsageError("--profile-steps: the graph's " + std::to_string(data.train_idx.as<int64_t>().size()) +
+                     " training nodes make only " + std::to_string(plan.num_batches()) + " batches of " +
+                     std::to_string(o.batch_size) + ", not " + std::to_string(count));
+  }
+  std::vector<MiniBatch> batches;
+  for (int b = 0; b < count; ++b) {
+    batches.push_back(sampler.sample(plan.batch(b), plan.key(b)));
+    attach_features(batches.back(), folder.book(), {stores.features.get()}, {}, o.threads);
+  }
+  return batches;
+}
+
+// The trainer's step (actors/trainer.cpp, train_step) on `batches`, one process, no
+// allreduce, each phase timed; after each step, torch::mm of its products.
+std::vector<ProfiledStep> profile_steps(const std::string& dir, const TrainBenchOptions& o) {
+  std::vector<MiniBatch> batches = sample_batches(dir, o, kWarmupSteps + o.profile_steps);
+  const PartitionMeta meta = PartitionFolder(dir).meta();
+  ModelConfig config;
+  config.kind = "graphsage";
+  config.in_dim = meta.feature_dim;
+  config.hidden_dim = o.hidden;
+  config.out_dim = meta.num_classes;
+  config.num_layers = static_cast<int>(o.fanouts.size());
+  config.dropout = 0.5;
+  const JobConfig defaults;
+  std::shared_ptr<GnnModel> model = make_model(config, o.seed);
+  std::unique_ptr<torch::optim::Optimizer> optimizer =
+      make_optimizer(defaults.optimizer, model->parameters(), defaults.learning_rate);
+  set_torch_threads(o.threads);
+  tune_malloc_for_training();
+  GemmClock gemm;
+  std::vector<float> gradients;
+  std::vector<ProfiledStep> steps;
+  for (size_t b = 0; b < batches.size(); ++b) {
+    ProfiledStep s;
+    s.nodes = static_cast<int64_t>(batches[b].node_ids.size());
+    s.edges = static_cast<int64_t>(batches[b].row.size());
+    Stopwatch watch;
+    optimizer->zero_grad();
+    const GraphBatch batch = to_graph_batch(std::move(batches[b]));
+    s.layout = watch.seconds();
+    BatchTimes times;
+    const BatchResult result = forward_backward(*model, batch, step_key(o.seed, 0, b, 0), &times);
+    s.forward = times.forward;
+    s.backward = times.backward;
+    watch.restart();
+    flatten_gradients(*model, gradients);
+    const float scale = 1.0f / static_cast<float>(std::max<int64_t>(1, result.seeds));
+    for (float& g : gradients) g *= scale;
+    assign_gradients(*model, gradients.data(), gradients.size());
+    optimizer->step();
+    s.optimizer = watch.seconds();
+
+    const StepCost cost = model->step_cost(batch);
+    s.flops = cost.flops();
+    s.product_flops = cost.product_flops();
+    s.floor = s.flops * gemm.seconds(cost.products) / s.product_flops;
+    for (int layer = 0; layer < config.num_layers; ++layer) {
+      s.layer_rows.push_back(batch.layer_rows(layer, config.num_layers, config.trim));
+    }
+    if (b >= static_cast<size_t>(kWarmupSteps)) steps.push_back(s);
+  }
+  return steps;
+}
+
+template <typename Field>
+double median_of(const std::vector<ProfiledStep>& steps, Field field) {
+  std::vector<double> values;
+  for (const ProfiledStep& s : steps) values.push_back(field(s));
+  return median(values);
+}
+
+// Returns the median step's floor in seconds.
+double print_profile(const std::vector<ProfiledStep>& steps, const TrainBenchOptions& o) {
+  const ProfiledStep& first = steps.front();
+  std::printf("\nstep profile: %zu steps after %d warm-up, 1 process, %d cores (set_torch_threads), no allreduce; medians\n",
+              steps.size(), kWarmupSteps, o.threads);
+  std::printf("per batch: %.0f nodes, %.0f edges; rows computed per layer (first step):",
+              median_of(steps, [](const ProfiledStep& s) { return static_cast<double>(s.nodes); }),
+              median_of(steps, [](const ProfiledStep& s) { return static_cast<double>(s.edges); }));
+  for (int64_t rows : first.layer_rows) std::printf(" %lld", static_cast<long long>(rows));
+  const double flops = median_of(steps, [](const ProfiledStep& s) { return s.flops; });
+  const double products = median_of(steps, [](const ProfiledStep& s) { return s.product_flops; });
+  std::printf("\nFLOPs per step: %.2f G (dense products %.2f G, aggregation %.2f G)\n\n", flops / 1e9,
+              products / 1e9, (flops - products) / 1e9);
+  const struct {
+    const char* name;
+    double (*field)(const ProfiledStep&);
+  } phases[] = {
+      {"lay out the batch (to_graph_batch)", [](const ProfiledStep& s) { return s.layout; }},
+      {"forward and loss", [](const ProfiledStep& s) { return s.forward; }},
+      {"backward", [](const ProfiledStep& s) { return s.backward; }},
+      {"optimizer (flat gradients, Adam)", [](const ProfiledStep& s) { return s.optimizer; }},
+      {"step (sum)", [](const ProfiledStep& s) { return s.compute(); }},
+      {"floor: FLOPs at torch::mm's throughput", [](const ProfiledStep& s) { return s.floor; }},
+  };
+  std::printf("%-46s %10s\n", "phase", "ms");
+  for (const auto& phase : phases) std::printf("%-46s %10.1f\n", phase.name, 1e3 * median_of(steps, phase.field));
+  const double floor = median_of(steps, [](const ProfiledStep& s) { return s.floor; });
+  const double ratio = median_of(steps, [](const ProfiledStep& s) { return s.compute() / s.floor; });
+  std::printf("step / floor: %.2f (median of the steps' ratios); GEMM throughput %.1f GFLOP/s; goal <= 1.5: %s\n",
+              ratio, flops / floor / 1e9, ratio <= 1.5 ? "met" : "not met");
+  return floor;
+}
+
 }  // namespace
 
 void run_train_bench(const TrainBenchOptions& o) {
@@ -78,8 +230,31 @@ void run_train_bench(const TrainBenchOptions& o) {
   const int per_daemon = std::max(1, o.threads / 2);
   JobConfig one = bench_job(o, 1, o.threads, dir);
   JobConfig two = bench_job(o, 2, per_daemon, dir);
+  if (!o.input.empty()) {
+    check_input_graph(o.input, {"x.npy", "y.npy", "train_idx.npy"});
+    // The job reuses its partitions by the input's path; a graph rewritten in place must
+    // be partitioned again.
+    forget_stale_partitions(o.input, dir, {one.partition_dir(), two.partition_dir()});
+  }
   prepare_data(one, 0);
-  prepare_data(two, 0);
+  if (o.epochs) prepare_data(two, 0);
+
+  std::printf("\n%s: %d-layer GraphSAGE hidden %lld, fanouts", o.input.empty() ? "RMAT" : o.input.c_str(),
+              static_cast<int>(o.fanouts.size()), static_cast<long long>(o.hidden));
+  for (int64_t f : o.fanouts) std::printf(" %lld", static_cast<long long>(f));
+  const PartitionMeta meta = PartitionFolder(one.partition_dir()).meta();
+  std::printf(", batch %lld, %d cores in all; %lld nodes, %lld directed edges, %lld features, %lld classes\n",
+              static_cast<long long>(o.batch_size), o.threads, static_cast<long long>(meta.num_nodes),
+              static_cast<long long>(meta.num_edges), static_cast<long long>(meta.feature_dim),
+              static_cast<long long>(meta.num_classes));
+  std::fflush(stdout);
+
+  double floor = 0;
+  if (o.profile_steps > 0) {
+    floor = print_profile(profile_steps(one.partition_dir(), o), o);
+    std::fflush(stdout);
+  }
+  if (!o.epochs) return;
 
   EpochTime a;
   {
@@ -99,22 +274,21 @@ void run_train_bench(const TrainBenchOptions& o) {
     b = measure(*rt, two, o);
   }
 
-  std::printf("\nRMAT %lld nodes, %.0f edges/node, %lld features, %lld classes, %lld training nodes; %zu-layer "
-              "GraphSAGE hidden %lld, fanouts", static_cast<long long>(o.num_nodes), o.avg_degree,
-              static_cast<long long>(o.feature_dim), static_cast<long long>(o.num_classes),
-              static_cast<long long>(o.train_nodes), o.fanouts.size(), static_cast<long long>(o.hidden));
-  for (int64_t f : o.fanouts) std::printf(" %lld", static_cast<long long>(f));
-  std::printf(", batch %lld, %d cores in all\n", static_cast<long long>(o.batch_size), o.threads);
   if (o.max_steps > 0) {
-    std::printf("(timed %lld of %lld steps per epoch, scaled to the whole epoch)\n",
+    std::printf("\n(timed %lld of %lld steps per epoch, scaled to the whole epoch)",
                 static_cast<long long>(a.measured_steps), static_cast<long long>(a.steps));
   }
-  std::printf("\n%-52s %12s %10s %14s\n", "configuration", "s/epoch", "steps", "PyG / this");
-  std::printf("%-52s %12.1f %10lld %14.2f\n", "(a) 1 partition, 1 trainer, in one process", a.seconds_per_epoch,
-              static_cast<long long>(a.steps), kPygSecondsPerEpoch / a.seconds_per_epoch);
-  std::printf("%-52s %12.1f %10lld %14.2f\n", "(b) 2 partitions on 2 daemons, 1 trainer each", b.seconds_per_epoch,
-              static_cast<long long>(b.steps), kPygDistributedSecondsPerEpoch / b.seconds_per_epoch);
-  std::printf("%-52s %12.0f\n%-52s %12.0f\n", "    PyG NeighborLoader, one process (quoted)", kPygSecondsPerEpoch,
+  std::printf("\n%-52s %10s %7s %8s %8s %11s\n", "configuration", "s/epoch", "steps", "s/step", "/ floor",
+              "PyG / this");
+  const auto row = [&](const char* name, const EpochTime& t, double pyg, bool against_floor) {
+    char ratio[16] = "-";
+    if (against_floor && floor > 0) std::snprintf(ratio, sizeof ratio, "%.2f", t.seconds_per_step() / floor);
+    std::printf("%-52s %10.1f %7lld %8.3f %8s %11.2f\n", name, t.seconds_per_epoch, static_cast<long long>(t.steps),
+                t.seconds_per_step(), ratio, pyg / t.seconds_per_epoch);
+  };
+  row("(a) 1 partition, 1 trainer, in one process", a, kPygSecondsPerEpoch, true);
+  row("(b) 2 partitions on 2 daemons, 1 trainer each", b, kPygDistributedSecondsPerEpoch, false);
+  std::printf("%-52s %10.0f\n%-52s %10.0f\n", "    PyG NeighborLoader, one process (quoted)", kPygSecondsPerEpoch,
               "    PyG distributed, 2 ranks (quoted)", kPygDistributedSecondsPerEpoch);
 }
 

@@ -1,5 +1,6 @@
 // `partita bench train`: seconds per training epoch, end to end (sampling, features,
-// forward/backward, allreduce), in one process and with 2 partitions on 2 daemons.
+// forward/backward, allreduce), in one process and with 2 partitions on 2 daemons; and how
+// far one step's compute is from its floor (models/step_cost.h), phase by phase.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,8 @@
 namespace partita::bench {
 
 struct TrainBenchOptions {
-  int64_t num_nodes = 1 << 20;
+  std::string input;  // an npy folder with features, labels and a training split; empty: RMAT
+  int64_t num_nodes = 1 << 20;  // RMAT (without input)
   double avg_degree = 20;
   int64_t feature_dim = 128;
   int64_t num_classes = 16;
@@ -19,13 +21,24 @@ struct TrainBenchOptions {
   int64_t batch_size = 1024;
   int threads = 2;         // cores in all: torch threads in one process, daemons x threads each
   int64_t max_steps = 0;   // 0: whole epochs; else time this many steps and scale up
-  std::string work_dir;    // keeps the generated partitions between runs; default under /tmp
+  int profile_steps = 8;   // compute steps timed phase by phase against the floor (0: none)
+  bool epochs = true;      // false: only the step profile
+  std::string work_dir;    // keeps the partitions between runs; default under /tmp
   uint64_t seed = 1;
 };
 
-// RMAT with features and random labels, GraphSAGE with fanouts.size() layers. Prints
-// seconds per epoch for (a) 1 partition, 1 trainer with `threads` torch threads in this
-// process and (b) 2 partitions on 2 `partita daemon` processes, 1 trainer each with
+// GraphSAGE with fanouts.size() layers on `input` or on RMAT with random labels,
+// partitioned into 1 and 2 parts in work_dir (reused while the graph is unchanged).
+//
+// Step profile: profile_steps + 2 batches of the 1-partition graph are sampled first (the
+// sampler's algorithm, seeds drawn as an epoch's), then each goes through the trainer's
+// step alone on `threads` torch threads: lay out (to_graph_batch), forward, backward, the
+// optimiser (flat gradients, Adam); each step is followed by torch::mm of its products
+// (models/step_cost.h), which gives its floor. Prints nodes and edges per batch, the rows
+// each layer computes, median milliseconds per phase, the floor and step / floor.
+//
+// Epochs: seconds per epoch for (a) 1 partition, 1 trainer with `threads` torch threads in
+// this process and (b) 2 partitions on 2 `partita daemon` processes, 1 trainer each with
 // threads / 2 torch threads; next to PyG's quoted epoch times.
 void run_train_bench(const TrainBenchOptions& options);
 

@@ -62,16 +62,25 @@ PARTITA_INLINE void prefetch_row(const T* row, int64_t width) {
 // same order, and this file is compiled without floating-point contraction (no FMA).
 #define PARTITA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
-// out[d, h, :] = sum_e w[e, h] * x[src[e], h, :] for the destination rows [begin, end).
+// How a kernel's [rows, width] side sits in a wider matrix: rows `stride` apart, and, for
+// aggregate_with_self, x's own row beside the aggregation (columns [width, 2 width)).
+struct RowLayout {
+  int64_t stride;
+  bool with_self = false;
+};
+
+// out[d, h, :] = sum_e w[e, h] * x[src[e], h, :] for the destination rows [begin, end);
+// with_self: out[d, width:] = x[d].
 template <typename T>
 PARTITA_INLINE void forward_rows(const T* x, const T* w, const int64_t* colptr,
                                  const int64_t* src, int64_t heads, int64_t channels, T* out,
-                                 int64_t begin, int64_t end) {
+                                 RowLayout layout, int64_t begin, int64_t end) {
   const int64_t width = heads * channels;
   const int64_t last = colptr[end] - 1;
   for (int64_t d = begin; d < end; ++d) {
-    T* row = out + d * width;
+    T* row = out + d * layout.stride;
     std::fill(row, row + width, T(0));
+    if (layout.with_self) std::copy(x + d * width, x + (d + 1) * width, row + width);
     for (int64_t e = colptr[d]; e < colptr[d + 1]; ++e) {
       const T* from = x + src[e] * width;
       if (e < last) prefetch_row(x + src[e + 1] * width, width);
@@ -84,27 +93,39 @@ PARTITA_INLINE void forward_rows(const T* x, const T* w, const int64_t* colptr,
 
 // grad_x[s, h, :] = sum over the out-edges e of s with e < num_edges of
 // w[e, h] * grad_out[dst[e], h, :], for the source rows [begin, end): a gather over the
-// transpose.
+// transpose. with_self: the sum starts from grad_out[s, width:] for the rows s < num_self
+// (x's own rows in aggregate_with_self), instead of 0. gate: the sum goes through a ReLU
+// and dropout whose output was `gate` (each element times gate_scale where gate > 0, else 0).
 template <typename T>
 PARTITA_INLINE void backward_x_rows(const T* grad_out, const T* w, const int64_t* rowptr,
                                     const int64_t* out_edges, const int64_t* dst,
                                     int64_t num_edges, int64_t heads, int64_t channels,
+                                    RowLayout layout, int64_t num_self, const T* gate, T gate_scale,
                                     T* grad_x, int64_t begin, int64_t end) {
   const int64_t width = heads * channels;
   for (int64_t s = begin; s < end; ++s) {
     T* row = grad_x + s * width;
-    std::fill(row, row + width, T(0));
+    if (layout.with_self && s < num_self) {
+      const T* self = grad_out + s * layout.stride + width;
+      std::copy(self, self + width, row);
+    } else {
+      std::fill(row, row + width, T(0));
+    }
     // A source's edges are in ascending position: those past num_edges lead to
     // destinations this call did not compute.
     for (int64_t k = rowptr[s]; k < rowptr[s + 1] && out_edges[k] < num_edges; ++k) {
       const int64_t e = out_edges[k];
-      const T* from = grad_out + dst[e] * width;
+      const T* from = grad_out + dst[e] * layout.stride;
       if (k + 1 < rowptr[s + 1] && out_edges[k + 1] < num_edges) {
-        prefetch_row(grad_out + dst[out_edges[k + 1]] * width, width);
+        prefetch_row(grad_out + dst[out_edges[k + 1]] * layout.stride, width);
       }
       for (int64_t h = 0; h < heads; ++h) {
         axpy(channels, w[e * heads + h], from + h * channels, row + h * channels);
       }
+    }
+    if (gate != nullptr) {
+      const T* g = gate + s * width;
+      for (int64_t i = 0; i < width; ++i) row[i] = g[i] > T(0) ? row[i] * gate_scale : T(0);
     }
   }
 }
@@ -131,17 +152,18 @@ PARTITA_INLINE void backward_w_rows(const T* grad_out, const T* x, const int64_t
 
 PARTITA_CLONES void forward_rows_float(const float* x, const float* w, const int64_t* colptr,
                                        const int64_t* src, int64_t heads, int64_t channels,
-                                       float* out, int64_t begin, int64_t end) {
-  forward_rows(x, w, colptr, src, heads, channels, out, begin, end);
+                                       float* out, RowLayout layout, int64_t begin, int64_t end) {
+  forward_rows(x, w, colptr, src, heads, channels, out, layout, begin, end);
 }
 
 PARTITA_CLONES void backward_x_rows_float(const float* grad_out, const float* w,
                                           const int64_t* rowptr, const int64_t* out_edges,
                                           const int64_t* dst, int64_t num_edges, int64_t heads,
-                                          int64_t channels, float* grad_x, int64_t begin,
-                                          int64_t end) {
-  backward_x_rows(grad_out, w, rowptr, out_edges, dst, num_edges, heads, channels, grad_x,
-                  begin, end);
+                                          int64_t channels, RowLayout layout, int64_t num_self,
+                                          const float* gate, float gate_scale, float* grad_x,
+                                          int64_t begin, int64_t end) {
+  backward_x_rows(grad_out, w, rowptr, out_edges, dst, num_edges, heads, channels, layout,
+                  num_self, gate, gate_scale, grad_x, begin, end);
 }
 
 PARTITA_CLONES void backward_w_rows_float(const float* grad_out, const float* x,
@@ -153,13 +175,13 @@ PARTITA_CLONES void backward_w_rows_float(const float* grad_out, const float* x,
 
 template <typename T>
 void csc_forward(const T* x, const T* w, const int64_t* colptr, const int64_t* src,
-                 int64_t num_dst, int64_t heads, int64_t channels, T* out) {
+                 int64_t num_dst, int64_t heads, int64_t channels, T* out, RowLayout layout) {
   at::parallel_for(0, num_dst, grain_rows(num_dst, colptr[num_dst], heads * channels),
                    [&](int64_t begin, int64_t end) {
     if constexpr (std::is_same_v<T, float>) {
-      forward_rows_float(x, w, colptr, src, heads, channels, out, begin, end);
+      forward_rows_float(x, w, colptr, src, heads, channels, out, layout, begin, end);
     } else {
-      forward_rows(x, w, colptr, src, heads, channels, out, begin, end);
+      forward_rows(x, w, colptr, src, heads, channels, out, layout, begin, end);
     }
   });
 }
@@ -167,15 +189,16 @@ void csc_forward(const T* x, const T* w, const int64_t* colptr, const int64_t* s
 template <typename T>
 void csc_backward_x(const T* grad_out, const T* w, const int64_t* rowptr,
                     const int64_t* out_edges, const int64_t* dst, int64_t num_edges,
-                    int64_t num_src, int64_t heads, int64_t channels, T* grad_x) {
+                    int64_t num_src, int64_t heads, int64_t channels, RowLayout layout,
+                    int64_t num_self, const T* gate, T gate_scale, T* grad_x) {
   at::parallel_for(0, num_src, grain_rows(num_src, num_edges, heads * channels),
                    [&](int64_t begin, int64_t end) {
     if constexpr (std::is_same_v<T, float>) {
       backward_x_rows_float(grad_out, w, rowptr, out_edges, dst, num_edges, heads, channels,
-                            grad_x, begin, end);
+                            layout, num_self, gate, gate_scale, grad_x, begin, end);
     } else {
-      backward_x_rows(grad_out, w, rowptr, out_edges, dst, num_edges, heads, channels, grad_x,
-                      begin, end);
+      backward_x_rows(grad_out, w, rowptr, out_edges, dst, num_edges, heads, channels, layout,
+                      num_self, gate, gate_scale, grad_x, begin, end);
     }
   });
 }
@@ -204,7 +227,8 @@ class CscAggregate : public torch::autograd::Function<CscAggregate> {
     at::Tensor out = at::empty({num_dst, heads * channels}, x.options());
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "csc_aggregate", [&] {
       csc_forward(x.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), colptr.data_ptr<int64_t>(),
-                  src.data_ptr<int64_t>(), num_dst, heads, channels, out.data_ptr<scalar_t>());
+                  src.data_ptr<int64_t>(), num_dst, heads, channels, out.data_ptr<scalar_t>(),
+                  RowLayout{heads * channels});
     });
     ctx->save_for_backward({x, weight, colptr, src, dst, rowptr, out_edges});
     ctx->saved_data["num_dst"] = num_dst;
@@ -227,6 +251,7 @@ class CscAggregate : public torch::autograd::Function<CscAggregate> {
         csc_backward_x(grad_out.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(),
                        rowptr.data_ptr<int64_t>(), out_edges.data_ptr<int64_t>(),
                        dst.data_ptr<int64_t>(), weight.size(0), x.size(0), heads, channels,
+                       RowLayout{heads * channels}, 0, static_cast<const scalar_t*>(nullptr), scalar_t(1),
                        grad_x.data_ptr<scalar_t>());
       });
     }
@@ -239,6 +264,52 @@ class CscAggregate : public torch::autograd::Function<CscAggregate> {
       });
     }
     return {grad_x, grad_w, {}, {}, {}, {}, {}, {}, {}};
+  }
+};
+
+// [aggregation | own row] per destination: GraphSAGE's layer input for one product with
+// both weight matrices, from the activated x (activate(x, input)), which it keeps for the
+// backward pass's gate. Differentiable in x only (the mean's weights are constants).
+class CscAggregateWithSelf : public torch::autograd::Function<CscAggregateWithSelf> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
+                            const at::Tensor& colptr, const at::Tensor& src,
+                            const at::Tensor& dst, const at::Tensor& rowptr,
+                            const at::Tensor& out_edges, int64_t num_dst, bool relu, double dropout,
+                            int64_t key) {
+    const at::Tensor h = activate(x, {relu, dropout, static_cast<uint64_t>(key)}).contiguous();
+    const int64_t channels = x.size(1);
+    at::Tensor out = at::empty({num_dst, 2 * channels}, x.options());
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "csc_aggregate_with_self", [&] {
+      csc_forward(h.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), colptr.data_ptr<int64_t>(),
+                  src.data_ptr<int64_t>(), num_dst, 1, channels, out.data_ptr<scalar_t>(),
+                  RowLayout{2 * channels, true});
+    });
+    ctx->save_for_backward({weight, dst, rowptr, out_edges, relu ? h : at::Tensor()});
+    ctx->saved_data["num_dst"] = num_dst;
+    ctx->saved_data["num_src"] = x.size(0);
+    ctx->saved_data["scale"] = dropout > 0 ? 1.0 / (1.0 - dropout) : 1.0;
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor &weight = saved[0], &dst = saved[1], &rowptr = saved[2], &out_edges = saved[3],
+                     &gate = saved[4];
+    const int64_t num_dst = ctx->saved_data["num_dst"].toInt();
+    const int64_t num_src = ctx->saved_data["num_src"].toInt();
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const at::Tensor grad_out = grad_outputs[0].contiguous();
+    const int64_t channels = grad_out.size(1) / 2;
+    at::Tensor grad_x = at::empty({num_src, channels}, grad_out.options());
+    AT_DISPATCH_FLOATING_TYPES(grad_out.scalar_type(), "csc_aggregate_with_self_backward", [&] {
+      csc_backward_x(grad_out.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(),
+                     rowptr.data_ptr<int64_t>(), out_edges.data_ptr<int64_t>(), dst.data_ptr<int64_t>(),
+                     weight.size(0), num_src, 1, channels, RowLayout{2 * channels, true}, num_dst,
+                     gate.defined() ? gate.data_ptr<scalar_t>() : nullptr, static_cast<scalar_t>(scale),
+                     grad_x.data_ptr<scalar_t>());
+    });
+    return {grad_x, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   }
 };
 
@@ -442,6 +513,27 @@ at::Tensor aggregate(const at::Tensor& x, const at::Tensor& weight, const CscEdg
                                        edges.src, edges.dst, edges.rowptr, edges.out_edges,
                                        num_dst, heads);
   return per_head ? out.view({num_dst, heads, x.size(2)}) : out;
+}
+
+at::Tensor aggregate_with_self(const at::Tensor& x, const at::Tensor& weight, const CscEdges& edges,
+                               int64_t num_dst, AggregatePath path, const Activation& input) {
+  check_destinations(edges, num_dst, "aggregate_with_self");
+  const int64_t num_edges = edges.edges_before(num_dst);
+  if (x.dim() != 2 || x.size(0) < num_dst || weight.dim() != 1 || weight.size(0) != num_edges ||
+      weight.scalar_type() != x.scalar_type()) {
+    throw Error("aggregate_with_self: features " + shape_text(x) + " and edge weights " + shape_text(weight) +
+                " do not fit " + std::to_string(num_edges) + " edges into " + std::to_string(num_dst) +
+                " rows (features [N >= rows, C] with weights [E])");
+  }
+  check_sources(edges, num_edges, x.size(0), "aggregate_with_self");
+  if (path == AggregatePath::kIndexAdd) {
+    const at::Tensor h = activate(x, input);
+    return at::cat({aggregate(h, weight, edges, num_dst, path), h.narrow(0, 0, num_dst)}, 1);
+  }
+  // IValue holds signed integers; the cast round-trips the key's bits.
+  return CscAggregateWithSelf::apply(x.contiguous(), weight.detach().contiguous(), edges.colptr, edges.src,
+                                     edges.dst, edges.rowptr, edges.out_edges, num_dst, input.relu,
+                                     input.dropout, static_cast<int64_t>(input.key));
 }
 
 at::Tensor attention_softmax(const at::Tensor& score_src, const at::Tensor& score_dst,

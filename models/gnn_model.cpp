@@ -25,16 +25,21 @@ at::Tensor GnnModel::forward(const GraphBatch& batch, bool train, uint64_t dropo
       config_.csc_aggregation ? AggregatePath::kCsc : AggregatePath::kIndexAdd;
   const int layers = config_.num_layers;
   at::Tensor h = batch.x;
+  Activation pending;  // the previous layer's ReLU and dropout, for the next layer to apply
   for (int i = 0; i < layers; ++i) {
-    h = layer(i, h, batch, batch.layer_rows(i, layers, config_.trim), path);
-    if (i + 1 < layers) {
-      h = at::relu(h);
-      if (train && config_.dropout > 0) {
-        h = keyed_dropout(h, config_.dropout, mix64(dropout_key, static_cast<uint64_t>(i)));
-      }
-    }
+    h = activated_layer(i, h, pending, batch, batch.layer_rows(i, layers, config_.trim), path);
+    pending = {true, train ? config_.dropout : 0.0, mix64(dropout_key, static_cast<uint64_t>(i))};
   }
   return h.narrow(0, 0, batch.batch_size);
+}
+
+at::Tensor GnnModel::activated_layer(int index, const at::Tensor& x, const Activation& input,
+                                     const GraphBatch& batch, int64_t num_dst, AggregatePath path) {
+  return layer(index, activate(x, input), batch, num_dst, path);
+}
+
+StepCost GnnModel::step_cost(const GraphBatch&) const {
+  throw Error("step cost: not modelled for " + config_.kind + " (only graphsage)");
 }
 
 void GnnModel::reset_parameters(uint64_t seed) {

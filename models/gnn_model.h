@@ -11,7 +11,9 @@
 
 #include "models/aggregate.h"
 #include "models/batch_tensors.h"
+#include "models/keyed_dropout.h"
 #include "models/model_config.h"
+#include "models/step_cost.h"
 
 namespace partita {
 
@@ -24,6 +26,11 @@ class GnnModel : public torch::nn::Module {
   // models/keyed_dropout.h). Throws Error if the batch's features do not fit in_dim.
   at::Tensor forward(const GraphBatch& batch, bool train, uint64_t dropout_key = 0);
 
+  // The arithmetic of a training step (forward with dropout, backward) on `batch`, as
+  // forward() would run it: the floor `bench train` compares steps against. Throws Error
+  // for the kinds that do not model it (GCN, GAT).
+  virtual StepCost step_cost(const GraphBatch& batch) const;
+
   // Redraws every parameter from `seed`: the same seed gives bit-identical weights, which
   // is how data-parallel replicas start identical.
   void reset_parameters(uint64_t seed);
@@ -35,6 +42,10 @@ class GnnModel : public torch::nn::Module {
   // nodes) to the rows [0, num_dst) of its output.
   virtual at::Tensor layer(int index, const at::Tensor& x, const GraphBatch& batch,
                            int64_t num_dst, AggregatePath path) = 0;
+  // layer(index, activate(x, input), ...): what forward() calls. Kinds override it to fuse
+  // the activation into their first operation.
+  virtual at::Tensor activated_layer(int index, const at::Tensor& x, const Activation& input,
+                                     const GraphBatch& batch, int64_t num_dst, AggregatePath path);
   virtual void reset(at::Generator& generator) = 0;
 
   // Layer `index`'s input and output features: in_dim, hidden_dim..., out_dim.

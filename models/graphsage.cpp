@@ -34,16 +34,55 @@ class GraphSage : public GnnModel {
  protected:
   at::Tensor layer(int index, const at::Tensor& x, const GraphBatch& batch, int64_t num_dst,
                    AggregatePath path) override {
+    return activated_layer(index, x, {}, batch, num_dst, path);
+  }
+
+  at::Tensor activated_layer(int index, const at::Tensor& x, const Activation& input, const GraphBatch& batch,
+                             int64_t num_dst, AggregatePath path) override {
     const SageConv& conv = *convs_[index];
     const at::Tensor weight = batch.mean_weight.narrow(0, 0, batch.edges.edges_before(num_dst));
     // The mean commutes with lin_l, so it runs on the narrower side of the product.
-    at::Tensor out =
-        conv.out_dim < conv.in_dim
-            ? aggregate(at::mm(x, conv.lin_l_weight.t()), weight, batch.edges, num_dst, path) +
-                  conv.lin_l_bias
-            : at::addmm(conv.lin_l_bias, aggregate(x, weight, batch.edges, num_dst, path),
-                        conv.lin_l_weight.t());
-    return at::addmm(out, x.narrow(0, 0, num_dst), conv.lin_r_weight.t());
+    if (conv.out_dim < conv.in_dim) {
+      const at::Tensor h = activate(x, input);
+      const at::Tensor out =
+          aggregate(at::mm(h, conv.lin_l_weight.t()), weight, batch.edges, num_dst, path) + conv.lin_l_bias;
+      return at::addmm(out, h.narrow(0, 0, num_dst), conv.lin_r_weight.t());
+    }
+    // [mean | self] * [lin_l | lin_r]^T: one product, no slice of x to differentiate, and
+    // the input's activation applied on the way.
+    return at::addmm(conv.lin_l_bias, aggregate_with_self(x, weight, batch.edges, num_dst, path, input),
+                     at::cat({conv.lin_l_weight, conv.lin_r_weight}, 1).t());
+  }
+
+  // Mirrors layer(): per layer, the products and aggregations forward() runs and those
+  // backward() runs (no input gradients for the first layer, whose input is the features).
+  StepCost step_cost(const GraphBatch& batch) const override {
+    StepCost cost;
+    const int layers = config().num_layers;
+    int64_t in_rows = batch.num_nodes;
+    for (int i = 0; i < layers; ++i) {
+      const SageConv& conv = *convs_[i];
+      const int64_t ci = conv.in_dim, co = conv.out_dim;
+      const int64_t rows = batch.layer_rows(i, layers, config().trim);
+      const double edges = static_cast<double>(batch.edges.edges_before(rows));
+      const bool input_grad = i > 0;
+      // A product x [m, k] * W^T: forward, then grad_W = grad^T x and grad_x = grad W.
+      auto linear = [&](int64_t m, int64_t k, bool needs_input_grad) {
+        cost.products.push_back({m, k, co, false, true});
+        cost.products.push_back({co, m, k, true, false});
+        if (needs_input_grad) cost.products.push_back({m, co, k, false, false});
+      };
+      if (co < ci) {
+        linear(in_rows, ci, input_grad);
+        cost.aggregation_flops += 2 * 2 * edges * static_cast<double>(co);  // forward and grad
+        linear(rows, ci, input_grad);  // lin_r on the layer's own rows
+      } else {
+        cost.aggregation_flops += (input_grad ? 2 : 1) * 2 * edges * static_cast<double>(ci);
+        linear(rows, 2 * ci, input_grad);  // [mean | self] * [lin_l | lin_r]^T
+      }
+      in_rows = rows;
+    }
+    return cost;
   }
 
   void reset(at::Generator& generator) override {

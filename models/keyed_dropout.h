@@ -18,4 +18,17 @@ uint64_t step_key(uint64_t job_seed, uint64_t epoch, uint64_t step, uint64_t tra
 // instead of keeping it. p must be in [0, 1).
 at::Tensor keyed_dropout(const at::Tensor& x, double p, uint64_t key);
 
+// keyed_dropout(relu(x), p, key), the same values and gradients, in one pass each way.
+at::Tensor relu_keyed_dropout(const at::Tensor& x, double p, uint64_t key);
+
+// The ReLU and dropout between two layers, as still to be applied to a layer's input.
+struct Activation {
+  bool relu = false;
+  double dropout = 0;  // with relu only; 0 in evaluation
+  uint64_t key = 0;    // of the dropout mask
+};
+
+// relu_keyed_dropout, relu or nothing, as `activation` says.
+at::Tensor activate(const at::Tensor& x, const Activation& activation);
+
 }  // namespace partita

@@ -24,7 +24,7 @@ Function* openblas_function(const char* name) {
 
 void set_torch_threads(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  at::set_num_threads(threads);
+  at::set_num_threads(1);
   if (auto* set_blas_threads = openblas_function<void(int)>("openblas_set_num_threads")) {
     set_blas_threads(threads);
   }

@@ -7,11 +7,20 @@
 
 namespace partita {
 
-// Sets libtorch's intra-op thread count (it starts at 1 on this platform); 0 = all cores.
-// OpenBLAS keeps a thread pool of its own, sized to all cores whatever libtorch is told:
-// it gets the same count, so that `threads` bounds the matrix products too.
+// Sets the cores a process computes on (0 = all): OpenBLAS's pool, which runs the matrix
+// products, gets `threads`; libtorch's own intra-op pool (OpenMP: element-wise operations,
+// the kernels of aggregate.h and keyed_dropout.h) gets one thread whatever `threads` is.
+//
+// Why: the two pools fight over the cores. After each parallel region libgomp's workers
+// spin, slowing the product that follows, and after each product OpenBLAS's idle workers
+// spin, so an element-wise operation split over 2 threads waits for a core (dropout's
+// backward took 25 ms on 2 threads against 10 on one). Measured on the benchmark graph's
+// 3-layer GraphSAGE step (`bench train`, BENCHMARKS.md), with 2 cores: 260-660 ms with 2
+// threads in both pools, 180-310 ms with one intra-op thread, as fast as libgomp told not to
+// spin (OMP_WAIT_POLICY=PASSIVE, which only works from the environment); the products ran at
+// 100-200 GFLOP/s either way, whichever share of the machine others left.
 void set_torch_threads(int threads);
-int torch_threads();
+int torch_threads();  // libtorch's intra-op threads: 1 after set_torch_threads
 // OpenBLAS's thread count, or 0 when the loaded BLAS is not OpenBLAS.
 int blas_threads();
 

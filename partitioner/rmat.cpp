@@ -72,8 +72,9 @@ std::pair<uint64_t, uint64_t> draw_edge(Rng& rng, const Quadrants& quadrants, in
                    std::to_string(n) + "; the probabilities are too skewed");
 }
 
-// Fills `edges` (sized once, to m) in parallel chunks, each from its own stream.
-void draw_edges(const RmatOptions& options, int64_t m, EdgeList& edges) {
+// Draws `draws` edges in parallel chunks, each from its own stream, into `edges` (sized
+// once): draw e at position e, or, undirected, at 2e and its reverse at 2e + 1.
+void draw_edges(const RmatOptions& options, int64_t draws, EdgeList& edges) {
   const int64_t n = options.num_nodes;
   int scale = 0;
   while ((int64_t{1} << scale) < n) ++scale;
@@ -83,20 +84,26 @@ void draw_edges(const RmatOptions& options, int64_t m, EdgeList& edges) {
   const std::vector<int64_t> perm =
       gen::random_permutation(n, mix64(options.seed, gen::kPermutationStream));
 
-  edges.src.resize(static_cast<size_t>(m));
-  edges.dst.resize(static_cast<size_t>(m));
+  const int64_t per_draw = options.undirected ? 2 : 1;
+  edges.src.resize(static_cast<size_t>(per_draw * draws));
+  edges.dst.resize(static_cast<size_t>(per_draw * draws));
   int64_t* src_out = edges.src.data();
   int64_t* dst_out = edges.dst.data();
-  Progress progress("rmat", m, "edges");
-  gen::for_each_chunk(m, kEdgeChunk, options.threads, [&](int64_t chunk, int64_t begin,
-                                                          int64_t end) {
+  Progress progress("rmat", per_draw * draws, "edges");
+  gen::for_each_chunk(draws, kEdgeChunk, options.threads, [&](int64_t chunk, int64_t begin,
+                                                              int64_t end) {
     Rng rng(mix64(options.seed, gen::kEdgeStream, static_cast<uint64_t>(chunk)));
     for (int64_t e = begin; e < end; ++e) {
       const auto [u, v] = draw_edge(rng, quadrants, scale, static_cast<uint64_t>(n));
-      src_out[e] = perm[u];
-      dst_out[e] = perm[v];
+      const int64_t out = per_draw * e;
+      src_out[out] = perm[u];
+      dst_out[out] = perm[v];
+      if (options.undirected) {
+        src_out[out + 1] = perm[v];
+        dst_out[out + 1] = perm[u];
+      }
     }
-    progress.advance(end - begin);
+    progress.advance(per_draw * (end - begin));
   });
   progress.done();
 }
@@ -108,13 +115,15 @@ Dataset generate_rmat(const RmatOptions& options) {
   const int64_t n = options.num_nodes;
   const double expected_edges = static_cast<double>(n) * options.avg_degree;
   require(expected_edges < 0x1.0p62, "--avg-degree", "nodes * avg-degree is too large");
-  const int64_t m = std::llround(expected_edges);
+  // Undirected: half as many draws, each stored in both directions, so --avg-degree still
+  // counts directed edges per node (as for the SBM).
+  const int64_t draws = std::llround(options.undirected ? expected_edges / 2 : expected_edges);
   if (options.num_classes > 0) check_split_options(options.split, n);
 
   Dataset d;
   d.name = "rmat";
   d.num_nodes = n;
-  draw_edges(options, m, d.edges);
+  draw_edges(options, draws, d.edges);
 
   if (options.feature_dim > 0) {
     d.feature_dim = options.feature_dim;

@@ -75,6 +75,7 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   auto l = std::make_shared<bench::LoaderBenchOptions>();
   auto loader_fanouts = std::make_shared<std::string>("15,10,5");
   CLI::App* loader = bench->add_subcommand("loader", "the sampling pipeline as trainers use it: in-process and with a partition on a daemon");
+  loader->add_option("--input", l->input, "npy folder with features, labels and a split (default: generate RMAT)");
   loader->add_option("--nodes", l->num_nodes, "RMAT nodes")->check(CLI::PositiveNumber)->capture_default_str();
   loader->add_option("--avg-degree", l->avg_degree, "RMAT directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
   loader->add_option("--features", l->feature_dim, "float32 features per node")->check(CLI::PositiveNumber)->capture_default_str();
@@ -166,7 +167,8 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   auto t = std::make_shared<bench::TrainBenchOptions>();
   auto train_fanouts = std::make_shared<std::string>("15,10,5");
   CLI::App* train = bench->add_subcommand(
-      "train", "seconds per GraphSAGE epoch, in one process and with 2 partitions on 2 daemons");
+      "train", "seconds per GraphSAGE epoch, in one process and with 2 partitions on 2 daemons; a step against its floor");
+  train->add_option("--input", t->input, "npy folder with features, labels and a split (default: generate RMAT)");
   train->add_option("--nodes", t->num_nodes, "RMAT nodes")->check(CLI::PositiveNumber)->capture_default_str();
   train->add_option("--avg-degree", t->avg_degree, "RMAT directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
   train->add_option("--features", t->feature_dim, "float32 features per node")->check(CLI::PositiveNumber)->capture_default_str();
@@ -179,6 +181,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
       ->check(CLI::PositiveNumber)->capture_default_str();
   train->add_option("--steps", t->max_steps, "time this many steps of each epoch and scale up (0: whole epochs)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
+  train->add_option("--profile-steps", t->profile_steps,
+                    "steps timed phase by phase against the compute floor, in one process (0: none)")
+      ->check(CLI::Range(0, 1000))->capture_default_str();
+  train->add_flag("!--no-epochs", t->epochs, "only the step profile, no epochs");
   train->add_option("--workdir", t->work_dir, "keep the generated partitions here and reuse them")->capture_default_str();
   train->add_option("--seed", t->seed, "graph, weights and sampling seed")->capture_default_str();
   train->callback([t, train_fanouts] {

@@ -62,6 +62,8 @@ void add_generate_command(CLI::App& app, const GlobalOptions& global) {
   r->add_option("--a", rmat->a, "R-MAT quadrant probability a")->capture_default_str();
   r->add_option("--b", rmat->b, "R-MAT quadrant probability b")->capture_default_str();
   r->add_option("--c", rmat->c, "R-MAT quadrant probability c (d = 1 - a - b - c)")->capture_default_str();
+  r->add_flag("--undirected", rmat->undirected,
+              "store every edge in both directions (--avg-degree still counts directed edges)");
   r->add_option("--features", rmat->feature_dim, "random float32 features per node (0: none)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   r->add_option("--classes", rmat->num_classes, "random labels in [0, classes) (0: none)")

@@ -79,24 +79,17 @@ std::unique_ptr<Replica> make_replica(const runtime::Settings& settings) {
 // summed over all replicas with the step's seed count, loss and correct predictions.
 // Returns {loss sum, seeds, correct} over all replicas.
 std::array<double, 3> train_step(Replica& r, bool has_batch, uint64_t epoch, int64_t step) {
-  r.model->train();
   r.optimizer->zero_grad();
-  double loss_sum = 0, seeds = 0, correct = 0;
+  BatchResult result;
   if (has_batch) {
-    GraphBatch batch = to_graph_batch(r.sampler->next(), r.sampler->recycler());
-    at::Tensor logits = r.model->forward(batch, true, step_key(r.job.seed, epoch, step, r.index));
-    at::Tensor y = batch.y.slice(0, 0, batch.batch_size);
-    at::Tensor loss = cross_entropy_sum(logits, y);
-    loss.backward();
-    loss_sum = loss.item<double>();
-    seeds = static_cast<double>(count_labelled(logits, y));
-    correct = static_cast<double>(count_correct(logits, y));
+    const GraphBatch batch = to_graph_batch(r.sampler->next(), r.sampler->recycler());
+    result = forward_backward(*r.model, batch, step_key(r.job.seed, epoch, step, r.index));
   }
   flatten_gradients(*r.model, r.gradients);
   const size_t n = r.gradients.size();
-  r.gradients.push_back(static_cast<float>(loss_sum));
-  r.gradients.push_back(static_cast<float>(seeds));
-  r.gradients.push_back(static_cast<float>(correct));
+  r.gradients.push_back(static_cast<float>(result.loss_sum));
+  r.gradients.push_back(static_cast<float>(result.seeds));
+  r.gradients.push_back(static_cast<float>(result.correct));
   r.allreduce->sum(r.gradients.data(), r.gradients.size());
   const double total_seeds = r.gradients[n + 1];
   if (total_seeds > 0) {

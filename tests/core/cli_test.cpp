@@ -70,6 +70,10 @@ TEST(CliTest, UsageErrorsExitTwoWithOneLineNamingTheFlag) {
       {{"generate", "sbm", "-o", "y", "--homophily", "1.5"}, "--homophily"},
       {{"--log-level", "loud", "inspect", "x"}, "--log-level"},
       {{"--threads", "-1", "inspect", "x"}, "--threads"},
+      {{"generate", "rmat", "-o", "y", "--undirected=maybe"}, "--undirected"},
+      {{"bench", "loader", "--input", "/nonexistent/graph"}, "--input"},
+      {{"bench", "train", "--input", "/nonexistent/graph"}, "--input"},
+      {{"bench", "train", "--profile-steps", "-1"}, "--profile-steps"},
   };
   for (const auto& c : cases) {
     auto r = run_partita(c.args);
@@ -78,6 +82,22 @@ TEST(CliTest, UsageErrorsExitTwoWithOneLineNamingTheFlag) {
     EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.err;
     EXPECT_TRUE(one_line(r.err)) << cmd << "\n" << r.err;
     EXPECT_NE(r.err.find(c.expected), std::string::npos) << cmd << "\n" << r.err;
+  }
+}
+
+TEST(CliTest, BenchInputMustBeAnNpyFolderWithWhatTrainingNeeds) {
+  TempDir tmp;
+  auto gen = run_partita({"--log-level", "warn", "generate", "rmat", "--nodes", "2000", "--undirected", "-o",
+                          tmp / "no-features"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  fs::create_directories(tmp / "empty");
+  for (const char* bench : {"loader", "train"}) {
+    for (const char* input : {"empty", "no-features"}) {
+      auto r = run_partita({"--log-level", "warn", "bench", bench, "--input", tmp / input, "--workdir", tmp / "work"});
+      EXPECT_EQ(r.exit_code, 2) << bench << " " << input << "\n" << r.err;
+      EXPECT_TRUE(one_line(r.err)) << r.err;
+      EXPECT_NE(r.err.find("--input: " + (tmp / input) + " has no "), std::string::npos) << r.err;
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -195,6 +196,37 @@ TEST(RmatTest, SameSeedSameGraphWhateverTheThreads) {
   EXPECT_NE(one.edges.src, other.edges.src);
   EXPECT_NE(one.x, other.x);
   EXPECT_NE(one.y, other.y);
+}
+
+TEST(RmatTest, UndirectedStoresEveryEdgesReverse) {
+  RmatOptions o = small_rmat();
+  o.undirected = true;
+  o.avg_degree = 7.3;  // 3650 draws, 7300 directed edges
+  Dataset d = generate_rmat(o);
+  ASSERT_EQ(d.num_edges(), 7300);
+  expect_ids_in_range_without_self_loops(d);
+  // Each draw is stored next to its reverse, so every edge's reverse is present (with
+  // parallel edges, as often as the edge itself).
+  std::map<std::pair<int64_t, int64_t>, int64_t> count;
+  for (int64_t e = 0; e < d.num_edges(); ++e) ++count[{d.edges.src[e], d.edges.dst[e]}];
+  for (const auto& [edge, times] : count) {
+    auto reverse = count.find({edge.second, edge.first});
+    ASSERT_NE(reverse, count.end()) << edge.first << " -> " << edge.second << " has no reverse";
+    EXPECT_EQ(reverse->second, times);
+  }
+  for (int64_t e = 0; e < d.num_edges(); e += 2) {
+    ASSERT_EQ(d.edges.src[e], d.edges.dst[e + 1]);
+    ASSERT_EQ(d.edges.dst[e], d.edges.src[e + 1]);
+  }
+  // The same draws as the directed graph of half the degree, forwards at even positions.
+  o.undirected = false;
+  o.avg_degree = 3.65;
+  Dataset directed = generate_rmat(o);
+  ASSERT_EQ(directed.num_edges(), 3650);
+  for (int64_t e = 0; e < directed.num_edges(); ++e) {
+    ASSERT_EQ(directed.edges.src[e], d.edges.src[2 * e]);
+    ASSERT_EQ(directed.edges.dst[e], d.edges.dst[2 * e]);
+  }
 }
 
 TEST(RmatTest, DegreesAreSkewedAndHubsSpread) {

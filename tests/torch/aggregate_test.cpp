@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 
 #include <functional>
 #include <string>
@@ -80,6 +81,31 @@ TEST(AggregateTest, CscPathEqualsIndexAddPathWithGradients) {
   }
 }
 
+TEST(AggregateTest, WithSelfIsTheAggregationBesideTheOwnRows) {
+  const int64_t n = 60;
+  const std::vector<Activation> activations{{}, {true, 0, 0}, {true, 0.3, 5}};
+  for (int64_t rows : {n, int64_t{23}}) {  // untrimmed, and a trimmed layer
+    for (size_t a = 0; a < activations.size(); ++a) {
+      const int64_t num_src = rows == n ? n : 41;
+      CscEdges edges = random_edges(n, num_src, 400, 9);
+      at::Tensor x = random_tensor({num_src, 7}, 1);
+      at::Tensor w = random_tensor({edges.edges_before(rows)}, 2);
+      auto with = [&](AggregatePath path) {
+        return run([&](const at::Tensor& l, const at::Tensor& r) {
+          return aggregate_with_self(l, r, edges, rows, path, activations[a]);
+        }, x, w);
+      };
+      Result csc = with(AggregatePath::kCsc), reference = with(AggregatePath::kIndexAdd);
+      const std::string what = "rows " + std::to_string(rows) + ", activation " + std::to_string(a);
+      expect_close(csc.out, reference.out, what + ": output");
+      expect_close(csc.out.narrow(1, 7, 7), activate(x.detach(), activations[a]).narrow(0, 0, rows),
+                   what + ": own rows");
+      expect_close(csc.grad_a, reference.grad_a, what + ": gradient of x");
+    }
+  }
+  EXPECT_THROW(aggregate_with_self(at::ones({10, 4}), at::ones({3}), random_edges(20, 10, 30, 1), 20), Error);
+}
+
 TEST(AggregateTest, AttentionCscPathEqualsIndexPathWithGradients) {
   const int64_t n = 50;
   for (int64_t rows : {n, int64_t{19}}) {
@@ -144,12 +170,14 @@ TEST(AggregateTest, ResultsDoNotDependOnTheThreadCount) {
   auto once = [&] {
     return run([&](const at::Tensor& a, const at::Tensor& b) { return aggregate(a, b, edges, 3000); }, x, w);
   };
-  const int threads = torch_threads();
-  set_torch_threads(1);
+  // libtorch's own pool, which the kernels split their rows over (set_torch_threads keeps
+  // it at one thread, but a host application may not).
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
   Result one = once();
-  set_torch_threads(2);
+  at::set_num_threads(2);
   Result two = once();
-  set_torch_threads(threads);
+  at::set_num_threads(threads);
   EXPECT_TRUE(at::equal(one.out, two.out));
   EXPECT_TRUE(at::equal(one.grad_a, two.grad_a));
   EXPECT_TRUE(at::equal(one.grad_b, two.grad_b));

@@ -299,5 +299,21 @@ TEST(KeyedDropoutTest, GradientUsesTheSameMask) {
   EXPECT_TRUE(at::equal(y, x.detach() * mask));
 }
 
+TEST(KeyedDropoutTest, FusedReluGivesTheSameValuesAndGradients) {
+  // Large enough for several parallel chunks and every vector width's tail.
+  const at::Tensor x = at::randn({301, 257});
+  const at::Tensor upstream = at::randn({301, 257});
+  at::Tensor separate_x = x.clone().requires_grad_(true);
+  at::Tensor separate = keyed_dropout(at::relu(separate_x), 0.4, 17);
+  separate.backward(upstream);
+  at::Tensor fused_x = x.clone().requires_grad_(true);
+  at::Tensor fused = relu_keyed_dropout(fused_x, 0.4, 17);
+  fused.backward(upstream);
+  EXPECT_TRUE(at::equal(fused, separate));
+  EXPECT_TRUE(at::equal(fused_x.grad(), separate_x.grad()));
+  EXPECT_TRUE(at::equal(relu_keyed_dropout(x, 0, 17), at::relu(x)));
+  EXPECT_THROW(relu_keyed_dropout(x, -0.1, 17), UsageError);
+}
+
 }  // namespace
 }  // namespace partita

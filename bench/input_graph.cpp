@@ -1,0 +1,59 @@
+#include "bench/input_graph.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/error.h"
+#include "partitioner/readers.h"
+
+namespace partita::bench {
+
+namespace fs = std::filesystem;
+
+Dataset input_or_rmat(const std::string& input, const RmatOptions& rmat) {
+  return input.empty() ? generate_rmat(rmat) : read_npy_folder(input);
+}
+
+void check_input_graph(const std::string& dir, const std::vector<std::string>& required) {
+  if (!fs::is_directory(dir)) throw UsageError("--input: " + dir + " is not a folder");
+  std::vector<std::string> wanted{kNpyFolderMarker};
+  wanted.insert(wanted.end(), required.begin(), required.end());
+  for (const std::string& file : wanted) {
+    if (!fs::is_regular_file(fs::path(dir) / file)) {
+      throw UsageError("--input: " + dir + " has no " + file + " (an npy folder, as `partita generate` writes, " +
+                       "with edge_index.npy" + (required.empty() ? "" : " and features, labels and a training split") +
+                       ")");
+    }
+  }
+}
+
+std::string input_fingerprint(const std::string& dir) {
+  std::vector<std::string> lines;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    const auto modified = entry.last_write_time().time_since_epoch();
+    lines.push_back(entry.path().filename().string() + " " + std::to_string(entry.file_size()) + " " +
+                    std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(modified).count()));
+  }
+  std::sort(lines.begin(), lines.end());
+  std::string text = fs::absolute(dir).string() + "\n";
+  for (const std::string& line : lines) text += line + "\n";
+  return text;
+}
+
+void forget_stale_partitions(const std::string& input, const std::string& work_dir,
+                             const std::vector<std::string>& partition_dirs) {
+  const fs::path stamp = fs::path(work_dir) / "input-fingerprint.txt";
+  const std::string now = input_fingerprint(input);
+  std::stringstream had;
+  had << std::ifstream(stamp).rdbuf();
+  if (had.str() == now) return;
+  for (const std::string& dir : partition_dirs) fs::remove_all(dir);
+  fs::create_directories(work_dir);
+  std::ofstream(stamp) << now;
+}
+
+}  // namespace partita::bench

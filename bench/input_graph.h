@@ -1,0 +1,32 @@
+// A graph the user brings to a benchmark (`--input DIR`, an npy folder; partitioner/readers.h).
+// Benchmarks partition it into a work folder and reuse those partitions on the next run, as
+// partitioning a graph of 20M edges takes longer than most measurements; so they must know
+// when the folder changed: its fingerprint is each file's name, size and modification time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "partitioner/dataset.h"
+#include "partitioner/generators.h"
+
+namespace partita::bench {
+
+// The graph a benchmark measures: `input` read as an npy folder, or, without one, R-MAT
+// generated from `rmat`.
+Dataset input_or_rmat(const std::string& input, const RmatOptions& rmat);
+
+// Throws UsageError naming --input unless `dir` is an npy folder holding `required` (file
+// names such as "x.npy") besides its edges.
+void check_input_graph(const std::string& dir, const std::vector<std::string>& required);
+
+// "name size mtime" per regular file of `dir`, sorted by name, one per line.
+std::string input_fingerprint(const std::string& dir);
+
+// Removes the `partition_dirs` made from another state of `input` (or from a run that left
+// no record), then records `input`'s fingerprint in `work_dir`, so that the caller
+// partitions it again and the next run can reuse what it writes.
+void forget_stale_partitions(const std::string& input, const std::string& work_dir,
+                             const std::vector<std::string>& partition_dirs);
+
+}  // namespace partita::bench
