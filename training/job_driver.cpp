@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -36,6 +37,8 @@ constexpr milliseconds kRequestDeadline{60000};
 // How long a failed epoch waits to learn which node was lost, if one was (a killed
 // daemon's connection drops at once; a silent one within the heartbeat timeout).
 constexpr milliseconds kLostNodeGrace{3000};
+// How often a driver with a cancel token looks at it while no trainer reports.
+constexpr milliseconds kCancelPoll{100};
 constexpr const char* kCheckpointFile = "checkpoint.json";
 constexpr const char* kMetricsFile = "metrics.jsonl";
 constexpr const char* kSourceFile = "SOURCE";  // beside the partitions a job wrote itself
@@ -116,6 +119,15 @@ class Driver {
   void restore_all(const std::vector<char>& state);
   void checkpoint(int epoch, const std::vector<char>& state);
   void append_metrics(const EpochMetrics& m);
+  bool cancel_requested() const { return options_.cancel && options_.cancel->cancelled(); }
+  // Tells the host (RunOptions::on_progress); an exception from it is kept in
+  // host_error_, to be rethrown once the trainers are stopped.
+  void report_progress(const JobProgress& progress);
+  // Stops the trainers in the middle of an epoch: drops the allreduce group, so that each
+  // fails its next step, and waits for each to report the end of its epoch.
+  // `finished` marks those that already did.
+  void stop_trainers(int epoch, std::vector<bool> finished);
+  [[noreturn]] void throw_cancelled(int epoch, int64_t steps_done) const;
 
   runtime::Runtime& runtime_;
   const JobConfig& job_;
@@ -124,7 +136,55 @@ class Driver {
   PartitionFolder folder_;
   JobActors actors_;
   uint64_t last_hash_ = 0;
+  int checkpoint_epoch_ = 0;  // the epoch OUTPUT's checkpoint holds; 0: none
+  std::exception_ptr host_error_;
 };
+
+void Driver::report_progress(const JobProgress& progress) {
+  if (!options_.on_progress || host_error_) return;
+  try {
+    options_.on_progress(progress);
+  } catch (...) {
+    host_error_ = std::current_exception();
+  }
+}
+
+void Driver::stop_trainers(int epoch, std::vector<bool> stopped) {
+  for (const auto& member : actors_.allreduce) caf::anon_send_exit(member, caf::exit_reason::user_shutdown);
+  size_t remaining = static_cast<size_t>(std::count(stopped.begin(), stopped.end(), false));
+  auto stop = [&](int32_t trainer) {
+    if (trainer >= 0 && static_cast<size_t>(trainer) < stopped.size() && !stopped[trainer]) {
+      stopped[trainer] = true;
+      --remaining;
+    }
+  };
+  bool timed_out = false;
+  while (remaining > 0 && !timed_out) {
+    self_->receive([&](train_step_atom, int32_t, uint64_t, int64_t, int64_t, double, double, double, uint64_t) {},
+                   [&](train_done_atom, int32_t trainer, uint64_t) { stop(trainer); },
+                   [&](train_failed_atom, int32_t trainer, std::string&) { stop(trainer); },
+                   [&](caf::down_msg& down) {
+                     for (size_t t = 0; t < actors_.trainers.size(); ++t) {
+                       if (actors_.trainers[t].address() == down.source) stop(static_cast<int32_t>(t));
+                     }
+                   },
+                   caf::after(kRequestDeadline) >> [&] { timed_out = true; });
+  }
+  if (timed_out) {
+    spdlog::warn("epoch {}: {} trainer(s) did not stop within {} s", epoch, remaining, kRequestDeadline.count() / 1000);
+  }
+}
+
+void Driver::throw_cancelled(int epoch, int64_t steps_done) const {
+  std::string what = "job cancelled in epoch " + std::to_string(epoch) + " after " + std::to_string(steps_done) + " step(s); ";
+  if (checkpoint_epoch_ > 0) {
+    what += (fs::path(job_.output) / kCheckpointFile).string() + " holds epoch " + std::to_string(checkpoint_epoch_) +
+            " (resume to continue)";
+  } else {
+    what += "no epoch was checkpointed";
+  }
+  throw JobCancelled(what, epoch, steps_done, checkpoint_epoch_);
+}
 
 std::string Driver::describe_trainer(int trainer) const {
   const int node = node_of_partition(job_.part_of_trainer(trainer));
@@ -265,7 +325,14 @@ EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
   Stopwatch watch;
   double next_line = 2.0;
   int64_t steps_seen = 0;
-  while (done < num_trainers && !failure) {
+  bool stopping = false;  // cancelled, or the host's callback threw
+  // With a cancel token the wait wakes up every kCancelPoll to look at it; the progress
+  // deadline still counts from the last message.
+  const milliseconds wait = options_.cancel ? std::min(kCancelPoll, options_.progress_deadline) : options_.progress_deadline;
+  auto last_message = std::chrono::steady_clock::now();
+  std::vector<bool> finished(num_trainers, false);  // trainers that reported the epoch's end
+  while (done < num_trainers && !failure && !stopping) {
+    bool idle = false;
     self_->receive(
         [&](train_step_atom, int32_t trainer, uint64_t e, int64_t step, int64_t, double step_loss, double step_seeds,
             double step_correct, uint64_t hash) {
@@ -288,6 +355,16 @@ EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
           if (reports[step] == num_trainers) {
             ++steps_seen;
             last_hash_ = hash;
+            JobProgress progress;
+            progress.epoch = epoch;
+            progress.epochs = job_.epochs;
+            progress.step = steps_seen;
+            progress.steps = steps;
+            progress.loss = m.step_losses[step];
+            progress.seconds = watch.seconds();
+            progress.steps_per_second = progress.seconds > 0 ? steps_seen / progress.seconds : 0.0;
+            report_progress(progress);
+            stopping = host_error_ || cancel_requested();
           }
           if (watch.seconds() >= next_line) {
             next_line = watch.seconds() + 2.0;
@@ -298,17 +375,36 @@ EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
                          rate > 0 ? (steps - steps_seen) / rate : 0.0);
           }
         },
-        [&](train_done_atom, int32_t, uint64_t) { ++done; },
+        [&](train_done_atom, int32_t trainer, uint64_t) {
+          if (trainer >= 0 && trainer < num_trainers && !finished[trainer]) {
+            finished[trainer] = true;
+            ++done;
+          }
+        },
         [&](train_failed_atom, int32_t trainer, std::string& what) {
           failure = Error(describe_trainer(trainer) + " failed in epoch " + std::to_string(epoch) + ": " + what);
         },
         [&](caf::down_msg& down) {
           failure = Error(describe_actor(down.source) + " was lost: " + runtime::describe(runtime_.system(), down.reason));
         },
-        caf::after(options_.progress_deadline) >> [&] {
-          failure = Error("no progress from the trainers for " + std::to_string(options_.progress_deadline.count() / 1000) +
-                          " s in epoch " + std::to_string(epoch));
+        caf::after(wait) >> [&] {
+          idle = true;
+          if (cancel_requested()) {
+            stopping = true;
+          } else if (std::chrono::steady_clock::now() - last_message >= options_.progress_deadline) {
+            failure = Error("no progress from the trainers for " +
+                            std::to_string(options_.progress_deadline.count() / 1000) + " s in epoch " +
+                            std::to_string(epoch));
+          }
         });
+    if (!idle) last_message = std::chrono::steady_clock::now();
+  }
+  if (stopping && !failure) {
+    spdlog::info("epoch {}: stopping the trainers after step {} ({})", epoch, steps_seen,
+                 host_error_ ? "the progress callback failed" : "cancelled");
+    stop_trainers(epoch, std::move(finished));
+    if (host_error_) std::rethrow_exception(host_error_);
+    throw_cancelled(epoch, steps_seen);
   }
   if (failure) {
     // Dropping the allreduce group fails every trainer's next step at once, instead of
@@ -392,6 +488,7 @@ void Driver::checkpoint(int epoch, const std::vector<char>& state) {
   nlohmann::json meta = {{"epoch", epoch}, {"file", "checkpoints/" + name}, {"seed", job_.seed}};
   // The pointer moves last: a crash in between leaves the previous checkpoint in force.
   write_file_atomically((fs::path(job_.output) / kCheckpointFile).string(), meta.dump() + "\n");
+  checkpoint_epoch_ = epoch;
   // One checkpoint to resume from is enough; older ones only fill the disk.
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().filename() != name) fs::remove(entry.path());
@@ -461,7 +558,9 @@ JobReport Driver::run() {
   report.first_epoch = done_epochs + 1;
   report.steps_per_epoch = full_steps;
   const int last_epoch = options_.stop_after_epoch > 0 ? std::min(options_.stop_after_epoch, job_.epochs) : job_.epochs;
+  checkpoint_epoch_ = done_epochs;
   for (int epoch = done_epochs + 1; epoch <= last_epoch; ++epoch) {
+    if (cancel_requested()) throw_cancelled(epoch, 0);
     EpochMetrics m = train_epoch(epoch, steps);
     if (options_.evaluate) {
       std::tie(m.val_loss, m.val_accuracy) = evaluate("val");
@@ -474,6 +573,17 @@ JobReport Driver::run() {
     checkpoint(epoch, report.final_state);
     append_metrics(m);
     report.epochs.push_back(std::move(m));
+    JobProgress progress;
+    progress.event = JobProgress::Event::epoch;
+    progress.epoch = epoch;
+    progress.epochs = job_.epochs;
+    progress.step = progress.steps = steps;
+    progress.loss = report.epochs.back().train_loss;
+    progress.seconds = report.epochs.back().seconds;
+    progress.steps_per_second = progress.seconds > 0 ? steps / progress.seconds : 0.0;
+    progress.metrics = &report.epochs.back();
+    report_progress(progress);
+    if (host_error_) std::rethrow_exception(host_error_);
   }
   report.parameter_hash = last_hash_;
   return report;

@@ -7,13 +7,22 @@
 // OUTPUT holds: job.yaml (the job as run), metrics.jsonl (one JSON object per epoch),
 // checkpoint.json + checkpoints/epoch-<e>.bin (model and optimiser state after epoch e),
 // and partitions/ when the job partitioned a dataset itself.
+//
+// A host application that embeds the runtime follows a job as it runs through
+// RunOptions::on_progress (every step and every epoch, on the thread that called run_job)
+// and stops it through RunOptions::cancel (from any thread): run_job then throws
+// JobCancelled, and OUTPUT keeps the last epoch's checkpoint, so the job can be resumed.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "runtime/runtime.h"
 #include "training/job_config.h"
 
@@ -41,6 +50,50 @@ struct JobReport {
   std::vector<char> final_state;     // model and optimiser state at the end
 };
 
+// What RunOptions::on_progress is told: a step done by every trainer, or an epoch done.
+struct JobProgress {
+  enum class Event { step, epoch };
+  Event event = Event::step;
+  int epoch = 0;           // 1-based, of the job (a resumed run starts after its checkpoint)
+  int epochs = 0;          // the job's last epoch
+  int64_t step = 0;        // steps of this epoch done, 1..steps; `steps` for an epoch event
+  int64_t steps = 0;       // steps this epoch runs (RunOptions::max_steps may shorten it)
+  double loss = 0;         // step: the step's mean loss over its seeds; epoch: the train loss
+  double steps_per_second = 0;  // over the epoch so far
+  double seconds = 0;           // since the epoch started
+  // Epoch events only: the epoch's metrics (evaluation included), exactly as
+  // JobReport::epochs will hold them. Valid during the call.
+  const EpochMetrics* metrics = nullptr;
+};
+
+// Asks a running job to stop, from any thread: share one between the host and
+// RunOptions::cancel. The job stops at its next step boundary (or before its next epoch
+// when an evaluation is running) and run_job throws JobCancelled.
+class CancelToken {
+ public:
+  void cancel() noexcept { cancelled_.store(true, std::memory_order_relaxed); }
+  bool cancelled() const noexcept { return cancelled_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> cancelled_{false};
+};
+
+// run_job's outcome when RunOptions::cancel was used. The trainers have stopped; OUTPUT
+// keeps the checkpoint and the metrics of the last whole epoch (resume continues from it).
+class JobCancelled : public Error {
+ public:
+  JobCancelled(const std::string& what, int epoch, int64_t steps_done, int checkpoint_epoch)
+      : Error(what), epoch_(epoch), steps_done_(steps_done), checkpoint_epoch_(checkpoint_epoch) {}
+  int epoch() const { return epoch_; }                  // the epoch that was stopped
+  int64_t steps_done() const { return steps_done_; }    // of that epoch, by every trainer
+  int checkpoint_epoch() const { return checkpoint_epoch_; }  // in OUTPUT; 0: none
+
+ private:
+  int epoch_;
+  int64_t steps_done_;
+  int checkpoint_epoch_;
+};
+
 struct RunOptions {
   bool resume = false;     // continue from OUTPUT's last checkpoint
   bool overwrite = false;  // start afresh even if OUTPUT holds a run
@@ -52,6 +105,13 @@ struct RunOptions {
   bool evaluate = true;  // evaluate on the val and test seeds after every epoch
   // Run at most this many steps per epoch (0: the whole epoch); benchmarks time a part.
   int64_t max_steps = 0;
+  // Called on run_job's thread after every step (once every trainer reported it) and after
+  // every epoch (once its checkpoint and metrics line are written). It should return
+  // quickly: the trainers wait for the driver at the next step. If it throws, the job's
+  // trainers are stopped and run_job rethrows the exception.
+  std::function<void(const JobProgress&)> on_progress;
+  // Set to stop the job from another thread; see CancelToken.
+  std::shared_ptr<CancelToken> cancel;
 };
 
 // Writes the job's partition folder when the job names a dataset or a generator and
@@ -59,7 +119,8 @@ struct RunOptions {
 void prepare_data(const JobConfig& job, int threads);
 
 // Runs the job; throws Error naming the trainer and node when one fails or is lost, or
-// when nothing happens for options.progress_deadline.
+// when nothing happens for options.progress_deadline; JobCancelled when options.cancel
+// stopped it.
 JobReport run_job(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options);
 
 }  // namespace partita

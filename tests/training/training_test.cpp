@@ -1,11 +1,15 @@
 // Whole training jobs through the job driver: Cora's accuracy, replicas that agree after
 // every step, the same losses in one process and on two daemons, resuming from a
-// checkpoint, and a lost daemon named.
+// checkpoint, a lost daemon named, and what an embedding host sees: the progress callback
+// and cancellation.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <numeric>
+#include <thread>
 
 #include "actors/protocol.h"
 #include "base/error.h"
@@ -157,6 +161,133 @@ TEST_F(SmallJobTest, AKilledDaemonFailsTheJobNamingIt) {
   }
   killer.join();
   EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(60)) << "noticed too late";
+}
+
+TEST_F(SmallJobTest, TheProgressCallbackSeesEveryStepInOrderAndTheEpochMetrics) {
+  std::vector<JobProgress> events;
+  std::vector<EpochMetrics> epoch_metrics;
+  RunOptions options;
+  options.on_progress = [&](const JobProgress& p) {
+    events.push_back(p);
+    if (p.event == JobProgress::Event::epoch) {
+      ASSERT_NE(p.metrics, nullptr);
+      epoch_metrics.push_back(*p.metrics);
+    }
+  };
+  const JobReport report = run_in_process(job(), options);
+  ASSERT_EQ(report.epochs.size(), 2u);
+  ASSERT_EQ(epoch_metrics.size(), 2u);
+  size_t i = 0;
+  for (const EpochMetrics& m : report.epochs) {
+    for (int64_t s = 1; s <= m.steps; ++s, ++i) {
+      ASSERT_LT(i, events.size());
+      const JobProgress& p = events[i];
+      EXPECT_EQ(p.event, JobProgress::Event::step);
+      EXPECT_EQ(p.epoch, m.epoch);
+      EXPECT_EQ(p.epochs, 2);
+      EXPECT_EQ(p.step, s);
+      EXPECT_EQ(p.steps, m.steps);
+      EXPECT_EQ(p.loss, m.step_losses[s - 1]);
+      EXPECT_GT(p.steps_per_second, 0);
+      EXPECT_EQ(p.metrics, nullptr);
+    }
+    ASSERT_LT(i, events.size());
+    EXPECT_EQ(events[i].event, JobProgress::Event::epoch);
+    EXPECT_EQ(events[i].epoch, m.epoch);
+    EXPECT_EQ(events[i].step, m.steps);
+    EXPECT_EQ(events[i].loss, m.train_loss);
+    ++i;
+  }
+  EXPECT_EQ(i, events.size());
+  for (size_t e = 0; e < report.epochs.size(); ++e) {
+    const EpochMetrics &seen = epoch_metrics[e], &reported = report.epochs[e];
+    EXPECT_EQ(seen.epoch, reported.epoch);
+    EXPECT_EQ(seen.train_loss, reported.train_loss);
+    EXPECT_EQ(seen.train_accuracy, reported.train_accuracy);
+    EXPECT_EQ(seen.val_accuracy, reported.val_accuracy);
+    EXPECT_EQ(seen.test_accuracy, reported.test_accuracy);
+    EXPECT_EQ(seen.step_losses, reported.step_losses);
+    EXPECT_EQ(seen.step_hashes, reported.step_hashes);
+  }
+}
+
+TEST_F(SmallJobTest, AnExceptionFromTheProgressCallbackStopsTheJobAndIsRethrown) {
+  RunOptions options;
+  options.on_progress = [](const JobProgress& p) {
+    if (p.step == 2) throw std::runtime_error("the host gave up");
+  };
+  try {
+    run_in_process(job(), options);
+    ADD_FAILURE() << "the job ignored its callback's exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "the host gave up");
+  }
+}
+
+// The host cancels from its own thread while the driver is in the middle of epoch 2 (the
+// callback of its second step waits until the token is set, so the moment is certain):
+// the job stops at that step, run_job throws JobCancelled, epoch 1's checkpoint is kept
+// and the job resumes from it.
+TEST_F(SmallJobTest, CancellingFromAnotherThreadStopsTheJobAndKeepsTheCheckpoint) {
+  JobConfig j = job("{epochs: 1000, seed: 3}");
+  j.batch_size = 16;  // ~10 steps per epoch
+  auto token = std::make_shared<CancelToken>();
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool mid_epoch = false;
+  RunOptions options;
+  options.cancel = token;
+  options.on_progress = [&](const JobProgress& p) {
+    if (p.event != JobProgress::Event::step || p.epoch != 2 || p.step != 2) return;
+    std::unique_lock<std::mutex> lock(mutex);
+    mid_epoch = true;
+    changed.notify_all();
+    changed.wait_for(lock, seconds(30), [&] { return token->cancelled(); });
+  };
+  std::thread host([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait_for(lock, seconds(60), [&] { return mid_epoch; });
+    token->cancel();
+    changed.notify_all();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto rt = runtime::Runtime::in_process(system_options(), job_actor_types());
+  prepare_data(j, 2);
+  try {
+    run_job(*rt, j, options);
+    ADD_FAILURE() << "the job ignored its cancellation";
+  } catch (const JobCancelled& e) {
+    EXPECT_EQ(e.epoch(), 2);
+    EXPECT_EQ(e.steps_done(), 2);
+    EXPECT_EQ(e.checkpoint_epoch(), 1);
+    EXPECT_NE(std::string(e.what()).find("cancelled in epoch 2"), std::string::npos) << e.what();
+  }
+  host.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(60)) << "cancelled too slowly";
+  EXPECT_TRUE(fs::exists(fs::path(j.output) / "checkpoints" / "epoch-1.bin"));
+
+  // The same runtime runs the next job: the resumed one, for one more epoch.
+  RunOptions resume;
+  resume.resume = true;
+  resume.stop_after_epoch = 2;
+  const JobReport resumed = run_job(*rt, j, resume);
+  EXPECT_EQ(resumed.first_epoch, 2);
+  EXPECT_EQ(resumed.epochs.size(), 1u);
+}
+
+// A token set before the job starts stops it before its first step.
+TEST_F(SmallJobTest, AJobCancelledBeforeItStartsTrainsNothing) {
+  RunOptions options;
+  options.cancel = std::make_shared<CancelToken>();
+  options.cancel->cancel();
+  try {
+    run_in_process(job(), options);
+    ADD_FAILURE() << "the job ignored its cancellation";
+  } catch (const JobCancelled& e) {
+    EXPECT_EQ(e.epoch(), 1);
+    EXPECT_EQ(e.steps_done(), 0);
+    EXPECT_EQ(e.checkpoint_epoch(), 0);
+  }
 }
 
 // Cora, 2 partitions x 1 trainer, 2-layer GraphSAGE: the published accuracy, over 3 seeds.
