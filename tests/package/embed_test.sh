@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The used-by test: a host application builds against the installed package and runs.
+#
+#   embed_test.sh BUILD_DIR SOURCE_DIR
+#
+# Installs BUILD_DIR into a temporary prefix (cmake --install), configures and builds
+# SOURCE_DIR/examples/embed out of tree against that prefix alone (CMAKE_PREFIX_PATH; a
+# fresh build folder), checks that no include path points into the source tree, then runs
+# the example in-process (mode 1) and on two `partita daemon`s of the installed prefix on
+# loopback (mode 2), and checks each printed its progress lines and final metrics, exited
+# 0, and that both ended with the same metrics. Every step has a deadline; the daemons are killed on any exit. No network.
+# The temporary folder is removed on success and kept (its path printed) on failure.
+set -euo pipefail
+
+if [ $# -ne 2 ]; then
+  echo "usage: $0 BUILD_DIR SOURCE_DIR" >&2
+  exit 2
+fi
+build_dir=$(cd "$1" && pwd)
+source_dir=$(cd "$2" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/partita-embed-test.XXXXXX")
+daemons=()
+
+cleanup() {
+  local status=$?
+  for pid in "${daemons[@]}"; do
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  if [ "$status" -eq 0 ]; then
+    rm -rf "$work"
+  else
+    echo "embed test FAILED (exit $status); its files are in $work" >&2
+  fi
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# Runs "$@" with a deadline, its output in $work/$name.log, shown if it fails.
+run_step() {
+  local name=$1 seconds=$2
+  shift 2
+  echo "== $name: $*"
+  if ! timeout --kill-after=10 "$seconds" "$@" > "$work/$name.log" 2>&1; then
+    cat "$work/$name.log" >&2
+    fail "$name failed or took more than $seconds s"
+  fi
+}
+
+# What a run of the example must have printed: progress from the callback, each epoch's
+# metrics, and the final metrics.
+check_output() {
+  local name=$1 log=$work/$1.log
+  grep -q '^progress: epoch 1/5 step 1/' "$log" || fail "$name: no progress line from the callback (see $log)"
+  grep -q '^epoch 5/5 done: .* test accuracy ' "$log" || fail "$name: no metrics of the last epoch (see $log)"
+  grep -q '^final: epochs 5, .* test accuracy ' "$log" || fail "$name: no final metrics (see $log)"
+  grep '^final:' "$log"
+}
+
+launcher=()
+if command -v ccache > /dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
+
+prefix=$work/prefix
+run_step install 120 cmake --install "$build_dir" --prefix "$prefix"
+[ -x "$prefix/bin/partita" ] || fail "the install has no bin/partita"
+ls "$prefix"/lib*/cmake/Partita/PartitaConfig.cmake > /dev/null 2>&1 || fail "the install has no PartitaConfig.cmake"
+
+run_step configure 120 cmake -S "$source_dir/examples/embed" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" "${launcher[@]}"
+run_step build 300 cmake --build "$work/build"
+if grep -q -- "$source_dir" "$work/build/CMakeFiles/partita_embed.dir/flags.make"; then
+  fail "the example compiled against the source tree, not the installed headers: $(grep -- "$source_dir" \
+    "$work/build/CMakeFiles/partita_embed.dir/flags.make")"
+fi
+
+cd "$work"
+run_step in-process 120 "$work/build/partita_embed" --output "$work/run-in-process"
+check_output in-process
+
+# Two daemons of the installed binary on free loopback ports, each ready when it prints
+# its address.
+addresses=()
+for d in 0 1; do
+  "$prefix/bin/partita" daemon --listen 127.0.0.1:0 > "$work/daemon-$d.out" 2> "$work/daemon-$d.err" &
+  daemons+=($!)
+done
+for d in 0 1; do
+  address=
+  for _ in $(seq 300); do
+    address=$(sed -n 's/^partita daemon listening on //p' "$work/daemon-$d.out")
+    [ -n "$address" ] && break
+    kill -0 "${daemons[$d]}" 2> /dev/null || { cat "$work/daemon-$d.err" >&2; fail "daemon $d exited before it was ready"; }
+    sleep 0.1
+  done
+  [ -n "$address" ] || fail "daemon $d printed no address within 30 s"
+  addresses+=("$address")
+done
+run_step daemons 120 "$work/build/partita_embed" --daemons "${addresses[0]},${addresses[1]}" --output "$work/run-daemons"
+check_output daemons
+grep -q '^runtime: 2 node(s) (daemons)' "$work/daemons.log" || fail "mode 2 did not run on the two daemons"
+# Batches do not depend on where partitions live: the same job, the same metrics.
+[ "$(grep '^final:' "$work/in-process.log")" = "$(grep '^final:' "$work/daemons.log")" ] ||
+  fail "the daemons' final metrics differ from the in-process run's"
+echo "embed test passed"
