@@ -111,6 +111,10 @@ class Driver {
   int node_of_partition(int part) const { return JobConfig::node_of_partition(part, runtime_.num_nodes()); }
   // The node the runtime lost, waiting up to `grace` for the news to arrive.
   std::optional<Error> lost_node_within(milliseconds grace) const;
+  // Throws `failure`, with the node the runtime lost when one was (a trainer or sampler
+  // can see a peer's process end before this process hears of it): one way for every
+  // failure of a job on daemons to name a lost node.
+  [[noreturn]] void fail(const Error& failure) const;
   int resume_point();
   EpochMetrics train_epoch(int epoch, int64_t steps);
   // (loss, accuracy) over the split's seeds of every trainer.
@@ -296,6 +300,13 @@ int64_t Driver::steps_per_epoch() const {
   return steps;
 }
 
+void Driver::fail(const Error& failure) const {
+  if (std::optional<Error> lost = lost_node_within(kLostNodeGrace)) {
+    throw Error(std::string(failure.what()) + "; " + lost->what());
+  }
+  throw failure;
+}
+
 std::optional<Error> Driver::lost_node_within(milliseconds grace) const {
   // A trainer can see a peer's process end (its ring connection closes) before this
   // process's connection to that daemon reports it: wait a moment, so the error names the
@@ -410,10 +421,7 @@ EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
     // Dropping the allreduce group fails every trainer's next step at once, instead of
     // leaving them blocked until their own deadlines.
     for (const auto& member : actors_.allreduce) caf::anon_send_exit(member, caf::exit_reason::user_shutdown);
-    if (std::optional<Error> lost = lost_node_within(kLostNodeGrace)) {
-      throw Error(std::string(failure->what()) + "; " + lost->what());
-    }
-    throw *failure;
+    fail(*failure);
   }
   for (int64_t s = 0; s < steps; ++s) {
     if (reports[s] != num_trainers) throw Error("step " + std::to_string(s) + " was not reported by every trainer");
@@ -454,7 +462,7 @@ std::pair<double, double> Driver::evaluate(const std::string& split) {
                           std::to_string(options_.progress_deadline.count() / 1000) + " s");
         });
   }
-  if (failure) throw *failure;
+  if (failure) fail(*failure);
   if (seeds == 0) return {0, 0};
   return {loss / seeds, static_cast<double>(correct) / seeds};
 }
@@ -464,7 +472,7 @@ std::vector<char> Driver::state_of_first_trainer() {
   std::optional<caf::error> failed;
   self_->request(actors_.trainers[0], kRequestDeadline, get_state_atom::value)
       .receive([&](std::vector<char>& bytes) { state = std::move(bytes); }, [&](caf::error& e) { failed = e; });
-  if (failed) throw Error(describe_trainer(0) + ": cannot read its state: " + runtime::describe(runtime_.system(), *failed));
+  if (failed) fail(Error(describe_trainer(0) + ": cannot read its state: " + runtime::describe(runtime_.system(), *failed)));
   return state;
 }
 
@@ -474,8 +482,8 @@ void Driver::restore_all(const std::vector<char>& state) {
     self_->request(actors_.trainers[t], kRequestDeadline, set_state_atom::value, state)
         .receive([](bool) {}, [&](caf::error& e) { failed = e; });
     if (failed) {
-      throw Error(describe_trainer(static_cast<int>(t)) + ": cannot restore the checkpoint: " +
-                  runtime::describe(runtime_.system(), *failed));
+      fail(Error(describe_trainer(static_cast<int>(t)) + ": cannot restore the checkpoint: " +
+                  runtime::describe(runtime_.system(), *failed)));
     }
   }
 }
