@@ -111,18 +111,24 @@ void ChannelWorker::fetch(ChannelFetch& fetch) {
     for (int k = 0; k < 2; ++k) {
       if (fetch.asked[k]) client_.send(fetch.requests[k], deadline_);
     }
+    // Every reply asked for is read, even after one is refused, so that the channel stays
+    // in step for later batches; the first refusal is the fetch's error.
+    std::string refused;
     for (int k = 0; k < 2; ++k) {
       if (!fetch.asked[k]) continue;
       uint64_t body_bytes = 0;
       Span<const char> head = receive_rows_head(client_, fetch.scratch, body_bytes, deadline_);
       try {
+        if (!refused.empty()) throw Error(refused);
         check_rows_header(fetch.targets[k], fetch.ids[k], head, body_bytes);
-      } catch (const Error&) {
-        client_.discard_body(deadline_);  // the channel stays in step for later batches
-        throw;
+      } catch (const Error& e) {
+        if (refused.empty()) refused = e.what();
+        client_.discard_body(deadline_);
+        continue;
       }
       receive_rows_body(client_, fetch.targets[k], fetch.scratch, deadline_);
     }
+    if (!refused.empty()) throw Error(refused);
   } catch (const Error& e) {
     fetch.error = e.what();
   }

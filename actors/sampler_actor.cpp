@@ -104,8 +104,11 @@ sampler_impl::behavior_type sampler(Pointer self, PartitionBook book, int part, 
   // Stopping releases every consumer waiting for a batch at once, rather than at its
   // deadline (CAF 0.17 drops an undelivered promise silently).
   self->set_exit_handler([self](caf::exit_msg& msg) {
-    release_waiting(self->state, "sampler of " + part_name(self->state.part) + ": stopped (" +
-                                     self->system().render(msg.reason) + ")");
+    auto& st = self->state;
+    const std::string why = "sampler of " + part_name(st.part) + ": stopped (" + self->system().render(msg.reason) + ")";
+    release_waiting(st, why);
+    if (st.wiring) st.wiring->deliver(error_reply(st, WireErrorCode::kInternal, why));
+    st.wiring.reset();
     self->quit(msg.reason);
   });
   return unwired(self);

@@ -47,7 +47,9 @@ class SamplerClient {
 
   // Hands a batch's feature buffer back to the sampler (in this process) once done with
   // it, so that it fills it again instead of faulting in fresh memory; a no-op when the
-  // sampler is in another process. Thread-safe, and safe after the client is gone.
+  // sampler is in another process, or before next() returned a batch (which tells the
+  // client where buffers go back: take the batch first). Thread-safe, and safe after the
+  // client is gone.
   std::function<void(std::vector<float>&&)> recycler() const;
   void give_back(std::vector<float>&& x) const { recycler()(std::move(x)); }
 

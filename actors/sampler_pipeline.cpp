@@ -218,17 +218,23 @@ void start_flight(Pointer self, int64_t batch) {
 
 void fail_epoch(Pointer self, int64_t batch, const std::string& message) {
   auto& s = self->state;
+  // The epoch cannot go on: stop every batch in flight (their answers are dropped), and
+  // fail from the first of them, so that no consumer waits for a batch that was stopped.
+  std::vector<BatchInFlight*> live;
+  int64_t first_stopped = batch;
+  for (auto& [id, flight] : s.flights) {
+    if (flight->dead || flight->generation != s.generation) continue;
+    live.push_back(flight.get());
+    first_stopped = std::min(first_stopped, flight->batch);
+  }
+  for (BatchInFlight* flight : live) kill(s, *flight);
   if (s.failure.empty()) {
     s.failure = "batch " + std::to_string(batch) + " of epoch " + std::to_string(s.plan ? s.plan->epoch : 0) + ": " +
                 message;
-    s.failed_batch = batch;
+    s.failed_batch = first_stopped;
+  } else {
+    s.failed_batch = std::min(s.failed_batch, first_stopped);
   }
-  // The epoch cannot go on: stop every batch in flight (their answers are dropped).
-  std::vector<BatchInFlight*> live;
-  for (auto& [id, flight] : s.flights) {
-    if (!flight->dead && flight->generation == s.generation) live.push_back(flight.get());
-  }
-  for (BatchInFlight* flight : live) kill(s, *flight);
   for (auto it = s.waiting.begin(); it != s.waiting.end();) {
     if (it->first >= s.failed_batch) {
       it->second.deliver(SampledBatch::failed(WireErrorCode::kInternal, s.failure));

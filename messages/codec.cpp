@@ -466,8 +466,8 @@ MessageKind kind_of(Envelope::Reader envelope, const char* what) {
     case Envelope::CHANNEL_OFFER: return MessageKind::kChannelOffer;
     case Envelope::MINI_BATCH: return MessageKind::kMiniBatch;
     case Envelope::SAMPLER_ACK: return MessageKind::kSamplerAck;
-    case Envelope::RETIRED9:  // was a benchmark-only run report: refused like an unset one
     case Envelope::FEATURE_ROWS_HEADER: return MessageKind::kFeatureRowsHeader;
+    case Envelope::RETIRED9:  // was a benchmark-only run report: refused like an unset one
     case Envelope::UNSET: break;
   }
   fail(what, "not a protocol message (envelope tag " +

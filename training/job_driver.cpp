@@ -96,6 +96,17 @@ class Driver {
  public:
   Driver(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options)
       : runtime_(runtime), job_(job), options_(options), self_(runtime.system()), folder_(job.partition_dir()) {}
+  // However the job ends (done, failed, cancelled), its actors stop: a host that runs many
+  // jobs on one runtime does not pile them up. A trainer still in an epoch stops once its
+  // next allreduce fails (the group is stopped with the rest).
+  ~Driver() {
+    for (const auto& a : actors_.allreduce) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    for (const auto& a : actors_.trainers) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    for (const auto& a : actors_.samplers) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    for (const auto& a : actors_.partitions) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  }
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
 
   JobReport run();
 

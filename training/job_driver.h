@@ -67,8 +67,9 @@ struct JobProgress {
 };
 
 // Asks a running job to stop, from any thread: share one between the host and
-// RunOptions::cancel. The job stops at its next step boundary (or before its next epoch
-// when an evaluation is running) and run_job throws JobCancelled.
+// RunOptions::cancel. The driver sees it within 100 ms or at its next step report, stops
+// the trainers (their next allreduce fails) or, during an evaluation, stops before the
+// next epoch, and run_job throws JobCancelled.
 class CancelToken {
  public:
   void cancel() noexcept { cancelled_.store(true, std::memory_order_relaxed); }
@@ -85,7 +86,9 @@ class JobCancelled : public Error {
   JobCancelled(const std::string& what, int epoch, int64_t steps_done, int checkpoint_epoch)
       : Error(what), epoch_(epoch), steps_done_(steps_done), checkpoint_epoch_(checkpoint_epoch) {}
   int epoch() const { return epoch_; }                  // the epoch that was stopped
-  int64_t steps_done() const { return steps_done_; }    // of that epoch, by every trainer
+  // Steps of that epoch every trainer had reported when the driver stopped them (a trainer
+  // may have run a step further, whose update no checkpoint holds).
+  int64_t steps_done() const { return steps_done_; }
   int checkpoint_epoch() const { return checkpoint_epoch_; }  // in OUTPUT; 0: none
 
  private:
@@ -107,8 +110,9 @@ struct RunOptions {
   int64_t max_steps = 0;
   // Called on run_job's thread after every step (once every trainer reported it) and after
   // every epoch (once its checkpoint and metrics line are written). It should return
-  // quickly: the trainers wait for the driver at the next step. If it throws, the job's
-  // trainers are stopped and run_job rethrows the exception.
+  // quickly: the trainers do not wait for it (an epoch runs in each trainer on its own, and
+  // the driver reads their reports as they come), so a slow callback only delays the
+  // reports it sees. If it throws, the job's trainers are stopped and run_job rethrows.
   std::function<void(const JobProgress&)> on_progress;
   // Set to stop the job from another thread; see CancelToken.
   std::shared_ptr<CancelToken> cancel;
@@ -120,7 +124,7 @@ void prepare_data(const JobConfig& job, int threads);
 
 // Runs the job; throws Error naming the trainer and node when one fails or is lost, or
 // when nothing happens for options.progress_deadline; JobCancelled when options.cancel
-// stopped it.
+// stopped it. However it ends, the job's actors are stopped before it returns.
 JobReport run_job(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options);
 
 }  // namespace partita

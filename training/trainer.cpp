@@ -82,7 +82,8 @@ std::array<double, 3> train_step(Replica& r, bool has_batch, uint64_t epoch, int
   r.optimizer->zero_grad();
   BatchResult result;
   if (has_batch) {
-    const GraphBatch batch = to_graph_batch(r.sampler->next(), r.sampler->recycler());
+    MiniBatch sampled = r.sampler->next();  // first: it tells the client where buffers go back
+    const GraphBatch batch = to_graph_batch(std::move(sampled), r.sampler->recycler());
     result = forward_backward(*r.model, batch, step_key(r.job.seed, epoch, step, r.index));
   }
   flatten_gradients(*r.model, r.gradients);
@@ -144,7 +145,8 @@ trainer_actor::behavior_type trainer(trainer_actor::pointer self, std::shared_pt
             torch::NoGradGuard no_grad;
             r->model->eval();
             for (int64_t b = 0; b < batches; ++b) {
-              GraphBatch batch = to_graph_batch(r->sampler->next(), r->sampler->recycler());
+              MiniBatch sampled = r->sampler->next();
+              GraphBatch batch = to_graph_batch(std::move(sampled), r->sampler->recycler());
               at::Tensor logits = r->model->forward(batch, false);
               at::Tensor y = batch.y.slice(0, 0, batch.batch_size);
               loss += cross_entropy_sum(logits, y).item<double>();

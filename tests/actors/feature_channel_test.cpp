@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <caf/all.hpp>
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -107,6 +110,77 @@ TEST(FeatureChannel, AnOversizedRequestGetsAnEncodedErrorReplyNamingTheLimit) {
                            std::to_string(runtime::wire::kMaxRequestBytes) + " bytes"),
             std::string::npos)
       << e.message;
+}
+
+// A fetch whose first reply is refused (rows of another width than the batch's) still reads
+// its second reply, so the channel stays in step: the next fetch gets its own rows.
+TEST(FeatureChannel, ARefusedReplyLeavesTheWorkerInStepForTheNextFetch) {
+  testing::TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 2;
+  partition_dataset(testing::sbm_graph(), options, tmp / "parts");
+  SamplerConfig config;
+  config.fanouts = {{5}};
+  testing::Cluster cluster(tmp / "parts", config);
+  caf::scoped_actor self{cluster.system()};
+  Encoded offer;
+  self->request(cluster.actor(1), 10s, channel_atom::value)
+      .receive([&](Encoded& r) { offer = std::move(r); },
+               [&](caf::error& e) { ADD_FAILURE() << cluster.system().render(e); });
+  std::mutex mutex;
+  std::condition_variable reported;
+  std::vector<uint64_t> tags;
+  ChannelWorker worker(1, decode_channel_offer(Span<const char>(offer.bytes)), 10s, [&](uint64_t tag) {
+    std::lock_guard<std::mutex> lock(mutex);
+    tags.push_back(tag);
+    reported.notify_all();
+  });
+  auto wait_for = [&](uint64_t tag) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return reported.wait_for(lock, 30s, [&] { return std::find(tags.begin(), tags.end(), tag) != tags.end(); });
+  };
+  ASSERT_TRUE(wait_for(0)) << "the channel never reported its connection";
+  ASSERT_EQ(worker.failure(), "");
+
+  std::vector<int64_t> ids{cluster.book().begin(1), cluster.book().begin(1) + 2};
+  const int64_t width = cluster.stores(1).features->get("node", "x")->row_width();
+  std::vector<int64_t> positions{1, 0};
+  Encoder encoder;
+  auto prepare = [&](ChannelFetch& fetch, uint64_t first_id, std::vector<float>& x, std::vector<int64_t>& y,
+                     int64_t x_width) {
+    const char* names[2] = {"x", "y"};
+    for (int k = 0; k < 2; ++k) {
+      fetch.asked[k] = true;
+      fetch.ids[k] = first_id + k;
+      encoder.feature_request(fetch.ids[k], "node", names[k], ids, fetch.requests[k]);
+      RowsTarget& t = fetch.targets[k];
+      t.part = 1;
+      t.rows = k == 0 ? Rows::kX : Rows::kY;
+      t.dtype = k == 0 ? DType::kFloat32 : DType::kInt64;
+      t.row_bytes = k == 0 ? static_cast<size_t>(x_width) * sizeof(float) : sizeof(int64_t);
+      t.base = k == 0 ? reinterpret_cast<char*>(x.data()) : reinterpret_cast<char*>(y.data());
+      t.positions = Span<const int64_t>(positions);
+    }
+  };
+  // The batch expects rows one value narrower than the partition's: the x reply is refused.
+  std::vector<float> narrow_x(2 * static_cast<size_t>(width - 1)), x(2 * static_cast<size_t>(width));
+  std::vector<int64_t> y_first(2), y(2);
+  ChannelFetch refused, next;
+  prepare(refused, 10, narrow_x, y_first, width - 1);
+  worker.submit(1, &refused);
+  ASSERT_TRUE(wait_for(1));
+  EXPECT_NE(refused.error.find("another width"), std::string::npos) << refused.error;
+  prepare(next, 20, x, y, width);
+  worker.submit(2, &next);
+  ASSERT_TRUE(wait_for(2));
+  EXPECT_EQ(next.error, "") << "the channel fell out of step";
+  std::vector<float> want_x;
+  std::vector<int64_t> want_y;
+  cluster.stores(1).features->gather_as("node", "x", ids, want_x);
+  cluster.stores(1).features->gather_as("node", "y", ids, want_y);
+  EXPECT_EQ(y[1], want_y[0]);  // placed at positions {1, 0}
+  EXPECT_EQ(y[0], want_y[1]);
+  EXPECT_TRUE(std::equal(x.begin(), x.begin() + width, want_x.begin() + width));
 }
 
 }  // namespace

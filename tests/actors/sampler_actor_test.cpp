@@ -255,12 +255,12 @@ TEST_F(SamplerActorTest, AKilledPartitionFailsTheBatchNamingIt) {
     self->receive([](const caf::down_msg&) {},
                   caf::after(std::chrono::seconds(10)) >> [] { FAIL() << "the kill was not confirmed"; });
   }
-  const auto start = std::chrono::steady_clock::now();
   std::string failure;
   for (int b = 1; b < 4 && failure.empty(); ++b) failure = next_of(system, s).error;
   EXPECT_NE(failure.find("partition 1"), std::string::npos) << failure;
   EXPECT_NE(failure.find("of epoch 0"), std::string::npos) << failure;
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "noticed only at the deadline";
+  // Noticed from the loss itself, not by a request running out its deadline.
+  EXPECT_EQ(failure.find("no reply within"), std::string::npos) << failure;
   // And so does the next epoch, at once. Its error says "lost" once the down message has
   // come, or carries the failed request's reason if a request to the dead actor failed
   // first (under load either comes first); both name the partition.
@@ -352,7 +352,6 @@ TEST_F(SamplerActorTest, StoppingMidEpochReleasesTheConsumerAtOnce) {
   ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, actors, kNoAddresses)), "");
   std::atomic<bool> released{false};
   std::string failure;
-  std::chrono::steady_clock::time_point start;
   {
     // A client is an actor of the system: it must be gone before the system ends.
     SamplerClient client(system, s, 60s, "trainer 0's sampler");
@@ -366,13 +365,12 @@ TEST_F(SamplerActorTest, StoppingMidEpochReleasesTheConsumerAtOnce) {
       released = true;
     });
     std::this_thread::sleep_for(100ms);
-    start = std::chrono::steady_clock::now();
     caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
     consumer.join();
   }
   EXPECT_TRUE(released);
+  // Released by the stop itself, not by its own 60 s deadline ("no answer within").
   EXPECT_NE(failure.find("trainer 0's sampler: sampler of partition 0: stopped"), std::string::npos) << failure;
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "the consumer waited for its deadline";
   caf::anon_send_exit(mute, caf::exit_reason::user_shutdown);
   cluster.reset();  // the actor system ends: every actor and thread stopped
 }

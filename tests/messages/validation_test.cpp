@@ -72,6 +72,16 @@ TEST(Validation, HandBuiltValidReplyDecodes) {
   EXPECT_EQ(decode_hop_reply(bytes, 2).neighbors.size(), 3u);
 }
 
+TEST(Validation, TheRetiredEnvelopeTagIsRefusedByEveryDecoder) {
+  // Tag 9 was a benchmark-only run report; a peer that sends it gets no decoder to read it.
+  const std::vector<char> retired = build([](Envelope::Builder e) { e.setRetired9(); });
+  expect_error([&] { peek_message(retired); }, {"not a protocol message"});
+  expect_error([&] { decode_feature_rows_header(retired); }, {"not a protocol message"});
+  expect_error([&] { decode_sampler_ack(retired); }, {"not a protocol message"});
+  MiniBatch batch;
+  expect_error([&] { decode_mini_batch(retired, batch); }, {"not a protocol message"});
+}
+
 TEST(Validation, OffsetsMustBeMonotone) {
   auto bytes = hop_reply({0, 3, 1, 3}, 3, 3);
   expect_error([&] { decode_hop_reply(bytes); }, {"hop reply", "offsets decrease at 2"});

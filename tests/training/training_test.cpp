@@ -152,15 +152,15 @@ TEST_F(SmallJobTest, AKilledDaemonFailsTheJobNamingIt) {
     std::this_thread::sleep_for(seconds(2));
     daemons[1].process->kill();
   });
-  const auto start = std::chrono::steady_clock::now();
   try {
     run_job(*rt, j, {});
     ADD_FAILURE() << "the job survived a killed daemon";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(daemons[1].address), std::string::npos) << e.what();
+    // Noticed from the loss, not by the driver's progress deadline.
+    EXPECT_EQ(std::string(e.what()).find("no progress"), std::string::npos) << e.what();
   }
   killer.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(60)) << "noticed too late";
 }
 
 TEST_F(SmallJobTest, TheProgressCallbackSeesEveryStepInOrderAndTheEpochMetrics) {
@@ -250,7 +250,6 @@ TEST_F(SmallJobTest, CancellingFromAnotherThreadStopsTheJobAndKeepsTheCheckpoint
     token->cancel();
     changed.notify_all();
   });
-  const auto start = std::chrono::steady_clock::now();
   auto rt = runtime::Runtime::in_process(system_options(), job_actor_types());
   prepare_data(j, 2);
   try {
@@ -263,7 +262,6 @@ TEST_F(SmallJobTest, CancellingFromAnotherThreadStopsTheJobAndKeepsTheCheckpoint
     EXPECT_NE(std::string(e.what()).find("cancelled in epoch 2"), std::string::npos) << e.what();
   }
   host.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(60)) << "cancelled too slowly";
   EXPECT_TRUE(fs::exists(fs::path(j.output) / "checkpoints" / "epoch-1.bin"));
 
   // The same runtime runs the next job: the resumed one, for one more epoch.
