@@ -5,6 +5,7 @@
 #include "actors/partition_actor.h"
 #include "actors/sampler_actor.h"
 #include "base/error.h"
+#include "graph/epoch_plan.h"
 #include "partitioner/partition_stores.h"
 #include "runtime/collective/allreduce_member.h"
 #include "runtime/settings.h"
@@ -66,8 +67,8 @@ void register_actor_types(runtime::ActorTypeRegistry& registry) {
     // Share i of k: the i-th of k contiguous slices of each split.
     const auto slice = [&](const MappedArray& ids) {
       Span<const int64_t> all = ids.as<int64_t>();
-      const int64_t n = static_cast<int64_t>(all.size());
-      return std::vector<int64_t>(all.begin() + n * share / shares, all.begin() + n * (share + 1) / shares);
+      const auto [begin, end] = share_of(static_cast<int64_t>(all.size()), share, shares);
+      return std::vector<int64_t>(all.begin() + begin, all.begin() + end);
     };
     SamplerSeeds seeds{slice(data.train_idx), slice(data.val_idx), slice(data.test_idx)};
     return caf::actor_cast<caf::actor>(

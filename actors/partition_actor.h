@@ -15,7 +15,6 @@
 #include "graph/hop_sampler.h"
 #include "graph/topology.h"
 #include "messages/codec.h"
-#include "partitioner/partition_stores.h"
 
 namespace partita {
 

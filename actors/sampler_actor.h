@@ -23,11 +23,11 @@
 #include <string>
 #include <vector>
 
-#include "actors/partition_actor.h"
 #include "actors/protocol.h"
 #include "graph/batch_features.h"
 #include "graph/hop_sampler.h"
 #include "graph/partition_book.h"
+#include "graph/stores.h"
 
 namespace partita {
 

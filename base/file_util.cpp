@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -81,17 +82,27 @@ void seek_to(int fd, const std::string& path, uint64_t offset) {
 }
 
 void write_file_atomically(const std::string& path, const void* data, size_t bytes) {
-  const std::string tmp = path + ".tmp";
-  {
+  // A sibling of its own (writers of the same file in other threads or processes do not
+  // share it), removed if anything fails before the rename.
+  static std::atomic<uint64_t> counter{0};
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  try {
     ScopedFd fd = open_for_writing(tmp);
     write_all(fd.get(), tmp, data, bytes);
     if (::fsync(fd.get()) != 0) throw Error("cannot flush " + tmp + ": " + errno_text());
     fd.close_or_throw(tmp);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = errno_text();
+    if (::rename(tmp.c_str(), path.c_str()) != 0) throw Error("cannot replace " + path + ": " + errno_text());
+  } catch (...) {
     ::unlink(tmp.c_str());
-    throw Error("cannot replace " + path + ": " + why);
+    throw;
+  }
+  // The rename itself is durable only once the folder is: callers move pointers last.
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
   }
 }
 

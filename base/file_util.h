@@ -40,9 +40,10 @@ void write_all(int fd, const std::string& path, const void* data, size_t bytes);
 void seek_to(int fd, const std::string& path, uint64_t offset);
 
 // Replaces the file at `path` with `bytes` bytes of `data`, atomically: they go to a
-// temporary sibling first, which is flushed to disk and renamed over `path`, so a crash
-// leaves either the old file or the new one, never a torn one (checkpoints, metrics
-// pointers). Errors name the file.
+// temporary sibling of this call's own first, which is flushed to disk and renamed over
+// `path` (then the folder is flushed), so a crash leaves either the old file or the new one,
+// never a torn one (checkpoints, their pointer). Errors name the file; a failed call
+// leaves no temporary behind.
 void write_file_atomically(const std::string& path, const void* data, size_t bytes);
 void write_file_atomically(const std::string& path, const std::string& text);
 

@@ -130,7 +130,7 @@ std::vector<MiniBatch> sample_batches(const std::string& dir, const TrainBenchOp
   return batches;
 }
 
-// The trainer's step (actors/trainer.cpp, train_step) on `batches`, one process, no
+// The trainer's step (training/trainer.cpp, train_step) on `batches`, one process, no
 // allreduce, each phase timed; after each step, torch::mm of its products.
 std::vector<ProfiledStep> profile_steps(const std::string& dir, const TrainBenchOptions& o) {
   std::vector<MiniBatch> batches = sample_batches(dir, o, kWarmupSteps + o.profile_steps);

@@ -29,4 +29,8 @@ EpochPlan plan_epoch(Span<const int64_t> seeds, int64_t batch_size, uint64_t job
   return plan;
 }
 
+std::pair<int64_t, int64_t> share_of(int64_t count, int64_t share, int64_t shares) {
+  return {count * share / shares, count * (share + 1) / shares};
+}
+
 }  // namespace partita

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "base/span.h"
@@ -22,6 +23,12 @@ struct EpochPlan {
   // The key of batch b: what makes its sampling reproducible anywhere.
   SampleKey key(int64_t b) const { return {job_seed, epoch, static_cast<uint64_t>(b)}; }
 };
+
+// Share `share` of `shares` of `count` seeds: the contiguous slice [count * share / shares,
+// count * (share + 1) / shares). The shares of 0..shares-1 cover every seed once, and differ
+// in size by at most one. Requires 0 <= share < shares. (Trainer t of k per partition trains
+// on share t % k of its partition's seeds; its sampler serves that share.)
+std::pair<int64_t, int64_t> share_of(int64_t count, int64_t share, int64_t shares);
 
 // Shuffles `seeds` with (job_seed, epoch) (no shuffle if `shuffle` is false) and cuts them
 // into batches of batch_size; the last, smaller batch is dropped if drop_last. Throws

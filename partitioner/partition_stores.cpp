@@ -1,5 +1,7 @@
 #include "partitioner/partition_stores.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -121,19 +123,38 @@ Topology topology_from_dataset(const Dataset& d) {
 
 PartitionStores open_partition_stores(const std::string& dir, int part) {
   // Weak entries: the stores live as long as an actor or sampler holds them, not longer.
+  // An entry is reused only while the folder is the one it was opened from (a job may
+  // rewrite OUTPUT/partitions while an older job's actors still hold the old mappings):
+  // META.json's inode and modification time tell, as the writer replaces the whole folder.
+  struct Identity {
+    ino_t inode = 0;
+    int64_t mtime_ns = 0;
+    bool operator==(const Identity& o) const { return inode == o.inode && mtime_ns == o.mtime_ns; }
+  };
   struct Entry {
+    Identity identity;
     std::weak_ptr<const Topology> topology;
     std::weak_ptr<const FeatureStore> features;
+  };
+  const auto identity_of = [](const std::string& folder) {
+    struct stat st {};
+    Identity id;
+    if (::stat((folder + "/META.json").c_str(), &st) == 0) {
+      id.inode = st.st_ino;
+      id.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    }
+    return id;
   };
   static std::mutex mutex;
   static std::map<std::pair<std::string, int>, Entry> open;
   std::error_code ec;
   std::string key_dir = std::filesystem::weakly_canonical(dir, ec).string();
   if (ec) key_dir = dir;
+  const Identity identity = identity_of(dir);
   std::lock_guard<std::mutex> lock(mutex);
   Entry& entry = open[{key_dir, part}];
   PartitionStores stores{entry.topology.lock(), entry.features.lock()};
-  if (stores.topology && stores.features) return stores;
+  if (stores.topology && stores.features && entry.identity == identity) return stores;
   PartitionFolder folder(dir);
   if (part < 0 || part >= folder.meta().num_parts) {
     throw UsageError("partition folder " + dir + " has " + std::to_string(folder.meta().num_parts) +
@@ -141,7 +162,7 @@ PartitionStores open_partition_stores(const std::string& dir, int part) {
   }
   stores.topology = std::make_shared<const Topology>(load_topology(folder, part));
   stores.features = std::make_shared<const FeatureStore>(load_features(folder, part));
-  entry = {stores.topology, stores.features};
+  entry = {identity, stores.topology, stores.features};
   return stores;
 }
 

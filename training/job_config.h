@@ -19,7 +19,7 @@
 //     weight_decay: 0.0
 //     momentum: 0.9             # sgd only
 //     trainers_per_partition: 1
-//     threads: 1                # libtorch threads per trainer
+//     threads: 1                # threads per trainer for its dense products
 //     seed: 1
 //     eval_batch_size: 1024
 //   output: runs/job            # checkpoints, metrics.jsonl, the partitions of a dataset
@@ -29,6 +29,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "graph/epoch_plan.h"
 
 namespace partita {
 
@@ -91,8 +93,7 @@ struct JobConfig {
   static int node_of_partition(int part, int num_nodes) { return part % num_nodes; }
   // Trainer t's share [first, second) of its partition's `count` seeds.
   std::pair<int64_t, int64_t> share_of_trainer(int trainer, int64_t count) const {
-    const int64_t k = trainers_per_partition, i = trainer % trainers_per_partition;
-    return {count * i / k, count * (i + 1) / k};
+    return share_of(count, trainer % trainers_per_partition, trainers_per_partition);
   }
 };
 

@@ -12,18 +12,17 @@
 #include <sstream>
 #include <thread>
 
-#include "runtime/collective/allreduce_group.h"
 #include "actors/protocol.h"
 #include "actors/sampler_client.h"
 #include "base/error.h"
 #include "base/file_util.h"
 #include "base/stopwatch.h"
-#include "messages/codec.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_format.h"
 #include "partitioner/readers.h"
 #include "runtime/address.h"
+#include "runtime/collective/allreduce_group.h"
 #include "runtime/errors.h"
 
 namespace partita {

@@ -106,8 +106,10 @@ int run(const Arguments& a) {
   RunOptions options;
   options.overwrite = true;  // a fresh run every time
   options.on_progress = print_progress;
-  options.cancel = std::make_shared<CancelToken>();
-  g_cancel = options.cancel.get();
+  // Static: the signal handler may fire until the program exits, after run() has returned.
+  static const std::shared_ptr<CancelToken> token = std::make_shared<CancelToken>();
+  options.cancel = token;
+  g_cancel = token.get();
   std::signal(SIGINT, on_interrupt);
 
   const JobReport report = run_job(*rt, job, options);

@@ -14,6 +14,10 @@ namespace partita::runtime {
 
 namespace {
 
+// Deadlines come in messages: bounded, so that adding one to the clock cannot overflow (a
+// day is beyond any operation's or wiring's reasonable wait).
+constexpr int64_t kMaxDeadlineMs = int64_t{24} * 3600 * 1000;
+
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
@@ -142,8 +146,9 @@ std::string accept(MemberPointer self, Operation op) {
     return what + " is out of order: " + me(s) + " expects operation " + std::to_string(s.next_seq);
   }
   if (s.op) return what + " arrived while operation " + std::to_string(s.op->seq) + " is in progress";
-  if (op.deadline_ms <= 0) {
-    return what + ": the deadline must be positive, got " + std::to_string(op.deadline_ms) + " ms";
+  if (op.deadline_ms <= 0 || op.deadline_ms > kMaxDeadlineMs) {
+    return what + ": the deadline must be in (0, " + std::to_string(kMaxDeadlineMs) + "] ms, got " +
+           std::to_string(op.deadline_ms) + " ms";
   }
   if (op.local.lease == nullptr && op.bytes.size() % sizeof(float) != 0) {
     return what + ": " + std::to_string(op.bytes.size()) + " bytes are not a whole number of float32";
@@ -305,7 +310,9 @@ caf::result<bool> wire(MemberPointer self, uint64_t group, std::vector<caf::acto
   if (size > 1 && (right_host.empty() || right_port == 0)) {
     return refuse(me(s) + ": no address for its right neighbour");
   }
-  if (deadline_ms <= 0) return refuse(me(s) + ": the wiring deadline must be positive");
+  if (deadline_ms <= 0 || deadline_ms > kMaxDeadlineMs) {
+    return refuse(me(s) + ": the wiring deadline must be in (0, " + std::to_string(kMaxDeadlineMs) + "] ms");
+  }
   s.members = std::move(members);
   for (const auto& m : s.members) {
     if (m.address() != self->address()) self->monitor(m);

@@ -64,5 +64,28 @@ TEST(PartitionStoresTest, InMemoryStoresUseTheSameEdgeOrderAsAFolder) {
   for (int64_t e = 0; e < d.num_edges(); ++e) EXPECT_EQ(time[e], d.edge_time[topology.original_edge_id(e)]);
 }
 
+TEST(PartitionStoresTest, OpenStoresAreSharedUntilTheFolderIsRewritten) {
+  SbmOptions o;
+  o.num_nodes = 2000;
+  o.feature_dim = 4;
+  testing::TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 2;
+  WriteOptions write;
+  write.overwrite = true;
+  partition_dataset(generate_sbm(o), options, tmp / "p", write);
+  PartitionStores first = open_partition_stores(tmp / "p", 1);
+  PartitionStores again = open_partition_stores(tmp / "p", 1);
+  EXPECT_EQ(first.features.get(), again.features.get()) << "opened twice while held";
+  // Another graph into the same folder while the old stores are still held: the next open
+  // reads the new folder, not the old mappings.
+  o.num_nodes = 3000;
+  partition_dataset(generate_sbm(o), options, tmp / "p", write);
+  PartitionStores fresh = open_partition_stores(tmp / "p", 1);
+  EXPECT_NE(fresh.features.get(), first.features.get());
+  EXPECT_EQ(fresh.topology->node_end(), 3000);
+  EXPECT_EQ(first.topology->node_end(), 2000);  // the holder's stores are untouched
+}
+
 }  // namespace
 }  // namespace partita
