@@ -7,7 +7,6 @@
 #include "base/error.h"
 #include "graph/epoch_plan.h"
 #include "partitioner/partition_stores.h"
-#include "runtime/collective/allreduce_member.h"
 #include "runtime/settings.h"
 
 namespace partita {
@@ -39,9 +38,6 @@ SamplerConfig sampler_config_from(const runtime::Settings& settings) {
 }
 
 void register_actor_types(runtime::ActorTypeRegistry& registry) {
-  registry.add("allreduce", [](caf::actor_system& system, const runtime::Settings& settings) {
-    return caf::actor_cast<caf::actor>(runtime::spawn_allreduce_member(system, runtime::allreduce_config_from(settings)));
-  });
   registry.add("partition", [](caf::actor_system& system, const runtime::Settings& settings) {
     PartitionStores stores = open_partition_stores(required_setting(settings, "dir"), part_number(settings));
     PartitionActorOptions options;

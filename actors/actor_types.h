@@ -18,9 +18,6 @@ namespace partita {
 //     (per remote request, default 60000); share and shares (default 0 and 1): it serves
 //     the share-th of `shares` contiguous slices of the part's train, val and test nodes
 //     (trainer t of k per partition gets share t % k of k).
-//   "allreduce": a member of an allreduce group (runtime/collective/allreduce_member.h).
-//     Settings: rank, size,
-//     host (where it accepts its ring connection; default 127.0.0.1).
 void register_actor_types(runtime::ActorTypeRegistry& registry);
 
 // The sampler config of a partition actor's settings; throws UsageError naming the setting.

@@ -7,8 +7,8 @@
 
 namespace partita {
 
-// "partition", "sampler", "allreduce" (actors/actor_types.h) and "trainer"
-// (training/trainer.h).
+// "partition" and "sampler" (actors/actor_types.h), "allreduce" (the generic collective,
+// runtime/collective/allreduce_member.h) and "trainer" (training/trainer.h).
 runtime::ActorTypeRegistry job_actor_types();
 
 }  // namespace partita

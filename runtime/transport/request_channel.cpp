@@ -182,8 +182,10 @@ void RequestClient::fail(const std::string& what, milliseconds deadline) {
   if (broken_) throw Error(name_ + ": unusable since an earlier failure: " + first_failure_);
   broken_ = true;
   // After a shut down every wait ends "interrupted": say why.
+  // The deadline is named where it is what ended the wait (TimedOut says "timed out").
+  const bool timed_out = what.find("timed out") != std::string::npos;
   first_failure_ = (shut_ ? (what.empty() ? std::string("shut down") : "shut down: " + what) : what) +
-                   " (deadline " + millis(deadline) + ")";
+                   (timed_out ? " (deadline " + millis(deadline) + ")" : std::string());
   throw Error(name_ + ": " + first_failure_);
 }
 
