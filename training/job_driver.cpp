@@ -16,6 +16,7 @@
 #include "actors/sampler_client.h"
 #include "base/error.h"
 #include "base/file_util.h"
+#include "base/progress.h"
 #include "base/stopwatch.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
@@ -344,7 +345,8 @@ EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
   int done = 0;
   std::optional<Error> failure;
   Stopwatch watch;
-  double next_line = 2.0;
+  // A bar on a terminal, a line every 2 s otherwise; the epoch's summary line is logged below.
+  Progress bar("epoch " + std::to_string(epoch) + "/" + std::to_string(job_.epochs), steps, "steps");
   int64_t steps_seen = 0;
   bool stopping = false;  // cancelled, or the host's callback threw
   // With a cancel token the wait wakes up every kCancelPoll to look at it; the progress
@@ -387,14 +389,8 @@ EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
             report_progress(progress);
             stopping = host_error_ || cancel_requested();
           }
-          if (watch.seconds() >= next_line) {
-            next_line = watch.seconds() + 2.0;
-            const double rate = steps_seen / watch.seconds();
-            spdlog::info("epoch {}/{}: step {}/{} ({:.0f}%), {:.2f} steps/s, loss {:.4f}, ETA {:.0f}s", epoch,
-                         job_.epochs, steps_seen, steps, 100.0 * steps_seen / steps, rate,
-                         m.step_losses[std::max<int64_t>(0, steps_seen - 1)],
-                         rate > 0 ? (steps - steps_seen) / rate : 0.0);
-          }
+          bar.set_note(fmt::format("loss {:.4f}", m.step_losses[std::max<int64_t>(0, steps_seen - 1)]));
+          bar.set(steps_seen);
         },
         [&](train_done_atom, int32_t trainer, uint64_t) {
           if (trainer >= 0 && trainer < num_trainers && !finished[trainer]) {
