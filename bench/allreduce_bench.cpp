@@ -24,6 +24,7 @@
 #include "base/error.h"
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
+#include "bench/stats.h"
 #include "runtime/actor_system.h"
 #include "runtime/collective/allreduce_client.h"
 #include "runtime/collective/allreduce_group.h"
@@ -107,11 +108,6 @@ void print_times(const RankTimes& times) {
   std::cout << line.str() << std::endl;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 // Waits for `pattern` in the child's stdout; returns its first group.
 std::string wait_for_line(ChildProcess& child, const std::regex& pattern, std::chrono::seconds timeout,

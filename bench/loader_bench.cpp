@@ -3,15 +3,13 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <algorithm>
+#include <caf/all.hpp>
+
 #include <atomic>
 #include <condition_variable>
-#include <mutex>
-#include <caf/all.hpp>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
-#include <regex>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -19,19 +17,20 @@
 #include "actors/sampler_actor.h"
 #include "actors/sampler_client.h"
 #include "base/error.h"
-#include "base/file_util.h"
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
 #include "bench/input_graph.h"
+#include "bench/stats.h"
+#include "bench/workdir.h"
 #include "graph/epoch_plan.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_stores.h"
 #include "runtime/client.h"
+#include "runtime/daemon_child.h"
 
 namespace partita::bench {
 
-namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 namespace {
@@ -61,10 +60,6 @@ double cpu_seconds(const std::vector<pid_t>& pids) {
   return total;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0 : values[values.size() / 2];
-}
 
 std::string fanouts_text(const std::vector<int>& fanouts) {
   std::string text;
@@ -81,7 +76,7 @@ SamplerSeeds train_seeds(const std::string& dir, int part) {
 
 // Generates (or reads --input) and partitions the graph into workdir/parts1 and parts2,
 // unless a folder from the same options (the same input files) is there already.
-void prepare_graph(const LoaderBenchOptions& o, const std::string& workdir) {
+void prepare_graph(const LoaderBenchOptions& o, const Workdir& workdir) {
   std::ostringstream params;
   if (o.input.empty()) {
     params << "nodes " << o.num_nodes << " degree " << o.avg_degree << " features " << o.feature_dim;
@@ -89,12 +84,9 @@ void prepare_graph(const LoaderBenchOptions& o, const std::string& workdir) {
     params << "input " << input_fingerprint(o.input);
   }
   params << " seed " << o.seed << "\n";
-  const std::string stamp = workdir + "/loader-bench-params.txt";
-  if (fs::exists(stamp) && fs::exists(workdir + "/parts1/META.json") && fs::exists(workdir + "/parts2/META.json")) {
-    std::ifstream in(stamp);
-    std::stringstream had;
-    had << in.rdbuf();
-    if (had.str() == params.str()) return;
+  const std::string stamp = "loader-bench-params.txt";
+  if (workdir.has(stamp, params.str(), "parts1/META.json") && workdir.has(stamp, params.str(), "parts2/META.json")) {
+    return;
   }
   RmatOptions rmat;
   rmat.num_nodes = o.num_nodes;
@@ -109,9 +101,9 @@ void prepare_graph(const LoaderBenchOptions& o, const std::string& workdir) {
     options.seed = o.seed;
     WriteOptions write;
     write.overwrite = true;
-    partition_dataset(d, options, workdir + "/parts" + std::to_string(k), write);
+    partition_dataset(d, options, workdir.path() + "/parts" + std::to_string(k), write);
   }
-  std::ofstream(stamp) << params.str();
+  workdir.mark(stamp, params.str());
 }
 
 // What the consumers of one configuration took in one round.
@@ -203,18 +195,6 @@ void wire(caf::actor_system& system, const std::vector<sampler_actor>& samplers,
   for (const auto& s : samplers) wire_sampler(system, s, partitions, addresses, kDeadline);
 }
 
-std::string start_daemon(ChildProcess& daemon) {
-  const std::regex ready(R"(partita daemon listening on (127\.0\.0\.1:[0-9]+)\n)");
-  for (int i = 0; i < 3000; ++i) {
-    std::smatch match;
-    std::string out = daemon.output_so_far();
-    if (std::regex_search(out, match, ready)) return match[1];
-    if (!daemon.running()) break;
-    std::this_thread::sleep_for(10ms);
-  }
-  throw Error("the benchmark's daemon did not start: " + daemon.errors_so_far());
-}
-
 std::string per_sampler(const Round& round) {
   std::string text;
   for (size_t i = 0; i < round.per_sampler.size(); ++i) {
@@ -228,24 +208,10 @@ std::string per_sampler(const Round& round) {
 }  // namespace
 
 void run_loader_bench(const LoaderBenchOptions& o) {
-  std::string workdir = o.workdir;
-  const bool own_workdir = workdir.empty();
-  if (own_workdir) {
-    const char* tmp = std::getenv("TMPDIR");
-    workdir = std::string(tmp != nullptr ? tmp : "/tmp") + "/partita-loader-bench-" + std::to_string(::getpid());
-  }
   if (!o.input.empty()) check_input_graph(o.input, {"x.npy", "y.npy", "train_idx.npy"});
-  fs::create_directories(workdir);
-  struct Cleanup {
-    std::string dir;
-    bool remove;
-    ~Cleanup() {
-      std::error_code ec;
-      if (remove) fs::remove_all(dir, ec);
-    }
-  } cleanup{workdir, own_workdir};
+  const Workdir workdir(o.workdir, "loader-bench");
   prepare_graph(o, workdir);
-  const std::string one_dir = workdir + "/parts1", two_dir = workdir + "/parts2";
+  const std::string one_dir = workdir.path() + "/parts1", two_dir = workdir.path() + "/parts2";
 
   SamplerConfig config;
   config.fanouts = {o.fanouts};
@@ -276,12 +242,9 @@ void run_loader_bench(const LoaderBenchOptions& o) {
 
   // (c): the trainer's path across processes: the sampler of partition 0 here (its
   // trainer's process), partition 1 on a daemon, reached over its feature channel.
-  std::vector<std::unique_ptr<ChildProcess>> daemons;
-  std::vector<runtime::DaemonConnection> connections;
-  daemons.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
-      self_executable(), "--log-level", "warn", "daemon", "--listen", "127.0.0.1:0", "--name", "bench-1"}));
-  connections.push_back(runtime::DaemonConnection::connect(system, start_daemon(*daemons.back()), 30s));
-  const caf::actor remote_partition = connections.back().spawn(
+  runtime::DaemonChild daemon = runtime::start_daemon_child(self_executable(), {"--name", "bench-1"});
+  runtime::DaemonConnection connection = runtime::DaemonConnection::connect(system, daemon.address, 30s);
+  const caf::actor remote_partition = connection.spawn(
       "partition", {{"dir", two_dir}, {"part", "1"}, {"fanouts", fanouts_text(o.fanouts)}}, kDeadline);
   std::vector<sampler_actor> c_samplers{
       spawn_sampler_actor(system, two.book(), 0, open_partition_stores(two_dir, 0), train_seeds(two_dir, 0),
@@ -300,8 +263,7 @@ void run_loader_bench(const LoaderBenchOptions& o) {
   std::vector<double> a_rate, b_rate, c_rate, a_cpu, b_cpu, c_cpu, c_over_a;
   std::vector<double> nodes_per_batch, edges_per_batch;
   const std::vector<pid_t> here{::getpid()};
-  std::vector<pid_t> everyone{::getpid()};
-  for (const auto& d : daemons) everyone.push_back(d->pid());
+  const std::vector<pid_t> everyone{::getpid(), daemon.process->pid()};
   for (int r = 0; r < o.repeat; ++r) {
     const uint64_t epoch = static_cast<uint64_t>(r);
     Round a = drain(system, a_samplers, o, epoch, here);
@@ -339,8 +301,8 @@ void run_loader_bench(const LoaderBenchOptions& o) {
   for (const auto& s : a_samplers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
   for (const auto& s : b_samplers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
   for (const auto& p : b_partitions) caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
-  for (auto& c : connections) c.request_shutdown();
-  for (auto& d : daemons) d->wait(30);
+  connection.request_shutdown();
+  daemon.process->wait(30);
 }
 
 }  // namespace partita::bench

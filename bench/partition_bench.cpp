@@ -14,6 +14,7 @@
 #include "base/staging_dir.h"
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
+#include "bench/stats.h"
 #include "bench/workdir.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
@@ -36,10 +37,6 @@ ProcessResult run_child(const std::vector<std::string>& args, double timeout) {
   return r;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
 #include "bench/input_graph.h"
+#include "bench/stats.h"
 #include "graph/batch_features.h"
 #include "graph/epoch_plan.h"
 #include "graph/neighbor_sampler.h"
@@ -39,10 +40,6 @@ constexpr double kPygSecondsPerEpoch = 408;
 constexpr double kPygDistributedSecondsPerEpoch = 412;
 constexpr int kWarmupSteps = 2;
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0 : values[values.size() / 2];
-}
 
 JobConfig bench_job(const TrainBenchOptions& o, int parts, int trainer_threads, const std::string& dir) {
   JobConfig job;

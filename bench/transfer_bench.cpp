@@ -19,6 +19,7 @@
 #include "base/random.h"
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
+#include "bench/stats.h"
 #include "bench/workdir.h"
 #include "messages/codec.h"
 #include "partitioner/generators.h"
@@ -37,10 +38,6 @@ namespace {
 
 constexpr auto kDeadline = 120s;
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0 : values[values.size() / 2];
-}
 
 // Generates and partitions (randomly: only partition 1's features matter) the graph into
 // workdir/parts, unless a folder from the same options is there already.

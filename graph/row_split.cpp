@@ -31,14 +31,10 @@ void RowSplit::split(const PartitionBook& book, Span<const int64_t> ids) {
 }
 
 void RowSplit::place(int part, const void* rows, size_t row_bytes, void* out) const {
-  place(part, 0, positions_[part].size(), rows, row_bytes, out);
-}
-
-void RowSplit::place(int part, size_t first, size_t count, const void* rows, size_t row_bytes, void* out) const {
   RowSource from;
   from.data = static_cast<const char*>(rows);
   from.row_bytes = row_bytes;
-  copy_rows(from, positions_[part].data() + first, count, static_cast<char*>(out), total_ * row_bytes);
+  copy_rows(from, positions_[part].data(), positions_[part].size(), static_cast<char*>(out), total_ * row_bytes);
 }
 
 void RowSplit::place_from(int part, const RowSource& store_rows, void* out) const {

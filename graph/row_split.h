@@ -26,10 +26,8 @@ class RowSplit {
   Span<const int64_t> positions(int part) const { return Span<const int64_t>(positions_[part]); }
 
   // Copies part p's rows (ids(p).size() rows of row_bytes each, contiguous at `rows`) to
-  // their input positions in `out` (size() rows); the second form only rows
-  // [first, first + count) of them, for rows that arrive in pieces.
+  // their input positions in `out` (size() rows).
   void place(int part, const void* rows, size_t row_bytes, void* out) const;
-  void place(int part, size_t first, size_t count, const void* rows, size_t row_bytes, void* out) const;
   // Copies part p's rows straight from a store's rows (`store_rows`: data, row_bytes and
   // the range [begin, begin + rows) of ids it holds; its ids are ignored) to their input
   // positions in `out`. Throws Error naming the first id outside that range.

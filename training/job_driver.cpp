@@ -100,13 +100,19 @@ class Driver {
   // jobs on one runtime does not pile them up. A trainer still in an epoch stops once its
   // next allreduce fails (the group is stopped with the rest).
   ~Driver() {
-    for (const auto& a : actors_.allreduce) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    stop_allreduce_group();
     for (const auto& a : actors_.trainers) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (const auto& a : actors_.samplers) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (const auto& a : actors_.partitions) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   }
   Driver(const Driver&) = delete;
   Driver& operator=(const Driver&) = delete;
+
+  // Stops the allreduce group: every trainer's next step fails at once (how a trainer in
+  // the middle of an epoch, one long message handler, is stopped).
+  void stop_allreduce_group() const {
+    for (const auto& a : actors_.allreduce) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  }
 
   JobReport run();
 
@@ -165,7 +171,7 @@ void Driver::report_progress(const JobProgress& progress) {
 }
 
 void Driver::stop_trainers(int epoch, std::vector<bool> stopped) {
-  for (const auto& member : actors_.allreduce) caf::anon_send_exit(member, caf::exit_reason::user_shutdown);
+  stop_allreduce_group();
   size_t remaining = static_cast<size_t>(std::count(stopped.begin(), stopped.end(), false));
   auto stop = [&](int32_t trainer) {
     if (trainer >= 0 && static_cast<size_t>(trainer) < stopped.size() && !stopped[trainer]) {
@@ -426,7 +432,7 @@ EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
   if (failure) {
     // Dropping the allreduce group fails every trainer's next step at once, instead of
     // leaving them blocked until their own deadlines.
-    for (const auto& member : actors_.allreduce) caf::anon_send_exit(member, caf::exit_reason::user_shutdown);
+    stop_allreduce_group();
     fail(*failure);
   }
   for (int64_t s = 0; s < steps; ++s) {

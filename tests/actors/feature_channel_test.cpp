@@ -31,23 +31,38 @@ using namespace std::chrono_literals;
 
 using testing::next_reply;
 
-TEST(FeatureChannel, APartitionActorsChannelAnswersLikeItsMessages) {
-  testing::TempDir tmp;
-  PartitionOptions options;
-  options.num_parts = 2;
-  partition_dataset(testing::sbm_graph(), options, tmp / "parts");
-  SamplerConfig config;
-  config.fanouts = {{5}};
-  testing::Cluster cluster(tmp / "parts", config);
-  caf::scoped_actor self{cluster.system()};
-  auto ask = [&](auto... args) {
+// Two partitions of the synthetic graph served by in-process actors; partition 1's actor
+// is asked, by message, for its answers and its channel.
+class FeatureChannelTest : public ::testing::Test {
+ protected:
+  FeatureChannelTest() {
+    PartitionOptions options;
+    options.num_parts = 2;
+    partition_dataset(testing::sbm_graph(), options, tmp_ / "parts");
+    SamplerConfig config;
+    config.fanouts = {{5}};
+    cluster_ = std::make_unique<testing::Cluster>(tmp_ / "parts", config);
+  }
+
+  // Sends `args` to partition 1's actor and returns its encoded reply.
+  template <typename... Args>
+  Encoded ask(Args... args) {
+    caf::scoped_actor self{cluster_->system()};
     Encoded reply;
-    self->request(cluster.actor(1), 10s, args...)
+    self->request(cluster_->actor(1), 10s, args...)
         .receive([&](Encoded& r) { reply = std::move(r); },
-                 [&](caf::error& e) { ADD_FAILURE() << cluster.system().render(e); });
+                 [&](caf::error& e) { ADD_FAILURE() << cluster_->system().render(e); });
     return reply;
-  };
-  DecodedChannelOffer offer = decode_channel_offer(Span<const char>(ask(channel_atom::value).bytes));
+  }
+  DecodedChannelOffer offer() { return decode_channel_offer(Span<const char>(ask(channel_atom::value).bytes)); }
+
+  testing::TempDir tmp_;
+  std::unique_ptr<testing::Cluster> cluster_;
+};
+
+TEST_F(FeatureChannelTest, APartitionActorsChannelAnswersLikeItsMessages) {
+  testing::Cluster& cluster = *cluster_;
+  DecodedChannelOffer offer = this->offer();
   ChannelClient client("partition 1");
   client.open(offer, 1, 10s);
 
@@ -114,23 +129,12 @@ TEST(FeatureChannel, AnOversizedRequestGetsAnEncodedErrorReplyNamingTheLimit) {
 
 // A fetch whose first reply is refused (rows of another width than the batch's) still reads
 // its second reply, so the channel stays in step: the next fetch gets its own rows.
-TEST(FeatureChannel, ARefusedReplyLeavesTheWorkerInStepForTheNextFetch) {
-  testing::TempDir tmp;
-  PartitionOptions options;
-  options.num_parts = 2;
-  partition_dataset(testing::sbm_graph(), options, tmp / "parts");
-  SamplerConfig config;
-  config.fanouts = {{5}};
-  testing::Cluster cluster(tmp / "parts", config);
-  caf::scoped_actor self{cluster.system()};
-  Encoded offer;
-  self->request(cluster.actor(1), 10s, channel_atom::value)
-      .receive([&](Encoded& r) { offer = std::move(r); },
-               [&](caf::error& e) { ADD_FAILURE() << cluster.system().render(e); });
+TEST_F(FeatureChannelTest, ARefusedReplyLeavesTheWorkerInStepForTheNextFetch) {
+  testing::Cluster& cluster = *cluster_;
   std::mutex mutex;
   std::condition_variable reported;
   std::vector<uint64_t> tags;
-  ChannelWorker worker(1, decode_channel_offer(Span<const char>(offer.bytes)), 10s, [&](uint64_t tag) {
+  ChannelWorker worker(1, offer(), 10s, [&](uint64_t tag) {
     std::lock_guard<std::mutex> lock(mutex);
     tags.push_back(tag);
     reported.notify_all();
