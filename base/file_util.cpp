@@ -75,6 +75,13 @@ void write_all(int fd, const std::string& path, const void* data, size_t bytes) 
   }
 }
 
+void append_to_file(const std::string& path, const std::string& text) {
+  ScopedFd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
+  if (fd.get() < 0) throw file_error(path, "cannot open for appending: " + errno_text());
+  write_all(fd.get(), path, text.data(), text.size());
+  fd.close_or_throw(path);
+}
+
 void seek_to(int fd, const std::string& path, uint64_t offset) {
   if (::lseek(fd, static_cast<off_t>(offset), SEEK_SET) < 0) {
     throw file_error(path, "cannot seek to byte " + std::to_string(offset) + ": " + errno_text());

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <string_view>
 #include <unordered_map>
@@ -90,6 +91,10 @@ Papers read_content(const std::string& path) {
       if (!detail::parse_number(fields[i], &value)) {
         throw file_error(path, n, "feature " + std::to_string(i) + " ('" + std::string(fields[i]) +
                                       "') is not a number");
+      }
+      if (!std::isfinite(value)) {
+        throw file_error(path, n, "feature " + std::to_string(i) + " is '" + std::string(fields[i]) +
+                                      "': features must be finite");
       }
       papers.x.push_back(value);
     }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/file_util.h"
 
 namespace partita {
 
@@ -77,10 +78,7 @@ void write_meta_json(const PartitionMeta& meta, const std::string& path) {
   j["partition_book"] = meta.partition_book;
   j["parts"] = json::array();
   for (const auto& p : meta.parts) j["parts"].push_back(part_stats_json(p));
-  std::ofstream out(path);
-  out << j.dump(2) << "\n";
-  out.close();
-  if (!out) throw file_error(path, "cannot write");
+  write_file_atomically(path, j.dump(2) + "\n");
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -67,9 +68,21 @@ std::vector<int64_t> int64_slice(const NpyFile& f, int64_t first, int64_t count)
 
 std::vector<int64_t> as_int64(const NpyFile& f) { return int64_slice(f, 0, f.header.num_elements()); }
 
-std::vector<float> as_float32(const NpyFile& f) {
+// A [rows, columns] feature matrix as float32. NaN or infinity (also a float64 beyond
+// float32's range) is refused with its row and column: it would train silently to a `nan`
+// loss and chance accuracy.
+std::vector<float> finite_float32_matrix(const NpyFile& f) {
   if (!is_dtype(f, DType::kFloat32) && !is_dtype(f, DType::kFloat64)) wrong_dtype(f, "float32 or float64");
-  return f.read_all<float>();
+  std::vector<float> values = f.read_all<float>();
+  const int64_t columns = f.shape()[1];
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      throw file_error(f.path, "row " + std::to_string(static_cast<int64_t>(i) / columns) + ", column " +
+                                   std::to_string(static_cast<int64_t>(i) % columns) + " is " +
+                                   (std::isnan(values[i]) ? "NaN" : "infinite") + ": features must be finite");
+    }
+  }
+  return values;
 }
 
 // Type indices; range-checked against the number of names later, in check_types.
@@ -271,7 +284,7 @@ void read_node_arrays(const Folder& folder, Dataset* d, NodeCount* count,
     expect_matrix(*x, "(num_nodes, num_features)");
     count->add("x.npy", x->shape()[0], "rows", folder);
     d->feature_dim = x->shape()[1];
-    d->x = as_float32(*x);
+    d->x = finite_float32_matrix(*x);
   }
   if (auto y = folder.find("y.npy")) {
     count->add("y.npy", vector_length(*y), "entries", folder);
@@ -300,7 +313,7 @@ void read_edge_arrays(const Folder& folder, Dataset* d) {
     expect_matrix(*a, "(num_edges, num_edge_features)");
     expect_edge_count(a->shape()[0], "rows", num_edges, a->path, edge_file);
     d->edge_feature_dim = a->shape()[1];
-    d->edge_attr = as_float32(*a);
+    d->edge_attr = finite_float32_matrix(*a);
   }
   if (auto t = folder.find("edge_time.npy")) {
     expect_edge_count(vector_length(*t), "entries", num_edges, t->path, edge_file);

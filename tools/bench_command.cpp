@@ -22,11 +22,11 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   auto p = std::make_shared<bench::PartitionBenchOptions>();
   CLI::App* partition = bench->add_subcommand(
       "partition", "time and peak memory of `partita partition` next to the bare METIS call");
-  partition->add_option("--nodes", p->num_nodes, "RMAT nodes")->check(CLI::PositiveNumber)->capture_default_str();
-  partition->add_option("--avg-degree", p->avg_degree, "directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
-  partition->add_option("--parts", p->parts, "part counts to measure")->delimiter(',')->check(CLI::PositiveNumber);
+  partition->add_option("--nodes", p->num_nodes, "RMAT nodes")->check(cli::positive())->capture_default_str();
+  partition->add_option("--avg-degree", p->avg_degree, "directed edges per node")->check(cli::positive())->capture_default_str();
+  partition->add_option("--parts", p->parts, "part counts to measure")->delimiter(',')->check(cli::positive());
   partition->add_option("--seed", p->seed, "graph and METIS seed")->capture_default_str();
-  partition->add_option("--repeat", p->repeat, "runs of each measurement (medians are compared)")->check(CLI::PositiveNumber)->capture_default_str();
+  partition->add_option("--repeat", p->repeat, "runs of each measurement (medians are compared)")->check(cli::positive())->capture_default_str();
   partition->add_option("--workdir", p->workdir, "keep the generated graph here (default: a temporary folder)");
   partition->callback([p, &global] {
     p->threads = global.threads;
@@ -38,14 +38,14 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   auto fanouts = std::make_shared<std::vector<std::string>>();
   CLI::App* sample = bench->add_subcommand("sample", "neighbour sampling throughput (batches/s, edges/s)");
   sample->add_option("--input", s->input, "npy folder to sample (default: generate RMAT)");
-  sample->add_option("--nodes", s->num_nodes, "RMAT nodes")->check(CLI::PositiveNumber)->capture_default_str();
-  sample->add_option("--avg-degree", s->avg_degree, "RMAT directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
+  sample->add_option("--nodes", s->num_nodes, "RMAT nodes")->check(cli::positive())->capture_default_str();
+  sample->add_option("--avg-degree", s->avg_degree, "RMAT directed edges per node")->check(cli::positive())->capture_default_str();
   sample->add_option("--seed", s->seed, "graph and sampling seed")->capture_default_str();
-  sample->add_option("--batch-size", s->batch_size, "seeds per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  sample->add_option("--batch-size", s->batch_size, "seeds per batch")->check(cli::positive())->capture_default_str();
   sample->add_option("--fanouts", *fanouts, "fanout lists, e.g. 15,10,5 25,10 (default: both)");
-  sample->add_option("--threads-list", s->threads, "thread counts to measure (default 1 2)")->check(CLI::PositiveNumber);
-  sample->add_option("--batches", s->num_batches, "measured batches per configuration")->check(CLI::PositiveNumber)->capture_default_str();
-  sample->add_option("--features", s->feature_dim, "float32 features per node for the gather (0: skip)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  sample->add_option("--threads-list", s->threads, "thread counts to measure (default 1 2)")->check(cli::in_range(1, cli::kMaxThreads));
+  sample->add_option("--batches", s->num_batches, "measured batches per configuration")->check(cli::positive())->capture_default_str();
+  sample->add_option("--features", s->feature_dim, "float32 features per node for the gather (0: skip)")->check(cli::at_least(0))->capture_default_str();
   sample->callback([s, fanouts] {
     if (!fanouts->empty()) {
       s->fanouts.clear();
@@ -56,36 +56,36 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
 
   auto g = std::make_shared<bench::GatherBenchOptions>();
   CLI::App* gather = bench->add_subcommand("gather", "feature gather GB/s next to memcpy of the same bytes");
-  gather->add_option("--nodes", g->num_nodes, "rows of the feature matrix")->check(CLI::PositiveNumber)->capture_default_str();
-  gather->add_option("--dim", g->dim, "float32 features per row")->check(CLI::PositiveNumber)->capture_default_str();
-  gather->add_option("--batch-nodes", g->batch_nodes, "distinct random rows per batch")->check(CLI::PositiveNumber)->capture_default_str();
-  gather->add_option("--threads-list", g->threads, "thread counts to measure (default 1 2)")->check(CLI::PositiveNumber);
+  gather->add_option("--nodes", g->num_nodes, "rows of the feature matrix")->check(cli::positive())->capture_default_str();
+  gather->add_option("--dim", g->dim, "float32 features per row")->check(cli::positive())->capture_default_str();
+  gather->add_option("--batch-nodes", g->batch_nodes, "distinct random rows per batch")->check(cli::positive())->capture_default_str();
+  gather->add_option("--threads-list", g->threads, "thread counts to measure (default 1 2)")->check(cli::in_range(1, cli::kMaxThreads));
   gather->add_option("--seed", g->seed, "seed")->capture_default_str();
   gather->callback([g] { bench::run_gather_bench(*g); });
 
   auto c = std::make_shared<bench::CodecBenchOptions>();
   CLI::App* codec = bench->add_subcommand("codec", "Cap'n Proto encode/decode of replies next to memcpy");
-  codec->add_option("--feature-rows", c->feature_rows, "rows of the feature reply")->check(CLI::PositiveNumber)->capture_default_str();
-  codec->add_option("--feature-dim", c->feature_dim, "float32 per row")->check(CLI::PositiveNumber)->capture_default_str();
-  codec->add_option("--hop-neighbors", c->hop_neighbors, "neighbours in the hop reply")->check(CLI::PositiveNumber)->capture_default_str();
-  codec->add_option("--fanout", c->fanout, "neighbours per node in the hop reply")->check(CLI::PositiveNumber)->capture_default_str();
-  codec->add_option("--runs", c->runs, "measured runs (the median is reported)")->check(CLI::PositiveNumber)->capture_default_str();
+  codec->add_option("--feature-rows", c->feature_rows, "rows of the feature reply")->check(cli::positive())->capture_default_str();
+  codec->add_option("--feature-dim", c->feature_dim, "float32 per row")->check(cli::positive())->capture_default_str();
+  codec->add_option("--hop-neighbors", c->hop_neighbors, "neighbours in the hop reply")->check(cli::positive())->capture_default_str();
+  codec->add_option("--fanout", c->fanout, "neighbours per node in the hop reply")->check(cli::positive())->capture_default_str();
+  codec->add_option("--runs", c->runs, "measured runs (the median is reported)")->check(cli::positive())->capture_default_str();
   codec->callback([c] { bench::run_codec_bench(*c); });
 
   auto l = std::make_shared<bench::LoaderBenchOptions>();
   auto loader_fanouts = std::make_shared<std::string>("15,10,5");
   CLI::App* loader = bench->add_subcommand("loader", "the sampling pipeline as trainers use it: in-process and with a partition on a daemon");
   loader->add_option("--input", l->input, "npy folder with features, labels and a split (default: generate RMAT)");
-  loader->add_option("--nodes", l->num_nodes, "RMAT nodes")->check(CLI::PositiveNumber)->capture_default_str();
-  loader->add_option("--avg-degree", l->avg_degree, "RMAT directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
-  loader->add_option("--features", l->feature_dim, "float32 features per node")->check(CLI::PositiveNumber)->capture_default_str();
+  loader->add_option("--nodes", l->num_nodes, "RMAT nodes")->check(cli::positive())->capture_default_str();
+  loader->add_option("--avg-degree", l->avg_degree, "RMAT directed edges per node")->check(cli::positive())->capture_default_str();
+  loader->add_option("--features", l->feature_dim, "float32 features per node")->check(cli::positive())->capture_default_str();
   loader->add_option("--fanouts", *loader_fanouts, "fanouts, e.g. 15,10,5")->capture_default_str();
-  loader->add_option("--batch-size", l->batch_size, "seeds per batch")->check(CLI::PositiveNumber)->capture_default_str();
-  loader->add_option("--batches", l->num_batches, "measured batches per sampler, at most")->check(CLI::PositiveNumber)->capture_default_str();
+  loader->add_option("--batch-size", l->batch_size, "seeds per batch")->check(cli::positive())->capture_default_str();
+  loader->add_option("--batches", l->num_batches, "measured batches per sampler, at most")->check(cli::positive())->capture_default_str();
   loader->add_option("--seed", l->seed, "graph and sampling seed")->capture_default_str();
-  loader->add_option("--seconds", l->seconds, "measurement window: consumers take no batch after it")->check(CLI::PositiveNumber)->capture_default_str();
-  loader->add_option("--prefetch", l->prefetch, "batches in flight per sampler")->check(CLI::PositiveNumber)->capture_default_str();
-  loader->add_option("--repeat", l->repeat, "rounds of every measurement (medians are reported)")->check(CLI::PositiveNumber)->capture_default_str();
+  loader->add_option("--seconds", l->seconds, "measurement window: consumers take no batch after it")->check(cli::positive())->capture_default_str();
+  loader->add_option("--prefetch", l->prefetch, "batches in flight per sampler")->check(cli::positive())->capture_default_str();
+  loader->add_option("--repeat", l->repeat, "rounds of every measurement (medians are reported)")->check(cli::positive())->capture_default_str();
   loader->add_option("--workdir", l->workdir, "keep the generated graph here and reuse it (default: a temporary folder)");
   loader->callback([l, loader_fanouts] {
     l->fanouts = parse_fanouts(*loader_fanouts, "--fanouts");
@@ -96,17 +96,17 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   auto aggregate_fanouts = std::make_shared<std::string>("15,10,5");
   CLI::App* aggregate = bench->add_subcommand(
       "aggregate", "GNN aggregation (CSC kernel vs index_add_) and model steps with and without trimming");
-  aggregate->add_option("--nodes", a->num_nodes, "RMAT nodes")->check(CLI::PositiveNumber)->capture_default_str();
-  aggregate->add_option("--avg-degree", a->avg_degree, "RMAT directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
+  aggregate->add_option("--nodes", a->num_nodes, "RMAT nodes")->check(cli::positive())->capture_default_str();
+  aggregate->add_option("--avg-degree", a->avg_degree, "RMAT directed edges per node")->check(cli::positive())->capture_default_str();
   aggregate->add_option("--seed", a->seed, "graph, sampling and feature seed")->capture_default_str();
-  aggregate->add_option("--batch-size", a->batch_size, "seeds per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  aggregate->add_option("--batch-size", a->batch_size, "seeds per batch")->check(cli::positive())->capture_default_str();
   aggregate->add_option("--fanouts", *aggregate_fanouts, "fanouts, one model layer per hop")->capture_default_str();
-  aggregate->add_option("--in-dim", a->in_dim, "input features")->check(CLI::PositiveNumber)->capture_default_str();
-  aggregate->add_option("--hidden", a->hidden_dim, "hidden features")->check(CLI::PositiveNumber)->capture_default_str();
-  aggregate->add_option("--classes", a->num_classes, "output classes")->check(CLI::PositiveNumber)->capture_default_str();
+  aggregate->add_option("--in-dim", a->in_dim, "input features")->check(cli::positive())->capture_default_str();
+  aggregate->add_option("--hidden", a->hidden_dim, "hidden features")->check(cli::positive())->capture_default_str();
+  aggregate->add_option("--classes", a->num_classes, "output classes")->check(cli::positive())->capture_default_str();
   aggregate->add_option("--models", a->kinds, "model kinds to time: graphsage gcn gat")->delimiter(',')->capture_default_str();
-  aggregate->add_option("--torch-threads", a->torch_threads, "libtorch intra-op threads")->check(CLI::PositiveNumber)->capture_default_str();
-  aggregate->add_option("--runs", a->runs, "measured runs per row (the median is reported)")->check(CLI::PositiveNumber)->capture_default_str();
+  aggregate->add_option("--torch-threads", a->torch_threads, "libtorch intra-op threads")->check(cli::in_range(1, cli::kMaxThreads))->capture_default_str();
+  aggregate->add_option("--runs", a->runs, "measured runs per row (the median is reported)")->check(cli::positive())->capture_default_str();
   aggregate->callback([a, aggregate_fanouts] {
     a->fanouts = parse_fanouts(*aggregate_fanouts, "--fanouts");
     for (const auto& kind : a->kinds) {
@@ -120,13 +120,13 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   auto x = std::make_shared<bench::TransferBenchOptions>();
   CLI::App* transfer = bench->add_subcommand(
       "transfer", "remote feature transfer from a daemon next to raw loopback TCP moving the same bytes");
-  transfer->add_option("--nodes", x->num_nodes, "RMAT nodes")->check(CLI::PositiveNumber)->capture_default_str();
-  transfer->add_option("--avg-degree", x->avg_degree, "RMAT directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
-  transfer->add_option("--features", x->feature_dim, "float32 features per node")->check(CLI::PositiveNumber)->capture_default_str();
-  transfer->add_option("--rows", x->rows, "random rows per request")->check(CLI::PositiveNumber)->capture_default_str();
+  transfer->add_option("--nodes", x->num_nodes, "RMAT nodes")->check(cli::positive())->capture_default_str();
+  transfer->add_option("--avg-degree", x->avg_degree, "RMAT directed edges per node")->check(cli::positive())->capture_default_str();
+  transfer->add_option("--features", x->feature_dim, "float32 features per node")->check(cli::positive())->capture_default_str();
+  transfer->add_option("--rows", x->rows, "random rows per request")->check(cli::positive())->capture_default_str();
   transfer->add_flag("--contiguous", x->contiguous, "the partition's first rows in order instead of random ones (no gather cost)");
-  transfer->add_option("--requests", x->requests, "measured requests per configuration and round")->check(CLI::PositiveNumber)->capture_default_str();
-  transfer->add_option("--repeat", x->repeat, "interleaved rounds (medians are reported)")->check(CLI::PositiveNumber)->capture_default_str();
+  transfer->add_option("--requests", x->requests, "measured requests per configuration and round")->check(cli::positive())->capture_default_str();
+  transfer->add_option("--repeat", x->repeat, "interleaved rounds (medians are reported)")->check(cli::positive())->capture_default_str();
   transfer->add_option("--seed", x->seed, "graph and row seed")->capture_default_str();
   transfer->add_option("--workdir", x->workdir, "keep the generated graph here and reuse it (default: a temporary folder)");
   transfer->callback([x] { bench::run_transfer_bench(*x); });
@@ -134,11 +134,11 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   auto ar = std::make_shared<bench::AllreduceBenchOptions>();
   CLI::App* allreduce = bench->add_subcommand(
       "allreduce", "allreduce group vs gloo's ring allreduce, one process per rank over loopback");
-  allreduce->add_option("--floats", ar->floats, "float32 per buffer, e.g. 1048576,16777216")->delimiter(',')->check(CLI::PositiveNumber);
-  allreduce->add_option("--members", ar->members, "group sizes, e.g. 2,4")->delimiter(',')->check(CLI::Range(2, 64));
-  allreduce->add_option("--warmup", ar->warmup, "operations before the measured ones")->check(CLI::NonNegativeNumber)->capture_default_str();
-  allreduce->add_option("--iterations", ar->iterations, "measured operations per run")->check(CLI::PositiveNumber)->capture_default_str();
-  allreduce->add_option("--runs", ar->runs, "runs per row and implementation (the median is reported)")->check(CLI::PositiveNumber)->capture_default_str();
+  allreduce->add_option("--floats", ar->floats, "float32 per buffer, e.g. 1048576,16777216")->delimiter(',')->check(cli::positive());
+  allreduce->add_option("--members", ar->members, "group sizes, e.g. 2,4")->delimiter(',')->check(cli::in_range(2, 64));
+  allreduce->add_option("--warmup", ar->warmup, "operations before the measured ones")->check(cli::at_least(0))->capture_default_str();
+  allreduce->add_option("--iterations", ar->iterations, "measured operations per run")->check(cli::positive())->capture_default_str();
+  allreduce->add_option("--runs", ar->runs, "runs per row and implementation (the median is reported)")->check(cli::positive())->capture_default_str();
   allreduce->callback([ar] {
     if (ar->floats.empty() || ar->members.empty()) throw UsageError("--floats and --members need at least one value");
     bench::run_allreduce_bench(*ar);
@@ -147,11 +147,11 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   auto rank = std::make_shared<bench::AllreduceRankOptions>();
   for (const char* name : {"allreduce-member", "allreduce-gloo"}) {
     CLI::App* sub = bench->add_subcommand(name, "(used by bench allreduce) one rank")->group("");
-    sub->add_option("--rank", rank->rank)->required()->check(CLI::NonNegativeNumber);
-    sub->add_option("--size", rank->size)->required()->check(CLI::PositiveNumber);
-    sub->add_option("--floats", rank->floats)->required()->check(CLI::PositiveNumber);
-    sub->add_option("--warmup", rank->warmup)->check(CLI::NonNegativeNumber);
-    sub->add_option("--iterations", rank->iterations)->check(CLI::PositiveNumber);
+    sub->add_option("--rank", rank->rank)->required()->check(cli::at_least(0));
+    sub->add_option("--size", rank->size)->required()->check(cli::positive());
+    sub->add_option("--floats", rank->floats)->required()->check(cli::positive());
+    sub->add_option("--warmup", rank->warmup)->check(cli::at_least(0));
+    sub->add_option("--iterations", rank->iterations)->check(cli::positive());
     if (std::string(name) == "allreduce-gloo") {
       sub->add_option("--store", rank->store, "rendezvous folder")->required();
       sub->callback([rank] { bench::run_gloo_rank(*rank); });
@@ -169,21 +169,21 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   CLI::App* train = bench->add_subcommand(
       "train", "seconds per GraphSAGE epoch, in one process and with 2 partitions on 2 daemons; a step against its floor");
   train->add_option("--input", t->input, "npy folder with features, labels and a split (default: generate RMAT)");
-  train->add_option("--nodes", t->num_nodes, "RMAT nodes")->check(CLI::PositiveNumber)->capture_default_str();
-  train->add_option("--avg-degree", t->avg_degree, "RMAT directed edges per node")->check(CLI::PositiveNumber)->capture_default_str();
-  train->add_option("--features", t->feature_dim, "float32 features per node")->check(CLI::PositiveNumber)->capture_default_str();
-  train->add_option("--classes", t->num_classes, "classes")->check(CLI::Range(2, 1 << 20))->capture_default_str();
-  train->add_option("--train-nodes", t->train_nodes, "training nodes")->check(CLI::PositiveNumber)->capture_default_str();
-  train->add_option("--hidden", t->hidden, "hidden features")->check(CLI::PositiveNumber)->capture_default_str();
+  train->add_option("--nodes", t->num_nodes, "RMAT nodes")->check(cli::positive())->capture_default_str();
+  train->add_option("--avg-degree", t->avg_degree, "RMAT directed edges per node")->check(cli::positive())->capture_default_str();
+  train->add_option("--features", t->feature_dim, "float32 features per node")->check(cli::positive())->capture_default_str();
+  train->add_option("--classes", t->num_classes, "classes")->check(cli::in_range(2, 1 << 20))->capture_default_str();
+  train->add_option("--train-nodes", t->train_nodes, "training nodes")->check(cli::positive())->capture_default_str();
+  train->add_option("--hidden", t->hidden, "hidden features")->check(cli::positive())->capture_default_str();
   train->add_option("--fanouts", *train_fanouts, "fanouts, one per layer")->capture_default_str();
-  train->add_option("--batch-size", t->batch_size, "seeds per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  train->add_option("--batch-size", t->batch_size, "seeds per batch")->check(cli::positive())->capture_default_str();
   train->add_option("--cores", t->threads, "cores in all (torch threads in one process; split over the daemons)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(cli::positive())->capture_default_str();
   train->add_option("--steps", t->max_steps, "time this many steps of each epoch and scale up (0: whole epochs)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(cli::at_least(0))->capture_default_str();
   train->add_option("--profile-steps", t->profile_steps,
                     "steps timed phase by phase against the compute floor, in one process (0: none)")
-      ->check(CLI::Range(0, 1000))->capture_default_str();
+      ->check(cli::in_range(0, 1000))->capture_default_str();
   train->add_flag("!--no-epochs", t->epochs, "only the step profile, no epochs");
   train->add_option("--workdir", t->work_dir, "keep the generated partitions here and reuse them")->capture_default_str();
   train->add_option("--seed", t->seed, "graph, weights and sampling seed")->capture_default_str();
@@ -202,7 +202,7 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   CLI::App* bare = bench->add_subcommand(
       "bare-metis", "(used by bench partition) time METIS_PartGraphKway alone on an npy graph");
   bare->add_option("--input", b->input, "npy folder")->required();
-  bare->add_option("--parts", b->parts, "parts")->check(CLI::PositiveNumber);
+  bare->add_option("--parts", b->parts, "parts")->check(cli::positive());
   bare->add_option("--seed", b->seed, "METIS seed");
   bare->callback([b, &global] { bench::run_bare_metis(b->input, b->parts, b->seed, global.threads); });
 }

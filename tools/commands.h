@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "runtime/host.h"
+#include "tools/cli_checks.h"
 
 namespace partita::cli {
 

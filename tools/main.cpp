@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str();
   app.add_option("--threads", global.threads, "worker threads of the parallel kernels (0 = all cores)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::in_range(0, cli::kMaxThreads))
       ->capture_default_str();
   app.parse_complete_callback([&] { init_logging(global.log_level); });
   cli::add_generate_command(app, global);
@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   cli::add_daemon_command(app, global);
   cli::add_run_command(app, global);
   cli::add_submit_command(app, global);
+  cli::check_number_syntax(app);
 
   try {
     // CLI11 reports a mistyped command as "a subcommand is required"; name it instead.
@@ -68,10 +69,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "partita: " << one_line(e.what()) << " (see partita --help)\n";
+    std::cerr << "partita: error: " << one_line(e.what()) << " (see partita --help)\n";
     return kExitUsageError;
   } catch (const UsageError& e) {
-    std::cerr << "partita: " << one_line(e.what()) << "\n";
+    std::cerr << "partita: error: " << one_line(e.what()) << "\n";
     return kExitUsageError;
   } catch (const Error& e) {
     std::cerr << "partita: error: " << one_line(e.what()) << "\n";

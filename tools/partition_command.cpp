@@ -73,7 +73,7 @@ void add_partition_command(CLI::App& app, const GlobalOptions& global) {
       ->check(CLI::IsMember({"linqs", "npy", "edgelist", "triples"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", c->output, "partition folder to write")->required();
-  cmd->add_option("-k,--parts", c->parts, "number of partitions")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("-k,--parts", c->parts, "number of partitions")->check(cli::positive())->capture_default_str();
   cmd->add_option("--method", c->method, "metis or random")
       ->check(CLI::IsMember({"metis", "random"}))
       ->capture_default_str();

@@ -77,7 +77,7 @@ void add_submit_command(CLI::App& app, const GlobalOptions& global) {
       ->required()
       ->delimiter(',');
   cmd->add_option("--connect-timeout", o->connect_timeout_s, "seconds to wait for each daemon")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::positive())
       ->capture_default_str();
   cmd->callback([o, &global] { run(*o, global); });
 }

@@ -47,6 +47,25 @@ struct GenerateSpec {
   uint64_t seed = 1;
 };
 
+// The largest value of each count that sizes a resource (threads, actors, buffers, tensors).
+// A job above one is refused, naming the field and the limit: `train.threads: 100000`
+// once started 3,322 threads before failing. The limits are far above any sensible job.
+struct JobLimits {
+  static constexpr uint64_t kMaxJobBytes = 256 * 1024;  // read before parsing the YAML
+  static constexpr int kMaxPartitions = 1024;
+  static constexpr int kMaxTrainersPerPartition = 64;
+  static constexpr int kMaxThreads = 1024;  // per trainer
+  static constexpr int kMaxPrefetch = 64;   // batches in flight per sampler
+  static constexpr int kMaxLayers = 16;
+  static constexpr int kMaxHeads = 64;
+  static constexpr int kMaxEpochs = 1 << 20;
+  static constexpr int64_t kMaxWidth = 1 << 16;  // features, hidden units
+  static constexpr int64_t kMaxClasses = 1 << 20;
+  static constexpr int64_t kMaxBatchSize = 1 << 24;
+  static constexpr int64_t kMaxFanout = 1 << 20;
+  static constexpr int64_t kMaxGeneratedNodes = int64_t{1} << 32;
+};
+
 struct JobConfig {
   // data
   std::string partitions;  // absolute; empty when the job partitions a dataset itself

@@ -549,9 +549,7 @@ void Driver::append_metrics(const EpochMetrics& m) {
                          {"val_accuracy", m.val_accuracy},
                          {"test_loss", m.test_loss},
                          {"test_accuracy", m.test_accuracy}};
-  std::ofstream out(fs::path(job_.output) / kMetricsFile, std::ios::app);
-  out << line.dump() << "\n";
-  if (!out) throw Error("cannot write " + (fs::path(job_.output) / kMetricsFile).string());
+  append_to_file((fs::path(job_.output) / kMetricsFile).string(), line.dump() + "\n");
 }
 
 JobReport Driver::run() {

@@ -4,6 +4,9 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -92,6 +95,15 @@ std::array<double, 3> train_step(Replica& r, bool has_batch, uint64_t epoch, int
   r.gradients.push_back(static_cast<float>(result.seeds));
   r.gradients.push_back(static_cast<float>(result.correct));
   r.allreduce->sum(r.gradients.data(), r.gradients.size());
+  // Every replica sees the same sums, so all stop here together (none is left waiting in
+  // the next allreduce) and the weights never take a non-finite step. The gradients are
+  // checked too: ReLU maps a NaN to 0, so NaN features can leave the loss finite while
+  // their gradients poison the weights for every later step.
+  if (!std::all_of(r.gradients.begin(), r.gradients.end(), [](float v) { return std::isfinite(v); })) {
+    throw Error("step " + std::to_string(step) +
+                ": the loss or its gradients are not finite (NaN or Inf): features with NaN or Inf values, or a "
+                "learning rate too high for this model");
+  }
   const double total_seeds = r.gradients[n + 1];
   if (total_seeds > 0) {
     // The mean over every seed of the step: the gradient of one big batch.

@@ -192,7 +192,7 @@ void expect_listen_error(const std::string& listen, int exit_code, const std::st
 }
 
 TEST(DaemonTest, MalformedListenValuesAreUsageErrors) {
-  expect_listen_error("127.0.0.1", 2, "partita: --listen '127.0.0.1': no port");
+  expect_listen_error("127.0.0.1", 2, "partita: error: --listen '127.0.0.1': no port");
   expect_listen_error("127.0.0.1:70000", 2, "port out of range");
   expect_listen_error("127.0.0.1:http", 2, "the port is not a number");
   expect_listen_error(":7070", 2, "no host");

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -161,6 +162,33 @@ TEST_F(SmallJobTest, AKilledDaemonFailsTheJobNamingIt) {
     EXPECT_EQ(std::string(e.what()).find("no progress"), std::string::npos) << e.what();
   }
   killer.join();
+}
+
+// NaN features that reach a partition (the readers refuse them; a dataset built in memory
+// does not pass through a reader) stop the job at the first step they poison, naming the
+// epoch and step, instead of training on to a `nan` loss and chance accuracy. The batch's
+// loss stays finite here (ReLU maps NaN to 0): the gradients give them away.
+TEST(NonFiniteLossTest, NaNFeaturesStopTheJobNamingTheStep) {
+  testing::TempDir tmp;
+  Dataset graph = testing::sbm_graph(3000, 11);
+  // The first 300 nodes' rows: some seed of the one full-neighbourhood batch reaches them.
+  for (int64_t i = 0; i < 300 * graph.feature_dim; ++i) graph.x[i] = std::numeric_limits<float>::quiet_NaN();
+  PartitionOptions options;
+  options.num_parts = 2;
+  partition_dataset(graph, options, tmp / "parts");
+  const JobConfig job = parse_job("data: {partitions: parts}\n"
+                                  "model: {kind: graphsage, hidden: 16, layers: 2}\n"
+                                  "sampling: {fanouts: [-1, -1], batch_size: 3000}\n"
+                                  "train: {epochs: 1}\n"
+                                  "output: run\n",
+                                  tmp.path(), "nan job");
+  try {
+    run_in_process(job);
+    ADD_FAILURE() << "a job with NaN features finished";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("failed in epoch 1: step 0: the loss or its gradients are not finite"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(SmallJobTest, TheProgressCallbackSeesEveryStepInOrderAndTheEpochMetrics) {
