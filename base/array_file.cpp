@@ -116,6 +116,7 @@ MappedArray::MappedArray(const std::string& path) : path_(path) {
   if (mapping == MAP_FAILED) throw file_error(path, "mmap failed: " + errno_text());
   mapping_ = mapping;
   mapping_bytes_ = file_bytes;
+  registration_ = MappedFileRegistration(mapping_, mapping_bytes_, path);
 
   ArrayHeader header;
   std::memcpy(&header, mapping_, sizeof(header));
@@ -170,6 +171,7 @@ MappedArray& MappedArray::operator=(MappedArray&& other) noexcept {
     stored_checksum_ = other.stored_checksum_;
     mapping_ = other.mapping_;
     mapping_bytes_ = other.mapping_bytes_;
+    registration_ = std::move(other.registration_);
     data_ = other.data_;
     data_bytes_ = other.data_bytes_;
     other.mapping_ = nullptr;
@@ -180,6 +182,7 @@ MappedArray& MappedArray::operator=(MappedArray&& other) noexcept {
 }
 
 void MappedArray::release() {
+  registration_.reset();
   if (mapping_ != nullptr) ::munmap(mapping_, mapping_bytes_);
   mapping_ = nullptr;
   data_ = nullptr;

@@ -12,6 +12,7 @@
 
 #include "base/checksum.h"
 #include "base/dtype.h"
+#include "base/mapped_files.h"
 #include "base/span.h"
 
 namespace partita {
@@ -71,7 +72,8 @@ void write_array(const std::string& path, const std::vector<T>& values) {
 
 // A read-only memory map of an array file. Opening checks the header and that the file
 // size matches the shape; verify_checksum() reads every byte and is on request only,
-// since a mapped feature file may be larger than RAM.
+// since a mapped feature file may be larger than RAM. A file truncated while mapped ends
+// the process with an error naming it (base/mapped_files.h).
 class MappedArray {
  public:
   MappedArray() = default;
@@ -112,6 +114,7 @@ class MappedArray {
   uint64_t stored_checksum_ = 0;
   void* mapping_ = nullptr;
   size_t mapping_bytes_ = 0;
+  MappedFileRegistration registration_;  // names the file if it shrinks under the mapping
   const void* data_ = nullptr;
   size_t data_bytes_ = 0;
 };

@@ -61,6 +61,18 @@ CommandResult run_partita(const std::vector<std::string>& args, int timeout_s) {
   return {r.exit_code, r.out, r.err};
 }
 
+SmallDisk::SmallDisk(const std::string& dir, int64_t bytes) : dir_(dir) {
+  std::filesystem::create_directories(dir);
+  const ProcessResult r =
+      run_process({"/bin/mount", "-t", "tmpfs", "-o", "size=" + std::to_string(bytes), "tmpfs", dir}, 30);
+  mounted_ = r.exit_code == 0;
+  why_ = mounted_ ? "" : "cannot mount a small tmpfs here (needs root): " + r.err;
+}
+
+SmallDisk::~SmallDisk() {
+  if (mounted_) run_process({"/bin/umount", "-l", dir_}, 30);
+}
+
 }  // namespace partita::testing
 
 namespace {

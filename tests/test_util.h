@@ -1,6 +1,7 @@
 // Helpers shared by the tests: temporary folders, the real datasets, running the CLI.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,5 +36,22 @@ struct CommandResult {
 };
 // Runs the partita binary with `args`, killing it after timeout_s seconds.
 CommandResult run_partita(const std::vector<std::string>& args, int timeout_s = 120);
+
+// A disk that fills up: a tmpfs of `bytes` mounted at `dir` (created) until destruction.
+// Mounting needs root; when it fails, mounted() is false and why() says why, for a skip.
+class SmallDisk {
+ public:
+  SmallDisk(const std::string& dir, int64_t bytes);
+  ~SmallDisk();
+  SmallDisk(const SmallDisk&) = delete;
+  SmallDisk& operator=(const SmallDisk&) = delete;
+  bool mounted() const { return mounted_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  std::string dir_;
+  bool mounted_ = false;
+  std::string why_;
+};
 
 }  // namespace partita::testing

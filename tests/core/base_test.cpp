@@ -1,5 +1,7 @@
 // base/: array files, checksums, staging folders, deterministic randomness.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
 
 #include <filesystem>
 #include <fstream>
@@ -135,6 +137,44 @@ TEST_F(CorruptArrayTest, FlippedDataBitFailsTheChecksum) {
   std::string e = error_of([&] { a.verify_checksum(); });
   EXPECT_NE(e.find("checksum mismatch"), std::string::npos) << e;
   EXPECT_NE(e.find(path()), std::string::npos) << e;
+}
+
+// A file truncated under its mapping (a partition rewritten while a job runs): the next
+// read of a lost page raised SIGBUS and the process died without a word. Now it exits 1
+// naming the file.
+TEST(ArrayFileDeathTest, ReadingAFileTruncatedWhileMappedNamesIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  testing::TempDir tmp;
+  const std::string path = tmp / "x.bin";
+  write_array(path, std::vector<float>(1 << 16, 1.0f));
+  MappedArray a(path);
+  const Span<const float> values = a.as<float>();
+  EXPECT_EXIT(
+      {
+        std::filesystem::resize_file(path, 64);  // the header only: every data page is gone
+        volatile float sink = values[values.size() - 1];
+        (void)sink;
+      },
+      // The death test re-runs this test in a new process: its own temporary folder.
+      ::testing::ExitedWithCode(1), "partita: error: /.*/x.bin: the file was truncated while mapped");
+}
+
+// A fault outside every registered mapping still ends the process with SIGBUS.
+TEST(ArrayFileDeathTest, OtherBusErrorsKeepTheirSignal) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  testing::TempDir tmp;
+  const std::string path = tmp / "x.bin";
+  write_array(path, std::vector<float>(1 << 16, 1.0f));
+  { MappedArray registers_the_handler(path); }
+  EXPECT_EXIT(
+      {
+        ScopedFd fd = open_for_reading(path);
+        void* raw = ::mmap(nullptr, 1 << 18, PROT_READ, MAP_SHARED, fd.get(), 0);
+        std::filesystem::resize_file(path, 64);
+        volatile char sink = static_cast<const char*>(raw)[(1 << 18) - 1];
+        (void)sink;
+      },
+      ::testing::KilledBySignal(SIGBUS), "");
 }
 
 TEST(StagingDirTest, OnlyCommitMakesTheTargetAppear) {

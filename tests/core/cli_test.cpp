@@ -114,6 +114,22 @@ TEST(CliTest, NumericFlagsSayWhatTheyExpected) {
   }
 }
 
+// A disk that fills up: the error says so (it said "cannot write FILE" with no reason) and
+// leaves no partial output behind. A 256 KiB tmpfs mounted by the test stands for the disk.
+TEST(CliTest, AFullDiskIsNamedAndLeavesNothingPartial) {
+  TempDir tmp;
+  const std::string disk = tmp / "disk";
+  testing::SmallDisk small(disk, 256 * 1024);
+  if (!small.mounted()) GTEST_SKIP() << small.why();
+
+  auto r = run_partita({"--log-level", "warn", "generate", "sbm", "--nodes", "20000", "-o", disk + "/g"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(one_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("partita: error: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(disk)) << "partial output left on the full disk";
+}
+
 TEST(CliTest, BenchInputMustBeAnNpyFolderWithWhatTrainingNeeds) {
   TempDir tmp;
   auto gen = run_partita({"--log-level", "warn", "generate", "rmat", "--nodes", "2000", "--undirected", "-o",

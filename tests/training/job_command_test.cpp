@@ -2,8 +2,12 @@
 // test accuracy out; bad job files and flags rejected with the field named.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
+#include "base/subprocess.h"
 #include "daemon_process.h"
 #include "partitioned_graph.h"
 #include "partitioner/partition.h"
@@ -99,6 +103,54 @@ TEST_F(JobCommandTest, BadJobsAndFlagsAreNamed) {
   EXPECT_CONTAINS(r.err, "127.0.0.1:1");
   r = testing::run_partita({"run", good_job(), "--resume", "--overwrite"});
   EXPECT_EQ(r.exit_code, 2);
+}
+
+// A partition rewritten under a running job: its files shrink under their mappings. The
+// run used to die of SIGBUS with no message; it must exit 1 naming a file of that part.
+TEST_F(JobCommandTest, APartitionTruncatedUnderARunningJobIsNamed) {
+  const std::string job = write_job("long.yaml",
+                                    "data: {partitions: parts}\n"
+                                    "model: {kind: graphsage, hidden: 16, layers: 2}\n"
+                                    "sampling: {fanouts: [5, 5], batch_size: 20}\n"
+                                    "train: {epochs: 1000}\n"
+                                    "output: out\n");
+  ChildProcess run({PARTITA_BINARY, "run", job});
+  // Wait until training has started (its first progress line), at most 60 s.
+  for (int i = 0; i < 600 && run.errors_so_far().find("epoch 1/1000") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(run.errors_so_far().find("epoch 1/1000"), std::string::npos) << run.errors_so_far();
+  for (const auto& file : fs::directory_iterator(tmp_ / "parts/part0")) {
+    if (file.path().extension() == ".bin") fs::resize_file(file.path(), 64);  // headers only
+  }
+  const ProcessResult r = run.wait(60);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_CONTAINS(r.err, "partita: error: ");
+  EXPECT_CONTAINS(r.err, "/parts/part0/");
+  EXPECT_CONTAINS(r.err, ": the file was truncated while mapped");
+}
+
+// A job whose output disk is full fails naming the reason, and leaves no empty job.yaml.
+TEST_F(JobCommandTest, AFullOutputDiskIsNamed) {
+  testing::SmallDisk disk(tmp_ / "disk", 64 * 1024);
+  if (!disk.mounted()) GTEST_SKIP() << disk.why();
+  {  // fill it up
+    std::ofstream filler(tmp_ / "disk/filler", std::ios::binary);
+    const std::string block(4096, 'x');
+    while (filler.write(block.data(), block.size())) {
+    }
+  }
+  const std::string job = write_job("full.yaml",
+                                    "data: {partitions: parts}\n"
+                                    "model: {kind: gcn, hidden: 16, layers: 2}\n"
+                                    "sampling: {fanouts: [5, 5], batch_size: 50}\n"
+                                    "train: {epochs: 1}\n"
+                                    "output: disk/out\n");
+  const testing::CommandResult r = testing::run_partita({"run", job});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_CONTAINS(r.err, "No space left on device");
+  EXPECT_FALSE(fs::exists(tmp_ / "disk/out/job.yaml") && fs::file_size(tmp_ / "disk/out/job.yaml") == 0);
 }
 
 }  // namespace
