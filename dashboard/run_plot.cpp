@@ -46,7 +46,7 @@ void panel(const std::string& title, const std::string& y_label, const std::vect
   }
   const PLFLT pad = y_max > y_min ? (y_max - y_min) * 0.08 : 0.5;
   pladv(0);
-  plvpor(0.14, 0.95, 0.14, 0.88);
+  plvpor(0.17, 0.95, 0.2, 0.86);
   plwind(x_min, x_max, y_min - pad, y_max + pad);
   plcol0(kInk);
   plbox("bcnst", 0, 0, "bcnstv", 0, 0);
@@ -135,7 +135,7 @@ void plot_epochs(const std::vector<EpochMetrics>& epochs, const std::string& tit
   }
   plsdev(device.c_str());
   plsfnam(output.c_str());
-  plspage(0, 0, 1500, 460, 0, 0);
+  plspage(0, 0, 1500, 480, 0, 0);
   plscol0(kBackground, 255, 255, 255);
   plscol0(kInk, 40, 40, 40);
   plscol0(kTrain, 31, 119, 180);
@@ -143,6 +143,7 @@ void plot_epochs(const std::vector<EpochMetrics>& epochs, const std::string& tit
   plscol0(kTest, 44, 160, 44);
   plssub(3, 1);
   plinit();
+  plschr(0, 0.7);  // smaller characters: three panels side by side
   panel("loss - " + title, "loss", x, {loss[0], loss[1], loss[2]});
   panel("accuracy - " + title, "accuracy", x, {accuracy[0], accuracy[1], accuracy[2]});
   panel("throughput - " + title, "batches/s", x, {rate});

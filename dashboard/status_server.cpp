@@ -94,6 +94,7 @@ StatusServer::StatusServer(std::shared_ptr<const StatusBoard> board, const runti
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
   http.set_keep_alive_max_count(1);
+  http.set_keep_alive_timeout(options.io_timeout.count());
   http.set_read_timeout(options.io_timeout);
   http.set_write_timeout(options.io_timeout);
   http.set_payload_max_length(64 * 1024);

@@ -37,7 +37,9 @@ class StatusServer {
  public:
   struct Options {
     int threads = 4;                           // request workers
-    std::chrono::seconds io_timeout{5};        // per read and write on a connection
+    // Per read and write, and how long a connection may stay silent: a client that
+    // connects and sends nothing holds a worker that long (and delays stop() as much).
+    std::chrono::seconds io_timeout{2};
     std::chrono::milliseconds stop_deadline{5000};  // of the destructor's stop()
   };
 
