@@ -74,7 +74,11 @@ struct StatusServer::State {
 
 runtime::Endpoint parse_dashboard_address(const std::string& text, const std::string& what) {
   if (!text.empty() && text.find(':') == std::string::npos) {
-    return runtime::parse_endpoint("127.0.0.1:" + text, what);
+    try {
+      return runtime::parse_endpoint("127.0.0.1:" + text, what);
+    } catch (const UsageError&) {
+      throw UsageError(what + " '" + text + "': expected a port (0..65535) or HOST:PORT");
+    }
   }
   return runtime::parse_endpoint(text, what);
 }

@@ -8,8 +8,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "base/error.h"
 #include "dashboard/status_server.h"
+#include "test_util.h"
 
 namespace partita::dashboard {
 namespace {
@@ -120,6 +123,22 @@ TEST_F(StatusServerTest, StopEndsItsThreadsWhileAClientHoldsAConnection) {
   httplib::Client again("127.0.0.1", server_->port());
   again.set_connection_timeout(std::chrono::seconds(2));
   EXPECT_FALSE(again.Get("/api/jobs"));
+}
+
+TEST_F(StatusServerTest, RunWithItsPortInUseFailsBeforeAnyWork) {
+  partita::testing::TempDir tmp;
+  partita::testing::write_text(tmp / "job.yaml",
+                               "data: {generate: {kind: sbm, nodes: 2000}}\n"
+                               "output: out\n");
+  partita::testing::CommandResult r =
+      partita::testing::run_partita({"run", tmp / "job.yaml", "--dashboard", std::to_string(server_->port())});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err, "cannot serve the status page on 127.0.0.1:" + std::to_string(server_->port()) +
+                             ": the port is in use");
+  EXPECT_FALSE(std::filesystem::exists(tmp / "out"));
+  r = partita::testing::run_partita({"run", tmp / "job.yaml", "--dashboard", "99999"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_CONTAINS(r.err, "--dashboard '99999': expected a port (0..65535) or HOST:PORT");
 }
 
 TEST(DashboardAddressTest, TakesAPortOrHostAndPort) {
