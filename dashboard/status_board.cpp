@@ -171,27 +171,20 @@ std::vector<std::string> StatusBoard::job_ids() const {
   return order_;
 }
 
-std::string StatusBoard::jobs_json() const {
-  std::vector<NodeStatus> nodes;
-  struct Summary {
-    std::string id, description, message;
-    JobState state;
-    JobProgress last;
-    int epochs;
-    int64_t steps_done;
-    std::optional<EpochMetrics> last_epoch;
-  };
+std::pair<std::vector<StatusBoard::Summary>, std::vector<NodeStatus>> StatusBoard::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Summary> jobs;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    nodes = nodes_;
-    for (const std::string& id : order_) {
-      const Job& job = jobs_.at(id);
-      std::optional<EpochMetrics> last_epoch;
-      if (!job.records.empty()) last_epoch = job.records.back();
-      jobs.push_back({id, job.description, job.message, job.state, job.last, job.epochs, job.steps_done, last_epoch});
-    }
+  for (const std::string& id : order_) {
+    const Job& job = jobs_.at(id);
+    std::optional<EpochMetrics> last_epoch;
+    if (!job.records.empty()) last_epoch = job.records.back();
+    jobs.push_back({id, job.description, job.message, job.state, job.last, job.epochs, job.steps_done, last_epoch});
   }
+  return {std::move(jobs), nodes_};
+}
+
+std::string StatusBoard::jobs_json() const {
+  const auto [jobs, nodes] = snapshot();
   nlohmann::json out = {{"nodes", nlohmann::json::array()}, {"jobs", nlohmann::json::array()}};
   for (const NodeStatus& n : nodes) out["nodes"].push_back({{"name", n.name}, {"state", n.state}, {"detail", n.detail}});
   for (const Summary& j : jobs) {
@@ -230,56 +223,42 @@ std::optional<std::string> StatusBoard::metrics_json(const std::string& id) cons
 }
 
 std::string StatusBoard::prometheus_text() const {
-  std::vector<NodeStatus> nodes;
-  std::vector<std::pair<std::string, Job>> jobs;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    nodes = nodes_;
-    for (const std::string& id : order_) {
-      const Job& job = jobs_.at(id);
-      // The curves are not exposed: a copy of the scalars is enough.
-      Job copy(2);
-      copy.state = job.state;
-      copy.last = job.last;
-      copy.epochs = job.epochs;
-      copy.steps_done = job.steps_done;
-      if (!job.records.empty()) copy.records.push_back(job.records.back());
-      jobs.emplace_back(id, std::move(copy));
-    }
-  }
+  const auto snap = snapshot();  // not a structured binding: the lambdas below capture it
+  const std::vector<Summary>& jobs = snap.first;
+  const std::vector<NodeStatus>& nodes = snap.second;
   std::ostringstream out;
   auto label = [](const std::string& id) { return "job=\"" + prometheus_label(id) + "\""; };
   {
     Family f(out, "partita_job_state", "gauge", "1 for the job's current state, 0 for the others.");
-    for (const auto& [id, job] : jobs) {
-      for (JobState s : kStates) f.sample(label(id) + ",state=\"" + to_string(s) + "\"", s == job.state ? 1 : 0);
+    for (const Summary& job : jobs) {
+      for (JobState s : kStates) f.sample(label(job.id) + ",state=\"" + to_string(s) + "\"", s == job.state ? 1 : 0);
     }
   }
   auto gauge = [&](const std::string& name, const std::string& help, auto value) {
     Family f(out, name, "gauge", help);
-    for (const auto& [id, job] : jobs) f.sample(label(id), value(job));
+    for (const Summary& job : jobs) f.sample(label(job.id), value(job));
   };
   gauge("partita_job_epoch", "The epoch the job is in or last finished (1-based; 0 before the first step).",
-        [](const Job& j) { return j.last.epoch; });
-  gauge("partita_job_epochs", "The job's last epoch.", [](const Job& j) { return j.epochs; });
-  gauge("partita_job_step", "Steps done in the current epoch.", [](const Job& j) { return static_cast<double>(j.last.step); });
-  gauge("partita_job_epoch_steps", "Steps the current epoch runs.", [](const Job& j) { return static_cast<double>(j.last.steps); });
+        [](const Summary& j) { return j.last.epoch; });
+  gauge("partita_job_epochs", "The job's last epoch.", [](const Summary& j) { return j.epochs; });
+  gauge("partita_job_step", "Steps done in the current epoch.", [](const Summary& j) { return static_cast<double>(j.last.step); });
+  gauge("partita_job_epoch_steps", "Steps the current epoch runs.", [](const Summary& j) { return static_cast<double>(j.last.steps); });
   gauge("partita_job_steps_per_second", "Steps per second over the current epoch so far.",
-        [](const Job& j) { return j.last.steps_per_second; });
+        [](const Summary& j) { return j.last.steps_per_second; });
   gauge("partita_job_loss", "The last step's mean loss over its seeds (after an epoch: its train loss).",
-        [](const Job& j) { return j.last.loss; });
+        [](const Summary& j) { return j.last.loss; });
   gauge("partita_job_accuracy", "The last step's accuracy over its seeds (after an epoch: its train accuracy).",
-        [](const Job& j) { return j.last.accuracy; });
+        [](const Summary& j) { return j.last.accuracy; });
   {
     Family f(out, "partita_job_steps_total", "counter", "Steps every trainer has done since the job started.");
-    for (const auto& [id, job] : jobs) f.sample(label(id), static_cast<double>(job.steps_done));
+    for (const Summary& job : jobs) f.sample(label(job.id), static_cast<double>(job.steps_done));
   }
   // The last epoch's record, one gauge per metrics.jsonl field (their names are the file's).
   std::map<std::string, std::vector<std::pair<std::string, double>>> fields;
-  for (const auto& [id, job] : jobs) {
-    if (job.records.empty()) continue;
-    const nlohmann::json record = job.records.back();
-    for (const auto& [field, value] : record.items()) fields[field].emplace_back(id, value.get<double>());
+  for (const Summary& job : jobs) {
+    if (!job.last_epoch) continue;
+    const nlohmann::json record = *job.last_epoch;
+    for (const auto& [field, value] : record.items()) fields[field].emplace_back(job.id, value.get<double>());
   }
   for (const auto& [field, samples] : fields) {
     Family f(out, "partita_epoch_" + field, "gauge", "Field '" + field + "' of the job's last metrics.jsonl line.");

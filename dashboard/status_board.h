@@ -103,6 +103,17 @@ class StatusBoard {
     explicit Job(size_t points) : loss(points), accuracy(points), rate(points) {}
   };
   Job& job_locked(const std::string& id);
+  // A job's scalars, copied under the lock for a rendering.
+  struct Summary {
+    std::string id, description, message;
+    JobState state;
+    JobProgress last;
+    int epochs;
+    int64_t steps_done;
+    std::optional<EpochMetrics> last_epoch;
+  };
+  // Every job's summary and the nodes, in one lock.
+  std::pair<std::vector<Summary>, std::vector<NodeStatus>> snapshot() const;
 
   Limits limits_;
   mutable std::mutex mutex_;
