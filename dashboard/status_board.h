@@ -18,6 +18,14 @@
 // Thread-safe: every call locks one mutex. publish() is O(1) amortised under it; the
 // renderings copy what they need under it and format outside, so a page being polled
 // holds the lock only for the copy and never delays the driver's thread for long.
+//
+// Hosting it, as `partita run --dashboard` does (tools/run_command.cpp) and a head daemon
+// would, one board for all its jobs:
+//   auto board = std::make_shared<dashboard::StatusBoard>();
+//   dashboard::StatusServer server(board, dashboard::parse_dashboard_address("8265"));
+//   board->add_job(id, "what it is", job.epochs);
+//   options.on_progress = [board, id](const JobProgress& p) { board->publish(id, p); };
+//   run_job(runtime, job, options);  // then board->set_state(id, JobState::done), or failed
 #pragma once
 
 #include <cstddef>
@@ -27,6 +35,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dashboard/series.h"
