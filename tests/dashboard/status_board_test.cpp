@@ -4,10 +4,12 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <atomic>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "base/error.h"
 #include "dashboard/series.h"
@@ -171,6 +173,47 @@ TEST(StatusBoardTest, MemoryIsBoundedPerSeriesPerJobAndInJobs) {
   board.add_job("c", "", 1);  // drops "a", the oldest finished
   EXPECT_FALSE(board.has_job("a"));
   EXPECT_EQ(board.job_ids(), (std::vector<std::string>{"b", "c"}));
+}
+
+TEST(StatusBoardTest, PublishersAndReadersOnManyThreadsLoseNothing) {
+  StatusBoard::Limits limits;
+  limits.points_per_series = 64;
+  StatusBoard board(limits);
+  board.add_job("a", "", 1);
+  board.add_job("b", "", 1);
+  constexpr int kSteps = 20000;
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> renders{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&] {
+      while (!done.load()) {
+        // Every rendering is whole JSON / a whole scrape, whatever is being published.
+        EXPECT_TRUE(nlohmann::json::accept(board.jobs_json()));
+        EXPECT_TRUE(nlohmann::json::accept(*board.metrics_json("a")));
+        EXPECT_NE(board.prometheus_text().find("partita_node_up"), std::string::npos);
+        ++renders;
+      }
+    });
+  }
+  auto publisher = [&](const std::string& id) {
+    for (int s = 1; s <= kSteps; ++s) board.publish(id, step_event(1, s, kSteps, 1.0 / s, 0.5, 100));
+  };
+  std::thread pa(publisher, "a"), pb(publisher, "b");
+  pa.join();
+  pb.join();
+  done = true;
+  for (auto& t : readers) t.join();
+  EXPECT_GT(renders.load(), 0);
+  const nlohmann::json j = nlohmann::json::parse(board.jobs_json());
+  for (const auto& job : j["jobs"]) {
+    EXPECT_EQ(job["steps_done"], kSteps) << job["id"];
+    EXPECT_EQ(job["step"], kSteps);
+  }
+  const nlohmann::json m = nlohmann::json::parse(*board.metrics_json("b"));
+  EXPECT_EQ(m["steps"]["samples"], kSteps);
+  EXPECT_LE(m["steps"]["loss"].size(), 65u);
+  EXPECT_EQ(m["steps"]["loss"].back()[0], kSteps);
 }
 
 TEST(StatusBoardTest, RefusesBadIdsAndUnknownJobs) {
