@@ -16,6 +16,14 @@ PACKAGES=(
   # Debian's libtorch calls the reference BLAS unless OpenBLAS provides libblas.so.3:
   # dense layers are then 15-25x slower.
   libopenblas0-pthread
+  # The status page (dashboard/): its HTTP server (bookworm ships cpp-httplib compiled, a
+  # shared library with a pkg-config file, not header-only) and its charts (d3, compiled
+  # into the binary at build time).
+  libcpp-httplib-dev libjs-d3
+  # `partita plot`: PLplot and its cairo driver, which draws PNG and SVG headless.
+  libplplot-dev plplot-driver-cairo
+  # The status page's browser test (tests/dashboard/browser_test.sh): headless Chromium.
+  chromium
 )
 
 missing=()

@@ -22,5 +22,6 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global);
 void add_daemon_command(CLI::App& app, const GlobalOptions& global);
 void add_run_command(CLI::App& app, const GlobalOptions& global);
 void add_submit_command(CLI::App& app, const GlobalOptions& global);
+void add_plot_command(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace partita::cli

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   cli::add_daemon_command(app, global);
   cli::add_run_command(app, global);
   cli::add_submit_command(app, global);
+  cli::add_plot_command(app, global);
   cli::check_number_syntax(app);
 
   try {

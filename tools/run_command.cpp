@@ -5,6 +5,8 @@
 
 #include "actors/protocol.h"
 #include "base/error.h"
+#include "dashboard/status_board.h"
+#include "dashboard/status_server.h"
 #include "runtime/runtime.h"
 #include "tools/commands.h"
 #include "training/job_config.h"
@@ -22,12 +24,39 @@ struct JobOptions {
   bool resume = false;
   bool overwrite = false;
   int connect_timeout_s = 10;
+  std::string dashboard;  // [HOST:]PORT of the status page; empty: none
 };
+
+// The runtime's nodes for the status page; `lost` (an Error naming a lost node) marks it.
+std::vector<dashboard::NodeStatus> node_states(const runtime::Runtime& rt, const JobConfig& job, const std::string& lost) {
+  std::vector<dashboard::NodeStatus> nodes;
+  for (int n = 0; n < rt.num_nodes(); ++n) {
+    std::string parts;
+    for (int p = 0; p < job.num_partitions; ++p) {
+      if (JobConfig::node_of_partition(p, rt.num_nodes()) == n) parts += (parts.empty() ? "" : ", ") + std::to_string(p);
+    }
+    const std::string name = rt.node_name(n);
+    const bool is_lost = !lost.empty() && lost.find(name) != std::string::npos;
+    nodes.push_back({name, is_lost ? "lost" : "up", is_lost ? lost : "partitions " + parts});
+  }
+  return nodes;
+}
 
 void run(const JobOptions& o, const GlobalOptions& global) {
   JobConfig job = load_job(o.job_file);
   if (!o.output.empty()) job.output = std::filesystem::absolute(o.output).lexically_normal().string();
   if (o.resume && o.overwrite) throw UsageError("--resume and --overwrite contradict each other");
+
+  // The status page comes first, so a port in use fails before any work.
+  std::shared_ptr<dashboard::StatusBoard> board;
+  std::unique_ptr<dashboard::StatusServer> server;
+  const std::string job_id = dashboard::make_job_id(std::filesystem::path(job.output).filename().string());
+  if (!o.dashboard.empty()) {
+    board = std::make_shared<dashboard::StatusBoard>();
+    server = std::make_unique<dashboard::StatusServer>(board, dashboard::parse_dashboard_address(o.dashboard));
+    board->add_job(job_id, o.job_file + " -> " + job.output, job.epochs);
+    std::cout << "status page on " << server->url() << std::endl;  // a line for scripts, as the daemon's
+  }
 
   runtime::ActorSystemOptions system;
   system.threads = global.threads;
@@ -37,12 +66,30 @@ void run(const JobOptions& o, const GlobalOptions& global) {
           ? runtime::Runtime::in_process(system, job_actor_types())
           : runtime::Runtime::connect(system, o.daemons, std::chrono::seconds(o.connect_timeout_s));
 
-  prepare_data(job, global.threads);
   RunOptions options;
   options.resume = o.resume;
   options.overwrite = o.overwrite;
   options.threads = global.threads;
-  JobReport report = run_job(*rt, job, options);
+  if (board) {
+    board->set_nodes(node_states(*rt, job, ""));
+    options.on_progress = [board, job_id](const JobProgress& progress) { board->publish(job_id, progress); };
+  }
+  JobReport report;
+  try {
+    prepare_data(job, global.threads);
+    report = run_job(*rt, job, options);
+    if (board) board->set_state(job_id, dashboard::JobState::done);
+  } catch (const JobCancelled& e) {
+    if (board) board->set_state(job_id, dashboard::JobState::cancelled, e.what());
+    throw;
+  } catch (const std::exception& e) {
+    if (board) {
+      board->set_state(job_id, dashboard::JobState::failed, e.what());
+      std::optional<Error> lost = rt->lost_node();
+      board->set_nodes(node_states(*rt, job, lost ? lost->what() : ""));
+    }
+    throw;
+  }
   if (!report.epochs.empty()) {
     const EpochMetrics& last = report.epochs.back();
     std::cout << "epoch " << last.epoch << ": train loss " << last.train_loss << ", val accuracy "
@@ -58,6 +105,8 @@ void add_job_options(CLI::App* cmd, JobOptions& o) {
   cmd->add_option("-o,--output", o.output, "folder for checkpoints and metrics (overrides the job's output)");
   cmd->add_flag("--resume", o.resume, "continue from the output folder's last checkpoint");
   cmd->add_flag("--overwrite", o.overwrite, "start afresh even if the output folder holds a run");
+  cmd->add_option("--dashboard", o.dashboard,
+                  "serve a status page with live curves on [HOST:]PORT (host 127.0.0.1 unless given; port 0: a free one)");
 }
 
 }  // namespace

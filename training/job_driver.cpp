@@ -25,6 +25,7 @@
 #include "runtime/address.h"
 #include "runtime/collective/allreduce_group.h"
 #include "runtime/errors.h"
+#include "training/metrics_record.h"
 
 namespace partita {
 
@@ -40,7 +41,7 @@ constexpr milliseconds kLostNodeGrace{3000};
 // How often a driver with a cancel token looks at it while no trainer reports.
 constexpr milliseconds kCancelPoll{100};
 constexpr const char* kCheckpointFile = "checkpoint.json";
-constexpr const char* kMetricsFile = "metrics.jsonl";
+constexpr const char* kMetricsFile = kMetricsFileName;
 constexpr const char* kSourceFile = "SOURCE";  // beside the partitions a job wrote itself
 
 // What the job's own partitions were made from: reused only if it still matches.
@@ -390,6 +391,7 @@ EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
             progress.step = steps_seen;
             progress.steps = steps;
             progress.loss = m.step_losses[step];
+            progress.accuracy = step_seeds > 0 ? step_correct / step_seeds : 0.0;
             progress.seconds = watch.seconds();
             progress.steps_per_second = progress.seconds > 0 ? steps_seen / progress.seconds : 0.0;
             report_progress(progress);
@@ -539,16 +541,7 @@ int Driver::resume_point() {
 }
 
 void Driver::append_metrics(const EpochMetrics& m) {
-  nlohmann::json line = {{"epoch", m.epoch},
-                         {"steps", m.steps},
-                         {"seconds", m.seconds},
-                         {"batches_per_second", m.batches_per_second},
-                         {"train_loss", m.train_loss},
-                         {"train_accuracy", m.train_accuracy},
-                         {"val_loss", m.val_loss},
-                         {"val_accuracy", m.val_accuracy},
-                         {"test_loss", m.test_loss},
-                         {"test_accuracy", m.test_accuracy}};
+  const nlohmann::json line = m;  // training/metrics_record.h
   append_to_file((fs::path(job_.output) / kMetricsFile).string(), line.dump() + "\n");
 }
 
@@ -597,6 +590,7 @@ JobReport Driver::run() {
     progress.epochs = job_.epochs;
     progress.step = progress.steps = steps;
     progress.loss = report.epochs.back().train_loss;
+    progress.accuracy = report.epochs.back().train_accuracy;
     progress.seconds = report.epochs.back().seconds;
     progress.steps_per_second = progress.seconds > 0 ? steps / progress.seconds : 0.0;
     progress.metrics = &report.epochs.back();

@@ -59,6 +59,7 @@ struct JobProgress {
   int64_t step = 0;        // steps of this epoch done, 1..steps; `steps` for an epoch event
   int64_t steps = 0;       // steps this epoch runs (RunOptions::max_steps may shorten it)
   double loss = 0;         // step: the step's mean loss over its seeds; epoch: the train loss
+  double accuracy = 0;     // step: the step's accuracy over its seeds; epoch: the train accuracy
   double steps_per_second = 0;  // over the epoch so far
   double seconds = 0;           // since the epoch started
   // Epoch events only: the epoch's metrics (evaluation included), exactly as
