@@ -23,13 +23,13 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   auto db = std::make_shared<bench::DashboardBenchOptions>();
   CLI::App* dash = bench->add_subcommand(
       "dashboard", "seconds per training step with the status page served and polled, next to without it");
-  dash->add_option("--nodes", db->num_nodes, "SBM nodes")->check(CLI::PositiveNumber)->capture_default_str();
-  dash->add_option("--features", db->feature_dim, "float32 features per node")->check(CLI::PositiveNumber)->capture_default_str();
-  dash->add_option("--hidden", db->hidden, "hidden features")->check(CLI::PositiveNumber)->capture_default_str();
-  dash->add_option("--batch-size", db->batch_size, "seeds per batch")->check(CLI::PositiveNumber)->capture_default_str();
-  dash->add_option("--rounds", db->rounds, "rounds of each configuration, interleaved")->check(CLI::PositiveNumber)->capture_default_str();
-  dash->add_option("--pollers", db->pollers, "client threads polling the page")->check(CLI::PositiveNumber)->capture_default_str();
-  dash->add_option("--poll-ms", db->poll_ms, "milliseconds between a poller's requests")->check(CLI::NonNegativeNumber)->capture_default_str();
+  dash->add_option("--nodes", db->num_nodes, "SBM nodes")->check(cli::positive())->capture_default_str();
+  dash->add_option("--features", db->feature_dim, "float32 features per node")->check(cli::positive())->capture_default_str();
+  dash->add_option("--hidden", db->hidden, "hidden features")->check(cli::positive())->capture_default_str();
+  dash->add_option("--batch-size", db->batch_size, "seeds per batch")->check(cli::positive())->capture_default_str();
+  dash->add_option("--rounds", db->rounds, "rounds of each configuration, interleaved")->check(cli::positive())->capture_default_str();
+  dash->add_option("--pollers", db->pollers, "client threads polling the page")->check(cli::positive())->capture_default_str();
+  dash->add_option("--poll-ms", db->poll_ms, "milliseconds between a poller's requests")->check(cli::at_least(0))->capture_default_str();
   dash->add_option("--workdir", db->work_dir, "keep the generated partitions here and reuse them");
   dash->add_option("--seed", db->seed, "graph, weights and sampling seed")->capture_default_str();
   dash->callback([db] { bench::run_dashboard_bench(*db); });
