@@ -63,12 +63,12 @@ HostInfo DaemonConnection::ping(std::chrono::milliseconds timeout) const {
 }
 
 caf::actor DaemonConnection::spawn(const std::string& type, const Settings& settings,
-                                   std::chrono::milliseconds timeout) const {
+                                   std::chrono::milliseconds timeout, const caf::actor& owner) const {
   fail_if_lost();
   caf::scoped_actor self{*system_};
   caf::actor result;
   std::optional<caf::error> failed;
-  self->request(host_, timeout, spawn_atom::value, type, settings)
+  self->request(host_, timeout, spawn_atom::value, type, settings, owner)
       .receive([&](caf::actor& actor) { result = std::move(actor); },
                [&](caf::error& err) { failed = std::move(err); });
   if (failed) throw failure("spawn '" + type + "'", *failed);

@@ -3,6 +3,8 @@
 // a partita::Error that names the daemon's address.
 #pragma once
 
+#include <caf/actor.hpp>
+
 #include <chrono>
 #include <optional>
 #include <string>
@@ -26,8 +28,10 @@ class DaemonConnection {
   // once if the daemon is already known to be lost.
   HostInfo ping(std::chrono::milliseconds timeout) const;
   // Spawns a registered actor type on the daemon; throws Error on an unknown type, a
-  // failed spawn or no answer within `timeout`.
-  caf::actor spawn(const std::string& type, const Settings& settings, std::chrono::milliseconds timeout) const;
+  // failed spawn or no answer within `timeout`. The daemon stops the actor when `owner`
+  // goes (host.h); with no owner it lives until stopped or until the daemon stops.
+  caf::actor spawn(const std::string& type, const Settings& settings, std::chrono::milliseconds timeout,
+                   const caf::actor& owner = {}) const;
   // Asks the daemon to stop; returns at once. Use wait_lost() to see it go.
   void request_shutdown() const;
   // Waits until the daemon's host actor is gone (shut down, killed, or its connection

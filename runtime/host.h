@@ -43,11 +43,15 @@ using shutdown_atom = caf::atom_constant<caf::atom("p_shutdown")>;
 
 // The protocol. Every argument is a built-in CAF type, so the handle works across
 // processes with nothing registered.
-//   spawn(type, settings) -> the new actor, or an error naming an unknown type;
+//   spawn(type, settings, owner) -> the new actor, or an error naming an unknown type.
+//       `owner` (the job's driver; may be a null handle: none) is monitored, across
+//       processes too: when it goes (it stops, its process dies, its node falls silent past
+//       the heartbeat timeout), the host stops every actor spawned for it, so that nothing
+//       of a job outlives its driver;
 //   ping -> pong, the daemon's name and Partita version (a health check);
 //   shutdown: stops the spawned actors and the host, which ends the daemon.
 using host_actor = caf::typed_actor<
-    caf::replies_to<spawn_atom, std::string, Settings>::with<caf::actor>,
+    caf::replies_to<spawn_atom, std::string, Settings, caf::actor>::with<caf::actor>,
     caf::replies_to<ping_atom>::with<pong_atom, std::string, std::string>,
     caf::reacts_to<shutdown_atom>>;
 
@@ -61,7 +65,11 @@ std::string partita_version();
 
 // Spawns a host. Actors it spawns are linked to it: they stop when the host stops (so
 // shutting the host down leaves no actor behind to block the actor system's exit), and
-// a spawned actor that fails is logged without taking the host down.
+// a spawned actor that fails is logged without taking the host down. They also stop when
+// their owner goes (see spawn above). Once its last spawned actor is gone, the host gives
+// the heap memory they freed back to the system (malloc_trim): training keeps freed memory
+// in the heap (models/torch_runtime.h, tune_malloc_for_training), which would otherwise
+// keep an idle daemon at the size of its largest job.
 host_actor spawn_host(caf::actor_system& system, HostInfo info, ActorTypeRegistry registry);
 
 }  // namespace partita::runtime
