@@ -4,15 +4,29 @@
 #pragma once
 
 #include <caf/actor.hpp>
+#include <caf/actor_control_block.hpp>
 
 #include <chrono>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "base/error.h"
+#include "runtime/address.h"
 #include "runtime/host.h"
 
 namespace partita::runtime {
+
+// The actor published at `endpoint` and the interface it declares, through the middleman
+// actor so that the connect has a deadline (caf::io::remote_actor waits without one).
+// Throws Error "<failure> <endpoint>: why" when nothing answers within `timeout` or nothing
+// is published there.
+struct PublishedActor {
+  caf::strong_actor_ptr actor;
+  std::set<std::string> interface;
+};
+PublishedActor connect_published(caf::actor_system& system, const Endpoint& endpoint,
+                                 std::chrono::milliseconds timeout, const std::string& failure);
 
 class DaemonConnection {
  public:

@@ -34,6 +34,18 @@ std::vector<std::string> ActorTypeRegistry::names() const {
 
 std::string partita_version() { return PARTITA_VERSION; }
 
+std::string owner_key(const caf::actor_addr& owner) {
+  // CAF prints a node as "<host hash>#<process id>".
+  std::string node = owner.node() ? caf::to_string(owner.node()) : std::string("local");
+  std::string pid;
+  if (const auto hash = node.find('#'); hash != std::string::npos) {
+    pid = node.substr(hash + 1);
+    node.resize(hash);
+  }
+  if (node.size() > 12) node.resize(12);
+  return node + "-" + pid + "-" + std::to_string(owner.id());
+}
+
 namespace {
 
 // How long after its last spawned actor stopped the host trims the heap: the actors' memory
@@ -48,6 +60,7 @@ struct Child {
   caf::actor_addr actor;
   caf::actor_addr owner;  // null: none
   std::string type;
+  std::string job;        // owner_key(owner); "" without
 };
 
 struct HostState {
@@ -87,7 +100,8 @@ caf::result<caf::actor> spawn_child(HostPointer self, const std::string& type, c
                               "daemon " + state.info.name + ": the factory of '" + type + "' returned no actor");
   }
   self->link_to(child);
-  state.children.push_back(Child{child.address(), owner ? owner.address() : caf::actor_addr{}, type});
+  state.children.push_back(Child{child.address(), owner ? owner.address() : caf::actor_addr{}, type,
+                                 owner ? owner_key(owner.address()) : std::string()});
   if (owner && std::find(state.owners.begin(), state.owners.end(), owner.address()) == state.owners.end()) {
     // At once if the owner is already gone: its down message then stops the new child.
     self->monitor(owner);
@@ -161,6 +175,14 @@ host_impl::behavior_type host(HostPointer self, HostInfo info, ActorTypeRegistry
         spdlog::info("host {}: shutdown requested; stopping {} spawned actor(s)", self->state.info.name,
                      self->state.children.size());
         self->quit(caf::exit_reason::user_shutdown);
+      },
+      [self](running_atom) -> caf::result<std::vector<std::string>, std::vector<std::string>> {
+        std::vector<std::string> types, jobs;
+        for (const Child& child : self->state.children) {
+          types.push_back(child.type);
+          jobs.push_back(child.job);
+        }
+        return {std::move(types), std::move(jobs)};
       },
       [self](trim_atom) { trim_if_idle(self); },
   };

@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
   cli::add_daemon_command(app, global);
   cli::add_run_command(app, global);
   cli::add_submit_command(app, global);
+  cli::add_status_command(app, global);
+  cli::add_stop_command(app, global);
 
   try {
     // CLI11 reports a mistyped command as "a subcommand is required"; name it instead.
