@@ -16,6 +16,8 @@ PACKAGES=(
   # Debian's libtorch calls the reference BLAS unless OpenBLAS provides libblas.so.3:
   # dense layers are then 15-25x slower.
   libopenblas0-pthread
+  # `ip netns`, veth and bridges: the cluster tests' separate hosts (tests/netns_cluster.h).
+  iproute2
 )
 
 missing=()
