@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "runtime/cluster/cluster_protocol.h"
 #include "runtime/errors.h"
 
 namespace partita::runtime {
@@ -37,6 +38,7 @@ void configure(caf::actor_system_config& config, const ActorSystemOptions& optio
   config.add_error_category(kErrorCategory, [](uint8_t code, caf::atom_value, const caf::message& context) {
     return render_runtime_error(code, context);
   });
+  add_cluster_types(config);
   for (const auto& hook : options.hooks) hook(config);
 }
 

@@ -8,30 +8,33 @@
 
 namespace partita::runtime {
 
-DaemonConnection DaemonConnection::connect(caf::actor_system& system, const std::string& address,
-                                           std::chrono::milliseconds timeout) {
-  const Endpoint endpoint = parse_endpoint(address, "daemon address");
-  if (endpoint.port == 0) throw UsageError("daemon address '" + address + "': port 0 cannot be connected to");
-  // caf::io::remote_actor waits without a deadline; asking the middleman actor directly
-  // lets the request time out instead.
+PublishedActor connect_published(caf::actor_system& system, const Endpoint& endpoint,
+                                 std::chrono::milliseconds timeout, const std::string& failure) {
   caf::scoped_actor self{system};
-  caf::strong_actor_ptr ptr;
-  std::set<std::string> interface;
+  PublishedActor result;
   std::optional<caf::error> failed;
   self->request(system.middleman().actor_handle(), timeout, caf::connect_atom::value, endpoint.host, endpoint.port)
       .receive(
           [&](const caf::node_id&, caf::strong_actor_ptr& p, std::set<std::string>& ifs) {
-            ptr = std::move(p);
-            interface = std::move(ifs);
+            result.actor = std::move(p);
+            result.interface = std::move(ifs);
           },
           [&](caf::error& err) { failed = std::move(err); });
-  if (failed) throw Error("cannot connect to daemon " + address + ": " + describe(system, *failed));
-  if (!ptr) throw Error("cannot connect to daemon " + address + ": no actor is published there");
-  if (!system.assignable<host_actor>(interface)) {
+  if (failed) throw Error(failure + " " + endpoint.to_string() + ": " + describe(system, *failed));
+  if (!result.actor) throw Error(failure + " " + endpoint.to_string() + ": no actor is published there");
+  return result;
+}
+
+DaemonConnection DaemonConnection::connect(caf::actor_system& system, const std::string& address,
+                                           std::chrono::milliseconds timeout) {
+  const Endpoint endpoint = parse_endpoint(address, "daemon address");
+  if (endpoint.port == 0) throw UsageError("daemon address '" + address + "': port 0 cannot be connected to");
+  PublishedActor published = connect_published(system, endpoint, timeout, "cannot connect to daemon");
+  if (!system.assignable<host_actor>(published.interface)) {
     throw Error("cannot connect to daemon " + address +
                 ": the actor published there is not a Partita host (another program, or another version)");
   }
-  return DaemonConnection(system, address, caf::actor_cast<host_actor>(std::move(ptr)));
+  return DaemonConnection(system, address, caf::actor_cast<host_actor>(std::move(published.actor)));
 }
 
 Error DaemonConnection::failure(const std::string& doing, const caf::error& error) const {
@@ -63,12 +66,12 @@ HostInfo DaemonConnection::ping(std::chrono::milliseconds timeout) const {
 }
 
 caf::actor DaemonConnection::spawn(const std::string& type, const Settings& settings,
-                                   std::chrono::milliseconds timeout) const {
+                                   std::chrono::milliseconds timeout, const caf::actor& owner) const {
   fail_if_lost();
   caf::scoped_actor self{*system_};
   caf::actor result;
   std::optional<caf::error> failed;
-  self->request(host_, timeout, spawn_atom::value, type, settings)
+  self->request(host_, timeout, spawn_atom::value, type, settings, owner)
       .receive([&](caf::actor& actor) { result = std::move(actor); },
                [&](caf::error& err) { failed = std::move(err); });
   if (failed) throw failure("spawn '" + type + "'", *failed);

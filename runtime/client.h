@@ -3,14 +3,30 @@
 // a partita::Error that names the daemon's address.
 #pragma once
 
+#include <caf/actor.hpp>
+#include <caf/actor_control_block.hpp>
+
 #include <chrono>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "base/error.h"
+#include "runtime/address.h"
 #include "runtime/host.h"
 
 namespace partita::runtime {
+
+// The actor published at `endpoint` and the interface it declares, through the middleman
+// actor so that the connect has a deadline (caf::io::remote_actor waits without one).
+// Throws Error "<failure> <endpoint>: why" when nothing answers within `timeout` or nothing
+// is published there.
+struct PublishedActor {
+  caf::strong_actor_ptr actor;
+  std::set<std::string> interface;
+};
+PublishedActor connect_published(caf::actor_system& system, const Endpoint& endpoint,
+                                 std::chrono::milliseconds timeout, const std::string& failure);
 
 class DaemonConnection {
  public:
@@ -26,8 +42,10 @@ class DaemonConnection {
   // once if the daemon is already known to be lost.
   HostInfo ping(std::chrono::milliseconds timeout) const;
   // Spawns a registered actor type on the daemon; throws Error on an unknown type, a
-  // failed spawn or no answer within `timeout`.
-  caf::actor spawn(const std::string& type, const Settings& settings, std::chrono::milliseconds timeout) const;
+  // failed spawn or no answer within `timeout`. The daemon stops the actor when `owner`
+  // goes (host.h); with no owner it lives until stopped or until the daemon stops.
+  caf::actor spawn(const std::string& type, const Settings& settings, std::chrono::milliseconds timeout,
+                   const caf::actor& owner = {}) const;
   // Asks the daemon to stop; returns at once. Use wait_lost() to see it go.
   void request_shutdown() const;
   // Waits until the daemon's host actor is gone (shut down, killed, or its connection

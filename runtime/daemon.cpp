@@ -19,6 +19,9 @@
 #include <thread>
 
 #include "base/error.h"
+#include "runtime/cluster/head.h"
+#include "runtime/cluster/head_client.h"
+#include "runtime/cluster/node_agent.h"
 #include "runtime/errors.h"
 
 namespace partita::runtime {
@@ -194,63 +197,108 @@ std::string machine_name() {
 
 }  // namespace
 
+void check_daemon_options(const DaemonOptions& options) {
+  parse_endpoint(options.listen, "--listen");
+  if (options.head && !options.join.empty()) {
+    throw UsageError("--head and --join exclude each other (a head keeps its own cluster; nodes join it)");
+  }
+  if (!options.join.empty()) {
+    const Endpoint head = parse_endpoint(options.join, "--join");
+    if (head.port == 0) throw UsageError("--join '" + options.join + "': port 0 cannot be connected to");
+  }
+  if (options.head) check_heartbeat_settings(options.heartbeat_period, options.heartbeat_timeout);
+}
+
 void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
                 const std::function<void(const Endpoint& bound, const std::string& name)>& on_ready) {
+  check_daemon_options(options);
   Endpoint endpoint = parse_endpoint(options.listen, "--listen");
   const std::string name = options.name.empty() ? machine_name() : options.name;
+  const char* role = options.head ? "head" : options.join.empty() ? "daemon" : "node";
   ActorSystemOptions system_options = options.system;
   system_options.networking = true;
 
   SignalWatcher signals;
   // Outlives the actor system, so its destructor (which waits for every actor) is covered.
   ShutdownWatchdog watchdog(options.shutdown_deadline);
-  std::string host_failure;
+  std::string failure;
   {
     ActorSystem system(system_options);
-    host_actor host = spawn_host(system, HostInfo{name, partita_version()}, std::move(registry));
-    // reuse=true sets SO_REUSEADDR only: a restarted daemon can bind its port while old
-    // connections linger in TIME_WAIT, but a port another process listens on stays refused.
-    auto port = system.get().middleman().publish(host, endpoint.port, endpoint.host.c_str(), true);
+    // The one published actor: a head, or the host of a node (the agent of a joined node
+    // lives beside it, unpublished).
+    caf::actor main;
+    std::function<void()> stop;
+    caf::expected<uint16_t> port{uint16_t{0}};
+    if (options.head) {
+      HeadOptions head_options;
+      head_options.heartbeat_period = options.heartbeat_period;
+      head_options.heartbeat_timeout = options.heartbeat_timeout;
+      head_actor head = spawn_head(system, head_options);
+      main = caf::actor_cast<caf::actor>(head);
+      stop = [main] { caf::anon_send_exit(main, caf::exit_reason::user_shutdown); };
+      // reuse=true sets SO_REUSEADDR only: a restarted daemon can bind its port while old
+      // connections linger in TIME_WAIT, but a port another process listens on stays refused.
+      port = system.get().middleman().publish(head, endpoint.port, endpoint.host.c_str(), true);
+    } else {
+      host_actor host = spawn_host(system, HostInfo{name, partita_version()}, std::move(registry));
+      main = caf::actor_cast<caf::actor>(host);
+      stop = [host] { caf::anon_send(host, shutdown_atom::value); };
+      port = system.get().middleman().publish(host, endpoint.port, endpoint.host.c_str(), true);
+    }
     if (!port) {
-      caf::anon_send_exit(host, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(main, caf::exit_reason::user_shutdown);
       throw Error("cannot listen on " + endpoint.to_string() + ": " + describe(system, port.error()));
     }
     endpoint.port = *port;
-    // If anything below throws, the host must still stop (the system's destructor waits for
-    // it) and the signal handler must let go of it.
+    // If anything below throws, the main actor must still stop (the system's destructor
+    // waits for it) and the signal handler must let go of it.
     struct StopOnUnwind {
       SignalWatcher& signals;
       ShutdownWatchdog& watchdog;
-      host_actor host;
+      caf::actor main;
       ~StopOnUnwind() {
         signals.on_signal(nullptr);
         watchdog.arm();
-        caf::anon_send_exit(host, caf::exit_reason::user_shutdown);
+        caf::anon_send_exit(main, caf::exit_reason::user_shutdown);
       }
-    } stop_on_unwind{signals, watchdog, host};
+    } stop_on_unwind{signals, watchdog, main};
+    if (!options.join.empty()) {
+      const Endpoint head_address = parse_endpoint(options.join, "--join");
+      head_actor head;
+      try {
+        head = connect_head(system, head_address, options.join_timeout);
+      } catch (const Error& e) {
+        throw Error("cannot join the cluster: " + std::string(e.what()));
+      }
+      NodeAgentOptions agent;
+      agent.head = head_address;
+      agent.info = this_node(name, endpoint.to_string());
+      agent.data_dir = options.data_dir;
+      spawn_node_agent(system, caf::actor_cast<host_actor>(main), std::move(agent), std::move(head));
+    }
     {
       caf::scoped_actor self{system};
-      self->monitor(host);
-      signals.on_signal([host, name, &watchdog](int signo) {
-        spdlog::info("daemon {}: received {}; shutting down", name, strsignal(signo));
+      self->monitor(main);
+      signals.on_signal([stop, name, role, &watchdog](int signo) {
+        spdlog::info("{} {}: received {}; shutting down", role, name, strsignal(signo));
         watchdog.arm();
-        caf::anon_send(host, shutdown_atom::value);
+        stop();
       });
-      spdlog::info("daemon {} (partita {}) listening on {}", name, partita_version(), endpoint.to_string());
+      spdlog::info("{} {} (partita {}) listening on {}", role, name, partita_version(), endpoint.to_string());
       on_ready(endpoint, name);
-      // No deadline here: this is the daemon's life. It ends with the host, on `shutdown`
-      // from a client or from the signal handler above.
+      // No deadline here: this is the daemon's life. It ends with the main actor, on
+      // `shutdown` from a client, the signal handler above, or a cluster stop.
       self->receive([&](caf::down_msg& msg) {
         if (msg.reason && msg.reason != caf::exit_reason::user_shutdown) {
-          host_failure = describe(system, msg.reason);
+          failure = describe(system, msg.reason);
         }
       });
       watchdog.arm();
     }
     // Leaving the scope closes the port and the connections and waits for every actor.
   }
-  if (!host_failure.empty()) throw Error("daemon " + name + ": the host actor failed: " + host_failure);
-  spdlog::info("daemon {} stopped", name);
+  if (!failure.empty()) throw Error(std::string(role) + " " + name + ": its " + (options.head ? "head" : "host") + " actor failed: " + failure);
+  spdlog::info("{} {} stopped", role, name);
 }
 
 }  // namespace partita::runtime

@@ -15,8 +15,20 @@ namespace partita::runtime {
 struct DaemonOptions {
   // HOST:PORT to listen on. Loopback unless told otherwise: the protocol has no
   // authentication, so exposing it is the operator's explicit choice. Port 0: any free port.
+  // A node that joins a cluster tells the head this address: others must reach it there.
   std::string listen = "127.0.0.1:0";
   std::string name;  // empty: the machine's host name
+  // The head of a cluster (runtime/cluster/head.h): publishes the head actor instead of a
+  // host, and keeps the membership, with these heartbeat settings (the nodes get them when
+  // they join).
+  bool head = false;
+  std::chrono::milliseconds heartbeat_period{1000};
+  std::chrono::milliseconds heartbeat_timeout{5000};
+  // HOST:PORT of a head to join (runtime/cluster/node_agent.h); empty: a lone daemon. The
+  // first join must get an answer within join_timeout; later the node retries for ever.
+  std::string join;
+  std::chrono::milliseconds join_timeout{10000};
+  std::string data_dir = ".";  // whose free space a joined node reports
   ActorSystemOptions system;
   // From the shutdown request to the end of run_daemon. Past it the process exits with
   // status 1 (std::_Exit): an actor that ignores its exit message must not keep a daemon
@@ -24,12 +36,18 @@ struct DaemonOptions {
   std::chrono::milliseconds shutdown_deadline{10000};
 };
 
+// Throws UsageError naming the option for a malformed --listen or --join, --head together
+// with --join, or heartbeat settings check_heartbeat_settings refuses.
+void check_daemon_options(const DaemonOptions& options);
+
 // Runs the daemon and returns after a clean shutdown. `on_ready` is called once the host
 // actor is reachable, with the bound address (the real port when asked for port 0).
 // SIGTERM and SIGINT start a clean shutdown, whichever thread receives them: their handlers
 // are replaced while the daemon runs and restored on return.
-// Throws UsageError for a malformed listen address, Error when it cannot listen there
-// (host does not resolve, port in use) or when the host actor fails.
+// A head stops when told to stop the cluster (`partita stop`), a node also when its head
+// tells it to.
+// Throws UsageError as check_daemon_options, Error when it cannot listen there (host does
+// not resolve, port in use), cannot join the head, or when the host actor fails.
 void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
                 const std::function<void(const Endpoint& bound, const std::string& name)>& on_ready);
 

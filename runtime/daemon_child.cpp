@@ -8,15 +8,16 @@
 namespace partita::runtime {
 
 DaemonChild start_daemon_child(const std::string& binary, const std::vector<std::string>& daemon_args,
-                               const std::vector<std::string>& global_args, std::chrono::milliseconds timeout) {
+                               const std::vector<std::string>& global_args, std::chrono::milliseconds timeout,
+                               const std::string& listen) {
   using std::chrono::milliseconds;
   std::vector<std::string> argv{binary};
   argv.insert(argv.end(), global_args.begin(), global_args.end());
-  for (const char* arg : {"daemon", "--listen", "127.0.0.1:0"}) argv.push_back(arg);
+  for (const std::string& arg : {std::string("daemon"), std::string("--listen"), listen}) argv.push_back(arg);
   argv.insert(argv.end(), daemon_args.begin(), daemon_args.end());
   DaemonChild child;
   child.process = std::make_unique<ChildProcess>(argv);
-  const std::regex ready(R"(partita daemon listening on (127\.0\.0\.1:[0-9]+)\n)");
+  const std::regex ready(R"(partita daemon listening on (\S+:[0-9]+)\n)");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto pause = milliseconds(1);
   while (std::chrono::steady_clock::now() < deadline) {

@@ -17,7 +17,10 @@ constexpr std::chrono::milliseconds kInProcessTimeout{30000};
 }  // namespace
 
 Runtime::Runtime(const ActorSystemOptions& options, std::chrono::milliseconds timeout)
-    : system_(std::make_unique<ActorSystem>(options)), timeout_(timeout) {}
+    : system_(std::make_unique<ActorSystem>(options)), timeout_(timeout) {
+  // Does nothing but exist: the nodes watch it (host.h) and stop its actors when it goes.
+  owner_ = system_->get().spawn([]() -> caf::behavior { return {[](caf::ok_atom) {}}; });
+}
 
 std::unique_ptr<Runtime> Runtime::in_process(const ActorSystemOptions& options, ActorTypeRegistry registry) {
   ActorSystemOptions local = options;
@@ -52,6 +55,7 @@ std::unique_ptr<Runtime> Runtime::connect(ActorSystemOptions options, const std:
 
 Runtime::~Runtime() {
   for (const auto& [actor, node] : spawned_) caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(owner_, caf::exit_reason::user_shutdown);
   if (local_host_) caf::anon_send(local_host_, shutdown_atom::value);
   // Our actor system's destructor waits for the in-process actors; daemons keep running.
 }
@@ -62,17 +66,17 @@ std::string Runtime::node_name(int node) const {
   return daemons_[node].address();
 }
 
-caf::actor Runtime::spawn(int node, const std::string& type, const Settings& settings) {
+caf::actor Runtime::spawn(int node, const std::string& type, const Settings& settings, const caf::actor& owner) {
   if (node < 0 || node >= num_nodes()) {
     throw UsageError("node " + std::to_string(node) + " does not exist (" + std::to_string(num_nodes()) + " node(s))");
   }
   caf::actor actor;
   if (is_distributed()) {
-    actor = daemons_[node].spawn(type, settings, timeout_);
+    actor = daemons_[node].spawn(type, settings, timeout_, owner ? owner : owner_);
   } else {
     caf::scoped_actor self{system()};
     std::optional<caf::error> failed;
-    self->request(local_host_, timeout_, spawn_atom::value, type, settings)
+    self->request(local_host_, timeout_, spawn_atom::value, type, settings, owner ? owner : owner_)
         .receive([&](caf::actor& a) { actor = std::move(a); }, [&](caf::error& err) { failed = std::move(err); });
     if (failed) throw Error(describe(system(), *failed));
   }

@@ -32,6 +32,8 @@ class Runtime {
                                           std::chrono::milliseconds timeout);
 
   // Stops every actor this runtime spawned (on daemons too: they stay up for the next job).
+  // Should this process end without running it (killed, or its node lost), each daemon
+  // stops them itself when it sees their owner go (host.h).
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -42,9 +44,11 @@ class Runtime {
   // "in-process" or the daemon's address, for messages to the user.
   std::string node_name(int node) const;
 
-  // Spawns a registered actor type on `node`. Throws UsageError for a node out of range,
-  // Error naming the node for an unknown type, a failed spawn or no answer in time.
-  caf::actor spawn(int node, const std::string& type, const Settings& settings);
+  // Spawns a registered actor type on `node`, owned by `owner` (a job's driver; none: this
+  // runtime): the node stops the actor when its owner goes. Throws UsageError for a node
+  // out of range, Error naming the node for an unknown type, a failed spawn or no answer in
+  // time.
+  caf::actor spawn(int node, const std::string& type, const Settings& settings, const caf::actor& owner = {});
   // The node an actor spawned here lives on, or -1 if this runtime did not spawn it.
   int node_of(const caf::actor_addr& actor) const;
 
@@ -60,6 +64,7 @@ class Runtime {
 
   std::unique_ptr<ActorSystem> system_;
   std::chrono::milliseconds timeout_;
+  caf::actor owner_;                        // owns what is spawned without an owner
   host_actor local_host_;                   // in-process only
   std::vector<DaemonConnection> daemons_;   // distributed only
   std::vector<std::pair<caf::actor, int>> spawned_;  // each actor and its node

@@ -24,6 +24,8 @@ PACKAGES=(
   libplplot-dev plplot-driver-cairo
   # The status page's browser test (tests/dashboard/browser_test.sh): headless Chromium.
   chromium
+  # `ip netns`, veth and bridges: the cluster tests' separate hosts (tests/netns_cluster.h).
+  iproute2
 )
 
 missing=()

@@ -23,5 +23,10 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global);
 void add_run_command(CLI::App& app, const GlobalOptions& global);
 void add_submit_command(CLI::App& app, const GlobalOptions& global);
 void add_plot_command(CLI::App& app, const GlobalOptions& global);
+void add_status_command(CLI::App& app, const GlobalOptions& global);
+void add_stop_command(CLI::App& app, const GlobalOptions& global);
+
+// Where a head listens unless told otherwise, and where `status` and `stop` look for it.
+inline constexpr const char* kDefaultHeadAddress = "127.0.0.1:7070";
 
 }  // namespace partita::cli

@@ -1,4 +1,6 @@
-// partita daemon --listen HOST:PORT [--name NAME]: the node daemon (see runtime/daemon.h).
+// partita daemon [--listen HOST:PORT] [--name NAME] [--head | --join HEAD:PORT]: the node
+// daemon (runtime/daemon.h), the head of a cluster (runtime/cluster/head.h), or a node that
+// joins one (runtime/cluster/node_agent.h).
 #include <iostream>
 
 #include "actors/protocol.h"
@@ -10,19 +12,41 @@ namespace partita::cli {
 
 void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
-    std::string listen = "127.0.0.1:0";
+    std::string listen;
     std::string name;
+    bool head = false;
+    std::string join;
+    int heartbeat_ms = 1000;
+    int heartbeat_timeout_ms = 5000;
+    int join_timeout_s = 10;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("daemon", "run the node daemon that hosts actors for distributed jobs");
+  CLI::App* cmd = app.add_subcommand("daemon", "run the node daemon that hosts actors for distributed jobs, or a cluster's head");
   cmd->add_option("--listen", o->listen,
-                  "HOST:PORT to accept connections on; port 0 picks a free port (printed when ready)")
-      ->capture_default_str();
+                  "HOST:PORT to accept connections on; port 0 picks a free port (printed when ready) "
+                  "[default: 127.0.0.1:0, with --head " + std::string(kDefaultHeadAddress) + "]");
   cmd->add_option("--name", o->name, "name reported to clients and in logs (default: the host name)");
+  cmd->add_flag("--head", o->head, "be the head of a cluster: keep its membership (nodes join with --join)");
+  cmd->add_option("--join", o->join, "HEAD:PORT of the head whose cluster this node joins");
+  cmd->add_option("--heartbeat-ms", o->heartbeat_ms, "with --head: how often nodes send heartbeats")
+      ->check(cli::positive())
+      ->capture_default_str();
+  cmd->add_option("--heartbeat-timeout-ms", o->heartbeat_timeout_ms,
+                  "with --head: a node silent this long is dead")
+      ->check(cli::positive())
+      ->capture_default_str();
+  cmd->add_option("--join-timeout", o->join_timeout_s, "with --join: seconds to wait for the head at start-up")
+      ->check(cli::positive())
+      ->capture_default_str();
   cmd->callback([o, &global] {
     runtime::DaemonOptions options;
-    options.listen = o->listen;
+    options.listen = !o->listen.empty() ? o->listen : o->head ? kDefaultHeadAddress : "127.0.0.1:0";
     options.name = o->name;
+    options.head = o->head;
+    options.join = o->join;
+    options.heartbeat_period = std::chrono::milliseconds(o->heartbeat_ms);
+    options.heartbeat_timeout = std::chrono::milliseconds(o->heartbeat_timeout_ms);
+    options.join_timeout = std::chrono::seconds(o->join_timeout_s);
     options.system.threads = global.threads;
     add_protocol_types(options.system);
     runtime::run_daemon(options, job_actor_types(), [](const runtime::Endpoint& bound, const std::string&) {

@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   cli::add_run_command(app, global);
   cli::add_submit_command(app, global);
   cli::add_plot_command(app, global);
+  cli::add_status_command(app, global);
+  cli::add_stop_command(app, global);
   cli::check_number_syntax(app);
 
   try {

@@ -119,6 +119,11 @@ class Driver {
 
  private:
   void spawn_actors();
+  // One actor of the job, owned by this driver: its node stops it should the driver go
+  // without stopping it (killed, its process's node lost; runtime/host.h).
+  caf::actor spawn(int node, const std::string& type, const runtime::Settings& settings) {
+    return runtime_.spawn(node, type, settings, caf::actor_cast<caf::actor>(self_));
+  }
   // One sampler per trainer, with its partition, wired to every partition actor.
   void spawn_samplers(const std::string& fanouts);
   // The node and trainer an actor is, for errors.
@@ -241,11 +246,11 @@ void Driver::spawn_actors() {
     return text;
   }();
   for (int p = 0; p < job_.num_partitions; ++p) {
-    actors_.partitions.push_back(runtime_.spawn(node_of_partition(p), "partition",
-                                                {{"dir", folder_.dir()},
-                                                 {"part", std::to_string(p)},
-                                                 {"fanouts", fanouts},
-                                                 {"replace", job_.replace ? "true" : "false"}}));
+    actors_.partitions.push_back(spawn(node_of_partition(p), "partition",
+                                        {{"dir", folder_.dir()},
+                                         {"part", std::to_string(p)},
+                                         {"fanouts", fanouts},
+                                         {"replace", job_.replace ? "true" : "false"}}));
   }
   const int num_trainers = job_.num_trainers();
   spawn_samplers(fanouts);
@@ -255,14 +260,14 @@ void Driver::spawn_actors() {
     // Ring neighbours connect to each other directly: at the address the driver reached the
     // member's daemon at, which the other daemons can reach too.
     if (runtime_.is_distributed()) settings["host"] = runtime::parse_endpoint(runtime_.node_name(node), "daemon").host;
-    actors_.allreduce.push_back(runtime_.spawn(node, "allreduce", settings));
+    actors_.allreduce.push_back(spawn(node, "allreduce", settings));
   }
   runtime::connect_allreduce_group(runtime_.system(), actors_.allreduce, kRequestDeadline);
   const std::string job_yaml = job_to_yaml(job_);
   for (int t = 0; t < num_trainers; ++t) {
     const int node = node_of_partition(job_.part_of_trainer(t));
     actors_.trainers.push_back(caf::actor_cast<trainer_actor>(
-        runtime_.spawn(node, "trainer", {{"job", job_yaml}, {"trainer", std::to_string(t)}})));
+        spawn(node, "trainer", {{"job", job_yaml}, {"trainer", std::to_string(t)}})));
   }
   for (const auto& a : actors_.partitions) self_->monitor(a);
   for (const auto& a : actors_.samplers) self_->monitor(a);
@@ -286,14 +291,14 @@ void Driver::spawn_samplers(const std::string& fanouts) {
   const int k = job_.trainers_per_partition;
   for (int t = 0; t < job_.num_trainers(); ++t) {
     const int part = job_.part_of_trainer(t);
-    actors_.samplers.push_back(runtime_.spawn(node_of_partition(part), "sampler",
-                                              {{"dir", folder_.dir()},
-                                               {"part", std::to_string(part)},
-                                               {"fanouts", fanouts},
-                                               {"replace", job_.replace ? "true" : "false"},
-                                               {"prefetch", std::to_string(job_.prefetch)},
-                                               {"share", std::to_string(t % k)},
-                                               {"shares", std::to_string(k)}}));
+    actors_.samplers.push_back(spawn(node_of_partition(part), "sampler",
+                                      {{"dir", folder_.dir()},
+                                       {"part", std::to_string(part)},
+                                       {"fanouts", fanouts},
+                                       {"replace", job_.replace ? "true" : "false"},
+                                       {"prefetch", std::to_string(job_.prefetch)},
+                                       {"share", std::to_string(t % k)},
+                                       {"shares", std::to_string(k)}}));
   }
   // Each sampler connects to the daemons of the other partitions directly, at the address
   // the driver reached them at (CAF would otherwise route through this process).

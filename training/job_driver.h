@@ -125,7 +125,9 @@ void prepare_data(const JobConfig& job, int threads);
 
 // Runs the job; throws Error naming the trainer and node when one fails or is lost, or
 // when nothing happens for options.progress_deadline; JobCancelled when options.cancel
-// stopped it. However it ends, the job's actors are stopped before it returns.
+// stopped it. However it ends, the job's actors are stopped before it returns. They are
+// owned by the driver (runtime/host.h): should this process die mid-job, each daemon stops
+// the job's actors itself when it sees the driver go.
 JobReport run_job(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options);
 
 }  // namespace partita

@@ -125,30 +125,8 @@ TEST(DaemonTest, ASilentDaemonIsNoticedThroughHeartbeats) {
   EXPECT_CONTAINS(lost->what(), "lost daemon " + daemon.address);
 }
 
-// A port that refuses connections: bound (so nobody else takes it) but not listening.
-class RefusingPort {
- public:
-  RefusingPort() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      throw Error("cannot bind a loopback socket");
-    }
-    port_ = ntohs(addr.sin_port);
-  }
-  ~RefusingPort() { ::close(fd_); }
-  int port() const { return port_; }
-
- private:
-  int fd_;
-  int port_ = 0;
-};
-
 TEST(DaemonClientTest, ConnectingToNothingIsAnErrorNamingTheAddress) {
-  RefusingPort port;
+  testing::RefusingPort port;
   const std::string address = "127.0.0.1:" + std::to_string(port.port());
   ActorSystem client(client_options());
   try {

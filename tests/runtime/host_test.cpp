@@ -36,12 +36,13 @@ ActorTypeRegistry test_registry() {
   return registry;
 }
 
-// Asks `host` to spawn and returns the actor or the error as text.
+// Asks `host` to spawn (for `owner`, if given) and returns the actor or the error as text.
 std::pair<caf::actor, std::string> spawn_on(caf::actor_system& system, const host_actor& host,
-                                            const std::string& type, const Settings& settings) {
+                                            const std::string& type, const Settings& settings,
+                                            const caf::actor& owner = {}) {
   caf::scoped_actor self{system};
   std::pair<caf::actor, std::string> result;
-  self->request(host, kTimeout, spawn_atom::value, type, settings)
+  self->request(host, kTimeout, spawn_atom::value, type, settings, owner)
       .receive([&](caf::actor& actor) { result.first = std::move(actor); },
                [&](caf::error& err) { result.second = describe(system, err); });
   return result;
@@ -138,6 +139,49 @@ TEST(HostTest, AFailingChildDoesNotTakeTheHostDown) {
       .receive([&](pong_atom, const std::string& n, const std::string&) { name = n; },
                [&](caf::error& err) { name = "error: " + describe(system, err); });
   EXPECT_EQ(name, "node-a");
+  self->send(host, shutdown_atom::value);
+}
+
+// What keeps a job's actors from outliving its driver: when the owner goes, so do they, and
+// only they (the process-level cases are in tests/training/job_lifetime_test.cpp).
+TEST(HostTest, TheActorsOfAnOwnerStopWhenItGoesAndOnlyThey) {
+  ActorSystem system(local_options());
+  host_actor host = spawn_host(system, {"node-a", "1.2.3"}, test_registry());
+  auto idle = []() -> caf::behavior { return {[](caf::ok_atom) {}}; };
+  caf::actor owner = system.get().spawn(idle);
+  caf::actor other_owner = system.get().spawn(idle);
+  auto [first, e1] = spawn_on(system, host, "echo", {{"prefix", ""}}, owner);
+  auto [second, e2] = spawn_on(system, host, "echo", {{"prefix", ""}}, owner);
+  auto [others, e3] = spawn_on(system, host, "echo", {{"prefix", ""}}, other_owner);
+  auto [unowned, e4] = spawn_on(system, host, "echo", {{"prefix", ""}});
+  ASSERT_TRUE(first && second && others && unowned) << e1 << e2 << e3 << e4;
+  caf::scoped_actor self{system};
+  for (const auto& a : {first, second, others, unowned}) self->monitor(a);
+  caf::anon_send_exit(owner, caf::exit_reason::kill);
+  std::vector<caf::actor_addr> down;
+  for (int i = 0; i < 2; ++i) {
+    self->receive([&](const caf::down_msg& msg) { down.push_back(msg.source); }, caf::after(kTimeout) >> [] {});
+  }
+  ASSERT_EQ(down.size(), 2u) << "the owner's actors are still running";
+  EXPECT_NE(std::find(down.begin(), down.end(), first.address()), down.end());
+  EXPECT_NE(std::find(down.begin(), down.end(), second.address()), down.end());
+  // The others answer, and so does the host.
+  for (const auto& a : {others, unowned}) {
+    std::string reply;
+    self->request(a, kTimeout, std::string("still here"))
+        .receive([&](const std::string& text) { reply = text; },
+                 [&](caf::error& err) { reply = "error: " + describe(system, err); });
+    EXPECT_EQ(reply, "still here");
+  }
+  // An owner already gone when its actor is spawned: the actor stops at once.
+  auto [late, e5] = spawn_on(system, host, "echo", {{"prefix", ""}}, owner);
+  ASSERT_TRUE(late) << e5;
+  self->monitor(late);
+  bool late_down = false;
+  self->receive([&](const caf::down_msg& msg) { late_down = msg.source == late.address(); },
+                caf::after(kTimeout) >> [] {});
+  EXPECT_TRUE(late_down) << "an actor of an owner that was already gone kept running";
+  caf::anon_send_exit(other_owner, caf::exit_reason::user_shutdown);
   self->send(host, shutdown_atom::value);
 }
 

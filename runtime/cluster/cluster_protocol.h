@@ -1,0 +1,133 @@
+// The cluster's membership protocol, together, readable as one: what a node tells the head
+// when it joins and at every heartbeat, what the head answers, and the status it gives
+// anyone who asks (`partita status`, the dashboard).
+//
+// A cluster is one head (`partita daemon --head`) and any number of node daemons
+// (`partita daemon --join HEAD:PORT`). The head keeps the membership: each node's address,
+// resources and liveness, and what runs there. Liveness is two signals, whichever comes
+// first: the node's agent stops heart-beating for the heartbeat timeout (a frozen process, a
+// lost network), or its connection drops (a killed process; CAF's own connection heartbeats
+// catch a silent one, see runtime/actor_system.h). A node that comes back, or re-joins a
+// restarted head, is a new member with a new id: a member id names one uninterrupted life.
+//
+// Every request here has a deadline on the asking side; the head never waits on a node.
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/atom.hpp>
+#include <caf/fwd.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace partita::runtime {
+
+// What a node is: sent once, when it joins.
+struct NodeInfo {
+  std::string name;      // --name, or the host name
+  std::string address;   // HOST:PORT its host actor listens on, as others reach it
+  std::string version;   // Partita's
+  int32_t cores = 0;     // usable by this process (its CPU affinity)
+  int64_t memory_bytes = 0;  // physical memory of the machine
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, NodeInfo& x) {
+  return f(caf::meta::type_name("partita.NodeInfo"), x.name, x.address, x.version, x.cores, x.memory_bytes);
+}
+
+// What a node reports at every heartbeat.
+struct NodeLoad {
+  int64_t memory_available_bytes = 0;  // MemAvailable
+  int64_t disk_free_bytes = 0;         // in the daemon's data folder
+  // The actors its host runs: their types, and for each the job (its owner, see host.h)
+  // as an opaque key; "" for an actor without one.
+  std::vector<std::string> actor_types;
+  std::vector<std::string> actor_jobs;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, NodeLoad& x) {
+  return f(caf::meta::type_name("partita.NodeLoad"), x.memory_available_bytes, x.disk_free_bytes, x.actor_types,
+           x.actor_jobs);
+}
+
+// One member as the head sees it.
+struct NodeStatus {
+  uint64_t member = 0;  // 1, 2, ...: ids are never reused within a head's life
+  NodeInfo info;
+  NodeLoad load;        // as of the last heartbeat
+  bool alive = false;
+  std::string lost;     // why it is dead; "" while alive
+  int64_t ms_since_heartbeat = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, NodeStatus& x) {
+  return f(caf::meta::type_name("partita.NodeStatus"), x.member, x.info, x.load, x.alive, x.lost,
+           x.ms_since_heartbeat);
+}
+
+// A job the head knows of: the actors of one owner (a job's driver, runtime/host.h) on the
+// live nodes. Today every job comes from `partita submit --daemons` and is known only by its
+// actors; jobs submitted to the head will add their progress here.
+struct JobStatus {
+  std::string id;                  // the owner's key
+  std::string state;               // "running"
+  std::vector<std::string> nodes;  // names of the nodes its actors run on
+  int64_t actors = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, JobStatus& x) {
+  return f(caf::meta::type_name("partita.JobStatus"), x.id, x.state, x.nodes, x.actors);
+}
+
+// Everything `status` shows.
+struct ClusterStatus {
+  std::string version;   // the head's
+  int64_t heartbeat_ms = 0;
+  int64_t heartbeat_timeout_ms = 0;
+  std::vector<NodeStatus> nodes;  // live ones and the most recent dead ones, by member id
+  std::vector<JobStatus> jobs;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ClusterStatus& x) {
+  return f(caf::meta::type_name("partita.ClusterStatus"), x.version, x.heartbeat_ms, x.heartbeat_timeout_ms,
+           x.nodes, x.jobs);
+}
+
+using join_atom = caf::atom_constant<caf::atom("c_join")>;
+using heartbeat_atom = caf::atom_constant<caf::atom("c_beat")>;
+using status_atom = caf::atom_constant<caf::atom("c_status")>;
+using stop_cluster_atom = caf::atom_constant<caf::atom("c_stop")>;
+using stop_node_atom = caf::atom_constant<caf::atom("c_stopnode")>;
+
+// A node's agent (node_agent.h), as the head sees it.
+//   stop_node: the cluster is stopping; shut this node's daemon down.
+using node_agent_actor = caf::typed_actor<caf::reacts_to<stop_node_atom>>;
+
+// The head (head.h).
+//   (join, info, agent) -> (member id, heartbeat period ms, heartbeat timeout ms): a new
+//       member; the head monitors `agent` (a node_agent_actor, sent untyped: CAF ships
+//       untyped handles with nothing registered)
+//   (heartbeat, member id, load) -> true, or false when the head does not know the member as
+//       alive (it restarted, or declared the member dead): the node joins again
+//   status -> the cluster's status
+//   stop_cluster -> the number of nodes told to stop, once each of them has gone or the
+//       head's deadline passed; then the head stops itself, which ends its daemon
+using head_actor = caf::typed_actor<
+    caf::replies_to<join_atom, NodeInfo, caf::actor>::with<uint64_t, int64_t, int64_t>,
+    caf::replies_to<heartbeat_atom, uint64_t, NodeLoad>::with<bool>,
+    caf::replies_to<status_atom>::with<ClusterStatus>,
+    caf::replies_to<stop_cluster_atom>::with<int32_t>>;
+
+// Registers the types above with an actor system's config (configure() calls it).
+void add_cluster_types(caf::actor_system_config& config);
+
+}  // namespace partita::runtime

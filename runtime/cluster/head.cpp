@@ -1,0 +1,216 @@
+#include "runtime/cluster/head.h"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "base/error.h"
+#include "runtime/host.h"
+
+namespace partita::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// The head's own messages: the liveness check it schedules for itself, and the end of the
+// wait of a cluster stop.
+using check_atom = caf::atom_constant<caf::atom("c_check")>;
+using stop_deadline_atom = caf::atom_constant<caf::atom("c_stopdl")>;
+using head_impl = head_actor::extend<caf::reacts_to<check_atom>, caf::reacts_to<stop_deadline_atom>>;
+
+struct Member {
+  NodeStatus status;
+  node_agent_actor agent;
+  Clock::time_point last_heartbeat;
+};
+
+struct HeadState {
+  HeadOptions options;
+  uint64_t next_member = 1;
+  std::map<uint64_t, Member> members;  // live and the most recent dead, by id
+  // A cluster stop under way: its reply, and the members it waits for.
+  std::optional<caf::typed_response_promise<int32_t>> stopping;
+  std::set<uint64_t> stopping_members;
+  int32_t told_to_stop = 0;
+  static inline const char* name = "partita.head";
+};
+
+using HeadPointer = head_impl::stateful_pointer<HeadState>;
+
+void forget_old_dead(HeadState& s) {
+  size_t dead = 0;
+  for (const auto& [id, m] : s.members) dead += m.status.alive ? 0 : 1;
+  for (auto it = s.members.begin(); it != s.members.end() && dead > s.options.dead_members_kept;) {
+    if (!it->second.status.alive) {
+      it = s.members.erase(it);  // the lowest id: the oldest
+      --dead;
+    } else {
+      ++it;
+    }
+  }
+}
+
+void finish_stop_if_done(HeadPointer self) {
+  auto& s = self->state;
+  if (!s.stopping || !s.stopping_members.empty()) return;
+  s.stopping->deliver(s.told_to_stop);
+  s.stopping.reset();
+  spdlog::info("head: cluster stopped; stopping the head");
+  self->quit(caf::exit_reason::user_shutdown);
+}
+
+void declare_dead(HeadPointer self, Member& m, const std::string& why) {
+  if (!m.status.alive) return;
+  m.status.alive = false;
+  m.status.lost = why;
+  spdlog::warn("head: member {} ({}, {}) is dead: {}", m.status.member, m.status.info.name, m.status.info.address, why);
+  self->demonitor(m.agent.address());
+  self->state.stopping_members.erase(m.status.member);
+  finish_stop_if_done(self);
+  forget_old_dead(self->state);
+}
+
+std::vector<JobStatus> jobs_of(const HeadState& s) {
+  std::map<std::string, JobStatus> jobs;
+  for (const auto& [id, m] : s.members) {
+    if (!m.status.alive) continue;
+    const NodeLoad& load = m.status.load;
+    for (size_t i = 0; i < load.actor_jobs.size(); ++i) {
+      if (load.actor_jobs[i].empty()) continue;
+      JobStatus& job = jobs[load.actor_jobs[i]];
+      job.id = load.actor_jobs[i];
+      job.state = "running";
+      ++job.actors;
+      if (std::find(job.nodes.begin(), job.nodes.end(), m.status.info.name) == job.nodes.end()) {
+        job.nodes.push_back(m.status.info.name);
+      }
+    }
+  }
+  std::vector<JobStatus> result;
+  for (auto& [key, job] : jobs) result.push_back(std::move(job));
+  return result;
+}
+
+head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
+  self->state.options = std::move(options);
+  const milliseconds check_every = std::max(milliseconds(1), self->state.options.heartbeat_period / 2);
+  self->delayed_send(self, check_every, check_atom::value);
+  // A member's agent went: its process died, or its connection dropped (CAF's connection
+  // heartbeats drop a silent one).
+  self->set_down_handler([self](caf::down_msg& msg) {
+    for (auto& [id, m] : self->state.members) {
+      if (m.status.alive && m.agent.address() == msg.source) {
+        declare_dead(self, m,
+                     "its connection was lost (" +
+                         (msg.reason == caf::exit_reason::user_shutdown ? std::string("it stopped")
+                                                                         : self->system().render(msg.reason)) +
+                         ")");
+        return;
+      }
+    }
+  });
+  return {
+      [self](join_atom, NodeInfo& info, caf::actor& agent) -> caf::result<uint64_t, int64_t, int64_t> {
+        auto& s = self->state;
+        if (!agent) return caf::make_error(caf::sec::invalid_argument, "join without an agent");
+        if (s.stopping) return caf::make_error(caf::sec::invalid_argument, "the cluster is stopping");
+        Member m;
+        m.status.member = s.next_member++;
+        m.status.info = std::move(info);
+        m.status.alive = true;
+        m.agent = caf::actor_cast<node_agent_actor>(agent);
+        m.last_heartbeat = Clock::now();
+        self->monitor(agent);
+        spdlog::info("head: member {} joined: {} at {} ({} cores, {} MB)", m.status.member, m.status.info.name,
+                     m.status.info.address, m.status.info.cores, m.status.info.memory_bytes >> 20);
+        const uint64_t id = m.status.member;
+        s.members.emplace(id, std::move(m));
+        return {id, static_cast<int64_t>(s.options.heartbeat_period.count()),
+                static_cast<int64_t>(s.options.heartbeat_timeout.count())};
+      },
+      [self](heartbeat_atom, uint64_t member, NodeLoad& load) {
+        auto it = self->state.members.find(member);
+        if (it == self->state.members.end() || !it->second.status.alive) return false;
+        it->second.last_heartbeat = Clock::now();
+        it->second.status.load = std::move(load);
+        return true;
+      },
+      [self](status_atom) {
+        auto& s = self->state;
+        ClusterStatus status;
+        status.version = partita_version();
+        status.heartbeat_ms = s.options.heartbeat_period.count();
+        status.heartbeat_timeout_ms = s.options.heartbeat_timeout.count();
+        const auto now = Clock::now();
+        for (auto& [id, m] : s.members) {
+          NodeStatus node = m.status;
+          node.ms_since_heartbeat = std::chrono::duration_cast<milliseconds>(now - m.last_heartbeat).count();
+          status.nodes.push_back(std::move(node));
+        }
+        status.jobs = jobs_of(s);
+        return status;
+      },
+      [self](stop_cluster_atom) -> caf::result<int32_t> {
+        auto& s = self->state;
+        if (s.stopping) return caf::make_error(caf::sec::invalid_argument, "the cluster is already stopping");
+        s.told_to_stop = 0;
+        for (auto& [id, m] : s.members) {
+          if (!m.status.alive) continue;
+          self->send(m.agent, stop_node_atom::value);
+          s.stopping_members.insert(id);
+          ++s.told_to_stop;
+        }
+        spdlog::info("head: stopping the cluster: {} node(s)", s.told_to_stop);
+        s.stopping = self->make_response_promise<int32_t>();
+        self->delayed_send(self, s.options.stop_deadline, stop_deadline_atom::value);
+        auto promise = *s.stopping;
+        finish_stop_if_done(self);
+        return promise;
+      },
+      [self](check_atom) {
+        auto& s = self->state;
+        const auto now = Clock::now();
+        for (auto& [id, m] : s.members) {
+          if (m.status.alive && now - m.last_heartbeat > s.options.heartbeat_timeout) {
+            declare_dead(self, m,
+                         "no heartbeat for " +
+                             std::to_string(std::chrono::duration_cast<milliseconds>(now - m.last_heartbeat).count()) +
+                             " ms");
+          }
+        }
+        self->delayed_send(self, std::max(milliseconds(1), s.options.heartbeat_period / 2), check_atom::value);
+      },
+      [self](stop_deadline_atom) {
+        auto& s = self->state;
+        if (!s.stopping) return;
+        spdlog::warn("head: {} node(s) did not stop within {} ms", s.stopping_members.size(),
+                     s.options.stop_deadline.count());
+        s.stopping_members.clear();
+        finish_stop_if_done(self);
+      },
+  };
+}
+
+}  // namespace
+
+void check_heartbeat_settings(milliseconds period, milliseconds timeout) {
+  if (period.count() <= 0) throw UsageError("heartbeat period must be positive, got " + std::to_string(period.count()) + " ms");
+  if (timeout <= period) {
+    throw UsageError("heartbeat timeout (" + std::to_string(timeout.count()) + " ms) must be longer than the period (" +
+                     std::to_string(period.count()) + " ms)");
+  }
+  if (timeout > milliseconds(3600 * 1000)) throw UsageError("heartbeat timeout must be at most one hour");
+}
+
+head_actor spawn_head(caf::actor_system& system, const HeadOptions& options) {
+  check_heartbeat_settings(options.heartbeat_period, options.heartbeat_timeout);
+  return caf::actor_cast<head_actor>(system.spawn(head, options));
+}
+
+}  // namespace partita::runtime

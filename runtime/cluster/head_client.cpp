@@ -1,0 +1,56 @@
+#include "runtime/cluster/head_client.h"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <optional>
+
+#include "base/error.h"
+#include "runtime/client.h"
+#include "runtime/errors.h"
+#include "runtime/host.h"
+
+namespace partita::runtime {
+
+head_actor connect_head(caf::actor_system& system, const Endpoint& head, std::chrono::milliseconds timeout) {
+  const std::string where = head.to_string();
+  if (head.port == 0) throw UsageError("head address '" + where + "': port 0 cannot be connected to");
+  PublishedActor published = connect_published(system, head, timeout, "cannot reach the head at");
+  const std::set<std::string>& interface = published.interface;
+  if (system.assignable<host_actor>(interface)) {
+    throw Error(where + " is a Partita node daemon, not a head (start the head with partita daemon --head)");
+  }
+  if (!system.assignable<head_actor>(interface)) {
+    throw Error(where + " is not a Partita head (another program, or another version)");
+  }
+  return caf::actor_cast<head_actor>(std::move(published.actor));
+}
+
+ClusterStatus cluster_status(caf::actor_system& system, const head_actor& head, const std::string& where,
+                             std::chrono::milliseconds timeout) {
+  caf::scoped_actor self{system};
+  ClusterStatus status;
+  std::optional<caf::error> failed;
+  self->request(head, timeout, status_atom::value)
+      .receive([&](ClusterStatus& s) { status = std::move(s); }, [&](caf::error& err) { failed = std::move(err); });
+  if (failed) throw Error("head " + where + ": status failed: " + describe(system, *failed));
+  return status;
+}
+
+int stop_cluster(caf::actor_system& system, const head_actor& head, const std::string& where,
+                 std::chrono::milliseconds timeout) {
+  caf::scoped_actor self{system};
+  self->monitor(head);
+  int32_t nodes = 0;
+  std::optional<caf::error> failed;
+  self->request(head, timeout, stop_cluster_atom::value)
+      .receive([&](int32_t n) { nodes = n; }, [&](caf::error& err) { failed = std::move(err); });
+  if (failed) throw Error("head " + where + ": stop failed: " + describe(system, *failed));
+  bool gone = false;
+  self->receive([&](caf::down_msg&) { gone = true; }, caf::after(timeout) >> [] {});
+  if (!gone) throw Error("head " + where + ": told its " + std::to_string(nodes) + " node(s) to stop, but did not stop itself within " +
+                         std::to_string(timeout.count() / 1000) + " s");
+  return nodes;
+}
+
+}  // namespace partita::runtime

@@ -1,0 +1,30 @@
+// Talking to the head from another process: what a joining node, `partita status` and
+// `partita stop` do. Every call has a deadline; every failure is an Error naming the head's
+// address.
+#pragma once
+
+#include <caf/fwd.hpp>
+
+#include <chrono>
+
+#include "runtime/address.h"
+#include "runtime/cluster/cluster_protocol.h"
+
+namespace partita::runtime {
+
+// Connects to the head at `head` and returns its handle. Throws Error naming the address
+// when nothing answers within `timeout`, or when what answers there is not a Partita head
+// (a node daemon: "start it with --head"; another program or version).
+head_actor connect_head(caf::actor_system& system, const Endpoint& head, std::chrono::milliseconds timeout);
+
+// The cluster's status; throws Error naming `where` if the head does not answer in time.
+ClusterStatus cluster_status(caf::actor_system& system, const head_actor& head, const std::string& where,
+                             std::chrono::milliseconds timeout);
+
+// Stops the cluster: the head tells every live node to stop, waits for them (its own
+// deadline), then stops itself; this waits (at most `timeout`) until the head is gone too.
+// Returns the number of nodes told to stop. Throws Error naming `where` on no answer in time.
+int stop_cluster(caf::actor_system& system, const head_actor& head, const std::string& where,
+                 std::chrono::milliseconds timeout);
+
+}  // namespace partita::runtime

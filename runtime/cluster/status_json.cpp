@@ -1,0 +1,40 @@
+#include "runtime/cluster/status_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+namespace partita::runtime {
+
+std::string status_json(const ClusterStatus& status, const std::string& head) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const NodeStatus& n : status.nodes) {
+    std::map<std::string, int64_t> actors;
+    for (const std::string& type : n.load.actor_types) ++actors[type];
+    nodes.push_back({{"member", n.member},
+                     {"name", n.info.name},
+                     {"address", n.info.address},
+                     {"version", n.info.version},
+                     {"state", n.alive ? "alive" : "dead"},
+                     {"lost", n.lost},
+                     {"cores", n.info.cores},
+                     {"memory_bytes", n.info.memory_bytes},
+                     {"memory_available_bytes", n.load.memory_available_bytes},
+                     {"disk_free_bytes", n.load.disk_free_bytes},
+                     {"ms_since_heartbeat", n.ms_since_heartbeat},
+                     {"actors", actors}});
+  }
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const JobStatus& j : status.jobs) {
+    jobs.push_back({{"id", j.id}, {"state", j.state}, {"nodes", j.nodes}, {"actors", j.actors}});
+  }
+  const nlohmann::json out = {{"head", head},
+                              {"version", status.version},
+                              {"heartbeat_ms", status.heartbeat_ms},
+                              {"heartbeat_timeout_ms", status.heartbeat_timeout_ms},
+                              {"nodes", nodes},
+                              {"jobs", jobs}};
+  return out.dump(2);
+}
+
+}  // namespace partita::runtime

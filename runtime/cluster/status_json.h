@@ -1,0 +1,20 @@
+// The cluster's status as JSON: what `partita status --json` prints and what a dashboard
+// serves. One object:
+//   {"head": "HOST:PORT", "version": "...", "heartbeat_ms": N, "heartbeat_timeout_ms": N,
+//    "nodes": [{"member": N, "name": "...", "address": "HOST:PORT", "version": "...",
+//               "state": "alive" | "dead", "lost": "why, when dead", "cores": N,
+//               "memory_bytes": N, "memory_available_bytes": N, "disk_free_bytes": N,
+//               "ms_since_heartbeat": N, "actors": {"TYPE": count, ...}}, ...],
+//    "jobs": [{"id": "...", "state": "running", "nodes": ["NAME", ...], "actors": N}, ...]}
+#pragma once
+
+#include <string>
+
+#include "runtime/cluster/cluster_protocol.h"
+
+namespace partita::runtime {
+
+// `head` is the address the status was asked at.
+std::string status_json(const ClusterStatus& status, const std::string& head);
+
+}  // namespace partita::runtime

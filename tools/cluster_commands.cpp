@@ -1,0 +1,114 @@
+// partita status [--address HEAD] [--json]: the cluster's nodes and jobs, as the head knows them.
+// partita stop [--address HEAD]: stops the cluster: every live node, then the head.
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include "runtime/actor_system.h"
+#include "runtime/address.h"
+#include "runtime/cluster/head_client.h"
+#include "runtime/cluster/status_json.h"
+#include "tools/commands.h"
+
+namespace partita::cli {
+
+namespace {
+
+struct HeadOptions {
+  std::string address = kDefaultHeadAddress;
+  int timeout_s = 10;
+};
+
+void add_head_options(CLI::App* cmd, HeadOptions& o) {
+  cmd->add_option("--address", o.address, "HOST:PORT of the head")->capture_default_str();
+  cmd->add_option("--timeout", o.timeout_s, "seconds to wait for the head")
+      ->check(cli::positive())
+      ->capture_default_str();
+}
+
+runtime::ActorSystemOptions client_options() {
+  runtime::ActorSystemOptions options;
+  options.threads = 2;
+  return options;
+}
+
+std::string gib(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  return text;
+}
+
+// "partition x2, sampler x2"; "-" for none.
+std::string actor_summary(const std::vector<std::string>& types) {
+  std::map<std::string, int> counts;
+  for (const auto& t : types) ++counts[t];
+  std::string text;
+  for (const auto& [type, n] : counts) text += (text.empty() ? "" : ", ") + type + (n > 1 ? " x" + std::to_string(n) : "");
+  return text.empty() ? "-" : text;
+}
+
+void print_table(const runtime::ClusterStatus& s, const std::string& head) {
+  size_t alive = 0;
+  for (const auto& n : s.nodes) alive += n.alive ? 1 : 0;
+  std::printf("head %s (partita %s): heartbeat every %lld ms, a node silent for %lld ms is dead\n", head.c_str(),
+              s.version.c_str(), static_cast<long long>(s.heartbeat_ms), static_cast<long long>(s.heartbeat_timeout_ms));
+  std::printf("nodes: %zu alive, %zu dead\n", alive, s.nodes.size() - alive);
+  if (!s.nodes.empty()) {
+    std::printf("  %-6s %-16s %-22s %-6s %5s %10s %10s %10s  %s\n", "member", "name", "address", "state", "cores",
+                "memory", "available", "disk free", "actors");
+  }
+  for (const auto& n : s.nodes) {
+    std::printf("  %-6llu %-16s %-22s %-6s %5d %10s %10s %10s  %s\n", static_cast<unsigned long long>(n.member),
+                n.info.name.c_str(), n.info.address.c_str(), n.alive ? "alive" : "dead", n.info.cores,
+                gib(n.info.memory_bytes).c_str(), gib(n.load.memory_available_bytes).c_str(),
+                gib(n.load.disk_free_bytes).c_str(), n.alive ? actor_summary(n.load.actor_types).c_str() : n.lost.c_str());
+  }
+  std::printf("jobs: %zu\n", s.jobs.size());
+  for (const auto& j : s.jobs) {
+    std::string nodes;
+    for (const auto& n : j.nodes) nodes += (nodes.empty() ? "" : ", ") + n;
+    std::printf("  %s  %s  %lld actor(s) on %s\n", j.id.c_str(), j.state.c_str(), static_cast<long long>(j.actors),
+                nodes.c_str());
+  }
+}
+
+}  // namespace
+
+void add_status_command(CLI::App& app, const GlobalOptions&) {
+  struct Options : HeadOptions {
+    bool json = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("status", "show a cluster's nodes and jobs (asks its head)");
+  add_head_options(cmd, *o);
+  cmd->add_flag("--json", o->json, "print the status as JSON");
+  cmd->callback([o] {
+    const runtime::Endpoint head = runtime::parse_endpoint(o->address, "--address");
+    runtime::ActorSystem system(client_options());
+    const auto timeout = std::chrono::seconds(o->timeout_s);
+    const runtime::ClusterStatus status =
+        runtime::cluster_status(system, runtime::connect_head(system, head, timeout), head.to_string(), timeout);
+    if (o->json) {
+      std::cout << runtime::status_json(status, head.to_string()) << std::endl;
+    } else {
+      print_table(status, head.to_string());
+    }
+  });
+}
+
+void add_stop_command(CLI::App& app, const GlobalOptions&) {
+  auto o = std::make_shared<HeadOptions>();
+  o->timeout_s = 30;
+  CLI::App* cmd = app.add_subcommand("stop", "stop a cluster: every node, then its head");
+  add_head_options(cmd, *o);
+  cmd->callback([o] {
+    const runtime::Endpoint head = runtime::parse_endpoint(o->address, "--address");
+    runtime::ActorSystem system(client_options());
+    const auto timeout = std::chrono::seconds(o->timeout_s);
+    const int nodes =
+        runtime::stop_cluster(system, runtime::connect_head(system, head, timeout), head.to_string(), timeout);
+    std::cout << "stopped the cluster of " << head.to_string() << ": " << nodes << " node(s) and the head\n";
+  });
+}
+
+}  // namespace partita::cli
