@@ -77,6 +77,21 @@ const char* to_string(JobState state) {
   return "unknown";
 }
 
+std::vector<NodeStatus> cluster_nodes(const runtime::ClusterStatus& status) {
+  std::vector<NodeStatus> nodes;
+  for (const runtime::NodeStatus& n : status.nodes) {
+    NodeStatus node;
+    node.name = n.info.name;
+    node.state = n.alive ? "up" : "lost";
+    node.detail = n.alive ? fmt::format("{}, {} cores, {:.1f} GiB free, {} actors", n.info.address, n.info.cores,
+                                        static_cast<double>(n.load.memory_available_bytes) / (1 << 30),
+                                        n.load.actor_types.size())
+                          : n.lost;
+    nodes.push_back(std::move(node));
+  }
+  return nodes;
+}
+
 bool is_valid_job_id(const std::string& id) {
   return !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), id_char);
 }

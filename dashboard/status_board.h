@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "dashboard/series.h"
+#include "runtime/cluster/cluster_protocol.h"
 #include "training/job_driver.h"
 
 namespace partita::dashboard {
@@ -51,6 +52,10 @@ struct NodeStatus {
   std::string state;    // "up" or "lost"
   std::string detail;   // why it is lost, or what runs there ("partitions 0, 2")
 };
+
+// The nodes of a cluster as its head knows them (runtime/cluster/): alive ones "up" with
+// their address, cores, free memory and actor count; dead ones "lost" with the reason.
+std::vector<NodeStatus> cluster_nodes(const runtime::ClusterStatus& status);
 
 // A job id as URLs and Prometheus labels carry it: 1-64 characters of [A-Za-z0-9._-].
 // make_job_id turns any name into one (other characters become '-'; empty: "job").

@@ -227,13 +227,14 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
     // The one published actor: a head, or the host of a node (the agent of a joined node
     // lives beside it, unpublished).
     caf::actor main;
+    head_actor head;  // with options.head
     std::function<void()> stop;
     caf::expected<uint16_t> port{uint16_t{0}};
     if (options.head) {
       HeadOptions head_options;
       head_options.heartbeat_period = options.heartbeat_period;
       head_options.heartbeat_timeout = options.heartbeat_timeout;
-      head_actor head = spawn_head(system, head_options);
+      head = spawn_head(system, head_options);
       main = caf::actor_cast<caf::actor>(head);
       stop = [main] { caf::anon_send_exit(main, caf::exit_reason::user_shutdown); };
       // reuse=true sets SO_REUSEADDR only: a restarted daemon can bind its port while old
@@ -264,9 +265,9 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
     } stop_on_unwind{signals, watchdog, main};
     if (!options.join.empty()) {
       const Endpoint head_address = parse_endpoint(options.join, "--join");
-      head_actor head;
+      head_actor joined;
       try {
-        head = connect_head(system, head_address, options.join_timeout);
+        joined = connect_head(system, head_address, options.join_timeout);
       } catch (const Error& e) {
         throw Error("cannot join the cluster: " + std::string(e.what()));
       }
@@ -274,7 +275,7 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
       agent.head = head_address;
       agent.info = this_node(name, endpoint.to_string());
       agent.data_dir = options.data_dir;
-      spawn_node_agent(system, caf::actor_cast<host_actor>(main), std::move(agent), std::move(head));
+      spawn_node_agent(system, caf::actor_cast<host_actor>(main), std::move(agent), std::move(joined));
     }
     {
       caf::scoped_actor self{system};
@@ -287,12 +288,24 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
       spdlog::info("{} {} (partita {}) listening on {}", role, name, partita_version(), endpoint.to_string());
       on_ready(endpoint, name);
       // No deadline here: this is the daemon's life. It ends with the main actor, on
-      // `shutdown` from a client, the signal handler above, or a cluster stop.
-      self->receive([&](caf::down_msg& msg) {
-        if (msg.reason && msg.reason != caf::exit_reason::user_shutdown) {
-          failure = describe(system, msg.reason);
-        }
-      });
+      // `shutdown` from a client, the signal handler above, or a cluster stop. A head with
+      // a status listener wakes up once per heartbeat period to feed it.
+      bool alive = true;
+      const bool report = options.head && options.on_cluster_status;
+      while (alive) {
+        self->receive(
+            [&](caf::down_msg& msg) {
+              alive = false;
+              if (msg.reason && msg.reason != caf::exit_reason::user_shutdown) {
+                failure = describe(system, msg.reason);
+              }
+            },
+            caf::after(report ? caf::duration(options.heartbeat_period) : caf::duration(caf::infinite)) >> [&] {
+              self->request(head, options.heartbeat_period, status_atom::value)
+                  .receive([&](ClusterStatus& status) { options.on_cluster_status(status); },
+                           [&](caf::error&) {});  // skipped; a stopping head ends the loop above
+            });
+      }
       watchdog.arm();
     }
     // Leaving the scope closes the port and the connections and waits for every actor.

@@ -8,6 +8,7 @@
 
 #include "runtime/actor_system.h"
 #include "runtime/address.h"
+#include "runtime/cluster/cluster_protocol.h"
 #include "runtime/host.h"
 
 namespace partita::runtime {
@@ -29,6 +30,11 @@ struct DaemonOptions {
   std::string join;
   std::chrono::milliseconds join_timeout{10000};
   std::string data_dir = ".";  // whose free space a joined node reports
+  // With `head`: called with the cluster's status once per heartbeat period, on the
+  // daemon's main thread, from start-up to shutdown (what a status page shows; see
+  // `partita daemon --head --dashboard`). A status the head does not give within the
+  // period is skipped. It must not block for long: shutdown waits for it to return.
+  std::function<void(const ClusterStatus&)> on_cluster_status;
   ActorSystemOptions system;
   // From the shutdown request to the end of run_daemon. Past it the process exits with
   // status 1 (std::_Exit): an actor that ignores its exit message must not keep a daemon

@@ -1,9 +1,12 @@
-// partita daemon [--listen HOST:PORT] [--name NAME] [--head | --join HEAD:PORT]: the node
-// daemon (runtime/daemon.h), the head of a cluster (runtime/cluster/head.h), or a node that
-// joins one (runtime/cluster/node_agent.h).
+// partita daemon [--listen HOST:PORT] [--name NAME] [--head [--dashboard PORT] | --join HEAD:PORT]:
+// the node daemon (runtime/daemon.h), the head of a cluster (runtime/cluster/head.h) with
+// its status page (dashboard/), or a node that joins one (runtime/cluster/node_agent.h).
 #include <iostream>
 
 #include "actors/protocol.h"
+#include "base/error.h"
+#include "dashboard/status_board.h"
+#include "dashboard/status_server.h"
 #include "runtime/daemon.h"
 #include "tools/commands.h"
 #include "training/job_types.h"
@@ -19,6 +22,7 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     int heartbeat_ms = 1000;
     int heartbeat_timeout_ms = 5000;
     int join_timeout_s = 10;
+    std::string dashboard;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("daemon", "run the node daemon that hosts actors for distributed jobs, or a cluster's head");
@@ -38,7 +42,18 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--join-timeout", o->join_timeout_s, "with --join: seconds to wait for the head at start-up")
       ->check(cli::positive())
       ->capture_default_str();
+  cmd->add_option("--dashboard", o->dashboard,
+                  "with --head: serve the cluster's status page on [HOST:]PORT (loopback unless a host is given; "
+                  "0 picks a free port, printed)");
   cmd->callback([o, &global] {
+    if (!o->dashboard.empty() && !o->head) throw UsageError("--dashboard needs --head: the head serves the cluster's page");
+    std::shared_ptr<dashboard::StatusBoard> board;
+    std::unique_ptr<dashboard::StatusServer> server;
+    if (!o->dashboard.empty()) {
+      board = std::make_shared<dashboard::StatusBoard>();
+      server = std::make_unique<dashboard::StatusServer>(board, dashboard::parse_dashboard_address(o->dashboard));
+      std::cout << "status page on " << server->url() << std::endl;
+    }
     runtime::DaemonOptions options;
     options.listen = !o->listen.empty() ? o->listen : o->head ? kDefaultHeadAddress : "127.0.0.1:0";
     options.name = o->name;
@@ -49,6 +64,11 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     options.join_timeout = std::chrono::seconds(o->join_timeout_s);
     options.system.threads = global.threads;
     add_protocol_types(options.system);
+    if (board) {
+      options.on_cluster_status = [board](const runtime::ClusterStatus& status) {
+        board->set_nodes(dashboard::cluster_nodes(status));
+      };
+    }
     runtime::run_daemon(options, job_actor_types(), [](const runtime::Endpoint& bound, const std::string&) {
       // The one line on stdout, for scripts and tests to learn the port; logs go to stderr.
       std::cout << "partita daemon listening on " << bound.to_string() << std::endl;

@@ -1,0 +1,76 @@
+// `partita daemon --head --dashboard`: the head serves the cluster's page, whose nodes are
+// the membership as the head keeps it (joined nodes up; a killed one lost).
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <functional>
+#include <regex>
+#include <thread>
+
+#include "daemon_process.h"
+#include "test_util.h"
+
+namespace partita {
+namespace {
+
+// /api/jobs of the page on `port`, polled every 100 ms until `done` holds (at most 30 s).
+nlohmann::json wait_for_page(int port, const std::function<bool(const nlohmann::json&)>& done) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(std::chrono::seconds(5));
+  nlohmann::json page;
+  for (int i = 0; i < 300; ++i) {
+    if (httplib::Result r = client.Get("/api/jobs"); r && r->status == 200) {
+      page = nlohmann::json::parse(r->body);
+      if (done(page)) return page;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ADD_FAILURE() << "the page never showed what was expected; last: " << page.dump();
+  return page;
+}
+
+std::string state_of(const nlohmann::json& page, const std::string& node) {
+  for (const auto& n : page["nodes"]) {
+    if (n["name"] == node) return n["state"];
+  }
+  return "";
+}
+
+TEST(HeadDashboardTest, ThePageShowsTheMembershipAsTheHeadKeepsIt) {
+  testing::Daemon head = testing::start_daemon(
+      {"--head", "--dashboard", "0", "--heartbeat-ms", "200", "--heartbeat-timeout-ms", "1000"});
+  ASSERT_FALSE(head.address.empty());
+  std::smatch m;
+  const std::string out = head.process->output_so_far();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(status page on http://127\.0\.0\.1:(\d+)/)"))) << out;
+  const int port = std::stoi(m[1]);
+
+  testing::Daemon a = testing::start_daemon({"--join", head.address, "--name", "node-a"});
+  testing::Daemon b = testing::start_daemon({"--join", head.address, "--name", "node-b"});
+  ASSERT_FALSE(a.address.empty() || b.address.empty());
+  nlohmann::json page = wait_for_page(port, [](const nlohmann::json& p) {
+    return state_of(p, "node-a") == "up" && state_of(p, "node-b") == "up";
+  });
+  EXPECT_NE(page.dump().find("cores"), std::string::npos) << page.dump();
+
+  b.process->kill();
+  page = wait_for_page(port, [](const nlohmann::json& p) { return state_of(p, "node-b") == "lost"; });
+  EXPECT_EQ(state_of(page, "node-a"), "up");
+
+  httplib::Client client("127.0.0.1", port);
+  httplib::Result scrape = client.Get("/metrics");
+  ASSERT_TRUE(scrape);
+  EXPECT_NE(scrape->body.find("partita_node_up{node=\"node-a\"} 1"), std::string::npos) << scrape->body;
+  EXPECT_NE(scrape->body.find("partita_node_up{node=\"node-b\"} 0"), std::string::npos) << scrape->body;
+}
+
+TEST(HeadDashboardTest, OnlyAHeadServesTheClusterPage) {
+  const testing::CommandResult r = testing::run_partita({"daemon", "--dashboard", "0"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--dashboard needs --head"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace partita
