@@ -16,6 +16,19 @@ constexpr size_t kGatherStreamMinBytes = size_t{16} << 20;
 // The same for a placement: its rows land all over a batch of tens of MB.
 constexpr size_t kPlaceStreamMinBytes = size_t{1} << 20;
 
+// -- Prefetch ------------------------------------------------------------------------------
+
+// Asks for every cache line of row k of `from` (picked by id), if k is a row and its id is
+// in range; a prefetch never faults, and a row out of range is not asked for.
+inline void prefetch_row(const RowSource& from, size_t k, size_t n) {
+  if (k >= n) return;
+  const uint64_t r = static_cast<uint64_t>(from.ids[k]) - from.begin;
+  if (r >= from.rows) return;
+  const char* row = from.data + r * from.row_bytes;
+  const char* line = row - reinterpret_cast<uintptr_t>(row) % 64;
+  for (; line < row + from.row_bytes; line += 64) __builtin_prefetch(line, 0, 3);
+}
+
 // -- Contiguous destination ---------------------------------------------------------------
 
 template <size_t kRowBytes>
@@ -30,7 +43,10 @@ size_t gather_fixed(const RowSource& from, size_t n, char* out) {
 
 size_t gather_wide(const RowSource& from, size_t n, char* out) {
   const size_t row_bytes = from.row_bytes;
+  const size_t ahead = from.ids == nullptr ? 0 : from.prefetch_rows;
+  for (size_t k = 0; k < ahead; ++k) prefetch_row(from, k, n);
   for (size_t k = 0; k < n; ++k) {
+    if (ahead) prefetch_row(from, k + ahead, n);
     const char* row = from.row(k);
     if (row == nullptr) return k;
     std::memcpy(out + k * row_bytes, row, row_bytes);
@@ -62,10 +78,13 @@ bool cpu_has_avx512bw() {
 __attribute__((target("avx512f,avx512bw"))) size_t gather_streaming(const RowSource& from, size_t n, char* out) {
   if (n == 0) return 0;
   const size_t row_bytes = from.row_bytes;
+  const size_t ahead = from.ids == nullptr ? 0 : from.prefetch_rows;
+  for (size_t k = 0; k < ahead; ++k) prefetch_row(from, k, n);
   const char* row = from.row(0);
   if (row == nullptr) return 0;
   std::memcpy(out, row, static_cast<size_t>(align_up(out) - out));
   for (size_t k = 0;; ++k) {
+    if (ahead) prefetch_row(from, k + ahead, n);
     char* to = out + k * row_bytes;
     char* lines_end = align_down(to + row_bytes);
     for (char* line = align_up(to); line < lines_end; line += 64) {
@@ -118,7 +137,10 @@ size_t gather(const RowSource& from, size_t n, char* out, size_t total_bytes) {
 
 size_t place_plain(const RowSource& from, const int64_t* positions, size_t n, char* out) {
   const size_t row_bytes = from.row_bytes;
+  const size_t ahead = from.ids == nullptr ? 0 : from.prefetch_rows;
+  for (size_t k = 0; k < ahead; ++k) prefetch_row(from, k, n);
   for (size_t k = 0; k < n; ++k) {
+    if (ahead) prefetch_row(from, k + ahead, n);
     const char* row = from.row(k);
     if (row == nullptr) return k;
     std::memcpy(out + static_cast<size_t>(positions[k]) * row_bytes, row, row_bytes);
@@ -133,8 +155,11 @@ size_t place_plain(const RowSource& from, const int64_t* positions, size_t n, ch
 __attribute__((target("avx512f"))) size_t place_streaming(const RowSource& from, const int64_t* positions, size_t n,
                                                           char* out) {
   const size_t row_bytes = from.row_bytes;
+  const size_t ahead = from.ids == nullptr ? 0 : from.prefetch_rows;
+  for (size_t j = 0; j < ahead; ++j) prefetch_row(from, j, n);
   size_t k = 0;
   for (; k < n; ++k) {
+    if (ahead) prefetch_row(from, k + ahead, n);
     const char* row = from.row(k);
     if (row == nullptr) break;
     char* to = out + static_cast<size_t>(positions[k]) * row_bytes;

@@ -30,6 +30,9 @@
 
 namespace partita {
 
+// Rows ahead whose lines a copy by id prefetches (see the header's comment).
+constexpr size_t kPrefetchRows = 8;
+
 // Where rows come from: row k is data + (ids[k] - begin) * row_bytes, or
 // data + k * row_bytes without ids. With ids, an id is in range when ids[k] - begin
 // (unsigned) is below `rows`: one compare per id, which also catches ids below begin.
@@ -39,6 +42,8 @@ struct RowSource {
   const int64_t* ids = nullptr;
   uint64_t begin = 0;
   uint64_t rows = UINT64_MAX;
+  // With ids: rows picked this many ids ahead have all their lines prefetched (0: none).
+  size_t prefetch_rows = kPrefetchRows;
 
   // Row k, or nullptr when its id is out of range.
   const char* row(size_t k) const {

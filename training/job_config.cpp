@@ -198,6 +198,17 @@ void read_sampling(Section s, JobConfig& job) {
                                "flight instead of sampling threads; remove it");
   }
   s.read("replace", job.replace, "true or false");
+  s.read_int("feature_cache_mb", job.feature_cache_mb, 0);
+  // A node's memory, at most: a larger budget is a typo, not a plan.
+  if (job.feature_cache_mb > (int64_t{1} << 20)) {
+    s.fail(s.field("feature_cache_mb"), std::to_string(job.feature_cache_mb) + " MiB is more than 1 TiB");
+  }
+  s.read_choice("feature_cache_policy", job.feature_cache_policy, {"degree", "sieve"});
+  s.reject_unknown();
+}
+
+void read_features(Section s, JobConfig& job) {
+  s.read_choice("storage", job.feature_storage, {"auto", "memory", "mapped"});
   s.reject_unknown();
 }
 
@@ -234,6 +245,7 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
   read_data(top.sub("data"), job, base_dir);
   read_model(top.sub("model"), job);
   read_sampling(top.sub("sampling"), job);
+  read_features(top.sub("features"), job);
   read_train(top.sub("train"), job);
   std::string output = job.output;
   top.read("output", output, "a folder");
@@ -278,6 +290,11 @@ std::string job_to_yaml(const JobConfig& job) {
   out << YAML::Key << "batch_size" << YAML::Value << job.batch_size;
   out << YAML::Key << "prefetch" << YAML::Value << job.prefetch;
   out << YAML::Key << "replace" << YAML::Value << job.replace;
+  out << YAML::Key << "feature_cache_mb" << YAML::Value << job.feature_cache_mb;
+  out << YAML::Key << "feature_cache_policy" << YAML::Value << job.feature_cache_policy;
+  out << YAML::EndMap;
+  out << YAML::Key << "features" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "storage" << YAML::Value << job.feature_storage;
   out << YAML::EndMap;
   out << YAML::Key << "train" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "epochs" << YAML::Value << job.epochs;

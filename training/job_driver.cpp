@@ -244,7 +244,8 @@ void Driver::spawn_actors() {
                                                 {{"dir", folder_.dir()},
                                                  {"part", std::to_string(p)},
                                                  {"fanouts", fanouts},
-                                                 {"replace", job_.replace ? "true" : "false"}}));
+                                                 {"replace", job_.replace ? "true" : "false"},
+                                                 {"features", job_.feature_storage}}));
   }
   const int num_trainers = job_.num_trainers();
   spawn_samplers(fanouts);
@@ -291,6 +292,9 @@ void Driver::spawn_samplers(const std::string& fanouts) {
                                                {"fanouts", fanouts},
                                                {"replace", job_.replace ? "true" : "false"},
                                                {"prefetch", std::to_string(job_.prefetch)},
+                                               {"features", job_.feature_storage},
+                                               {"feature_cache_mb", std::to_string(job_.feature_cache_mb)},
+                                               {"feature_cache_policy", job_.feature_cache_policy},
                                                {"share", std::to_string(t % k)},
                                                {"shares", std::to_string(k)}}));
   }

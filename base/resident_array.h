@@ -1,0 +1,37 @@
+// Arrays copied out of their files into anonymous memory backed by transparent huge pages:
+// where features that fit in memory live, so that random row reads run at the speed of the
+// memory rather than of 4 KB page walks.
+//
+// A file mapping is read through 4 KB pages: a random 512-byte row is a TLB miss on top of
+// its cache misses, and the page walk itself misses. Anonymous memory with
+// madvise(MADV_HUGEPAGE) is backed by 2 MB pages (transparent huge pages are
+// `madvise`-only on the project's machines, /sys/kernel/mm/transparent_hugepage/enabled),
+// whose translations the TLB holds for a whole feature matrix. Measured in `partita bench
+// gather` (BENCHMARKS.md, "Neighbour sampling"): random 512-byte rows from a 512 MiB matrix
+// gather at 0.25-0.3 of memcpy from the file mapping, and at the figures there from huge pages.
+//
+// Loading copies the file in chunks and drops each copied chunk from this process and, where
+// no one else holds it, from the page cache, so a load never holds the file twice for long;
+// the mapping is released once the copy is done.
+#pragma once
+
+#include <cstdint>
+
+#include "base/array_file.h"
+#include "base/array_ref.h"
+
+namespace partita {
+
+// The elements of `array` in anonymous memory (2 MB aligned, madvise(MADV_HUGEPAGE)); the
+// mapping is released. Throws Error naming the file when the memory cannot be had.
+ArrayRef load_resident(MappedArray array);
+
+// Bytes of memory the kernel says could be had without swapping (MemAvailable of
+// /proc/meminfo); 0 when it cannot be read.
+uint64_t available_memory_bytes();
+
+// Whether the address lies in anonymous memory (no file behind it), from /proc/self/maps:
+// for tests and logs.
+bool is_anonymous_memory(const void* address);
+
+}  // namespace partita
