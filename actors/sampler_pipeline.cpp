@@ -70,6 +70,65 @@ void flight_done(Pointer self, BatchInFlight& flight) {
   schedule_resume(self);
 }
 
+// The batch's columns for the node's cache: where each wanted attribute's rows go, x then y.
+std::vector<CacheColumn> cache_columns(BatchAssembly& a, int part) {
+  std::vector<CacheColumn> columns;
+  for (Rows rows : kRows) {
+    if (!a.wants(rows)) continue;
+    const RowsTarget t = a.rows_target(part, rows);
+    columns.push_back({t.base, t.row_bytes});
+  }
+  return columns;
+}
+
+// Looks `part`'s rows up in the node's cache: the hits land in the batch now, the misses
+// are what the channel is asked for. Returns whether any row is left to fetch.
+bool look_up_cached(RowCache& cache, BatchInFlight& flight, int part) {
+  BatchAssembly& a = flight.assembly;
+  CacheMisses& m = flight.misses[part];
+  const Span<const int64_t> ids = a.rows_of(part), positions = a.positions_of(part);
+  m.looked_up = true;
+  m.which.clear();
+  cache.lookup(ids, positions, cache_columns(a, part), m.which);
+  m.ids.resize(m.which.size());
+  m.positions.resize(m.which.size());
+  for (size_t j = 0; j < m.which.size(); ++j) {
+    m.ids[j] = ids[m.which[j]];
+    m.positions[j] = positions[m.which[j]];
+  }
+  return !m.which.empty();
+}
+
+// Submits `part`'s rows (all, or the cache's misses) to its feature channel.
+void fetch_over_channel(SamplerState& s, BatchInFlight& flight, int part) {
+  BatchAssembly& a = flight.assembly;
+  ChannelFetch& fetch = flight.fetches[part];
+  const CacheMisses& m = flight.misses[part];
+  uint64_t rows = 0, bytes = 0;
+  for (Rows r : kRows) {
+    const int k = static_cast<int>(r);
+    fetch.asked[k] = a.wants(r);
+    if (!fetch.asked[k]) continue;
+    fetch.ids[k] = s.next_request_id++;
+    fetch.targets[k] = a.rows_target(part, r);
+    if (m.looked_up) {
+      fetch.targets[k].positions = Span<const int64_t>(m.positions);
+      encode_feature_request(a, r, Span<const int64_t>(m.ids), fetch.ids[k], s.encoder, fetch.requests[k]);
+    } else {
+      encode_feature_request(a, part, r, fetch.ids[k], s.encoder, fetch.requests[k]);
+    }
+    rows = fetch.targets[k].positions.size();
+    bytes += fetch.targets[k].bytes();
+  }
+  if (s.options.remote_counts) {
+    s.options.remote_counts->rows += rows;
+    s.options.remote_counts->bytes += bytes;
+  }
+  ++flight.pending;
+  ++flight.io_outstanding;
+  s.parts[part].channel->submit(flight.id, &fetch);
+}
+
 void on_feature_answer(Pointer self, BatchInFlight& flight) {
   if (--flight.pending == 0) flight_done(self, flight);
 }
@@ -83,18 +142,9 @@ void start_rows(Pointer self, BatchInFlight& flight) {
     if (a.is_local(part) || a.rows_of(part).empty()) continue;
     check_not_lost(s, part);
     if (s.parts[part].other_process) {
-      ChannelFetch& fetch = flight.fetches[part];
-      for (Rows rows : kRows) {
-        const int k = static_cast<int>(rows);
-        fetch.asked[k] = a.wants(rows);
-        if (!fetch.asked[k]) continue;
-        fetch.ids[k] = s.next_request_id++;
-        fetch.targets[k] = a.rows_target(part, rows);
-        encode_feature_request(a, part, rows, fetch.ids[k], s.encoder, fetch.requests[k]);
-      }
-      ++flight.pending;
-      ++flight.io_outstanding;
-      s.parts[part].channel->submit(flight.id, &fetch);
+      flight.misses[part].looked_up = false;
+      if (s.options.cache && !look_up_cached(*s.options.cache, flight, part)) continue;  // every row cached
+      fetch_over_channel(s, flight, part);
       continue;
     }
     for (Rows rows : kRows) {
@@ -270,6 +320,12 @@ void on_fetch_done(Pointer self, uint64_t flight_id, int32_t part) {
   if (!fetch.error.empty()) {
     fail_flight(self, *flight, fetch.error);
     return;
+  }
+  const CacheMisses& m = flight->misses[part];
+  if (m.looked_up && s.options.cache) {
+    // The fetched rows, in the batch now, are offered to the cache.
+    BatchAssembly& a = flight->assembly;
+    s.options.cache->admit(a.rows_of(part), a.positions_of(part), cache_columns(a, part), Span<const size_t>(m.which));
   }
   on_feature_answer(self, *flight);
 }
