@@ -50,10 +50,11 @@ struct SamplerSeeds {
 };
 
 // Rows a sampler requested from partitions in other processes, and their bytes (over
-// feature channels, cache misses only).
+// feature channels, cache misses only), and the batches whose rows it gathered.
 struct RemoteRowCounts {
   std::atomic<uint64_t> rows{0};
   std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> batches{0};
 };
 
 struct SamplerOptions {

@@ -138,6 +138,7 @@ void start_rows(Pointer self, BatchInFlight& flight) {
   BatchAssembly& a = flight.assembly;
   a.start_rows();
   flight.pending = 0;
+  if (s.options.remote_counts) ++s.options.remote_counts->batches;
   for (int part = 0; part < a.num_parts(); ++part) {
     if (a.is_local(part) || a.rows_of(part).empty()) continue;
     check_not_lost(s, part);
