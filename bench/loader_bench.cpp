@@ -260,7 +260,7 @@ void run_loader_bench(const LoaderBenchOptions& o) {
     std::shared_ptr<RowCache> cache;
     std::shared_ptr<RemoteRowCounts> counts = std::make_shared<RemoteRowCounts>();
     std::vector<sampler_actor> sampler;
-    std::vector<double> rate, ratio, bytes, hit;
+    std::vector<double> rate, ratio, bytes, hit, cpu;
   };
   std::vector<Cached> cached;
   {
@@ -322,6 +322,7 @@ void run_loader_bench(const LoaderBenchOptions& o) {
       k.bytes.push_back(measured(k.sampler, *k.counts, epoch, kr));
       const RowCacheCounts after = k.cache->counts();
       k.rate.push_back(kr.batches_per_second());
+      k.cpu.push_back(kr.cpu_ms_per_batch());
       k.ratio.push_back(kr.batches_per_second() / c.batches_per_second());
       k.hit.push_back(static_cast<double>(after.hits - before.hits) /
                       static_cast<double>(std::max<uint64_t>(1, after.lookups - before.lookups)));
@@ -356,12 +357,13 @@ void run_loader_bench(const LoaderBenchOptions& o) {
               median(c_over_a), median(c_over_a) >= 0.8 ? "met" : "not met");
   if (!cached.empty()) {
     const double off_bytes = median(c_bytes);
-    std::printf("\n%-70s %10s %7s %14s %8s %8s\n", "(c) with a cache of partition 1's rows (medians)", "batches/s",
-                "vs (c)", "remote MB/batch", "vs (c)", "hit rate");
-    std::printf("%-70s %10.1f %7.2f %14.2f %8.2f %8s\n", "    no cache: (c)", c_med, 1.0, off_bytes / 1e6, 1.0, "-");
+    std::printf("\n%-60s %10s %7s %15s %7s %8s %12s\n", "(c) with a cache of partition 1's rows (medians)", "batches/s",
+                "vs (c)", "remote MB/batch", "vs (c)", "hit rate", "CPU ms/batch");
+    std::printf("%-60s %10.1f %7.2f %15.2f %7.2f %8s %12.1f\n", "    no cache: (c)", c_med, 1.0, off_bytes / 1e6, 1.0,
+                "-", median(c_cpu));
     for (const Cached& k : cached) {
-      std::printf("%-70s %10.1f %7.2f %14.2f %8.2f %8.2f\n", k.name.c_str(), median(k.rate), median(k.ratio),
-                  median(k.bytes) / 1e6, median(k.bytes) / off_bytes, median(k.hit));
+      std::printf("%-60s %10.1f %7.2f %15.2f %7.2f %8.2f %12.1f\n", k.name.c_str(), median(k.rate), median(k.ratio),
+                  median(k.bytes) / 1e6, median(k.bytes) / off_bytes, median(k.hit), median(k.cpu));
     }
     std::printf("\nvs (c): the median of the rounds' ratios to (c) without cache, measured in the same rounds; remote "
                 "MB/batch: feature rows requested over the channel per batch (x and y); hit rate: the share of "

@@ -23,7 +23,7 @@ struct LoaderBenchOptions {
   // (c) again with a cache of each of these percentages of partition 1's rows
   // (graph/row_cache.h), for each policy; empty: none.
   std::vector<double> cache_percents;
-  std::vector<std::string> cache_policies{"degree", "sieve"};
+  std::vector<std::string> cache_policies{"degree", "frequency", "sieve"};
 };
 
 // Generates RMAT with features and labels (or reads `input`), partitions it into 1 and 2

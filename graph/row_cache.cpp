@@ -8,13 +8,23 @@
 
 namespace partita {
 
-const char* cache_policy_name(CachePolicy policy) { return policy == CachePolicy::kDegree ? "degree" : "sieve"; }
+const char* cache_policy_name(CachePolicy policy) {
+  switch (policy) {
+    case CachePolicy::kDegree:
+      return "degree";
+    case CachePolicy::kFrequency:
+      return "frequency";
+    case CachePolicy::kSieve:
+      break;
+  }
+  return "sieve";
+}
 
 CachePolicy parse_cache_policy(const std::string& text, const std::string& what) {
-  for (CachePolicy p : {CachePolicy::kDegree, CachePolicy::kSieve}) {
+  for (CachePolicy p : {CachePolicy::kDegree, CachePolicy::kFrequency, CachePolicy::kSieve}) {
     if (text == cache_policy_name(p)) return p;
   }
-  throw UsageError(what + ": '" + text + "' is not a cache policy (degree or sieve)");
+  throw UsageError(what + ": '" + text + "' is not a cache policy (degree, frequency or sieve)");
 }
 
 namespace {
@@ -53,8 +63,21 @@ RowCache::RowCache(CachePolicy policy, uint64_t budget_bytes, std::vector<size_t
     else hi = mid - 1;
   }
   capacity_ = lo;
-  rows_.resize(capacity_ * row_bytes_);
-  rows_.shrink_to_fit();
+  if (policy_ == CachePolicy::kFrequency && capacity_ > 0) {
+    // Counting first, in the room of the rows (allocated once it ends): a power of two of
+    // slots, filled to 3/4 at most.
+    size_t slots = 16;
+    while (slots * 2 * sizeof(IndexSlot) <= capacity_ * row_bytes_) slots *= 2;
+    if (slots * sizeof(IndexSlot) <= capacity_ * row_bytes_) {
+      counted_.assign(slots, IndexSlot{kEmptyKey, 0});
+      counted_.shrink_to_fit();
+      lookups_to_count_ = kCountedLookups;
+    }
+  }
+  if (lookups_to_count_ == 0) {
+    rows_.resize(capacity_ * row_bytes_);
+    rows_.shrink_to_fit();
+  }
   meta_.resize(capacity_);
   meta_.shrink_to_fit();
   index_.assign(index_slots_for(capacity_), IndexSlot{kEmptyKey, kNone});
@@ -77,7 +100,8 @@ size_t RowCache::size() const {
 
 uint64_t RowCache::memory_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return rows_.capacity() + meta_.capacity() * sizeof(Meta) + index_.capacity() * sizeof(IndexSlot);
+  return rows_.capacity() + meta_.capacity() * sizeof(Meta) + index_.capacity() * sizeof(IndexSlot) +
+         counted_.capacity() * sizeof(IndexSlot);
 }
 
 RowCacheCounts RowCache::counts() const {
@@ -119,6 +143,44 @@ void RowCache::check_columns(Span<const CacheColumn> columns) const {
 void RowCache::set_hot(Span<const int64_t> ids_by_rank) {
   if (policy_ != CachePolicy::kDegree) throw Error("row cache: a hot set is for the degree policy only");
   std::lock_guard<std::mutex> lock(mutex_);
+  hot_set(ids_by_rank);
+}
+
+void RowCache::count(Span<const int64_t> ids) {
+  const size_t mask = counted_.size() - 1;
+  int shift = 64;
+  for (size_t n = counted_.size(); n > 1; n >>= 1) --shift;
+  for (int64_t id : ids) {
+    size_t at = static_cast<size_t>((static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ull) >> shift);
+    while (counted_[at].key != kEmptyKey && counted_[at].key != id) at = (at + 1) & mask;
+    if (counted_[at].key == id) {
+      if (counted_[at].slot < UINT32_MAX) ++counted_[at].slot;
+    } else if ((counted_entries_ + 1) * 4 <= counted_.size() * 3) {  // full: ids first seen now are not counted
+      counted_[at] = IndexSlot{id, 1};
+      ++counted_entries_;
+    }
+  }
+}
+
+void RowCache::choose_frequent() {
+  std::vector<IndexSlot> seen;
+  seen.reserve(counted_entries_);
+  for (const IndexSlot& e : counted_) {
+    if (e.key != kEmptyKey) seen.push_back(e);
+  }
+  std::vector<IndexSlot>().swap(counted_);  // the room goes to the rows
+  const size_t n = std::min(capacity_, seen.size());
+  std::partial_sort(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(n), seen.end(),
+                    [](const IndexSlot& a, const IndexSlot& b) { return a.slot != b.slot ? a.slot > b.slot : a.key < b.key; });
+  std::vector<int64_t> hot(n);
+  for (size_t k = 0; k < n; ++k) hot[k] = seen[k].key;
+  std::vector<IndexSlot>().swap(seen);
+  rows_.resize(capacity_ * row_bytes_);
+  rows_.shrink_to_fit();
+  hot_set(hot);
+}
+
+void RowCache::hot_set(Span<const int64_t> ids_by_rank) {
   for (auto& slot : index_) slot = IndexSlot{kEmptyKey, kNone};
   used_ = held_ = 0;
   size_t hot = 0;
@@ -137,8 +199,12 @@ void RowCache::lookup(Span<const int64_t> ids, Span<const int64_t> positions, Sp
   check_columns(columns);
   std::lock_guard<std::mutex> lock(mutex_);
   counts_.lookups += ids.size();
-  if (capacity_ == 0) {
+  if (capacity_ == 0 || lookups_to_count_ > 0) {
     for (size_t k = 0; k < ids.size(); ++k) misses.push_back(k);
+    if (lookups_to_count_ > 0) {
+      count(ids);
+      if (--lookups_to_count_ == 0) choose_frequent();
+    }
     return;
   }
   for (size_t k = 0; k < ids.size(); ++k) {
@@ -193,12 +259,12 @@ void RowCache::admit(Span<const int64_t> ids, Span<const int64_t> positions, Spa
                      Span<const size_t> which) {
   check_columns(columns);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (capacity_ == 0) return;
+  if (capacity_ == 0 || lookups_to_count_ > 0) return;
   for (size_t k : which) {
     const int64_t id = ids[k];
     if (id < 0) continue;
     size_t at = probe(id);
-    if (policy_ == CachePolicy::kDegree) {
+    if (policy_ != CachePolicy::kSieve) {
       if (index_[at].key != id || index_[at].slot != kNone) continue;  // not hot, or held
       const uint32_t slot = static_cast<uint32_t>(used_++);              // hot ids <= capacity
       store(slot, id, static_cast<size_t>(positions[k]), columns);

@@ -9,11 +9,16 @@
 // fetched rows. Where it sits: in the sampler, before the remote feature request, so only
 // the misses cross the transport (actors/sampler_pipeline.cpp).
 //
-// Two policies, compared in `partita bench loader` (BENCHMARKS.md, "A cache of remote rows"):
+// Three policies, compared in `partita bench loader` (BENCHMARKS.md, "A cache of remote rows"):
 //   kDegree: static. The rows admitted are those of the remote nodes with the most edges into
 //            this partition (its CSC's sources owned elsewhere): the nodes its own seeds reach
 //            first and most often, a local stand-in for GLT's in-degree order. Each is
 //            admitted the first time it is fetched and never evicted.
+//   kFrequency: static, by sampling frequency (GLT ranks by the probability that sampling
+//            from a partition's seeds reaches a node; this measures it): the first
+//            kCountedLookups lookups only count how often each remote id is asked for, in a
+//            table that takes the room the rows will take; then the most frequent ids, as
+//            many as fit, become the hot set, admitted as fetched and never evicted.
 //   kSieve:  dynamic (Zhang et al., "SIEVE is simpler than LRU", 2024). Every fetched row is
 //            admitted; a hit sets the row's visited bit; when full, a hand walks from the
 //            oldest row towards the newest, clearing visited bits, and evicts the first
@@ -42,8 +47,8 @@
 
 namespace partita {
 
-enum class CachePolicy { kDegree, kSieve };
-const char* cache_policy_name(CachePolicy policy);  // "degree", "sieve"
+enum class CachePolicy { kDegree, kFrequency, kSieve };
+const char* cache_policy_name(CachePolicy policy);  // "degree", "frequency", "sieve"
 // The policy named `text`; throws UsageError naming `what` and the choices otherwise.
 CachePolicy parse_cache_policy(const std::string& text, const std::string& what);
 
@@ -64,6 +69,9 @@ struct RowCacheCounts {
 
 class RowCache {
  public:
+  // kFrequency: the lookups (a batch's rows of one partition each) that only count.
+  static constexpr int kCountedLookups = 16;
+
   // A cache of rows made of columns of `column_bytes` (e.g. {512, 8}: x and y), holding as
   // many as fit in `budget_bytes` with their bookkeeping. Throws UsageError when there is no
   // column or a column is empty.
@@ -87,6 +95,7 @@ class RowCache {
 
   // kDegree: the ids it may admit, best first; the first capacity() are kept (any before
   // are forgotten, rows included). Throws Error for another policy or a negative id.
+  // (kFrequency sets its own after counting.)
   void set_hot(Span<const int64_t> ids_by_rank);
 
   // For each k: when ids[k] is cached, copies its row into every column at row
@@ -118,6 +127,9 @@ class RowCache {
   void erase_index(size_t at);
   void check_columns(Span<const CacheColumn> columns) const;
   uint32_t take_slot();  // a free slot, evicting if the policy does
+  void hot_set(Span<const int64_t> ids_by_rank);  // set_hot, with the mutex held
+  void count(Span<const int64_t> ids);            // kFrequency, while counting
+  void choose_frequent();                         // kFrequency: counting ends
   void store(uint32_t slot, int64_t id, size_t position, Span<const CacheColumn> columns);
 
   const CachePolicy policy_;
@@ -132,6 +144,10 @@ class RowCache {
   std::vector<IndexSlot> index_;   // open addressing, a power of two >= 2 x capacity_
   size_t index_mask_ = 0;
   int index_shift_ = 64;
+  // kFrequency while counting: id -> times asked (the slot field), in the rows' room.
+  std::vector<IndexSlot> counted_;
+  size_t counted_entries_ = 0;
+  int lookups_to_count_ = 0;
   size_t used_ = 0;                // slots handed out (they fill in order)
   size_t held_ = 0;                // rows held
   // SIEVE: newest and oldest of the queue, and the hand (the next candidate).

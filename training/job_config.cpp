@@ -203,7 +203,7 @@ void read_sampling(Section s, JobConfig& job) {
   if (job.feature_cache_mb > (int64_t{1} << 20)) {
     s.fail(s.field("feature_cache_mb"), std::to_string(job.feature_cache_mb) + " MiB is more than 1 TiB");
   }
-  s.read_choice("feature_cache_policy", job.feature_cache_policy, {"degree", "sieve"});
+  s.read_choice("feature_cache_policy", job.feature_cache_policy, {"degree", "frequency", "sieve"});
   s.reject_unknown();
 }
 

@@ -394,8 +394,8 @@ TEST_F(SamplerActorTest, APartitionInAnotherProcessGivesTheReferenceBatchesOverI
 }
 
 // Partition 1 over its channel, with the node's cache of its rows: for each policy, the
-// same bytes in every batch as a sampler without cache over two epochs (the second served
-// largely from the cache), fewer rows requested, and the cache within its budget.
+// same bytes in every batch as a sampler without cache over three epochs (the later ones
+// served largely from the cache), fewer rows requested, and the cache within its budget.
 TEST_F(SamplerActorTest, ACacheOfRemoteRowsChangesNoBatchAndOnlyMissesCross) {
   testing::Cluster server(tmp_ / "parts", config_, /*networking=*/true);
   auto port = server.system().middleman().publish(server.actor(1), 0, "127.0.0.1");
@@ -424,16 +424,17 @@ TEST_F(SamplerActorTest, ACacheOfRemoteRowsChangesNoBatchAndOnlyMissesCross) {
   const auto epochs = [&](sampler_actor s) {
     std::vector<MiniBatch> batches;
     SamplerClient consumer(client.system(), s, 30s, "sampler");
-    for (uint64_t epoch = 0; epoch < 2; ++epoch) {
-      const int64_t n = consumer.start_epoch("train", 7, epoch, 24, true);
+    for (uint64_t epoch = 0; epoch < 3; ++epoch) {
+      const int64_t n = consumer.start_epoch("train", 7, epoch, 8, true);
       for (int64_t b = 0; b < n; ++b) batches.push_back(consumer.next());
     }
     return batches;
   };
   auto plain_counts = std::make_shared<RemoteRowCounts>();
   const std::vector<MiniBatch> plain = epochs(spawn_with(nullptr, plain_counts));
-  ASSERT_GT(plain.size(), 4u);
-  for (CachePolicy policy : {CachePolicy::kDegree, CachePolicy::kSieve}) {
+  // More batches than the frequency policy counts before it caches.
+  ASSERT_GT(plain.size(), static_cast<size_t>(RowCache::kCountedLookups) + 8);
+  for (CachePolicy policy : {CachePolicy::kDegree, CachePolicy::kFrequency, CachePolicy::kSieve}) {
     SCOPED_TRACE(cache_policy_name(policy));
     auto cache = make_remote_row_cache(policy, budget, {x_bytes, 8}, *stores.topology);
     auto counts = std::make_shared<RemoteRowCounts>();

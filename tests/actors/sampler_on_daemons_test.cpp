@@ -101,7 +101,7 @@ TEST_F(TwoDaemonsTest, SamplerActorsOnBothDaemonsGiveTheReferenceBatches) {
 // reference's, for each policy.
 TEST_F(TwoDaemonsTest, SamplersWithACacheOfRemoteRowsGiveTheReferenceBatches) {
   testing::ReferenceBatches reference(dataset_, tmp_ / "parts", config_);
-  for (const char* policy : {"degree", "sieve"}) {
+  for (const char* policy : {"degree", "frequency", "sieve"}) {
     SCOPED_TRACE(policy);
     std::vector<sampler_actor> samplers;
     for (int p = 0; p < 2; ++p) {

@@ -2,6 +2,7 @@
 // out by hand on toys; rows come back byte for byte into every column; the budget holds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -102,6 +103,58 @@ TEST(RowCache, DegreePolicyKeepsOnlyTheTopOfItsRankingAndNeverEvicts) {
   EXPECT_THROW(RowCache(CachePolicy::kSieve, 1000, {8}).set_hot(std::vector<int64_t>{1}), Error);
 }
 
+// Rows of 256 bytes (the counting table takes the rows' room): the id times 10 in the first 8.
+struct WideRows {
+  std::vector<int64_t> values;  // 32 per row
+  std::vector<int64_t> positions;
+  explicit WideRows(const std::vector<int64_t>& ids) : values(ids.size() * 32, -1) {
+    for (size_t k = 0; k < ids.size(); ++k) positions.push_back(static_cast<int64_t>(k));
+  }
+  std::vector<CacheColumn> columns() { return {CacheColumn{reinterpret_cast<char*>(values.data()), 256}}; }
+};
+
+TEST(RowCache, FrequencyPolicyCountsItsFirstLookupsThenKeepsTheMostAskedFor) {
+  RowCache cache(CachePolicy::kFrequency, RowCache::budget_for(2, 256), {256});
+  ASSERT_EQ(cache.capacity(), 2u);
+  const auto look_wide = [&](const std::vector<int64_t>& ids) {
+    WideRows rows(ids);
+    std::vector<size_t> misses;
+    cache.lookup(ids, rows.positions, rows.columns(), misses);
+    std::vector<int64_t> missed;
+    for (size_t k : misses) missed.push_back(ids[k]);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      if (std::find(misses.begin(), misses.end(), k) == misses.end()) {
+        EXPECT_EQ(rows.values[k * 32], ids[k] * 10);
+      }
+    }
+    return missed;
+  };
+  const auto admit_wide = [&](const std::vector<int64_t>& ids) {
+    WideRows rows(ids);
+    std::vector<size_t> all;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      rows.values[k * 32] = ids[k] * 10;
+      all.push_back(k);
+    }
+    cache.admit(ids, rows.positions, rows.columns(), all);
+  };
+  for (int k = 0; k < RowCache::kCountedLookups; ++k) {
+    // 9 thrice, 7 twice, 4 and 5 once per lookup; 11 only in the first three.
+    std::vector<int64_t> ids{7, 7, 5, 9, 9, 9, 4};
+    if (k < 3) ids.push_back(11);
+    EXPECT_EQ(look_wide(ids).size(), ids.size()) << "counting: every row is a miss";
+    admit_wide(ids);
+    // The last counted lookup chose 9 and 7, admitted as they come from then on.
+    EXPECT_EQ(cache.size(), k + 1 < RowCache::kCountedLookups ? 0u : 2u) << "lookup " << k;
+    ASSERT_LE(cache.memory_bytes(), cache.budget_bytes());
+  }
+  admit_wide({5, 9, 4, 7, 11});
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(look_wide({9, 7, 5, 4, 11}), (std::vector<int64_t>{5, 4, 11}));
+  EXPECT_EQ(cache.counts().evicted, 0u);
+  EXPECT_LE(cache.memory_bytes(), cache.budget_bytes());
+}
+
 TEST(RowCache, RowsOfSeveralColumnsLandAtTheirPositions) {
   RowCache cache(CachePolicy::kSieve, 1 << 20, {12, 8});
   const std::vector<int64_t> ids{40, 41, 42};
@@ -130,7 +183,7 @@ TEST(RowCache, RowsOfSeveralColumnsLandAtTheirPositions) {
 TEST(RowCache, NeverAllocatesMoreThanItsBudget) {
   std::mt19937_64 rng(3);
   for (uint64_t budget : {uint64_t{0}, uint64_t{100}, uint64_t{4096}, uint64_t{100000}, uint64_t{3} << 20}) {
-    for (CachePolicy policy : {CachePolicy::kDegree, CachePolicy::kSieve}) {
+    for (CachePolicy policy : {CachePolicy::kDegree, CachePolicy::kFrequency, CachePolicy::kSieve}) {
       RowCache cache(policy, budget, {512, 8});
       ASSERT_LE(cache.memory_bytes(), budget) << cache_policy_name(policy);
       if (policy == CachePolicy::kDegree) {
@@ -160,6 +213,7 @@ TEST(RowCache, NeverAllocatesMoreThanItsBudget) {
 TEST(RowCache, BadPoliciesAndColumnsAreNamed) {
   EXPECT_EQ(parse_cache_policy("sieve", "x"), CachePolicy::kSieve);
   EXPECT_EQ(parse_cache_policy("degree", "x"), CachePolicy::kDegree);
+  EXPECT_EQ(parse_cache_policy("frequency", "x"), CachePolicy::kFrequency);
   try {
     parse_cache_policy("lru", "sampling.feature_cache_policy");
     FAIL();

@@ -115,7 +115,7 @@ TEST_F(JobConfigTest, BadFilesNameTheField) {
   EXPECT_NE(error_of(job_text("sampling: {feature_cache_mb: 2000000}\n")).find("sampling.feature_cache_mb: 2000000 MiB"),
             std::string::npos);
   EXPECT_NE(error_of(job_text("sampling: {feature_cache_policy: lru}\n"))
-                .find("sampling.feature_cache_policy: 'lru' is not one of: degree, sieve"),
+                .find("sampling.feature_cache_policy: 'lru' is not one of: degree, frequency, sieve"),
             std::string::npos);
   EXPECT_NE(error_of(job_text("features: {storage: disk}\n")).find("features.storage: 'disk' is not one of"),
             std::string::npos);
