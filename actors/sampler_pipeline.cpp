@@ -81,48 +81,70 @@ std::vector<CacheColumn> cache_columns(BatchAssembly& a, int part) {
   return columns;
 }
 
-// Looks `part`'s rows up in the node's cache: the hits land in the batch now, the misses
-// are what the channel is asked for. Returns whether any row is left to fetch.
-bool look_up_cached(RowCache& cache, BatchInFlight& flight, int part) {
-  BatchAssembly& a = flight.assembly;
-  CacheMisses& m = flight.misses[part];
-  const Span<const int64_t> ids = a.rows_of(part), positions = a.positions_of(part);
-  m.looked_up = true;
-  m.which.clear();
-  cache.lookup(ids, positions, cache_columns(a, part), m.which);
-  m.ids.resize(m.which.size());
-  m.positions.resize(m.which.size());
-  for (size_t j = 0; j < m.which.size(); ++j) {
-    m.ids[j] = ids[m.which[j]];
-    m.positions[j] = positions[m.which[j]];
-  }
-  return !m.which.empty();
-}
-
-// Submits `part`'s rows (all, or the cache's misses) to its feature channel.
+// Submits `part`'s rows to its feature channel. With the node's cache, the channel's thread
+// looks them up first (the hits land in the batch while this thread gathers its own rows),
+// requests only the misses, and offers them to the cache once they landed.
 void fetch_over_channel(SamplerState& s, BatchInFlight& flight, int part) {
   BatchAssembly& a = flight.assembly;
   ChannelFetch& fetch = flight.fetches[part];
-  const CacheMisses& m = flight.misses[part];
-  uint64_t rows = 0, bytes = 0;
+  const std::shared_ptr<RemoteRowCounts>& counts = s.options.remote_counts;
   for (Rows r : kRows) {
     const int k = static_cast<int>(r);
     fetch.asked[k] = a.wants(r);
     if (!fetch.asked[k]) continue;
     fetch.ids[k] = s.next_request_id++;
     fetch.targets[k] = a.rows_target(part, r);
-    if (m.looked_up) {
-      fetch.targets[k].positions = Span<const int64_t>(m.positions);
-      encode_feature_request(a, r, Span<const int64_t>(m.ids), fetch.ids[k], s.encoder, fetch.requests[k]);
-    } else {
-      encode_feature_request(a, part, r, fetch.ids[k], s.encoder, fetch.requests[k]);
-    }
-    rows = fetch.targets[k].positions.size();
-    bytes += fetch.targets[k].bytes();
+    if (!s.options.cache) encode_feature_request(a, part, r, fetch.ids[k], s.encoder, fetch.requests[k]);
   }
-  if (s.options.remote_counts) {
-    s.options.remote_counts->rows += rows;
-    s.options.remote_counts->bytes += bytes;
+  fetch.prepare = nullptr;
+  fetch.finish = nullptr;
+  if (s.options.cache) {
+    CacheMisses& m = flight.misses[part];
+    m.columns = cache_columns(a, part);
+    const Span<const int64_t> ids = a.rows_of(part), positions = a.positions_of(part);
+    fetch.prepare = [cache = s.options.cache, &m, &a, ids, positions](ChannelFetch& f) {
+      m.which.clear();
+      cache->lookup(ids, positions, m.columns, m.which);
+      m.ids.resize(m.which.size());
+      m.positions.resize(m.which.size());
+      for (size_t j = 0; j < m.which.size(); ++j) {
+        m.ids[j] = ids[m.which[j]];
+        m.positions[j] = positions[m.which[j]];
+      }
+      for (Rows r : kRows) {
+        const int k = static_cast<int>(r);
+        if (!f.asked[k]) continue;
+        f.targets[k].positions = Span<const int64_t>(m.positions);
+        f.asked[k] = !m.ids.empty();  // every row cached: nothing to ask
+        if (f.asked[k]) encode_feature_request(a, r, Span<const int64_t>(m.ids), f.ids[k], m.encoder, f.requests[k]);
+      }
+    };
+    fetch.finish = [cache = s.options.cache, &m, ids, positions](ChannelFetch&) {
+      cache->admit(ids, positions, m.columns, Span<const size_t>(m.which));
+    };
+  }
+  if (counts) {
+    // Counted once the rows asked for are known: after the lookup with a cache.
+    auto count = [counts](ChannelFetch& f) {
+      for (int k = 0; k < 2; ++k) {
+        if (!f.asked[k]) continue;
+        counts->bytes += f.targets[k].bytes();
+      }
+      for (int k = 0; k < 2; ++k) {
+        if (f.asked[k]) {
+          counts->rows += f.targets[k].positions.size();
+          break;
+        }
+      }
+    };
+    if (fetch.prepare) {
+      fetch.prepare = [prepare = std::move(fetch.prepare), count](ChannelFetch& f) {
+        prepare(f);
+        count(f);
+      };
+    } else {
+      count(fetch);
+    }
   }
   ++flight.pending;
   ++flight.io_outstanding;
@@ -143,8 +165,6 @@ void start_rows(Pointer self, BatchInFlight& flight) {
     if (a.is_local(part) || a.rows_of(part).empty()) continue;
     check_not_lost(s, part);
     if (s.parts[part].other_process) {
-      flight.misses[part].looked_up = false;
-      if (s.options.cache && !look_up_cached(*s.options.cache, flight, part)) continue;  // every row cached
       fetch_over_channel(s, flight, part);
       continue;
     }
@@ -321,12 +341,6 @@ void on_fetch_done(Pointer self, uint64_t flight_id, int32_t part) {
   if (!fetch.error.empty()) {
     fail_flight(self, *flight, fetch.error);
     return;
-  }
-  const CacheMisses& m = flight->misses[part];
-  if (m.looked_up && s.options.cache) {
-    // The fetched rows, in the batch now, are offered to the cache.
-    BatchAssembly& a = flight->assembly;
-    s.options.cache->admit(a.rows_of(part), a.positions_of(part), cache_columns(a, part), Span<const size_t>(m.which));
   }
   on_feature_answer(self, *flight);
 }

@@ -41,12 +41,14 @@ using sampler_impl =
 // The attributes a batch holds rows of.
 constexpr Rows kRows[] = {Rows::kX, Rows::kY};
 
-// One part's rows of a batch that the node's cache did not hold: indices into rows_of(part),
-// and their ids and batch positions, as requested over the channel.
+// One part's rows of a batch that go through the node's cache, on the channel's thread:
+// the batch's columns, then the misses (indices into rows_of(part), and their ids and batch
+// positions) as requested over the channel, with an encoder of that thread's own.
 struct CacheMisses {
-  bool looked_up = false;
+  std::vector<CacheColumn> columns;
   std::vector<size_t> which;
   std::vector<int64_t> ids, positions;
+  Encoder encoder;
 };
 
 // One batch being sampled.
