@@ -63,7 +63,7 @@ ArrayRef load_resident(MappedArray array) {
   const int fd = ::open(array.path().c_str(), O_RDONLY | O_CLOEXEC);
   const char* from = static_cast<const char*>(array.raw_data());
   const long page = ::sysconf(_SC_PAGESIZE);
-  const off_t data_offset = static_cast<off_t>(sizeof(ArrayHeader));
+  const auto data_offset = static_cast<off_t>(sizeof(ArrayHeader));
   char* to = static_cast<char*>(region->base);
   for (size_t done = 0; done < bytes;) {
     const size_t n = std::min(kChunkBytes, bytes - done);
@@ -75,13 +75,18 @@ ArrayRef load_resident(MappedArray array) {
     if (fd >= 0) ::posix_fadvise(fd, data_offset + static_cast<off_t>(done), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
     done += n;
   }
-  if (fd >= 0) ::close(fd);
   ::mprotect(region->base, region->bytes, PROT_READ);  // immutable from here on, as the mapping was
   const void* data = region->base;
   const DType dtype = array.dtype();
   std::vector<int64_t> shape = array.shape();
   std::string name = array.path();
   array = MappedArray();  // the mapping goes now, not with the caller's copy
+  if (fd >= 0) {
+    // Once more for the whole file, now unmapped: the kernel keeps pages it saw in use
+    // moments ago (measured: the chunk by chunk calls alone left 448 of 512 MB cached).
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
   return ArrayRef::from_owner(std::shared_ptr<const void>(region, region->base), dtype, std::move(shape), data, bytes,
                               std::move(name));
 }
