@@ -61,6 +61,18 @@ sampler_actor spawn_sampler(testing::Cluster& cluster, Samplers& samplers, const
   return s;
 }
 
+// The partition actors as `client` sees them with partition 1 served by `server`'s actor
+// system over loopback: another node, so its rows come over its feature channel.
+std::vector<caf::actor> with_partition_1_remote(testing::Cluster& server, testing::Cluster& client) {
+  auto port = server.system().middleman().publish(server.actor(1), 0, "127.0.0.1");
+  if (!port) throw Error("cannot publish partition 1: " + server.system().render(port.error()));
+  auto remote = client.system().middleman().remote_actor<partition_actor>("127.0.0.1", *port);
+  if (!remote) throw Error("cannot reach partition 1: " + client.system().render(remote.error()));
+  std::vector<caf::actor> actors = client.actors();
+  actors[1] = caf::actor_cast<caf::actor>(*remote);
+  return actors;
+}
+
 class SamplerActorTest : public ::testing::Test {
  protected:
   SamplerActorTest() : dataset_(testing::sbm_graph()) {
@@ -380,15 +392,10 @@ TEST_F(SamplerActorTest, StoppingMidEpochReleasesTheConsumerAtOnce) {
 // over the partition's feature channel.
 TEST_F(SamplerActorTest, APartitionInAnotherProcessGivesTheReferenceBatchesOverItsChannel) {
   testing::Cluster server(tmp_ / "parts", config_, /*networking=*/true);
-  auto port = server.system().middleman().publish(server.actor(1), 0, "127.0.0.1");
-  ASSERT_TRUE(port) << server.system().render(port.error());
   testing::Cluster client(tmp_ / "parts", config_, /*networking=*/true);
   Samplers samplers;
-  auto remote = client.system().middleman().remote_actor<partition_actor>("127.0.0.1", *port);
-  ASSERT_TRUE(remote) << client.system().render(remote.error());
+  const std::vector<caf::actor> actors = with_partition_1_remote(server, client);
   sampler_actor s = spawn(client, samplers, 0, 2);
-  std::vector<caf::actor> actors = client.actors();
-  actors[1] = caf::actor_cast<caf::actor>(*remote);
   ASSERT_EQ(error_of(ask(client.system(), s, partitions_atom::value, actors, kNoAddresses)), "");
   testing::expect_reference_epoch(client.system(), s, 0, *reference_, 11, 0, 32);
 }
@@ -398,13 +405,8 @@ TEST_F(SamplerActorTest, APartitionInAnotherProcessGivesTheReferenceBatchesOverI
 // served largely from the cache), fewer rows requested, and the cache within its budget.
 TEST_F(SamplerActorTest, ACacheOfRemoteRowsChangesNoBatchAndOnlyMissesCross) {
   testing::Cluster server(tmp_ / "parts", config_, /*networking=*/true);
-  auto port = server.system().middleman().publish(server.actor(1), 0, "127.0.0.1");
-  ASSERT_TRUE(port) << server.system().render(port.error());
   testing::Cluster client(tmp_ / "parts", config_, /*networking=*/true);
-  auto remote = client.system().middleman().remote_actor<partition_actor>("127.0.0.1", *port);
-  ASSERT_TRUE(remote) << client.system().render(remote.error());
-  std::vector<caf::actor> actors = client.actors();
-  actors[1] = caf::actor_cast<caf::actor>(*remote);
+  const std::vector<caf::actor> actors = with_partition_1_remote(server, client);
   const PartitionStores stores = client.stores(0);
   const size_t x_bytes = stores.features->get("node", "x")->row_bytes();
   // A third of partition 1's rows: SIEVE has to evict.
@@ -484,14 +486,10 @@ TEST(SamplerActorWideRowsTest, WideRowsOverAChannelGiveTheReferenceBatches) {
   testing::ReferenceBatches reference(dataset, tmp / "parts", config);
 
   testing::Cluster server(tmp / "parts", config, /*networking=*/true);
-  auto port = server.system().middleman().publish(server.actor(1), 0, "127.0.0.1");
-  ASSERT_TRUE(port) << server.system().render(port.error());
   testing::Cluster client(tmp / "parts", config, /*networking=*/true);
-  auto remote = client.system().middleman().remote_actor<partition_actor>("127.0.0.1", *port);
-  ASSERT_TRUE(remote) << client.system().render(remote.error());
+  const std::vector<caf::actor> actors = with_partition_1_remote(server, client);
   Samplers samplers;
   sampler_actor s = spawn_sampler(client, samplers, reference, config, 0);
-  std::vector<caf::actor> actors{caf::actor_cast<caf::actor>(client.actor(0)), caf::actor_cast<caf::actor>(*remote)};
   ASSERT_EQ(error_of(ask(client.system(), s, partitions_atom::value, actors, kNoAddresses)), "");
   testing::expect_reference_epoch(client.system(), s, 0, reference, 3, 0, 256);
   // Batches big enough to take the streaming paths.
