@@ -61,6 +61,7 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   gather->add_option("--batch-nodes", g->batch_nodes, "distinct random rows per batch")->check(CLI::PositiveNumber)->capture_default_str();
   gather->add_option("--threads-list", g->threads, "thread counts to measure (default 1 2)")->check(CLI::PositiveNumber);
   gather->add_option("--seed", g->seed, "seed")->capture_default_str();
+  gather->add_option("--runs", g->runs, "measured runs (medians are reported)")->check(CLI::PositiveNumber)->capture_default_str();
   gather->add_option("--prefetch-sweep", g->prefetch_sweep, "also time the row copy kernel alone at these prefetch distances (rows ahead)")->check(CLI::NonNegativeNumber);
   gather->callback([g] { bench::run_gather_bench(*g); });
 
