@@ -81,6 +81,17 @@ std::vector<CacheColumn> cache_columns(BatchAssembly& a, int part) {
   return columns;
 }
 
+// Adds the rows and bytes `fetch` asks for to `counts`.
+void count_asked(const ChannelFetch& fetch, RemoteRowCounts& counts) {
+  bool rows_counted = false;
+  for (int k = 0; k < 2; ++k) {
+    if (!fetch.asked[k]) continue;
+    counts.bytes += fetch.targets[k].bytes();
+    if (!rows_counted) counts.rows += fetch.targets[k].positions.size();
+    rows_counted = true;
+  }
+}
+
 // Submits `part`'s rows to its feature channel. With the node's cache, the channel's thread
 // looks them up first (the hits land in the batch while this thread gathers its own rows),
 // requests only the misses, and offers them to the cache once they landed.
@@ -102,7 +113,7 @@ void fetch_over_channel(SamplerState& s, BatchInFlight& flight, int part) {
     CacheMisses& m = flight.misses[part];
     m.columns = cache_columns(a, part);
     const Span<const int64_t> ids = a.rows_of(part), positions = a.positions_of(part);
-    fetch.prepare = [cache = s.options.cache, &m, &a, ids, positions](ChannelFetch& f) {
+    fetch.prepare = [cache = s.options.cache, counts, &m, &a, ids, positions](ChannelFetch& f) {
       m.which.clear();
       cache->lookup(ids, positions, m.columns, m.which);
       m.ids.resize(m.which.size());
@@ -118,34 +129,13 @@ void fetch_over_channel(SamplerState& s, BatchInFlight& flight, int part) {
         f.asked[k] = !m.ids.empty();  // every row cached: nothing to ask
         if (f.asked[k]) encode_feature_request(a, r, Span<const int64_t>(m.ids), f.ids[k], m.encoder, f.requests[k]);
       }
+      if (counts) count_asked(f, *counts);
     };
     fetch.finish = [cache = s.options.cache, &m, ids, positions](ChannelFetch&) {
       cache->admit(ids, positions, m.columns, Span<const size_t>(m.which));
     };
   }
-  if (counts) {
-    // Counted once the rows asked for are known: after the lookup with a cache.
-    auto count = [counts](ChannelFetch& f) {
-      for (int k = 0; k < 2; ++k) {
-        if (!f.asked[k]) continue;
-        counts->bytes += f.targets[k].bytes();
-      }
-      for (int k = 0; k < 2; ++k) {
-        if (f.asked[k]) {
-          counts->rows += f.targets[k].positions.size();
-          break;
-        }
-      }
-    };
-    if (fetch.prepare) {
-      fetch.prepare = [prepare = std::move(fetch.prepare), count](ChannelFetch& f) {
-        prepare(f);
-        count(f);
-      };
-    } else {
-      count(fetch);
-    }
-  }
+  if (counts && !s.options.cache) count_asked(fetch, *counts);
   ++flight.pending;
   ++flight.io_outstanding;
   s.parts[part].channel->submit(flight.id, &fetch);
