@@ -78,6 +78,11 @@ FeatureStorage parse_feature_storage(const std::string& text, const std::string&
   throw UsageError(what + ": '" + text + "' is not a feature storage (auto, memory or mapped)");
 }
 
+FeatureStorage resolve_feature_storage(FeatureStorage storage, uint64_t attribute_bytes, uint64_t available_bytes) {
+  if (storage != FeatureStorage::kAuto) return storage;
+  return attribute_bytes <= available_bytes / 2 ? FeatureStorage::kMemory : FeatureStorage::kMapped;
+}
+
 FeatureStore load_features(const PartitionFolder& folder, int part, FeatureStorage storage) {
   PartitionData data = folder.load_part(part, Verify::kStructure);
   const PartitionMeta& meta = folder.meta();
@@ -90,7 +95,7 @@ FeatureStore load_features(const PartitionFolder& folder, int part, FeatureStora
   }
   if (storage == FeatureStorage::kAuto) {
     const uint64_t available = available_memory_bytes();
-    storage = bytes <= available / 2 ? FeatureStorage::kMemory : FeatureStorage::kMapped;
+    storage = resolve_feature_storage(storage, bytes, available);
     spdlog::debug("partition {} of {}: {} MiB of attributes, {} MiB of memory available: {}", part, folder.dir(),
                   bytes >> 20, available >> 20, feature_storage_name(storage));
   }

@@ -4,6 +4,7 @@
 // are mapped otherwise.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -35,6 +36,9 @@ enum class FeatureStorage { kAuto, kMemory, kMapped };
 const char* feature_storage_name(FeatureStorage storage);
 // The storage named `text`; throws UsageError naming `what` and the choices otherwise.
 FeatureStorage parse_feature_storage(const std::string& text, const std::string& what);
+// kMemory or kMapped: `storage`, or for kAuto the rule above for attributes of
+// `attribute_bytes` with `available_bytes` of memory available.
+FeatureStorage resolve_feature_storage(FeatureStorage storage, uint64_t attribute_bytes, uint64_t available_bytes);
 
 // The attributes of one part: group "node" holds x, y, node_time and node_type; group
 // "edge" holds edge_attr and edge_time (rows by global edge id, CSC order), as present in

@@ -94,10 +94,17 @@ TEST(PartitionStoresTest, MemoryStoresHoldTheSameRowsAsMappedOnes) {
   EXPECT_TRUE(is_anonymous_memory(again.features->get("node", "x")->raw_data()));
 }
 
-TEST(PartitionStoresTest, FeatureStorageNamesAreParsedAndBadOnesNamed) {
+TEST(PartitionStoresTest, FeatureStorageNamesAndTheAutoRule) {
   EXPECT_EQ(parse_feature_storage("auto", "features.storage"), FeatureStorage::kAuto);
   EXPECT_EQ(parse_feature_storage("memory", "features.storage"), FeatureStorage::kMemory);
   EXPECT_EQ(parse_feature_storage("mapped", "features.storage"), FeatureStorage::kMapped);
+  // auto: in memory up to half of what is available, mapped beyond; the others as they say.
+  const uint64_t gb = uint64_t{1} << 30;
+  EXPECT_EQ(resolve_feature_storage(FeatureStorage::kAuto, 4 * gb, 8 * gb), FeatureStorage::kMemory);
+  EXPECT_EQ(resolve_feature_storage(FeatureStorage::kAuto, 4 * gb + 1, 8 * gb), FeatureStorage::kMapped);
+  EXPECT_EQ(resolve_feature_storage(FeatureStorage::kAuto, 1, 0), FeatureStorage::kMapped) << "unknown memory";
+  EXPECT_EQ(resolve_feature_storage(FeatureStorage::kMemory, 9 * gb, 8 * gb), FeatureStorage::kMemory);
+  EXPECT_EQ(resolve_feature_storage(FeatureStorage::kMapped, 1, 8 * gb), FeatureStorage::kMapped);
   try {
     parse_feature_storage("ram", "features.storage");
     FAIL() << "accepted 'ram'";

@@ -140,6 +140,43 @@ TEST_F(SmallJobTest, TwoDaemonsGiveTheSameLossesAsOneProcess) {
   }
 }
 
+// The job's feature cache (sampling.feature_cache_mb) and storage (features.storage) change
+// no number: on two daemons, with a cache of each policy and mapped features, the same
+// losses and weights as in one process without them.
+TEST_F(SmallJobTest, ACacheOfRemoteRowsAndMappedFeaturesChangeNoLossOnTwoDaemons) {
+  JobConfig j = job();
+  j.output = tmp_ / "local";
+  const JobReport local = run_in_process(j);
+  std::vector<testing::Daemon> daemons;
+  for (int d = 0; d < 2; ++d) {
+    daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(d)}));
+    ASSERT_FALSE(daemons.back().address.empty());
+  }
+  auto rt = runtime::Runtime::connect(system_options(), {daemons[0].address, daemons[1].address}, seconds(10));
+  for (const char* policy : {"degree", "sieve"}) {
+    SCOPED_TRACE(policy);
+    j.feature_cache_mb = 1;
+    j.feature_cache_policy = policy;
+    j.feature_storage = "mapped";
+    j.output = tmp_ / (std::string("cached-") + policy);
+    const JobReport cached = run_job(*rt, j, {});
+    ASSERT_EQ(cached.epochs.size(), local.epochs.size());
+    for (size_t e = 0; e < local.epochs.size(); ++e) {
+      EXPECT_EQ(cached.epochs[e].step_losses, local.epochs[e].step_losses) << "epoch " << e + 1;
+      EXPECT_EQ(cached.epochs[e].step_hashes, local.epochs[e].step_hashes) << "epoch " << e + 1;
+    }
+  }
+  // The settings reach the daemons' samplers: one that only a sampler checks is refused there.
+  j.feature_cache_policy = "lru";
+  j.output = tmp_ / "refused";
+  try {
+    run_job(*rt, j, {});
+    ADD_FAILURE() << "a job with cache policy 'lru' ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("feature_cache_policy"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(SmallJobTest, AKilledDaemonFailsTheJobNamingIt) {
   std::vector<testing::Daemon> daemons;
   for (int d = 0; d < 2; ++d) {
