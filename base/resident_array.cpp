@@ -33,7 +33,20 @@ struct HugeRegion {
 };
 
 std::shared_ptr<HugeRegion> map_huge(size_t bytes, const std::string& path) {
-  const size_t size = std::max(kHugePage, (bytes + kHugePage - 1) / kHugePage * kHugePage);
+  auto region = std::make_shared<HugeRegion>();
+  if (bytes < kHugePage) {
+    // Less than a huge page: plain pages (a huge page would hold 2 MB for it).
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    region->bytes = std::max(page, (bytes + page - 1) / page * page);
+    void* raw = ::mmap(nullptr, region->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) {
+      throw file_error(path, "cannot map " + std::to_string(region->bytes) + " bytes of memory for its rows: " +
+                                 errno_text());
+    }
+    region->base = raw;
+    return region;
+  }
+  const size_t size = (bytes + kHugePage - 1) / kHugePage * kHugePage;
   // Over-map by one huge page and trim, so the region starts on a 2 MB boundary and every
   // 2 MB of it can be one huge page.
   void* raw = ::mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -45,7 +58,6 @@ std::shared_ptr<HugeRegion> map_huge(size_t bytes, const std::string& path) {
   if (aligned > start) ::munmap(start, static_cast<size_t>(aligned - start));
   char* end = start + size + kHugePage;
   if (end > aligned + size) ::munmap(aligned + size, static_cast<size_t>(end - (aligned + size)));
-  auto region = std::make_shared<HugeRegion>();
   region->base = aligned;
   region->bytes = size;
   // Best effort: where transparent huge pages are off, the region is plain anonymous memory.

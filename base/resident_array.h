@@ -26,8 +26,9 @@
 
 namespace partita {
 
-// The elements of `array` in anonymous memory (2 MB aligned, madvise(MADV_HUGEPAGE)); the
-// mapping is released. Throws Error naming the file when the memory cannot be had.
+// The elements of `array` in anonymous memory (2 MB aligned, madvise(MADV_HUGEPAGE); plain
+// pages for arrays under 2 MB, which a huge page would only inflate); the mapping is
+// released. Throws Error naming the file when the memory cannot be had.
 ArrayRef load_resident(MappedArray array);
 
 // Bytes of memory the kernel says could be had without swapping (MemAvailable of

@@ -57,8 +57,8 @@ TEST(PartitionStoresTest, FeaturesLabelsAndTimesFollowTheirNodesAndEdges) {
 // view of the file; the one store a process shares is that copy.
 TEST(PartitionStoresTest, MemoryStoresHoldTheSameRowsAsMappedOnes) {
   SbmOptions o;
-  o.num_nodes = 5000;
-  o.feature_dim = 24;
+  o.num_nodes = 10000;
+  o.feature_dim = 128;  // 2.4 MB of x per part: huge pages; the other attributes are smaller
   testing::TempDir tmp;
   PartitionOptions options;
   options.num_parts = 2;
@@ -71,6 +71,7 @@ TEST(PartitionStoresTest, MemoryStoresHoldTheSameRowsAsMappedOnes) {
     EXPECT_TRUE(is_anonymous_memory(memory.get("node", "x")->raw_data()));
     EXPECT_EQ(reinterpret_cast<uintptr_t>(memory.get("node", "x")->raw_data()) % (2 << 20), 0u)
         << "huge pages need 2 MB alignment";
+    EXPECT_TRUE(is_anonymous_memory(memory.get("node", "y")->raw_data())) << "small arrays too, in plain pages";
     ASSERT_EQ(memory.keys(), mapped.keys());
     for (const auto& [group, name] : mapped.keys()) {
       const ArrayRef& a = *mapped.get(group, name);
