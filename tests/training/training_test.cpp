@@ -119,7 +119,7 @@ TEST_F(SmallJobTest, RefusesToOverwriteOrResumeWhatIsNotThere) {
   EXPECT_NO_THROW(run_in_process(j, overwrite));
 }
 
-TEST_F(SmallJobTest, TwoDaemonsGiveTheSameLossesAsOneProcess) {
+TEST_F(SmallJobTest, TwoDaemonsGiveTheSameLossesAsOneProcessWithOrWithoutAFeatureCache) {
   JobConfig j = job();
   j.output = tmp_ / "local";
   const JobReport local = run_in_process(j);
@@ -138,21 +138,9 @@ TEST_F(SmallJobTest, TwoDaemonsGiveTheSameLossesAsOneProcess) {
     EXPECT_EQ(remote.epochs[e].step_hashes, local.epochs[e].step_hashes) << "epoch " << e + 1;
     EXPECT_EQ(remote.epochs[e].test_accuracy, local.epochs[e].test_accuracy);
   }
-}
-
-// The job's feature cache (sampling.feature_cache_mb) and storage (features.storage) change
-// no number: on two daemons, with a cache of each policy and mapped features, the same
-// losses and weights as in one process without them.
-TEST_F(SmallJobTest, ACacheOfRemoteRowsAndMappedFeaturesChangeNoLossOnTwoDaemons) {
-  JobConfig j = job();
-  j.output = tmp_ / "local";
-  const JobReport local = run_in_process(j);
-  std::vector<testing::Daemon> daemons;
-  for (int d = 0; d < 2; ++d) {
-    daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(d)}));
-    ASSERT_FALSE(daemons.back().address.empty());
-  }
-  auto rt = runtime::Runtime::connect(system_options(), {daemons[0].address, daemons[1].address}, seconds(10));
+  // The job's feature cache (sampling.feature_cache_mb) and storage (features.storage)
+  // change no number: with a cache of each policy and mapped features, the same losses and
+  // weights.
   for (const char* policy : {"degree", "sieve"}) {
     SCOPED_TRACE(policy);
     j.feature_cache_mb = 1;
