@@ -1,6 +1,9 @@
 #include "actors/actor_types.h"
 
+#include <map>
 #include <memory>
+#include <mutex>
+#include <tuple>
 
 #include "actors/partition_actor.h"
 #include "actors/sampler_actor.h"
@@ -22,6 +25,33 @@ constexpr int64_t kMaxParts = 1 << 20;
 constexpr int64_t kMaxShares = 1 << 10;        // trainers per partition
 constexpr int64_t kMaxPrefetch = 64;           // batches in flight: each holds tens of MB
 constexpr int64_t kMaxDeadlineMs = 3600000;    // an hour
+constexpr int64_t kMaxCacheMb = int64_t{1} << 20;  // a TiB
+
+FeatureStorage storage_setting(const runtime::Settings& settings) {
+  return parse_feature_storage(runtime::text_setting(settings, "features", "auto"), "setting 'features'");
+}
+
+// The cache of other partitions' rows for the samplers of partition `part` of `dir` in this
+// process: one per node while a sampler holds it (samplers of one partition share it), null
+// for a budget of 0.
+std::shared_ptr<RowCache> node_cache(const std::string& dir, int part, const PartitionStores& stores,
+                                     const FeatureNames& names, int64_t mb, CachePolicy policy) {
+  if (mb == 0) return nullptr;
+  using Key = std::tuple<std::string, int, int64_t, int>;
+  static std::mutex mutex;
+  static std::map<Key, std::weak_ptr<RowCache>> caches;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::weak_ptr<RowCache>& entry = caches[Key{dir, part, mb, static_cast<int>(policy)}];
+  if (auto held = entry.lock()) return held;
+  std::vector<size_t> columns;
+  for (const std::string* name : {&names.x, &names.y}) {
+    const ArrayRef* a = name->empty() ? nullptr : stores.features->get("node", *name);
+    if (a != nullptr) columns.push_back(a->row_bytes());
+  }
+  auto cache = make_remote_row_cache(policy, static_cast<uint64_t>(mb) << 20, columns, *stores.topology);
+  entry = cache;
+  return cache;
+}
 
 int part_number(const runtime::Settings& settings) {
   return static_cast<int>(integer_setting(settings, "part", 0, kMaxParts));
@@ -39,7 +69,8 @@ SamplerConfig sampler_config_from(const runtime::Settings& settings) {
 
 void register_actor_types(runtime::ActorTypeRegistry& registry) {
   registry.add("partition", [](caf::actor_system& system, const runtime::Settings& settings) {
-    PartitionStores stores = open_partition_stores(required_setting(settings, "dir"), part_number(settings));
+    PartitionStores stores =
+        open_partition_stores(required_setting(settings, "dir"), part_number(settings), storage_setting(settings));
     PartitionActorOptions options;
     options.channel_host = runtime::text_setting(settings, "channel_host", options.channel_host);
     return caf::actor_cast<caf::actor>(spawn_partition_actor(system, std::move(stores.topology),
@@ -52,12 +83,17 @@ void register_actor_types(runtime::ActorTypeRegistry& registry) {
     // Validated before anything is opened.
     const int64_t shares = integer_setting(settings, "shares", 1, kMaxShares, 1);
     const int64_t share = integer_setting(settings, "share", 0, shares - 1, 0);
+    const FeatureStorage storage = storage_setting(settings);
+    const int64_t cache_mb = integer_setting(settings, "feature_cache_mb", 0, kMaxCacheMb, 0);
+    const CachePolicy policy =
+        parse_cache_policy(runtime::text_setting(settings, "feature_cache_policy", "degree"), "setting 'feature_cache_policy'");
     SamplerOptions options;
     options.config = sampler_config_from(settings);
     options.prefetch = static_cast<int>(integer_setting(settings, "prefetch", 1, kMaxPrefetch, options.prefetch));
     options.deadline = std::chrono::milliseconds(
         integer_setting(settings, "deadline_ms", 1, kMaxDeadlineMs, options.deadline.count()));
-    PartitionStores stores = open_partition_stores(dir, part);  // shared with a partition actor here
+    PartitionStores stores = open_partition_stores(dir, part, storage);  // shared with a partition actor here
+    options.cache = node_cache(dir, part, stores, options.names, cache_mb, policy);
     PartitionFolder folder(dir);
     const PartitionData data = folder.load_part(part);
     // Share i of k: the i-th of k contiguous slices of each split.

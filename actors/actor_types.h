@@ -10,14 +10,19 @@ namespace partita {
 //   "partition": one part of a partition folder, served by a partition actor. Settings:
 //     dir (the folder, as the daemon's machine sees it), part, fanouts ("15,10,5"),
 //     replace and disjoint ("true"/"false", default false), channel_host (where its
-//     feature channel listens, an address the samplers reach; default 127.0.0.1).
+//     feature channel listens, an address the samplers reach; default 127.0.0.1),
+//     features (where its attributes are kept: auto, memory or mapped, default auto;
+//     partitioner/partition_stores.h).
 //   "sampler": the sampler of the trainer placed with one part (actors/sampler_actor.h),
 //     which reads that part directly (sharing a partition actor's stores on the same
 //     daemon) and samples its training nodes. Settings: dir, part, fanouts, replace,
 //     disjoint as for "partition"; prefetch (batches in flight, default 2), deadline_ms
 //     (per remote request, default 60000); share and shares (default 0 and 1): it serves
 //     the share-th of `shares` contiguous slices of the part's train, val and test nodes
-//     (trainer t of k per partition gets share t % k of k).
+//     (trainer t of k per partition gets share t % k of k); features as for "partition";
+//     feature_cache_mb (default 0: none) and feature_cache_policy (degree or sieve,
+//     default degree): the node's cache of other partitions' rows (graph/row_cache.h),
+//     one per partition and process, shared by the samplers of that partition.
 void register_actor_types(runtime::ActorTypeRegistry& registry);
 
 // The sampler config of a partition actor's settings; throws UsageError naming the setting.

@@ -34,7 +34,12 @@ void take_hop_reply(BatchAssembly& assembly, int part, uint64_t request_id, Span
 
 void encode_feature_request(const BatchAssembly& assembly, int part, Rows rows, uint64_t request_id,
                             Encoder& encoder, std::vector<char>& out) {
-  encoder.feature_request(request_id, "node", assembly.name_of(rows), assembly.rows_of(part), out);
+  encode_feature_request(assembly, rows, assembly.rows_of(part), request_id, encoder, out);
+}
+
+void encode_feature_request(const BatchAssembly& assembly, Rows rows, Span<const int64_t> ids, uint64_t request_id,
+                            Encoder& encoder, std::vector<char>& out) {
+  encoder.feature_request(request_id, "node", assembly.name_of(rows), ids, out);
 }
 
 size_t take_feature_reply(BatchAssembly& assembly, int part, Rows rows, uint64_t request_id, Span<const char> bytes) {

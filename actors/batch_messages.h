@@ -20,8 +20,11 @@ void encode_hop_request(const BatchAssembly& assembly, int part, uint64_t reques
 // Decodes `part`'s hop reply into the assembly's hop output for that part.
 void take_hop_reply(BatchAssembly& assembly, int part, uint64_t request_id, Span<const char> reply);
 
-// The feature request for `part`'s rows of one attribute.
+// The feature request for `part`'s rows of one attribute: all of them, or those of `ids`
+// (a subset of rows_of(part): the misses of a cache).
 void encode_feature_request(const BatchAssembly& assembly, int part, Rows rows, uint64_t request_id,
+                            Encoder& encoder, std::vector<char>& out);
+void encode_feature_request(const BatchAssembly& assembly, Rows rows, Span<const int64_t> ids, uint64_t request_id,
                             Encoder& encoder, std::vector<char>& out);
 // Places the rows of `part`'s feature reply; returns their bytes.
 size_t take_feature_reply(BatchAssembly& assembly, int part, Rows rows, uint64_t request_id, Span<const char> reply);

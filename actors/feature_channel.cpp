@@ -106,6 +106,7 @@ void ChannelWorker::fetch(ChannelFetch& fetch) {
   fetch.error.clear();
   try {
     if (std::string why = failure(); !why.empty()) throw Error(why);
+    if (fetch.prepare) fetch.prepare(fetch);
     // Both requests go out before either reply is read: the partition answers them back to
     // back.
     for (int k = 0; k < 2; ++k) {
@@ -129,6 +130,7 @@ void ChannelWorker::fetch(ChannelFetch& fetch) {
       receive_rows_body(client_, fetch.targets[k], fetch.scratch, deadline_);
     }
     if (!refused.empty()) throw Error(refused);
+    if (fetch.finish) fetch.finish(fetch);
   } catch (const Error& e) {
     fetch.error = e.what();
   }

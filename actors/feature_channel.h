@@ -81,6 +81,10 @@ void receive_rows_body(ChannelClient& client, const RowsTarget& target, RowsScra
 // targets meanwhile (rows no one else touches); the actor reads it after seeing that flag
 // (which a forged report therefore cannot fake).
 struct ChannelFetch {
+  // Optional, run on the channel's thread: `prepare` before the requests go out (it may
+  // encode or narrow them, or drop both: a cache lookup that found every row), `finish`
+  // once every row landed. Either may throw Error: the fetch's error.
+  std::function<void(ChannelFetch&)> prepare, finish;
   std::vector<char> requests[2];
   bool asked[2] = {false, false};
   uint64_t ids[2] = {0, 0};

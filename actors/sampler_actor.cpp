@@ -133,6 +133,19 @@ sampler_actor spawn_sampler_actor(caf::actor_system& system, PartitionBook book,
       }
     }
   }
+  if (options.cache) {
+    // The cache's rows must be the batch's: the wanted attributes' row bytes, x then y.
+    std::vector<size_t> columns;
+    for (const std::string* name : {&options.names.x, &options.names.y}) {
+      if (name->empty()) continue;
+      const ArrayRef* a = stores.features->get("node", *name);
+      if (a == nullptr) throw UsageError("sampler: its partition has no attribute 'node/" + *name + "'");
+      columns.push_back(a->row_bytes());
+    }
+    if (columns != options.cache->column_bytes()) {
+      throw UsageError("sampler: the feature cache's rows are not the batch's (other attributes or widths)");
+    }
+  }
   // Checks the stores against the book and the config now, not at the first batch.
   std::vector<PartitionStores> local(book.num_parts());
   local[part] = stores;

@@ -12,14 +12,21 @@
 // from it (epoch, then next), and so do the benchmarks. In one process a batch reaches its
 // consumer by move (messages/sampled_batch.h); Cap'n Proto only between processes.
 //
+// With a cache of other partitions' rows (graph/row_cache.h), the rows of partitions in
+// other processes are looked up there first: hits land in the batch at once, and only the
+// misses are requested over the channel (then offered to the cache). Batches are the same
+// bytes with and without it.
+//
 // Every remote request has the deadline; a lost partition (a down message, a broken
 // channel) fails the batches in flight at once, naming it, and every later one too.
 #pragma once
 
 #include <caf/fwd.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +34,7 @@
 #include "graph/batch_features.h"
 #include "graph/hop_sampler.h"
 #include "graph/partition_book.h"
+#include "graph/row_cache.h"
 #include "graph/stores.h"
 
 namespace partita {
@@ -41,17 +49,31 @@ struct SamplerSeeds {
   }
 };
 
+// Rows a sampler requested from partitions in other processes, and their bytes (over
+// feature channels, cache misses only), and the batches whose rows it gathered.
+struct RemoteRowCounts {
+  std::atomic<uint64_t> rows{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> batches{0};
+};
+
 struct SamplerOptions {
   SamplerConfig config;
   FeatureNames names;
   std::chrono::milliseconds deadline{60000};  // for every remote request
   // Batches in flight at once, and sampled ahead of the trainer's next messages, at most.
   int prefetch = 2;
+  // The node's cache of other partitions' rows, shared by its samplers; null: none. Its
+  // columns are the batch's wanted attributes, x then y (checked when spawning).
+  std::shared_ptr<RowCache> cache;
+  // Counted into when given.
+  std::shared_ptr<RemoteRowCounts> remote_counts;
 };
 
 // Spawns the sampler of partition `part` of `book`, which reads `stores` (that partition)
 // directly and samples batches of `seeds`. Throws UsageError when the stores do not fit
-// the book or the config, a seed is not the partition's, or prefetch is below 1.
+// the book or the config, a seed is not the partition's, prefetch is below 1, or the
+// cache's columns are not the batch's.
 sampler_actor spawn_sampler_actor(caf::actor_system& system, PartitionBook book, int part, PartitionStores stores,
                                   SamplerSeeds seeds, SamplerOptions options);
 

@@ -70,6 +70,77 @@ void flight_done(Pointer self, BatchInFlight& flight) {
   schedule_resume(self);
 }
 
+// The batch's columns for the node's cache: where each wanted attribute's rows go, x then y.
+std::vector<CacheColumn> cache_columns(BatchAssembly& a, int part) {
+  std::vector<CacheColumn> columns;
+  for (Rows rows : kRows) {
+    if (!a.wants(rows)) continue;
+    const RowsTarget t = a.rows_target(part, rows);
+    columns.push_back({t.base, t.row_bytes});
+  }
+  return columns;
+}
+
+// Adds the rows and bytes `fetch` asks for to `counts`.
+void count_asked(const ChannelFetch& fetch, RemoteRowCounts& counts) {
+  bool rows_counted = false;
+  for (int k = 0; k < 2; ++k) {
+    if (!fetch.asked[k]) continue;
+    counts.bytes += fetch.targets[k].bytes();
+    if (!rows_counted) counts.rows += fetch.targets[k].positions.size();
+    rows_counted = true;
+  }
+}
+
+// Submits `part`'s rows to its feature channel. With the node's cache, the channel's thread
+// looks them up first (the hits land in the batch while this thread gathers its own rows),
+// requests only the misses, and offers them to the cache once they landed.
+void fetch_over_channel(SamplerState& s, BatchInFlight& flight, int part) {
+  BatchAssembly& a = flight.assembly;
+  ChannelFetch& fetch = flight.fetches[part];
+  const std::shared_ptr<RemoteRowCounts>& counts = s.options.remote_counts;
+  for (Rows r : kRows) {
+    const int k = static_cast<int>(r);
+    fetch.asked[k] = a.wants(r);
+    if (!fetch.asked[k]) continue;
+    fetch.ids[k] = s.next_request_id++;
+    fetch.targets[k] = a.rows_target(part, r);
+    if (!s.options.cache) encode_feature_request(a, part, r, fetch.ids[k], s.encoder, fetch.requests[k]);
+  }
+  fetch.prepare = nullptr;
+  fetch.finish = nullptr;
+  if (s.options.cache) {
+    CacheMisses& m = flight.misses[part];
+    m.columns = cache_columns(a, part);
+    const Span<const int64_t> ids = a.rows_of(part), positions = a.positions_of(part);
+    fetch.prepare = [cache = s.options.cache, counts, &m, &a, ids, positions](ChannelFetch& f) {
+      m.which.clear();
+      cache->lookup(ids, positions, m.columns, m.which);
+      m.ids.resize(m.which.size());
+      m.positions.resize(m.which.size());
+      for (size_t j = 0; j < m.which.size(); ++j) {
+        m.ids[j] = ids[m.which[j]];
+        m.positions[j] = positions[m.which[j]];
+      }
+      for (Rows r : kRows) {
+        const int k = static_cast<int>(r);
+        if (!f.asked[k]) continue;
+        f.targets[k].positions = Span<const int64_t>(m.positions);
+        f.asked[k] = !m.ids.empty();  // every row cached: nothing to ask
+        if (f.asked[k]) encode_feature_request(a, r, Span<const int64_t>(m.ids), f.ids[k], m.encoder, f.requests[k]);
+      }
+      if (counts) count_asked(f, *counts);
+    };
+    fetch.finish = [cache = s.options.cache, &m, ids, positions](ChannelFetch&) {
+      cache->admit(ids, positions, m.columns, Span<const size_t>(m.which));
+    };
+  }
+  if (counts && !s.options.cache) count_asked(fetch, *counts);
+  ++flight.pending;
+  ++flight.io_outstanding;
+  s.parts[part].channel->submit(flight.id, &fetch);
+}
+
 void on_feature_answer(Pointer self, BatchInFlight& flight) {
   if (--flight.pending == 0) flight_done(self, flight);
 }
@@ -79,22 +150,12 @@ void start_rows(Pointer self, BatchInFlight& flight) {
   BatchAssembly& a = flight.assembly;
   a.start_rows();
   flight.pending = 0;
+  if (s.options.remote_counts) ++s.options.remote_counts->batches;
   for (int part = 0; part < a.num_parts(); ++part) {
     if (a.is_local(part) || a.rows_of(part).empty()) continue;
     check_not_lost(s, part);
     if (s.parts[part].other_process) {
-      ChannelFetch& fetch = flight.fetches[part];
-      for (Rows rows : kRows) {
-        const int k = static_cast<int>(rows);
-        fetch.asked[k] = a.wants(rows);
-        if (!fetch.asked[k]) continue;
-        fetch.ids[k] = s.next_request_id++;
-        fetch.targets[k] = a.rows_target(part, rows);
-        encode_feature_request(a, part, rows, fetch.ids[k], s.encoder, fetch.requests[k]);
-      }
-      ++flight.pending;
-      ++flight.io_outstanding;
-      s.parts[part].channel->submit(flight.id, &fetch);
+      fetch_over_channel(s, flight, part);
       continue;
     }
     for (Rows rows : kRows) {

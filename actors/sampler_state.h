@@ -41,10 +41,22 @@ using sampler_impl =
 // The attributes a batch holds rows of.
 constexpr Rows kRows[] = {Rows::kX, Rows::kY};
 
+// One part's rows of a batch that go through the node's cache, on the channel's thread:
+// the batch's columns, then the misses (indices into rows_of(part), and their ids and batch
+// positions) as requested over the channel, with an encoder of that thread's own.
+struct CacheMisses {
+  std::vector<CacheColumn> columns;
+  std::vector<size_t> which;
+  std::vector<int64_t> ids, positions;
+  Encoder encoder;
+};
+
 // One batch being sampled.
 struct BatchInFlight {
   BatchInFlight(const PartitionBook& book, const SamplerOptions& options, std::vector<PartitionStores> local)
-      : assembly(book, options.config, options.names, std::move(local)), fetches(book.num_parts()) {}
+      : assembly(book, options.config, options.names, std::move(local)),
+        fetches(book.num_parts()),
+        misses(book.num_parts()) {}
   uint64_t id = 0;
   uint64_t generation = 0;  // of the epoch it belongs to
   int64_t batch = -1;
@@ -53,6 +65,7 @@ struct BatchInFlight {
   int io_outstanding = 0;  // fetches with channel threads, not yet reported
   bool dead = false;       // failed or discarded: kept only until its fetches come back
   std::vector<ChannelFetch> fetches;  // by part
+  std::vector<CacheMisses> misses;    // by part, when the node has a cache
 };
 
 struct Part {

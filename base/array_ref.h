@@ -1,10 +1,12 @@
-// A shared, immutable, typed array: either a memory-mapped array file or an owned vector.
+// A shared, immutable, typed array: a memory-mapped array file, an owned vector, or memory
+// of another owner (a copy in huge pages, base/resident_array.h).
 // Stores hold their columns as ArrayRefs so the same code serves features mapped from disk
 // (larger than RAM, loaded instantly) and arrays built in memory (tests, conversions).
 #pragma once
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/array_file.h"
@@ -39,6 +41,20 @@ class ArrayRef {
     ref.shape_ = shape.empty() ? std::vector<int64_t>{static_cast<int64_t>(owner->size())} : shape;
     ref.data_ = owner->data();
     ref.bytes_ = owner->size() * sizeof(T);
+    ref.name_ = std::move(name);
+    ref.owner_ = std::move(owner);
+    return ref;
+  }
+
+  // An array at `data` (`bytes` bytes of dtype and shape), kept alive by `owner`: for
+  // memory that neither a mapping nor a vector holds (base/resident_array.h).
+  static ArrayRef from_owner(std::shared_ptr<const void> owner, DType dtype, std::vector<int64_t> shape,
+                             const void* data, size_t bytes, std::string name) {
+    ArrayRef ref;
+    ref.dtype_ = dtype;
+    ref.shape_ = std::move(shape);
+    ref.data_ = data;
+    ref.bytes_ = bytes;
     ref.name_ = std::move(name);
     ref.owner_ = std::move(owner);
     return ref;

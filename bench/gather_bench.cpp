@@ -9,11 +9,16 @@
 #include <string>
 #include <utility>
 
+#include "base/array_file.h"
 #include "base/array_ref.h"
 #include "base/error.h"
 #include "base/parallel.h"
 #include "base/random.h"
+#include "base/resident_array.h"
+#include "bench/stats.h"
+#include "bench/workdir.h"
 #include "graph/feature_store.h"
+#include "graph/row_copy.h"
 
 namespace partita::bench {
 
@@ -78,17 +83,10 @@ std::vector<std::vector<int64_t>> draw_batches(const GatherBenchOptions& o) {
 }
 
 template <typename Body>
-double median_seconds(const GatherBenchOptions& o, Body body) {
-  for (int i = 0; i < o.warmup_runs; ++i) body();
-  std::vector<double> seconds;
-  for (int i = 0; i < o.runs; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    body();
-    seconds.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
-  return seconds[seconds.size() / 2];
+double seconds_of(Body body) {
+  auto start = std::chrono::steady_clock::now();
+  body();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
@@ -99,25 +97,40 @@ int run_gather_bench(const GatherBenchOptions& o) {
   const size_t batch_bytes = static_cast<size_t>(o.batch_nodes) * row_bytes;
   const double run_bytes = static_cast<double>(batch_bytes) * o.num_batches;
 
-  FeatureStore store(0, o.num_nodes, 0, 0);
-  store.put("node", "x", RowSpace::kNode,
-            ArrayRef::from_vector(make_features(o.num_nodes, o.dim, o.seed), {o.num_nodes, o.dim}));
+  // The matrix as a partition's features are stored: an array file, opened both ways a
+  // partition's stores keep it (partitioner/partition_stores.h).
+  const Workdir workdir("", "gather-bench");
+  const std::string path = workdir.path() + "/x.bin";
+  {
+    const std::vector<float> x = make_features(o.num_nodes, o.dim, o.seed);
+    write_array(path, {o.num_nodes, o.dim}, x.data());
+  }
+  FeatureStore memory(0, o.num_nodes, 0, 0), mapped(0, o.num_nodes, 0, 0);
+  memory.put("node", "x", RowSpace::kNode, load_resident(MappedArray(path)));
+  mapped.put("node", "x", RowSpace::kNode, ArrayRef::from_mapped(MappedArray(path)));
+  const char* matrix = static_cast<const char*>(memory.get("node", "x")->raw_data());
+  const size_t matrix_bytes = static_cast<size_t>(o.num_nodes) * row_bytes;
+  {
+    // Every page of the mapping read once, so that no timed run reads the disk.
+    const auto* m = static_cast<const volatile char*>(mapped.get("node", "x")->raw_data());
+    char sum = 0;
+    for (size_t at = 0; at < matrix_bytes; at += 4096) sum = static_cast<char>(sum + m[at]);
+    (void)sum;
+  }
   const std::vector<std::vector<int64_t>> batches = draw_batches(o);
   // One allocation serves the aligned output and the one 16 bytes past alignment.
   AlignedBuffer out(batch_bytes + 64);
-  // memcpy's batches are consecutive slices of the feature matrix itself, so its source
-  // comes from memory as the gather's does; one small reused source would sit in the cache
-  // and flatter the baseline.
-  const char* matrix = static_cast<const char*>(store.get("node", "x")->raw_data());
-  const size_t matrix_bytes = static_cast<size_t>(o.num_nodes) * row_bytes;
 
-  auto gather_into = [&](char* dst, int threads) {
-    return median_seconds(o, [&] {
+  // memcpy's batches are consecutive slices of the feature matrix itself (in memory), so
+  // its source comes from memory as the gather's does; one small reused source would sit in
+  // the cache and flatter the baseline.
+  auto gather_into = [&](const FeatureStore& store, char* dst, int threads) {
+    return seconds_of([&] {
       for (const auto& batch : batches) store.gather("node", "x", batch, dst, batch_bytes, threads);
     });
   };
   auto copy = [&](int threads) {
-    return median_seconds(o, [&] {
+    return seconds_of([&] {
       for (int b = 0; b < o.num_batches; ++b) {
         const char* source = matrix + (static_cast<size_t>(b) * batch_bytes) % (matrix_bytes - batch_bytes + 1);
         parallel_for(static_cast<int64_t>(batch_bytes), threads, [&](int64_t begin, int64_t end) {
@@ -126,29 +139,80 @@ int run_gather_bench(const GatherBenchOptions& o) {
       }
     });
   };
+  // Every run times each of the four once, so load from elsewhere falls on all of them;
+  // ratios are taken within a run and their median reported.
+  struct Figures {
+    double memcpy_gbs, mapped_gbs, memory_gbs, unaligned_gbs, mapped_ratio, memory_ratio, unaligned_ratio;
+  };
+  auto measure = [&](int threads) {
+    std::vector<double> c, m, r, u, mr, rr, ur;
+    for (int i = 0; i < o.warmup_runs + o.runs; ++i) {
+      const double tc = copy(threads), tm = gather_into(mapped, out.data(), threads),
+                   tr = gather_into(memory, out.data(), threads), tu = gather_into(memory, out.data() + 16, threads);
+      if (i < o.warmup_runs) continue;
+      c.push_back(run_bytes / tc / 1e9);
+      m.push_back(run_bytes / tm / 1e9);
+      r.push_back(run_bytes / tr / 1e9);
+      u.push_back(run_bytes / tu / 1e9);
+      mr.push_back(tc / tm);
+      rr.push_back(tc / tr);
+      ur.push_back(tc / tu);
+    }
+    return Figures{median(c), median(m), median(r), median(u), median(mr), median(rr), median(ur)};
+  };
 
   std::printf(
       "\nFeature gather: %lld x %lld float32 (%.0f MiB), %d batches x %lld distinct "
-      "random ids (%.1f MiB of rows each); median of %d runs after %d warm-up\n\n",
-      (long long)o.num_nodes, (long long)o.dim,
-      static_cast<double>(o.num_nodes) * row_bytes / (1 << 20), o.num_batches,
-      (long long)o.batch_nodes, static_cast<double>(batch_bytes) / (1 << 20), o.runs,
-      o.warmup_runs);
-  std::printf("%7s | %11s | %11s %7s | %15s %7s\n", "threads", "memcpy GB/s", "gather GB/s",
-              "ratio", "unaligned GB/s", "ratio");
+      "random ids (%.1f MiB of rows each); medians of %d interleaved runs (each times all four) after %d warm-up; "
+      "ratios: medians of the runs\' ratios\n\n",
+      (long long)o.num_nodes, (long long)o.dim, static_cast<double>(o.num_nodes) * row_bytes / (1 << 20),
+      o.num_batches, (long long)o.batch_nodes, static_cast<double>(batch_bytes) / (1 << 20), o.runs, o.warmup_runs);
+  std::printf("%7s | %11s | %11s %7s | %11s %7s | %15s %7s\n", "threads", "memcpy GB/s", "mapped GB/s", "ratio",
+              "memory GB/s", "ratio", "unaligned GB/s", "ratio");
   for (int threads : o.threads) {
-    double memcpy_gbs = run_bytes / copy(threads) / 1e9;
-    double gather_gbs = run_bytes / gather_into(out.data(), threads) / 1e9;
-    double unaligned_gbs = run_bytes / gather_into(out.data() + 16, threads) / 1e9;
-    std::printf("%7d | %11.2f | %11.2f %7.2f | %15.2f %7.2f\n", threads, memcpy_gbs, gather_gbs,
-                gather_gbs / memcpy_gbs, unaligned_gbs, unaligned_gbs / memcpy_gbs);
+    const Figures f = measure(threads);
+    std::printf("%7d | %11.2f | %11.2f %7.2f | %11.2f %7.2f | %15.2f %7.2f\n", threads, f.memcpy_gbs, f.mapped_gbs,
+                f.mapped_ratio, f.memory_gbs, f.memory_ratio, f.unaligned_gbs, f.unaligned_ratio);
     std::fflush(stdout);
   }
+  if (!o.prefetch_sweep.empty()) {
+    // The kernel alone on one thread, at each distance, every run timing all of them.
+    const ArrayRef& x = *memory.get("node", "x");
+    const auto kernel = [&](size_t ahead) {
+      return seconds_of([&] {
+        for (const auto& batch : batches) {
+          RowSource from;
+          from.data = static_cast<const char*>(x.raw_data());
+          from.row_bytes = row_bytes;
+          from.ids = batch.data();
+          from.rows = static_cast<uint64_t>(o.num_nodes);
+          from.prefetch_rows = ahead;
+          copy_rows(from, nullptr, batch.size(), out.data(), batch_bytes);
+        }
+      });
+    };
+    std::vector<std::vector<double>> ratios(o.prefetch_sweep.size()), rates(o.prefetch_sweep.size());
+    for (int i = 0; i < o.warmup_runs + o.runs; ++i) {
+      const double tc = copy(1);
+      for (size_t d = 0; d < o.prefetch_sweep.size(); ++d) {
+        const double t = kernel(static_cast<size_t>(o.prefetch_sweep[d]));
+        if (i < o.warmup_runs) continue;
+        ratios[d].push_back(tc / t);
+        rates[d].push_back(run_bytes / t / 1e9);
+      }
+    }
+    std::printf("\nrow copy kernel (graph/row_copy.h) from memory, one thread, by prefetch distance (rows ahead; "
+                "default %zu):\n%9s | %9s %7s\n", kPrefetchRows, "distance", "GB/s", "ratio");
+    for (size_t d = 0; d < o.prefetch_sweep.size(); ++d) {
+      std::printf("%9d | %9.2f %7.2f\n", o.prefetch_sweep[d], median(rates[d]), median(ratios[d]));
+    }
+  }
   std::printf(
-      "\nGB/s: bytes of gathered rows per second. memcpy: the same bytes from contiguous "
-      "slices of the same matrix, split over the same threads. gather: FeatureStore::gather into "
-      "a 64-byte aligned buffer (as a torch tensor's); unaligned: into a buffer 16 bytes "
-      "past that alignment (as a large malloc's).\n");
+      "\nGB/s: bytes of gathered rows per second. memcpy: the same bytes from contiguous slices of the matrix in "
+      "memory, split over the same threads. mapped: FeatureStore::gather from the array file mapped (4 KB pages, "
+      "every page in the page cache); memory: from the copy in huge-page memory (base/resident_array.h), as a "
+      "partition that fits in memory keeps its features; both into a 64-byte aligned buffer (as a torch "
+      "tensor's); unaligned: memory into a buffer 16 bytes past that alignment (as a large malloc's).\n");
   return 0;
 }
 

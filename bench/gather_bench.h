@@ -17,14 +17,20 @@ struct GatherBenchOptions {
   int warmup_runs = 2;
   int runs = 7;  // the median is reported
   std::vector<int> threads{1, 2};
+  // Prefetch distances (rows ahead, graph/row_copy.h) the kernel is timed with on one
+  // thread, next to memcpy in the same runs; empty: no sweep.
+  std::vector<int> prefetch_sweep;
   uint64_t seed = 1;
 };
 
-// Builds the matrix (deterministic values), draws the batches, then for each thread count
-// times, into one reused output buffer: the gather into a 64-byte aligned buffer (as a
-// torch tensor's), the gather into a buffer 16 bytes off that alignment (as a plain
-// malloc's), and a memcpy of the same bytes from a contiguous source. Prints a table of
-// GB/s (output bytes per second) and gather/memcpy ratios; returns the process exit code.
+// Builds the matrix (deterministic values) as an array file, opens it mapped and in
+// huge-page memory (partitioner/partition_stores.h), draws the batches, then for each
+// thread count times, into one reused output buffer, in interleaved runs: a memcpy of the
+// same bytes from a contiguous source, the gather from the mapping, the gather from memory
+// into a 64-byte aligned buffer (as a torch tensor's) and into a buffer 16 bytes off that
+// alignment (as a plain malloc's). Prints a table of
+// GB/s (output bytes per second) and gather/memcpy ratios; then, when asked, the row copy
+// kernel alone at each prefetch distance. Returns the process exit code.
 int run_gather_bench(const GatherBenchOptions& options);
 
 }  // namespace partita::bench

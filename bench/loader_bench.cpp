@@ -23,6 +23,7 @@
 #include "bench/stats.h"
 #include "bench/workdir.h"
 #include "graph/epoch_plan.h"
+#include "graph/row_cache.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_stores.h"
@@ -246,10 +247,45 @@ void run_loader_bench(const LoaderBenchOptions& o) {
   runtime::DaemonConnection connection = runtime::DaemonConnection::connect(system, daemon.address, 30s);
   const caf::actor remote_partition = connection.spawn(
       "partition", {{"dir", two_dir}, {"part", "1"}, {"fanouts", fanouts_text(o.fanouts)}}, kDeadline);
-  std::vector<sampler_actor> c_samplers{
-      spawn_sampler_actor(system, two.book(), 0, open_partition_stores(two_dir, 0), train_seeds(two_dir, 0),
-                          sampler_options)};
+  auto c_counts = std::make_shared<RemoteRowCounts>();
+  SamplerOptions counted = sampler_options;
+  counted.remote_counts = c_counts;
+  std::vector<sampler_actor> c_samplers{spawn_sampler_actor(system, two.book(), 0, open_partition_stores(two_dir, 0),
+                                                            train_seeds(two_dir, 0), counted)};
   wire(system, c_samplers, {b_partitions[0], remote_partition});
+
+  // (c) with caches of partition 1's rows: one sampler per size and policy.
+  struct Cached {
+    std::string name;
+    std::shared_ptr<RowCache> cache;
+    std::shared_ptr<RemoteRowCounts> counts = std::make_shared<RemoteRowCounts>();
+    std::vector<sampler_actor> sampler;
+    std::vector<double> rate, ratio, bytes, hit, cpu;
+  };
+  std::vector<Cached> cached;
+  {
+    const PartitionStores stores = open_partition_stores(two_dir, 0);
+    std::vector<size_t> columns{stores.features->get("node", "x")->row_bytes(), stores.features->get("node", "y")->row_bytes()};
+    for (const std::string& policy_name : o.cache_policies) {
+      const CachePolicy policy = parse_cache_policy(policy_name, "--cache-policies");
+      for (double percent : o.cache_percents) {
+        const auto rows = static_cast<size_t>(percent / 100 * static_cast<double>(two.book().size(1)));
+        Cached c;
+        char name[96];
+        std::snprintf(name, sizeof(name), "    cache %g%% of partition 1 (%zu rows, %s)", percent, rows,
+                      policy_name.c_str());
+        c.name = name;
+        c.cache = make_remote_row_cache(policy, RowCache::budget_for(rows, columns[0] + columns[1]), columns,
+                                        *stores.topology);
+        SamplerOptions options = sampler_options;
+        options.cache = c.cache;
+        options.remote_counts = c.counts;
+        c.sampler.push_back(spawn_sampler_actor(system, two.book(), 0, stores, train_seeds(two_dir, 0), options));
+        wire(system, c.sampler, {b_partitions[0], remote_partition});
+        cached.push_back(std::move(c));
+      }
+    }
+  }
 
   std::printf("\n%s: %lld nodes, %lld directed edges, %lld float32 features; fanouts [%s], batch %lld\n"
               "each sampler: its partition's training nodes, %d in flight, features and labels included, taken by "
@@ -260,15 +296,38 @@ void run_loader_bench(const LoaderBenchOptions& o) {
               fanouts_text(o.fanouts).c_str(), (long long)o.batch_size, o.prefetch, kWarmupBatches, o.seconds,
               o.num_batches, o.repeat);
 
-  std::vector<double> a_rate, b_rate, c_rate, a_cpu, b_cpu, c_cpu, c_over_a;
+  std::vector<double> a_rate, b_rate, c_rate, a_cpu, b_cpu, c_cpu, c_over_a, c_bytes;
   std::vector<double> nodes_per_batch, edges_per_batch;
   const std::vector<pid_t> here{::getpid()};
   const std::vector<pid_t> everyone{::getpid(), daemon.process->pid()};
+  // Bytes per batch that crossed the channel during a drain of `sampler`, from its counts.
+  const auto measured = [&](const std::vector<sampler_actor>& sampler, RemoteRowCounts& counts, uint64_t epoch,
+                            Round& round) {
+    const uint64_t bytes = counts.bytes, batches = counts.batches;
+    round = drain(system, sampler, o, epoch, everyone);
+    return static_cast<double>(counts.bytes - bytes) / static_cast<double>(std::max<uint64_t>(1, counts.batches - batches));
+  };
+  if (!cached.empty()) {
+    for (Cached& c : cached) drain(system, c.sampler, o, 1000, everyone);  // warms the caches (untimed)
+  }
   for (int r = 0; r < o.repeat; ++r) {
     const uint64_t epoch = static_cast<uint64_t>(r);
     Round a = drain(system, a_samplers, o, epoch, here);
     Round b = drain(system, b_samplers, o, epoch, here);
-    Round c = drain(system, c_samplers, o, epoch, everyone);
+    Round c;
+    c_bytes.push_back(measured(c_samplers, *c_counts, epoch, c));
+    for (Cached& k : cached) {
+      Round kr;
+      const RowCacheCounts before = k.cache->counts();
+      k.bytes.push_back(measured(k.sampler, *k.counts, epoch, kr));
+      const RowCacheCounts after = k.cache->counts();
+      k.rate.push_back(kr.batches_per_second());
+      k.cpu.push_back(kr.cpu_ms_per_batch());
+      k.ratio.push_back(kr.batches_per_second() / c.batches_per_second());
+      k.hit.push_back(static_cast<double>(after.hits - before.hits) /
+                      static_cast<double>(std::max<uint64_t>(1, after.lookups - before.lookups)));
+      if (k.cache->memory_bytes() > k.cache->budget_bytes()) throw Error("bench loader: a cache outgrew its budget");
+    }
     a_rate.push_back(a.batches_per_second());
     b_rate.push_back(b.batches_per_second());
     c_rate.push_back(c.batches_per_second());
@@ -296,8 +355,23 @@ void run_loader_bench(const LoaderBenchOptions& o) {
   std::printf("\n(c)/(a), the median of the rounds' ratios: %.2f (goal >= 0.8: %s); remote feature transfer alone: "
               "`partita bench transfer`\n",
               median(c_over_a), median(c_over_a) >= 0.8 ? "met" : "not met");
+  if (!cached.empty()) {
+    const double off_bytes = median(c_bytes);
+    std::printf("\n%-60s %10s %7s %15s %7s %8s %12s\n", "(c) with a cache of partition 1's rows (medians)", "batches/s",
+                "vs (c)", "remote MB/batch", "vs (c)", "hit rate", "CPU ms/batch");
+    std::printf("%-60s %10.1f %7.2f %15.2f %7.2f %8s %12.1f\n", "    no cache: (c)", c_med, 1.0, off_bytes / 1e6, 1.0,
+                "-", median(c_cpu));
+    for (const Cached& k : cached) {
+      std::printf("%-60s %10.1f %7.2f %15.2f %7.2f %8.2f %12.1f\n", k.name.c_str(), median(k.rate), median(k.ratio),
+                  median(k.bytes) / 1e6, median(k.bytes) / off_bytes, median(k.hit), median(k.cpu));
+    }
+    std::printf("\nvs (c): the median of the rounds' ratios to (c) without cache, measured in the same rounds; remote "
+                "MB/batch: feature rows requested over the channel per batch (x and y); hit rate: the share of "
+                "partition 1's rows of a batch served by the cache. Caches warmed by one untimed round.\n");
+  }
 
   for (const auto& s : c_samplers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  for (const auto& k : cached) caf::anon_send_exit(k.sampler[0], caf::exit_reason::user_shutdown);
   for (const auto& s : a_samplers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
   for (const auto& s : b_samplers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
   for (const auto& p : b_partitions) caf::anon_send_exit(p, caf::exit_reason::user_shutdown);

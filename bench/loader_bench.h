@@ -20,6 +20,10 @@ struct LoaderBenchOptions {
   int repeat = 3;        // rounds of every measurement; medians are reported
   uint64_t seed = 1;
   std::string workdir;   // keeps (and reuses) the generated graph; empty: a temporary folder
+  // (c) again with a cache of each of these percentages of partition 1's rows
+  // (graph/row_cache.h), for each policy; empty: none.
+  std::vector<double> cache_percents;
+  std::vector<std::string> cache_policies{"degree", "frequency", "sieve"};
 };
 
 // Generates RMAT with features and labels (or reads `input`), partitions it into 1 and 2
@@ -33,6 +37,9 @@ struct LoaderBenchOptions {
 //   (c) 2 partitions, partition 1 on a `partita daemon` over loopback: the sampler of
 //       partition 0 in this process, as its trainer's process hosts it, fetching partition
 //       1's rows over its feature channel.
+// With cache_percents, (c) is measured again with each cache size and policy, next to (c)
+// without cache in the same rounds: batches/s, and the remote bytes per batch (what crosses
+// the channel: the misses). The caches are warmed by one untimed round first.
 // Samplers measured together run for the same time (`seconds`, at most `num_batches`
 // each; remote feature transfer alone: `partita bench transfer`). The rounds interleave
 // the configurations, so that load from elsewhere on the machine

@@ -90,6 +90,8 @@ class BatchAssembly {
   bool wants(Rows rows) const { return !name_of(rows).empty(); }
   const std::string& name_of(Rows rows) const { return rows == Rows::kX ? names_.x : names_.y; }
   Span<const int64_t> rows_of(int part) const { return rows_.ids(part); }
+  // Where those rows go: rows_of(part)[k] is the batch's row positions_of(part)[k].
+  Span<const int64_t> positions_of(int part) const { return rows_.positions(part); }
   void gather_local(int part);
   // Where the part's rows go. Requires their width: known from a co-located part, or
   // given by set_width.

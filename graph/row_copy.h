@@ -5,10 +5,8 @@
 // Its cases, chosen per call by row width, destination layout and size:
 //   contiguous destination (a gather):
 //     1-, 4-, 8-byte rows: a fixed-size memcpy per row (one load, one store);
-//     rows of 64 bytes or more, 16 MiB or more in all, AVX-512 BW: whole output lines by
-//       streaming stores, a line shared by two rows assembled with masked loads (measured
-//       on 512-byte rows, bench/gather_bench.h: 0.75-0.8 of memcpy's bandwidth against
-//       0.55-0.6 for a memcpy per row);
+//     rows of 64 bytes or more, 16 MiB or more in all, AVX-512: whole output lines by
+//       streaming stores, a line shared by two rows assembled on the stack;
 //     otherwise a memcpy per row;
 //   scattered destination (a placement):
 //     rows of 128 bytes or more, 1 MiB or more in all, AVX-512: the whole lines inside each
@@ -19,16 +17,23 @@
 // Below those sizes the rows stay in cache for whoever reads them next, and streaming
 // stores, which bypass the cache, would only lose.
 //
-// No software prefetch: prefetching rows a few ids ahead (distances 4 to 64, first line or
-// whole row, T0/T1/T2 hints) gained nothing in the plain cases, whose misses the
-// out-of-order core already overlaps as far as the fill buffers allow, and cost 0.05-0.1 of
-// memcpy's bandwidth in the streaming one.
+// Rows picked by id are prefetched kPrefetchRows ids ahead, every line of the row: a random
+// row's lines miss all caches, and the core alone keeps only the misses of the next row or
+// two in flight. Measured with `partita bench gather --prefetch-sweep` (BENCHMARKS.md,
+// "Neighbour sampling"), 512-byte rows from huge-page memory, one thread: 0.47-0.52 of
+// memcpy without prefetch, 0.59-0.71 at 8 rows ahead, no better at 16 or 32 and worse at 2
+// or 4. (An earlier measurement found no gain: the prefetch loop, then bounded by a pointer
+// to the row's end, was compiled away by GCC 12; it is now a counted loop of prefetch
+// instructions, checked by looking at the object code.)
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 namespace partita {
+
+// Rows ahead whose lines a copy by id prefetches (see the header's comment).
+constexpr size_t kPrefetchRows = 8;
 
 // Where rows come from: row k is data + (ids[k] - begin) * row_bytes, or
 // data + k * row_bytes without ids. With ids, an id is in range when ids[k] - begin
@@ -39,6 +44,8 @@ struct RowSource {
   const int64_t* ids = nullptr;
   uint64_t begin = 0;
   uint64_t rows = UINT64_MAX;
+  // With ids: rows picked this many ids ahead have all their lines prefetched (0: none).
+  size_t prefetch_rows = kPrefetchRows;
 
   // Row k, or nullptr when its id is out of range.
   const char* row(size_t k) const {

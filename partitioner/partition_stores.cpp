@@ -8,7 +8,10 @@
 #include <mutex>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 #include "base/error.h"
+#include "base/resident_array.h"
 
 namespace partita {
 
@@ -56,14 +59,50 @@ Topology load_topology(const PartitionFolder& folder, int part) {
   return Topology(std::move(parts));
 }
 
-FeatureStore load_features(const PartitionFolder& folder, int part) {
+const char* feature_storage_name(FeatureStorage storage) {
+  switch (storage) {
+    case FeatureStorage::kMemory:
+      return "memory";
+    case FeatureStorage::kMapped:
+      return "mapped";
+    case FeatureStorage::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+FeatureStorage parse_feature_storage(const std::string& text, const std::string& what) {
+  for (FeatureStorage s : {FeatureStorage::kAuto, FeatureStorage::kMemory, FeatureStorage::kMapped}) {
+    if (text == feature_storage_name(s)) return s;
+  }
+  throw UsageError(what + ": '" + text + "' is not a feature storage (auto, memory or mapped)");
+}
+
+FeatureStorage resolve_feature_storage(FeatureStorage storage, uint64_t attribute_bytes, uint64_t available_bytes) {
+  if (storage != FeatureStorage::kAuto) return storage;
+  return attribute_bytes <= available_bytes / 2 ? FeatureStorage::kMemory : FeatureStorage::kMapped;
+}
+
+FeatureStore load_features(const PartitionFolder& folder, int part, FeatureStorage storage) {
   PartitionData data = folder.load_part(part, Verify::kStructure);
   const PartitionMeta& meta = folder.meta();
   int64_t edge_begin = 0;
   for (int p = 0; p < part; ++p) edge_begin += meta.parts[p].num_edges;
   FeatureStore store(data.node_begin, data.node_end, edge_begin, edge_begin + meta.parts[part].num_edges);
+  uint64_t bytes = 0;
+  for (const auto* a : {&data.x, &data.y, &data.node_time, &data.node_type, &data.edge_attr, &data.edge_time}) {
+    if (*a) bytes += (*a)->data_bytes();
+  }
+  if (storage == FeatureStorage::kAuto) {
+    const uint64_t available = available_memory_bytes();
+    storage = resolve_feature_storage(storage, bytes, available);
+    spdlog::debug("partition {} of {}: {} MiB of attributes, {} MiB of memory available: {}", part, folder.dir(),
+                  bytes >> 20, available >> 20, feature_storage_name(storage));
+  }
   auto put = [&](const char* group, const char* name, RowSpace space, std::optional<MappedArray>& a) {
-    if (a) store.put(group, name, space, ArrayRef::from_mapped(std::move(*a)));
+    if (!a) return;
+    store.put(group, name, space,
+              storage == FeatureStorage::kMemory ? load_resident(std::move(*a)) : ArrayRef::from_mapped(std::move(*a)));
   };
   put("node", "x", RowSpace::kNode, data.x);
   put("node", "y", RowSpace::kNode, data.y);
@@ -121,7 +160,7 @@ Topology topology_from_dataset(const Dataset& d) {
   return Topology(std::move(parts));
 }
 
-PartitionStores open_partition_stores(const std::string& dir, int part) {
+PartitionStores open_partition_stores(const std::string& dir, int part, FeatureStorage storage) {
   // Weak entries: the stores live as long as an actor or sampler holds them, not longer.
   // An entry is reused only while the folder is the one it was opened from (a job may
   // rewrite OUTPUT/partitions while an older job's actors still hold the old mappings):
@@ -161,7 +200,7 @@ PartitionStores open_partition_stores(const std::string& dir, int part) {
                      " parts, there is no part " + std::to_string(part));
   }
   stores.topology = std::make_shared<const Topology>(load_topology(folder, part));
-  stores.features = std::make_shared<const FeatureStore>(load_features(folder, part));
+  stores.features = std::make_shared<const FeatureStore>(load_features(folder, part, storage));
   entry = {identity, stores.topology, stores.features};
   return stores;
 }

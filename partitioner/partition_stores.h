@@ -1,7 +1,10 @@
-// Opening the graph/ stores of a partition: from a partition folder (memory-mapped) or from
-// an in-memory dataset (as one partition).
+// Opening the graph/ stores of a partition: from a partition folder or from an in-memory
+// dataset (as one partition). A folder's topology is mapped; its attributes (features,
+// labels, times) go into huge-page memory when they fit (base/resident_array.h says why) and
+// are mapped otherwise.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -21,15 +24,32 @@ Topology load_topology(const PartitionFolder& folder, int part);
 // sampler and for tests that compare against partitioned runs.
 Topology topology_from_dataset(const Dataset& dataset);
 
-// The attributes of one part, mapped: group "node" holds x, y, node_time and node_type;
-// group "edge" holds edge_attr and edge_time (rows by global edge id, CSC order), as
-// present in the folder.
-FeatureStore load_features(const PartitionFolder& folder, int part);
+// Where a part's attributes are kept once opened (the job file's `features.storage`):
+//   kMemory: copied into anonymous memory with huge pages, the fastest for random rows;
+//   kMapped: the files mapped, read through the page cache (attributes larger than memory);
+//   kAuto:   kMemory when the part's attribute files together take at most half of the
+//            memory the kernel reports available (MemAvailable) as they are opened, so
+//            that a node keeps room for its batches, trainers and the other processes on
+//            it; kMapped otherwise.
+enum class FeatureStorage { kAuto, kMemory, kMapped };
+// "auto", "memory", "mapped".
+const char* feature_storage_name(FeatureStorage storage);
+// The storage named `text`; throws UsageError naming `what` and the choices otherwise.
+FeatureStorage parse_feature_storage(const std::string& text, const std::string& what);
+// kMemory or kMapped: `storage`, or for kAuto the rule above for attributes of
+// `attribute_bytes` with `available_bytes` of memory available.
+FeatureStorage resolve_feature_storage(FeatureStorage storage, uint64_t attribute_bytes, uint64_t available_bytes);
 
-// Part `part` of the partition folder `dir`, opened (memory-mapped) once per process while
-// anyone holds it: a partition actor and a sampler placed with it read the same stores.
-// Throws Error naming the folder when it cannot be opened.
-PartitionStores open_partition_stores(const std::string& dir, int part);
+// The attributes of one part: group "node" holds x, y, node_time and node_type; group
+// "edge" holds edge_attr and edge_time (rows by global edge id, CSC order), as present in
+// the folder; kept as `storage` says.
+FeatureStore load_features(const PartitionFolder& folder, int part, FeatureStorage storage = FeatureStorage::kAuto);
+
+// Part `part` of the partition folder `dir`, opened once per process while anyone holds
+// it: a partition actor and a sampler placed with it read the same stores (one copy of the
+// features, whichever the storage). The first opener's `storage` decides while the stores
+// are held. Throws Error naming the folder when it cannot be opened.
+PartitionStores open_partition_stores(const std::string& dir, int part, FeatureStorage storage = FeatureStorage::kAuto);
 
 // The dataset's attributes as a single partition, laid out as topology_from_dataset's
 // ids (edge rows in CSC order).

@@ -76,6 +76,8 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   gather->add_option("--batch-nodes", g->batch_nodes, "distinct random rows per batch")->check(cli::positive())->capture_default_str();
   gather->add_option("--threads-list", g->threads, "thread counts to measure (default 1 2)")->check(cli::in_range(1, cli::kMaxThreads));
   gather->add_option("--seed", g->seed, "seed")->capture_default_str();
+  gather->add_option("--runs", g->runs, "measured runs (medians are reported)")->check(cli::positive())->capture_default_str();
+  gather->add_option("--prefetch-sweep", g->prefetch_sweep, "also time the row copy kernel alone at these prefetch distances (rows ahead)")->check(cli::at_least(0));
   gather->callback([g] { bench::run_gather_bench(*g); });
 
   auto c = std::make_shared<bench::CodecBenchOptions>();
@@ -101,6 +103,8 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   loader->add_option("--seconds", l->seconds, "measurement window: consumers take no batch after it")->check(cli::positive())->capture_default_str();
   loader->add_option("--prefetch", l->prefetch, "batches in flight per sampler")->check(cli::positive())->capture_default_str();
   loader->add_option("--repeat", l->repeat, "rounds of every measurement (medians are reported)")->check(cli::positive())->capture_default_str();
+  loader->add_option("--cache-percents", l->cache_percents, "also measure (c) with a cache of these % of partition 1's rows, e.g. 5 10 20")->check(cli::in_range(0.0, 100.0));
+  loader->add_option("--cache-policies", l->cache_policies, "cache policies to measure (degree, sieve)")->capture_default_str();
   loader->add_option("--workdir", l->workdir, "keep the generated graph here and reuse it (default: a temporary folder)");
   loader->callback([l, loader_fanouts] {
     l->fanouts = parse_fanouts(*loader_fanouts, "--fanouts");

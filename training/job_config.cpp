@@ -210,6 +210,13 @@ void read_sampling(Section s, JobConfig& job) {
                                "flight instead of sampling threads; remove it");
   }
   s.read("replace", job.replace, "true or false");
+  s.read_int("feature_cache_mb", job.feature_cache_mb, 0, JobLimits::kMaxFeatureCacheMb);
+  s.read_choice("feature_cache_policy", job.feature_cache_policy, {"degree", "frequency", "sieve"});
+  s.reject_unknown();
+}
+
+void read_features(Section s, JobConfig& job) {
+  s.read_choice("storage", job.feature_storage, {"auto", "memory", "mapped"});
   s.reject_unknown();
 }
 
@@ -247,6 +254,7 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
   read_data(top.sub("data"), job, base_dir);
   read_model(top.sub("model"), job);
   read_sampling(top.sub("sampling"), job);
+  read_features(top.sub("features"), job);
   read_train(top.sub("train"), job);
   std::string output = job.output;
   top.read("output", output, "a folder");
@@ -298,6 +306,11 @@ std::string job_to_yaml(const JobConfig& job) {
   out << YAML::Key << "batch_size" << YAML::Value << job.batch_size;
   out << YAML::Key << "prefetch" << YAML::Value << job.prefetch;
   out << YAML::Key << "replace" << YAML::Value << job.replace;
+  out << YAML::Key << "feature_cache_mb" << YAML::Value << job.feature_cache_mb;
+  out << YAML::Key << "feature_cache_policy" << YAML::Value << job.feature_cache_policy;
+  out << YAML::EndMap;
+  out << YAML::Key << "features" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "storage" << YAML::Value << job.feature_storage;
   out << YAML::EndMap;
   out << YAML::Key << "train" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "epochs" << YAML::Value << job.epochs;

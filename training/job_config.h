@@ -11,7 +11,9 @@
 //                train_nodes: 0, seed: 1}   # kind: sbm or rmat; train_nodes 0 = 10%
 //     num_partitions: 2        # for dataset/generate
 //   model: {kind: graphsage, hidden: 128, layers: 2, heads: 4, dropout: 0.5, trim: true}
-//   sampling: {fanouts: [10, 10], batch_size: 512, prefetch: 2, replace: false}
+//   sampling: {fanouts: [10, 10], batch_size: 512, prefetch: 2, replace: false,
+//              feature_cache_mb: 0, feature_cache_policy: degree}   # cache 0 = off
+//   features: {storage: auto}   # auto, memory or mapped (partitioner/partition_stores.h)
 //   train:
 //     epochs: 5
 //     optimizer: adam           # adam or sgd
@@ -64,6 +66,7 @@ struct JobLimits {
   static constexpr int64_t kMaxBatchSize = 1 << 24;
   static constexpr int64_t kMaxFanout = 1 << 20;
   static constexpr int64_t kMaxGeneratedNodes = int64_t{1} << 32;
+  static constexpr int64_t kMaxFeatureCacheMb = int64_t{1} << 20;  // 1 TiB: a node's memory, at most
 };
 
 struct JobConfig {
@@ -86,6 +89,12 @@ struct JobConfig {
   int64_t batch_size = 512;
   int prefetch = 2;  // batches each trainer's sampler keeps in flight
   bool replace = false;
+  // Each sampler's cache of rows owned by other partitions (graph/row_cache.h): its
+  // budget in MiB (0: no cache) and the policy that fills it.
+  int64_t feature_cache_mb = 0;
+  std::string feature_cache_policy = "degree";
+  // features
+  std::string feature_storage = "auto";  // where each node keeps its partition's attributes
   // train
   int epochs = 5;
   std::string optimizer = "adam";

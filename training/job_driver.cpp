@@ -250,7 +250,8 @@ void Driver::spawn_actors() {
                                         {{"dir", folder_.dir()},
                                          {"part", std::to_string(p)},
                                          {"fanouts", fanouts},
-                                         {"replace", job_.replace ? "true" : "false"}}));
+                                         {"replace", job_.replace ? "true" : "false"},
+                                         {"features", job_.feature_storage}}));
   }
   const int num_trainers = job_.num_trainers();
   spawn_samplers(fanouts);
@@ -292,13 +293,16 @@ void Driver::spawn_samplers(const std::string& fanouts) {
   for (int t = 0; t < job_.num_trainers(); ++t) {
     const int part = job_.part_of_trainer(t);
     actors_.samplers.push_back(spawn(node_of_partition(part), "sampler",
-                                      {{"dir", folder_.dir()},
-                                       {"part", std::to_string(part)},
-                                       {"fanouts", fanouts},
-                                       {"replace", job_.replace ? "true" : "false"},
-                                       {"prefetch", std::to_string(job_.prefetch)},
-                                       {"share", std::to_string(t % k)},
-                                       {"shares", std::to_string(k)}}));
+                                     {{"dir", folder_.dir()},
+                                      {"part", std::to_string(part)},
+                                      {"fanouts", fanouts},
+                                      {"replace", job_.replace ? "true" : "false"},
+                                      {"prefetch", std::to_string(job_.prefetch)},
+                                      {"features", job_.feature_storage},
+                                      {"feature_cache_mb", std::to_string(job_.feature_cache_mb)},
+                                      {"feature_cache_policy", job_.feature_cache_policy},
+                                      {"share", std::to_string(t % k)},
+                                      {"shares", std::to_string(k)}}));
   }
   // Each sampler connects to the daemons of the other partitions directly, at the address
   // the driver reached them at (CAF would otherwise route through this process).

@@ -7,6 +7,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <atomic>
+#include <cstring>
 #include <chrono>
 #include <set>
 #include <string>
@@ -58,6 +59,18 @@ sampler_actor spawn_sampler(testing::Cluster& cluster, Samplers& samplers, const
   sampler_actor s = spawn_sampler_actor(cluster.system(), cluster.book(), part, cluster.stores(part), seeds, options);
   samplers.actors.push_back(s);
   return s;
+}
+
+// The partition actors as `client` sees them with partition 1 served by `server`'s actor
+// system over loopback: another node, so its rows come over its feature channel.
+std::vector<caf::actor> with_partition_1_remote(testing::Cluster& server, testing::Cluster& client) {
+  auto port = server.system().middleman().publish(server.actor(1), 0, "127.0.0.1");
+  if (!port) throw Error("cannot publish partition 1: " + server.system().render(port.error()));
+  auto remote = client.system().middleman().remote_actor<partition_actor>("127.0.0.1", *port);
+  if (!remote) throw Error("cannot reach partition 1: " + client.system().render(remote.error()));
+  std::vector<caf::actor> actors = client.actors();
+  actors[1] = caf::actor_cast<caf::actor>(*remote);
+  return actors;
 }
 
 class SamplerActorTest : public ::testing::Test {
@@ -379,17 +392,78 @@ TEST_F(SamplerActorTest, StoppingMidEpochReleasesTheConsumerAtOnce) {
 // over the partition's feature channel.
 TEST_F(SamplerActorTest, APartitionInAnotherProcessGivesTheReferenceBatchesOverItsChannel) {
   testing::Cluster server(tmp_ / "parts", config_, /*networking=*/true);
-  auto port = server.system().middleman().publish(server.actor(1), 0, "127.0.0.1");
-  ASSERT_TRUE(port) << server.system().render(port.error());
   testing::Cluster client(tmp_ / "parts", config_, /*networking=*/true);
   Samplers samplers;
-  auto remote = client.system().middleman().remote_actor<partition_actor>("127.0.0.1", *port);
-  ASSERT_TRUE(remote) << client.system().render(remote.error());
+  const std::vector<caf::actor> actors = with_partition_1_remote(server, client);
   sampler_actor s = spawn(client, samplers, 0, 2);
-  std::vector<caf::actor> actors = client.actors();
-  actors[1] = caf::actor_cast<caf::actor>(*remote);
   ASSERT_EQ(error_of(ask(client.system(), s, partitions_atom::value, actors, kNoAddresses)), "");
   testing::expect_reference_epoch(client.system(), s, 0, *reference_, 11, 0, 32);
+}
+
+// Partition 1 over its channel, with the node's cache of its rows: for each policy, the
+// same bytes in every batch as a sampler without cache over three epochs (the later ones
+// served largely from the cache), fewer rows requested, and the cache within its budget.
+TEST_F(SamplerActorTest, ACacheOfRemoteRowsChangesNoBatchAndOnlyMissesCross) {
+  testing::Cluster server(tmp_ / "parts", config_, /*networking=*/true);
+  testing::Cluster client(tmp_ / "parts", config_, /*networking=*/true);
+  const std::vector<caf::actor> actors = with_partition_1_remote(server, client);
+  const PartitionStores stores = client.stores(0);
+  const size_t x_bytes = stores.features->get("node", "x")->row_bytes();
+  // A third of partition 1's rows: SIEVE has to evict.
+  const uint64_t budget = RowCache::budget_for(static_cast<size_t>(client.book().size(1) / 3), x_bytes + 8);
+  Samplers samplers;
+  const SamplerSeeds seeds{reference_->seeds(0, "train"), reference_->seeds(0, "val"), reference_->seeds(0, "test")};
+  const auto spawn_with = [&](std::shared_ptr<RowCache> cache, std::shared_ptr<RemoteRowCounts> counts) {
+    SamplerOptions options;
+    options.config = config_;
+    options.cache = std::move(cache);
+    options.remote_counts = std::move(counts);
+    sampler_actor s = spawn_sampler_actor(client.system(), client.book(), 0, stores, seeds, options);
+    samplers.actors.push_back(s);
+    EXPECT_EQ(error_of(ask(client.system(), s, partitions_atom::value, actors, kNoAddresses)), "");
+    return s;
+  };
+  const auto epochs = [&](sampler_actor s) {
+    std::vector<MiniBatch> batches;
+    SamplerClient consumer(client.system(), s, 30s, "sampler");
+    for (uint64_t epoch = 0; epoch < 3; ++epoch) {
+      const int64_t n = consumer.start_epoch("train", 7, epoch, 8, true);
+      for (int64_t b = 0; b < n; ++b) batches.push_back(consumer.next());
+    }
+    return batches;
+  };
+  auto plain_counts = std::make_shared<RemoteRowCounts>();
+  const std::vector<MiniBatch> plain = epochs(spawn_with(nullptr, plain_counts));
+  // More batches than the frequency policy counts before it caches.
+  ASSERT_GT(plain.size(), static_cast<size_t>(RowCache::kCountedLookups) + 8);
+  for (CachePolicy policy : {CachePolicy::kDegree, CachePolicy::kFrequency, CachePolicy::kSieve}) {
+    SCOPED_TRACE(cache_policy_name(policy));
+    auto cache = make_remote_row_cache(policy, budget, {x_bytes, 8}, *stores.topology);
+    auto counts = std::make_shared<RemoteRowCounts>();
+    const std::vector<MiniBatch> cached = epochs(spawn_with(cache, counts));
+    ASSERT_EQ(cached.size(), plain.size());
+    for (size_t b = 0; b < plain.size(); ++b) {
+      EXPECT_EQ(cached[b].node_ids, plain[b].node_ids);
+      ASSERT_EQ(cached[b].x.size(), plain[b].x.size()) << "batch " << b;
+      EXPECT_EQ(std::memcmp(cached[b].x.data(), plain[b].x.data(), plain[b].x.size() * sizeof(float)), 0)
+          << "batch " << b << ": features differ";
+      EXPECT_EQ(cached[b].y, plain[b].y) << "batch " << b;
+    }
+    const RowCacheCounts c = cache->counts();
+    EXPECT_GT(c.hits, 0u);
+    EXPECT_EQ(c.lookups, plain_counts->rows.load()) << "every remote row is looked up";
+    EXPECT_EQ(counts->rows.load(), c.lookups - c.hits) << "only the misses are requested";
+    EXPECT_LT(counts->bytes.load(), plain_counts->bytes.load());
+    EXPECT_LE(cache->memory_bytes(), budget);
+    if (policy == CachePolicy::kSieve) {
+      EXPECT_GT(c.evicted, 0u);
+    }
+  }
+  // A cache whose rows are not the batch's is refused when the sampler is spawned.
+  SamplerOptions wrong;
+  wrong.config = config_;
+  wrong.cache = std::make_shared<RowCache>(CachePolicy::kSieve, budget, std::vector<size_t>{x_bytes});
+  EXPECT_THROW(spawn_sampler_actor(client.system(), client.book(), 0, stores, seeds, wrong), UsageError);
 }
 
 // Rows of 384 bytes and batches of several MB: the rows travel the paths wide features
@@ -412,14 +486,10 @@ TEST(SamplerActorWideRowsTest, WideRowsOverAChannelGiveTheReferenceBatches) {
   testing::ReferenceBatches reference(dataset, tmp / "parts", config);
 
   testing::Cluster server(tmp / "parts", config, /*networking=*/true);
-  auto port = server.system().middleman().publish(server.actor(1), 0, "127.0.0.1");
-  ASSERT_TRUE(port) << server.system().render(port.error());
   testing::Cluster client(tmp / "parts", config, /*networking=*/true);
-  auto remote = client.system().middleman().remote_actor<partition_actor>("127.0.0.1", *port);
-  ASSERT_TRUE(remote) << client.system().render(remote.error());
+  const std::vector<caf::actor> actors = with_partition_1_remote(server, client);
   Samplers samplers;
   sampler_actor s = spawn_sampler(client, samplers, reference, config, 0);
-  std::vector<caf::actor> actors{caf::actor_cast<caf::actor>(client.actor(0)), caf::actor_cast<caf::actor>(*remote)};
   ASSERT_EQ(error_of(ask(client.system(), s, partitions_atom::value, actors, kNoAddresses)), "");
   testing::expect_reference_epoch(client.system(), s, 0, reference, 3, 0, 256);
   // Batches big enough to take the streaming paths.

@@ -96,6 +96,32 @@ TEST_F(TwoDaemonsTest, SamplerActorsOnBothDaemonsGiveTheReferenceBatches) {
   }
 }
 
+// The job's `sampling.feature_cache_mb`: each daemon's sampler keeps a cache of the other
+// partition's rows; over two epochs (the second served from it) the batches are still the
+// reference's, for each policy.
+TEST_F(TwoDaemonsTest, SamplersWithACacheOfRemoteRowsGiveTheReferenceBatches) {
+  testing::ReferenceBatches reference(dataset_, tmp_ / "parts", config_);
+  for (const char* policy : {"degree", "frequency", "sieve"}) {
+    SCOPED_TRACE(policy);
+    std::vector<sampler_actor> samplers;
+    for (int p = 0; p < 2; ++p) {
+      runtime::Settings settings{{"dir", tmp_ / "parts"},     {"part", std::to_string(p)},
+                                 {"fanouts", "10,5"},         {"deadline_ms", "20000"},
+                                 {"feature_cache_mb", "1"},   {"feature_cache_policy", policy},
+                                 {"features", "memory"}};
+      samplers.push_back(caf::actor_cast<sampler_actor>(connections_[p].spawn("sampler", settings, 30s)));
+      ASSERT_EQ(testing::error_of(testing::ask(client_, samplers.back(), partitions_atom::value, partitions_, addresses_)),
+                "");
+    }
+    for (int p = 0; p < 2; ++p) {
+      SCOPED_TRACE("the sampler of partition " + std::to_string(p));
+      testing::expect_reference_epoch(client_, samplers[p], p, reference, 5, 0, 32);
+      testing::expect_reference_epoch(client_, samplers[p], p, reference, 5, 1, 32);
+    }
+    for (const auto& s : samplers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  }
+}
+
 TEST_F(TwoDaemonsTest, AKilledDaemonFailsTheSamplerActorsBatchNamingItsPartition) {
   runtime::Settings settings{{"dir", tmp_ / "parts"}, {"part", "0"}, {"fanouts", "10,5"}, {"deadline_ms", "5000"}};
   auto sampler = caf::actor_cast<sampler_actor>(connections_[0].spawn("sampler", settings, 30s));
@@ -138,6 +164,22 @@ TEST_F(TwoDaemonsTest, BadSettingsAreAnErrorNamingTheSetting) {
     FAIL() << "spawned a sampler of share 2 of 2";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("setting 'share'"), std::string::npos) << e.what();
+  }
+  // The cache and storage settings, each bad value named.
+  const std::vector<std::pair<runtime::Settings, std::string>> bad_cache{
+      {{{"feature_cache_mb", "-1"}}, "setting 'feature_cache_mb'"},
+      {{{"feature_cache_mb", "lots"}}, "setting 'feature_cache_mb'"},
+      {{{"feature_cache_mb", "2"}, {"feature_cache_policy", "lru"}}, "setting 'feature_cache_policy': 'lru'"},
+      {{{"features", "ram"}}, "setting 'features': 'ram'"}};
+  for (const auto& [extra, named] : bad_cache) {
+    runtime::Settings settings{{"dir", tmp_ / "parts"}, {"part", "0"}, {"fanouts", "10"}};
+    settings.insert(extra.begin(), extra.end());
+    try {
+      connections_[0].spawn("sampler", settings, 30s);
+      FAIL() << "spawned with " << named;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
   }
   EXPECT_NO_THROW(connections_[0].ping(10s)) << "the daemon must keep serving";
 }

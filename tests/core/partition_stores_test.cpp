@@ -2,6 +2,9 @@
 // partition's ids.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
+#include "base/resident_array.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_stores.h"
@@ -47,6 +50,68 @@ TEST(PartitionStoresTest, FeaturesLabelsAndTimesFollowTheirNodesAndEdges) {
     // Rows of another partition are not here: the error names the id.
     std::vector<int64_t> foreign{topology.node_begin() == 0 ? topology.node_end() : 0};
     EXPECT_THROW(store.gather_as("node", "y", foreign, y), Error);
+  }
+}
+
+// Features kept in huge-page memory are the file's rows, byte for byte, and no longer a
+// view of the file; the one store a process shares is that copy.
+TEST(PartitionStoresTest, MemoryStoresHoldTheSameRowsAsMappedOnes) {
+  SbmOptions o;
+  o.num_nodes = 10000;
+  o.feature_dim = 128;  // 2.4 MB of x per part: huge pages; the other attributes are smaller
+  testing::TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 2;
+  partition_dataset(generate_sbm(o), options, tmp / "p", {});
+  PartitionFolder folder(tmp / "p");
+  for (int p = 0; p < 2; ++p) {
+    FeatureStore mapped = load_features(folder, p, FeatureStorage::kMapped);
+    FeatureStore memory = load_features(folder, p, FeatureStorage::kMemory);
+    EXPECT_FALSE(is_anonymous_memory(mapped.get("node", "x")->raw_data()));
+    EXPECT_TRUE(is_anonymous_memory(memory.get("node", "x")->raw_data()));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(memory.get("node", "x")->raw_data()) % (2 << 20), 0u)
+        << "huge pages need 2 MB alignment";
+    EXPECT_TRUE(is_anonymous_memory(memory.get("node", "y")->raw_data())) << "small arrays too, in plain pages";
+    ASSERT_EQ(memory.keys(), mapped.keys());
+    for (const auto& [group, name] : mapped.keys()) {
+      const ArrayRef& a = *mapped.get(group, name);
+      const ArrayRef& b = *memory.get(group, name);
+      EXPECT_EQ(a.shape(), b.shape()) << group << "/" << name;
+      EXPECT_EQ(a.dtype(), b.dtype()) << group << "/" << name;
+      ASSERT_EQ(a.bytes(), b.bytes());
+      EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.bytes()), 0) << group << "/" << name;
+    }
+    // Gathers by id through the kernel (prefetching rows ahead) agree as well.
+    std::vector<int64_t> ids;
+    for (int64_t g = mapped.node_end() - 1; g >= mapped.node_begin(); g -= 3) ids.push_back(g);
+    std::vector<float> from_mapped, from_memory;
+    mapped.gather_as("node", "x", ids, from_mapped);
+    memory.gather_as("node", "x", ids, from_memory, 2);
+    EXPECT_EQ(from_mapped, from_memory);
+  }
+  PartitionStores shared = open_partition_stores(tmp / "p", 0, FeatureStorage::kMemory);
+  PartitionStores again = open_partition_stores(tmp / "p", 0, FeatureStorage::kMapped);
+  EXPECT_EQ(shared.features.get(), again.features.get()) << "one copy per process, the first opener's";
+  EXPECT_TRUE(is_anonymous_memory(again.features->get("node", "x")->raw_data()));
+}
+
+TEST(PartitionStoresTest, FeatureStorageNamesAndTheAutoRule) {
+  EXPECT_EQ(parse_feature_storage("auto", "features.storage"), FeatureStorage::kAuto);
+  EXPECT_EQ(parse_feature_storage("memory", "features.storage"), FeatureStorage::kMemory);
+  EXPECT_EQ(parse_feature_storage("mapped", "features.storage"), FeatureStorage::kMapped);
+  // auto: in memory up to half of what is available, mapped beyond; the others as they say.
+  const uint64_t gb = uint64_t{1} << 30;
+  EXPECT_EQ(resolve_feature_storage(FeatureStorage::kAuto, 4 * gb, 8 * gb), FeatureStorage::kMemory);
+  EXPECT_EQ(resolve_feature_storage(FeatureStorage::kAuto, 4 * gb + 1, 8 * gb), FeatureStorage::kMapped);
+  EXPECT_EQ(resolve_feature_storage(FeatureStorage::kAuto, 1, 0), FeatureStorage::kMapped) << "unknown memory";
+  EXPECT_EQ(resolve_feature_storage(FeatureStorage::kMemory, 9 * gb, 8 * gb), FeatureStorage::kMemory);
+  EXPECT_EQ(resolve_feature_storage(FeatureStorage::kMapped, 1, 8 * gb), FeatureStorage::kMapped);
+  try {
+    parse_feature_storage("ram", "features.storage");
+    FAIL() << "accepted 'ram'";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("features.storage: 'ram' is not a feature storage"), std::string::npos)
+        << e.what();
   }
 }
 

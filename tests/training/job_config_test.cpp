@@ -55,12 +55,16 @@ TEST_F(JobConfigTest, DefaultsAndRelativePaths) {
   EXPECT_EQ(job.optimizer, "adam");
   EXPECT_EQ(job.trainers_per_partition, 1);
   EXPECT_TRUE(job.trim);
+  EXPECT_EQ(job.feature_cache_mb, 0) << "no cache unless asked";
+  EXPECT_EQ(job.feature_storage, "auto");
 }
 
 TEST_F(JobConfigTest, ReadsEveryFieldAndRoundTripsThroughYaml) {
   JobConfig job = parse(job_text(R"(
 model: {kind: gat, hidden: 64, layers: 3, heads: 2, dropout: 0.25, trim: false}
-sampling: {fanouts: [15, 10, -1], batch_size: 100, prefetch: 3, replace: true}
+sampling: {fanouts: [15, 10, -1], batch_size: 100, prefetch: 3, replace: true, feature_cache_mb: 64,
+           feature_cache_policy: sieve}
+features: {storage: mapped}
 train: {epochs: 7, optimizer: sgd, learning_rate: 0.1, weight_decay: 0.0005, momentum: 0.5,
         trainers_per_partition: 2, threads: 2, seed: 42, eval_batch_size: 64}
 output: /tmp/somewhere
@@ -73,6 +77,9 @@ output: /tmp/somewhere
   EXPECT_EQ(job.fanouts, (std::vector<int64_t>{15, 10, -1}));
   EXPECT_EQ(job.prefetch, 3);
   EXPECT_TRUE(job.replace);
+  EXPECT_EQ(job.feature_cache_mb, 64);
+  EXPECT_EQ(job.feature_cache_policy, "sieve");
+  EXPECT_EQ(job.feature_storage, "mapped");
   EXPECT_EQ(job.epochs, 7);
   EXPECT_EQ(job.optimizer, "sgd");
   EXPECT_EQ(job.seed, 42u);
@@ -103,6 +110,16 @@ TEST_F(JobConfigTest, GeneratedDataTrainsOnTheOutputsPartitions) {
 }
 
 TEST_F(JobConfigTest, BadFilesNameTheField) {
+  EXPECT_NE(error_of(job_text("sampling: {feature_cache_mb: -5}\n")).find("sampling.feature_cache_mb: must be at least 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(job_text("sampling: {feature_cache_mb: 2000000}\n")).find("sampling.feature_cache_mb: 2000000 MiB"),
+            std::string::npos);
+  EXPECT_NE(error_of(job_text("sampling: {feature_cache_policy: lru}\n"))
+                .find("sampling.feature_cache_policy: 'lru' is not one of: degree, frequency, sieve"),
+            std::string::npos);
+  EXPECT_NE(error_of(job_text("features: {storage: disk}\n")).find("features.storage: 'disk' is not one of"),
+            std::string::npos);
+  EXPECT_NE(error_of(job_text("features: {size: 3}\n")).find("features.size: unknown field"), std::string::npos);
   EXPECT_NE(error_of(job_text("modle: {}\n")).find("modle: unknown field"), std::string::npos);
   EXPECT_NE(error_of(job_text("model: {hiden: 3}\n")).find("model.hiden: unknown field"), std::string::npos);
   EXPECT_NE(error_of(job_text("train: {epochs: ten}\n")).find("train.epochs: expected an integer, got 'ten'"),

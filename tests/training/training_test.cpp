@@ -120,7 +120,7 @@ TEST_F(SmallJobTest, RefusesToOverwriteOrResumeWhatIsNotThere) {
   EXPECT_NO_THROW(run_in_process(j, overwrite));
 }
 
-TEST_F(SmallJobTest, TwoDaemonsGiveTheSameLossesAsOneProcess) {
+TEST_F(SmallJobTest, TwoDaemonsGiveTheSameLossesAsOneProcessWithOrWithoutAFeatureCache) {
   JobConfig j = job();
   j.output = tmp_ / "local";
   const JobReport local = run_in_process(j);
@@ -138,6 +138,31 @@ TEST_F(SmallJobTest, TwoDaemonsGiveTheSameLossesAsOneProcess) {
     EXPECT_EQ(remote.epochs[e].step_losses, local.epochs[e].step_losses) << "epoch " << e + 1;
     EXPECT_EQ(remote.epochs[e].step_hashes, local.epochs[e].step_hashes) << "epoch " << e + 1;
     EXPECT_EQ(remote.epochs[e].test_accuracy, local.epochs[e].test_accuracy);
+  }
+  // The job's feature cache (sampling.feature_cache_mb) and storage (features.storage)
+  // change no number: with a cache of each policy and mapped features, the same losses and
+  // weights.
+  for (const char* policy : {"degree", "sieve"}) {
+    SCOPED_TRACE(policy);
+    j.feature_cache_mb = 1;
+    j.feature_cache_policy = policy;
+    j.feature_storage = "mapped";
+    j.output = tmp_ / (std::string("cached-") + policy);
+    const JobReport cached = run_job(*rt, j, {});
+    ASSERT_EQ(cached.epochs.size(), local.epochs.size());
+    for (size_t e = 0; e < local.epochs.size(); ++e) {
+      EXPECT_EQ(cached.epochs[e].step_losses, local.epochs[e].step_losses) << "epoch " << e + 1;
+      EXPECT_EQ(cached.epochs[e].step_hashes, local.epochs[e].step_hashes) << "epoch " << e + 1;
+    }
+  }
+  // The settings reach the daemons' samplers: one that only a sampler checks is refused there.
+  j.feature_cache_policy = "lru";
+  j.output = tmp_ / "refused";
+  try {
+    run_job(*rt, j, {});
+    ADD_FAILURE() << "a job with cache policy 'lru' ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("feature_cache_policy"), std::string::npos) << e.what();
   }
 }
 
