@@ -112,7 +112,7 @@ TEST_F(JobConfigTest, GeneratedDataTrainsOnTheOutputsPartitions) {
 TEST_F(JobConfigTest, BadFilesNameTheField) {
   EXPECT_NE(error_of(job_text("sampling: {feature_cache_mb: -5}\n")).find("sampling.feature_cache_mb: must be at least 0"),
             std::string::npos);
-  EXPECT_NE(error_of(job_text("sampling: {feature_cache_mb: 2000000}\n")).find("sampling.feature_cache_mb: 2000000 MiB"),
+  EXPECT_NE(error_of(job_text("sampling: {feature_cache_mb: 2000000}\n")).find("sampling.feature_cache_mb: must be at most 1048576, got 2000000"),
             std::string::npos);
   EXPECT_NE(error_of(job_text("sampling: {feature_cache_policy: lru}\n"))
                 .find("sampling.feature_cache_policy: 'lru' is not one of: degree, frequency, sieve"),
