@@ -25,6 +25,7 @@
 #include "runtime/address.h"
 #include "runtime/collective/allreduce_group.h"
 #include "runtime/errors.h"
+#include "training/link_driver.h"
 
 namespace partita {
 
@@ -640,7 +641,15 @@ void prepare_data(const JobConfig& job, int threads) {
   write_file_atomically((dir / kSourceFile).string(), source);
 }
 
+double EpochMetrics::ranking_metric(const std::string& name) const {
+  for (const auto& [key, value] : ranking) {
+    if (key == name) return value;
+  }
+  throw Error("epoch " + std::to_string(epoch) + " has no metric '" + name + "'");
+}
+
 JobReport run_job(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options) {
+  if (job.link_prediction()) return run_link_prediction_job(runtime, job, options);
   Driver driver(runtime, job, options);
   return driver.run();
 }

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -40,6 +41,10 @@ struct EpochMetrics {
   std::vector<double> step_losses;  // the mean loss of every step, as all replicas saw it
   // The weights' hash after every step, the same on every replica (the driver checks).
   std::vector<uint64_t> step_hashes;
+  // Link prediction: ranking metrics by name ("test.mrr", "test.hits@10", "test.raw_mrr",
+  // ...; training/link_driver.h), in the order metrics.jsonl lists them.
+  std::vector<std::pair<std::string, double>> ranking;
+  double ranking_metric(const std::string& name) const;
 };
 
 struct JobReport {
