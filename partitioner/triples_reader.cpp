@@ -118,8 +118,10 @@ Dataset read_triples(const std::string& dir) {
 
   NameIndex entities, relations;
   int64_t unseen = 0;
-  for (Split& s : splits) parse_triples(s.path, s.text, &entities, &relations, s.edges, s.edges != &d.edges, &unseen);
-  if (d.edges.size() == 0) throw file_error(splits[0].path, "no triples");
+  for (Split& s : splits) {
+    parse_triples(s.path, s.text, &entities, &relations, s.edges, s.edges != &d.edges, &unseen);
+    if (d.edges.size() == 0) throw file_error(splits[0].path, "no triples");
+  }
   if (unseen > 0) {
     spdlog::warn("{}: {} valid/test triple(s) name entities that no training triple has; they keep their initial "
                  "embeddings", dir, unseen);

@@ -208,6 +208,7 @@ void read_link_model(Section s, JobConfig& job) {
   s.read_int("transe_norm", link.transe_norm, 1);
   if (link.transe_norm > 2) s.fail(s.field("transe_norm"), "must be 1 or 2, got " + std::to_string(link.transe_norm));
   s.read_int("dim", link.dim, 1);
+  s.read("reciprocal", link.reciprocal, "true or false");
   s.read_real("init_std", link.init_std, 0, 10);
   s.reject_unknown();
   if (link.decoder == "complex" && link.dim % 2 != 0) {
@@ -334,6 +335,7 @@ std::string job_to_yaml(const JobConfig& job) {
     out << YAML::Key << "decoder" << YAML::Value << link.decoder;
     out << YAML::Key << "transe_norm" << YAML::Value << link.transe_norm;
     out << YAML::Key << "dim" << YAML::Value << link.dim;
+    out << YAML::Key << "reciprocal" << YAML::Value << link.reciprocal;
     out << YAML::Key << "init_std" << YAML::Value << link.init_std;
   } else {
     out << YAML::Key << "kind" << YAML::Value << job.model;

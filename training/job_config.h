@@ -27,7 +27,8 @@
 // Link prediction (task: link_prediction) reads its own model, negatives, train and eval
 // fields instead (LinkPredictionSpec; examples/fb15k237.yaml):
 //   task: link_prediction
-//   model: {encoder: none, decoder: distmult, dim: 128, transe_norm: 1, init_std: 0.001}
+//   model: {encoder: none, decoder: distmult, dim: 128, reciprocal: false, transe_norm: 1,
+//           init_std: 0.001}
 //   negatives: {k: 256, chunk_size: 256, degree_fraction: 0.0, strict: false}
 //   sampling: {batch_size: 512}  # positive triples per step, over all trainers
 //   train: {loss: softmax, margin: 1.0, regularizer: none, regularization: 0.0,
@@ -64,6 +65,9 @@ struct LinkPredictionSpec {
   std::string decoder = "distmult";  // distmult, complex, transe
   int transe_norm = 1;           // transe: 1 or 2
   int64_t dim = 128;             // entity and relation embedding size
+  // Reciprocal relations (Lacroix et al.; LibKGE's reciprocal_relations_model): head
+  // prediction (?, r, t) is tail prediction (t, r', ?) with a relation r' of its own.
+  bool reciprocal = false;
   double init_std = 1e-3;        // embeddings start N(0, init_std)
   // negatives
   int64_t negatives = 256;       // k per chunk

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "base/error.h"
@@ -70,7 +71,8 @@ std::unique_ptr<KgReplica> make_replica(const runtime::Settings& settings) {
   }
   // Relations start like entities, N(0, init_std), drawn from the job seed: every replica
   // holds the same values.
-  const int64_t num_relations = r->triples->num_relations();
+  // With reciprocal relations, rows R.. 2R-1 are the inverses used for head prediction.
+  const int64_t num_relations = r->triples->num_relations() * (link.reciprocal ? 2 : 1);
   std::vector<float> init(static_cast<size_t>(num_relations * link.dim));
   Rng rng(mix64(r->job.seed, 0x72656cull /* "rel" */));
   for (float& v : init) v = static_cast<float>(rng.normal() * link.init_std);
@@ -175,20 +177,29 @@ std::array<double, 2> train_step(KgReplica& r, uint64_t epoch, int64_t step) {
         const int64_t* n = negatives.data() + group_of[i] * k;
         const int32_t rel_i = static_cast<int32_t>(rels[i]);
         for (int64_t j = 0; j < k; ++j) {
-          kt[i * k + j] = !kg.is_train_triple(heads[i], rel_i, n[j]);
-          kh[i * k + j] = !kg.is_train_triple(n[j], rel_i, tails[i]);
+          kt[i * k + j] = kg.keeps_negative(true, heads[i], rel_i, tails[i], n[j]);
+          kh[i * k + j] = kg.keeps_negative(false, heads[i], rel_i, tails[i], n[j]);
         }
       }
     }
     const at::Tensor q_tail = kg_query(r.decoder, KgSide::kTail, h, rel);
-    const at::Tensor q_head = kg_query(r.decoder, KgSide::kHead, t, rel);
     const at::Tensor positive = kg_score_pairs(r.decoder, q_tail, t);
+    at::Tensor q_head, positive_head, inverse;
+    if (job.link.reciprocal) {
+      inverse = r.relations.index_select(0, ids_tensor(rels) + kg.num_relations());
+      q_head = kg_query(r.decoder, KgSide::kTail, t, inverse);
+      positive_head = kg_score_pairs(r.decoder, q_head, h);
+    } else {
+      q_head = kg_query(r.decoder, KgSide::kHead, t, rel);
+      positive_head = positive;
+    }
     loss_sum = kg_loss_sum(r.loss, positive, negative_scores(q_tail), keep_tail, job.link.margin) +
-               kg_loss_sum(r.loss, positive, negative_scores(q_head), keep_head, job.link.margin);
+               kg_loss_sum(r.loss, positive_head, negative_scores(q_head), keep_head, job.link.margin);
     if (r.regularizer != KgRegularizer::kNone && job.link.regularization > 0) {
-      loss_sum = loss_sum + job.link.regularization * (kg_regularizer_sum(r.regularizer, h) +
-                                                       kg_regularizer_sum(r.regularizer, t) +
-                                                       kg_regularizer_sum(r.regularizer, rel));
+      at::Tensor reg = kg_regularizer_sum(r.regularizer, h) + kg_regularizer_sum(r.regularizer, t) +
+                       kg_regularizer_sum(r.regularizer, rel);
+      if (inverse.defined()) reg = reg + kg_regularizer_sum(r.regularizer, inverse);
+      loss_sum = loss_sum + job.link.regularization * reg;
     }
     loss_sum.backward();
   }
@@ -251,9 +262,12 @@ std::vector<double> evaluate(KgReplica& r, const std::string& split) {
   const at::Tensor rows = read_rows(r, ids);
   const at::Tensor anchor = rows.index_select(0, positions_in(ids, anchors));
   const at::Tensor answer = rows.index_select(0, positions_in(ids, answers));
-  const at::Tensor rel = r.relations.detach().index_select(0, ids_tensor(rels));
+  at::Tensor rel_index = ids_tensor(rels);
+  if (job.link.reciprocal) rel_index.narrow(0, n, n).add_(kg.num_relations());
+  const at::Tensor rel = r.relations.detach().index_select(0, rel_index);
+  const KgSide head_side = job.link.reciprocal ? KgSide::kTail : KgSide::kHead;
   const at::Tensor query = at::cat({kg_query(r.decoder, KgSide::kTail, anchor.narrow(0, 0, n), rel.narrow(0, 0, n)),
-                                    kg_query(r.decoder, KgSide::kHead, anchor.narrow(0, n, n), rel.narrow(0, n, n))});
+                                    kg_query(r.decoder, head_side, anchor.narrow(0, n, n), rel.narrow(0, n, n))});
   RankAccumulator ranks(kg_score_pairs(r.decoder, query, answer), answers, offsets, filter);
   const int64_t query_batch = job.eval_batch_size;
   auto rank_block = [&](const at::Tensor& block, const std::vector<int64_t>& candidates) {
@@ -355,10 +369,13 @@ kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::
           caf::anon_send(driver, train_failed_atom::value, static_cast<int32_t>(r->index), std::string(e.what()));
         }
       },
-      [r](kg_eval_atom, const std::string& split) -> caf::result<std::vector<double>> {
+      [r](kg_eval_atom, const std::string& split) -> caf::result<std::vector<char>> {
         try {
           if (!r->table) throw Error("not set up");
-          return evaluate(*r, split);
+          const std::vector<double> sums = evaluate(*r, split);
+          std::vector<char> bytes(sums.size() * sizeof(double));
+          std::memcpy(bytes.data(), sums.data(), bytes.size());
+          return bytes;
         } catch (const std::exception& e) {
           return caf::make_error(caf::sec::runtime_error, "trainer " + std::to_string(r->index) + ": " + e.what());
         }

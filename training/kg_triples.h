@@ -60,8 +60,14 @@ class KgTriples {
   // folder's order.
   TripleList held_out(const std::string& split, int part) const;
 
-  // Whether (head, relation, tail) is a training triple (strict negatives).
+  // Whether (head, relation, tail) is a training triple.
   bool is_train_triple(int64_t head, int32_t relation, int64_t tail) const;
+  // Strict negatives: whether `negative`, replacing the tail (corrupt_tail) or the head of
+  // the positive (head, relation, tail), makes a false triple, so that it may count as a
+  // negative. Never true for the positive's own corrupted end.
+  bool keeps_negative(bool corrupt_tail, int64_t head, int32_t relation, int64_t tail, int64_t negative) const {
+    return corrupt_tail ? !is_train_triple(head, relation, negative) : !is_train_triple(negative, relation, tail);
+  }
   // Every true tail of (head, relation, ?) and head of (?, relation, tail) in train, valid
   // and test, sorted: the filter of filtered ranking. Empty when there is none.
   Span<const int64_t> true_tails(int64_t head, int32_t relation) const;

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -265,11 +266,13 @@ std::vector<std::pair<std::string, double>> LinkDriver::evaluate(const std::stri
   Stopwatch watch;
   while (replies < trainers_.size() && !failure) {
     self_->receive(
-        [&](std::vector<double>& s) {
-          if (s.size() != kRankingSums) {
-            failure = "a trainer returned " + std::to_string(s.size()) + " ranking sums";
+        [&](std::vector<char>& bytes) {
+          if (bytes.size() != kRankingSums * sizeof(double)) {
+            failure = "a trainer returned " + std::to_string(bytes.size()) + " bytes of ranking sums";
             return;
           }
+          double s[kRankingSums];
+          std::memcpy(s, bytes.data(), bytes.size());
           for (size_t i = 0; i < kRankingSums; ++i) sums[i] += s[i];
           ++replies;
         },

@@ -1,0 +1,226 @@
+// Link-prediction jobs (task: link_prediction) through the job driver, on a small random
+// knowledge graph written as triples: true triples rank first after training; the same
+// losses on 1 and 2 partitions and in one process and on two daemons; resuming ends in the
+// same state; strict negatives; bad input named (a relation outside the training set: the
+// triples reader's tests).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <tuple>
+
+#include "actors/protocol.h"
+#include "base/error.h"
+#include "base/random.h"
+#include "daemon_process.h"
+#include "partitioner/partition_format.h"
+#include "runtime/runtime.h"
+#include "test_util.h"
+#include "training/job_config.h"
+#include "training/job_driver.h"
+#include "training/job_types.h"
+#include "training/kg_triples.h"
+
+namespace partita {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::seconds;
+
+runtime::ActorSystemOptions system_options() {
+  runtime::ActorSystemOptions options;
+  options.threads = 2;
+  add_protocol_types(options);
+  return options;
+}
+
+JobReport run_in_process(const JobConfig& job, const RunOptions& options = {}) {
+  auto rt = runtime::Runtime::in_process(system_options(), job_actor_types());
+  prepare_data(job, 2);
+  return run_job(*rt, job, options);
+}
+
+// `count` distinct random triples over `entities` entities and `relations` relations, with
+// names e<i> and r<j>; entity 0..entities-1 and every relation appear in the first lines.
+std::vector<std::tuple<int, int, int>> random_triples(int entities, int relations, int count, uint64_t seed) {
+  std::set<std::tuple<int, int, int>> seen;
+  std::vector<std::tuple<int, int, int>> out;
+  for (int e = 0; e < entities; ++e) {
+    auto t = std::make_tuple(e, e % relations, (e * 7 + 3) % entities);
+    if (seen.insert(t).second) out.push_back(t);
+  }
+  Rng rng(seed);
+  while (static_cast<int>(out.size()) < count) {
+    auto t = std::make_tuple(static_cast<int>(rng.below(entities)), static_cast<int>(rng.below(relations)),
+                             static_cast<int>(rng.below(entities)));
+    if (std::get<0>(t) != std::get<2>(t) && seen.insert(t).second) out.push_back(t);
+  }
+  return out;
+}
+
+void write_triples(const std::string& path, const std::vector<std::tuple<int, int, int>>& triples) {
+  std::ofstream out(path);
+  for (const auto& [h, r, t] : triples) out << "e" << h << "\tr" << r << "\te" << t << "\n";
+}
+
+class LinkJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    triples_ = random_triples(40, 2, 160, 7);
+    fs::create_directories(tmp_ / "kg");
+    write_triples(tmp_ / "kg/train.txt", triples_);
+    // Held out: training triples again, so a model that learnt them must rank them first.
+    write_triples(tmp_ / "kg/valid.txt", {triples_.begin(), triples_.begin() + 10});
+    write_triples(tmp_ / "kg/test.txt", {triples_.begin() + 10, triples_.begin() + 30});
+  }
+  JobConfig job(int parts, const std::string& model, const std::string& negatives, const std::string& train,
+                const std::string& output) {
+    return parse_job("task: link_prediction\n"
+                     "data: {dataset: kg, format: triples, num_partitions: " + std::to_string(parts) + "}\n"
+                     "model: " + model + "\n"
+                     "negatives: " + negatives + "\n"
+                     "sampling: {batch_size: 32}\n"
+                     "train: " + train + "\n"
+                     "output: " + output + "\n",
+                     tmp_.path(), "link job");
+  }
+  JobConfig small_job(int parts, const std::string& output) {
+    return job(parts, "{encoder: none, decoder: distmult, dim: 16, init_std: 0.1}",
+               "{k: 12, chunk_size: 8, degree_fraction: 0.5}", "{epochs: 2, learning_rate: 0.2, seed: 3}", output);
+  }
+  std::vector<std::tuple<int, int, int>> triples_;
+  testing::TempDir tmp_;
+};
+
+TEST_F(LinkJobTest, TrueTriplesRankFirstAfterTraining) {
+  JobConfig j = job(2, "{encoder: none, decoder: complex, dim: 32, init_std: 0.1}",
+                    "{k: 39, chunk_size: 16, strict: true}", "{epochs: 60, learning_rate: 0.5, seed: 1}", "run");
+  RunOptions options;
+  const JobReport report = run_in_process(j, options);
+  const EpochMetrics& first = report.epochs.front();
+  const EpochMetrics& last = report.epochs.back();
+  EXPECT_LT(last.train_loss, first.train_loss / 4);
+  EXPECT_EQ(last.ranking_metric("test.queries"), 40);  // 20 triples, both directions
+  EXPECT_EQ(last.ranking_metric("test.hits@1"), 1.0);
+  EXPECT_EQ(last.ranking_metric("test.mrr"), 1.0);
+  EXPECT_EQ(last.ranking_metric("valid.mrr"), 1.0);
+  // Raw ranking counts the other true answers: never better than filtered.
+  EXPECT_LE(last.ranking_metric("test.raw_mrr"), last.ranking_metric("test.mrr"));
+  std::ifstream metrics(tmp_ / "run/metrics.jsonl");
+  std::string line;
+  int lines = 0;
+  while (std::getline(metrics, line)) {
+    ++lines;
+    EXPECT_NE(line.find("\"test.mrr\""), std::string::npos) << line;
+  }
+  EXPECT_EQ(lines, 60);
+}
+
+TEST_F(LinkJobTest, OneAndTwoPartitionsGiveTheSameLosses) {
+  const JobReport one = run_in_process(small_job(1, "one"));
+  const JobReport two = run_in_process(small_job(2, "two"));
+  ASSERT_EQ(one.epochs.size(), two.epochs.size());
+  for (size_t e = 0; e < one.epochs.size(); ++e) {
+    ASSERT_EQ(one.epochs[e].step_losses.size(), two.epochs[e].step_losses.size());
+    for (size_t s = 0; s < one.epochs[e].step_losses.size(); ++s) {
+      // The same positives meet the same negatives; only the order of float sums differs.
+      EXPECT_NEAR(one.epochs[e].step_losses[s], two.epochs[e].step_losses[s], 1e-5 * one.epochs[e].step_losses[s])
+          << "epoch " << e + 1 << " step " << s;
+    }
+    EXPECT_NEAR(one.epochs[e].ranking_metric("test.mrr"), two.epochs[e].ranking_metric("test.mrr"), 1e-3);
+  }
+}
+
+TEST_F(LinkJobTest, TwoDaemonsGiveTheSameLossesAndStateAsOneProcess) {
+  JobConfig j = small_job(2, "local");
+  const JobReport local = run_in_process(j);
+  std::vector<testing::Daemon> daemons;
+  for (int d = 0; d < 2; ++d) {
+    daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(d)}));
+    ASSERT_FALSE(daemons.back().address.empty());
+  }
+  j.output = tmp_ / "remote";
+  j.partitions = tmp_ / "local/partitions";  // the folder the local run wrote
+  auto rt = runtime::Runtime::connect(system_options(), {daemons[0].address, daemons[1].address}, seconds(10));
+  const JobReport remote = run_job(*rt, j, {});
+  ASSERT_EQ(remote.epochs.size(), local.epochs.size());
+  for (size_t e = 0; e < local.epochs.size(); ++e) {
+    EXPECT_EQ(remote.epochs[e].step_losses, local.epochs[e].step_losses) << "epoch " << e + 1;
+    EXPECT_EQ(remote.epochs[e].step_hashes, local.epochs[e].step_hashes) << "epoch " << e + 1;
+    EXPECT_EQ(remote.epochs[e].ranking_metric("test.mrr"), local.epochs[e].ranking_metric("test.mrr"));
+  }
+  EXPECT_EQ(remote.parameter_hash, local.parameter_hash);
+}
+
+TEST_F(LinkJobTest, ResumingFromACheckpointEndsInTheSameState) {
+  const JobReport whole = run_in_process(small_job(2, "whole"));
+  JobConfig j = small_job(2, "parts");
+  RunOptions first;
+  first.stop_after_epoch = 1;
+  run_in_process(j, first);
+  RunOptions rest;
+  rest.resume = true;
+  const JobReport resumed = run_in_process(j, rest);
+  ASSERT_EQ(resumed.first_epoch, 2);
+  EXPECT_EQ(resumed.epochs[0].step_losses, whole.epochs[1].step_losses);
+  EXPECT_EQ(resumed.parameter_hash, whole.parameter_hash);
+  // A damaged shard file is named, not loaded.
+  const std::string shard = tmp_ / "parts/checkpoints/epoch-2-shard1.bin";
+  ASSERT_TRUE(fs::exists(shard));
+  { std::ofstream(shard, std::ios::binary | std::ios::app) << "x"; }
+  try {
+    run_in_process(j, rest);
+    ADD_FAILURE() << "resumed from a damaged checkpoint";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("epoch-2-shard1.bin"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(LinkJobTest, StrictNegativesNeverKeepATrueTriple) {
+  run_in_process(small_job(2, "strict"), [] {
+    RunOptions o;
+    o.stop_after_epoch = 1;
+    o.evaluate = false;
+    return o;
+  }());
+  const KgTriples kg{PartitionFolder(tmp_ / "strict/partitions")};
+  const TripleList& train = kg.train();
+  ASSERT_EQ(train.size(), 160);
+  for (int64_t i = 0; i < train.size(); ++i) {
+    EXPECT_FALSE(kg.keeps_negative(true, train.head[i], train.relation[i], train.tail[i], train.tail[i]));
+    EXPECT_FALSE(kg.keeps_negative(false, train.head[i], train.relation[i], train.tail[i], train.head[i]));
+  }
+  // Every negative that makes a false triple is kept.
+  int64_t kept = 0;
+  for (int64_t n = 0; n < kg.num_entities(); ++n) {
+    const bool is_true = kg.is_train_triple(train.head[0], train.relation[0], n);
+    EXPECT_EQ(kg.keeps_negative(true, train.head[0], train.relation[0], train.tail[0], n), !is_true);
+    kept += !is_true;
+  }
+  EXPECT_GT(kept, 30);
+}
+
+TEST_F(LinkJobTest, BadInputIsNamed) {
+  // More negatives than entities.
+  JobConfig many = job(2, "{encoder: none, decoder: distmult, dim: 8}", "{k: 41}", "{epochs: 1}", "many");
+  try {
+    run_in_process(many);
+    ADD_FAILURE() << "k > entities was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("negatives.k"), std::string::npos) << e.what();
+  }
+  // An encoder that does not fit: the GNN encoders are refused by name.
+  try {
+    job(2, "{encoder: graphsage, decoder: distmult}", "{k: 4}", "{epochs: 1}", "x");
+    ADD_FAILURE() << "a GNN encoder was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.encoder"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(job(2, "{encoder: none, decoder: complex, dim: 7}", "{k: 4}", "{epochs: 1}", "x"), UsageError);
+  EXPECT_THROW(job(2, "{encoder: none, decoder: distmult}", "{k: 4}", "{epochs: 1, optimizer: adam}", "x"), UsageError);
+  EXPECT_THROW(job(2, "{encoder: none, decoder: distmult}", "{k: 0}", "{epochs: 1}", "x"), UsageError);
+}
+
+}  // namespace
+}  // namespace partita
