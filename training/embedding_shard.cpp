@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <stdexcept>
+#include <type_traits>
 #include <unordered_set>
 
 #include "base/checksum.h"
@@ -27,6 +29,20 @@ constexpr char kMagic[8] = {'P', 'T', 'S', 'H', 'A', 'R', 'D', '1'};
 constexpr milliseconds kSessionDeadline{120000};
 
 std::string shard_name(int part) { return "embedding shard " + std::to_string(part); }
+
+// A required setting as a number (T: double or uint64_t); UsageError naming it otherwise.
+template <typename T>
+T number_setting(const runtime::Settings& settings, const std::string& key) {
+  const std::string& text = runtime::required_setting(settings, key);
+  try {
+    size_t used = 0;
+    const T value = std::is_same<T, double>::value ? static_cast<T>(std::stod(text, &used))
+                                                    : static_cast<T>(std::stoull(text, &used));
+    if (used == text.size()) return value;
+  } catch (const std::logic_error&) {
+  }
+  throw UsageError("setting '" + key + "': '" + text + "' is not a number");
+}
 
 }  // namespace
 
@@ -213,17 +229,19 @@ void register_local(const std::string& run_key, int part, const std::shared_ptr<
   shards[{run_key, part}] = shard;
 }
 
+// A reply that refuses a request: status 1 and the reason, no body.
+void write_refusal(const std::string& why, runtime::ChannelReply& reply) {
+  const uint32_t status = 1;
+  reply.head.resize(sizeof(status) + why.size());
+  std::memcpy(reply.head.data(), &status, sizeof(status));
+  std::memcpy(reply.head.data() + sizeof(status), why.data(), why.size());
+  reply.head_length = reply.head.size();
+  reply.body_bytes = 0;
+  reply.fill = nullptr;
+}
+
 // One request of a remote trainer, answered into `reply`; never throws.
 void answer(EmbeddingShard& shard, Span<const char> request, runtime::ChannelReply& reply) {
-  auto fail = [&](const std::string& what) {
-    const uint32_t status = 1;
-    reply.head.resize(sizeof(status) + what.size());
-    std::memcpy(reply.head.data(), &status, sizeof(status));
-    std::memcpy(reply.head.data() + sizeof(status), what.data(), what.size());
-    reply.head_length = reply.head.size();
-    reply.body_bytes = 0;
-    reply.fill = nullptr;
-  };
   try {
     shard_wire::RequestHead head;
     if (request.size() < sizeof(head)) throw Error("a request of " + std::to_string(request.size()) + " bytes is too short");
@@ -273,7 +291,7 @@ void answer(EmbeddingShard& shard, Span<const char> request, runtime::ChannelRep
     const char* body = reply.storage.data();
     reply.fill = [body](char* piece, uint64_t offset, uint64_t bytes) { std::memcpy(piece, body + offset, bytes); };
   } catch (const std::exception& e) {
-    fail(e.what());
+    write_refusal(e.what(), reply);
   }
 }
 
@@ -303,15 +321,7 @@ embedding_shard_actor::behavior_type shard_behavior(embedding_shard_actor::state
                   service.answer = [shard](Span<const char> request, runtime::ChannelReply& reply) {
                     answer(*shard, request, reply);
                   };
-                  service.refuse = [](const std::string& why, runtime::ChannelReply& reply) {
-                    const uint32_t status = 1;
-                    reply.head.resize(sizeof(status) + why.size());
-                    std::memcpy(reply.head.data(), &status, sizeof(status));
-                    std::memcpy(reply.head.data() + sizeof(status), why.data(), why.size());
-                    reply.head_length = reply.head.size();
-                    reply.body_bytes = 0;
-                    reply.fill = nullptr;
-                  };
+                  service.refuse = write_refusal;
                   return service;
                 },
                 kSessionDeadline, shard_name(shard->config().part));
@@ -358,9 +368,9 @@ void register_embedding_shard_type(runtime::ActorTypeRegistry& registry) {
     config.end = folder.book().end(config.part);
     config.dim = runtime::integer_setting(settings, "dim", 1, 1 << 16);
     config.num_trainers = static_cast<int>(runtime::integer_setting(settings, "trainers", 1, 1 << 16));
-    config.seed = std::stoull(runtime::required_setting(settings, "seed"));
-    config.init_std = std::stod(runtime::required_setting(settings, "init_std"));
-    config.optimizer.learning_rate = std::stod(runtime::required_setting(settings, "learning_rate"));
+    config.seed = number_setting<uint64_t>(settings, "seed");
+    config.init_std = number_setting<double>(settings, "init_std");
+    config.optimizer.learning_rate = number_setting<double>(settings, "learning_rate");
     const PartitionData data = folder.load_part(config.part);
     auto shard = std::make_shared<EmbeddingShard>(config, data.orig_ids.as<int64_t>());
     register_local(run_key, config.part, shard);

@@ -241,6 +241,7 @@ void read_eval(Section s, JobConfig& job) {
     }
   }
   s.read_int("block", job.link.eval_block, 1);
+  s.read_int("every", job.link.eval_every, 1);
   s.reject_unknown();
 }
 
@@ -360,6 +361,7 @@ std::string job_to_yaml(const JobConfig& job) {
       out << YAML::Key << "negatives" << YAML::Value << link.eval_negatives;
     }
     out << YAML::Key << "block" << YAML::Value << link.eval_block;
+    out << YAML::Key << "every" << YAML::Value << link.eval_every;
     out << YAML::EndMap;
   }
   out << YAML::Key << "sampling" << YAML::Value << YAML::BeginMap;

@@ -33,7 +33,7 @@
 //   sampling: {batch_size: 512}  # positive triples per step, over all trainers
 //   train: {loss: softmax, margin: 1.0, regularizer: none, regularization: 0.0,
 //           optimizer: adagrad, learning_rate: 0.1, ...}
-//   eval: {negatives: all, block: 4096}
+//   eval: {negatives: all, block: 4096, every: 1}
 #pragma once
 
 #include <cstdint>
@@ -82,6 +82,7 @@ struct LinkPredictionSpec {
   // eval
   int64_t eval_negatives = 0;    // 0: rank against all entities; K: against K sampled
   int64_t eval_block = 4096;     // entities per streamed block of ranking
+  int eval_every = 1;            // rank after every N-th epoch (and after the last)
 };
 
 struct JobConfig {

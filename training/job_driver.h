@@ -123,6 +123,11 @@ struct RunOptions {
   std::shared_ptr<CancelToken> cancel;
 };
 
+// Opens OUTPUT for a run: refuses one that holds a run unless options.resume or
+// options.overwrite (UsageError naming both flags), clears the old run's checkpoint and
+// metrics unless resuming, and writes job.yaml. Every driver starts with it.
+void open_job_output(const JobConfig& job, const RunOptions& options);
+
 // Writes the job's partition folder when the job names a dataset or a generator and
 // OUTPUT/partitions does not already hold that data partitioned that way.
 void prepare_data(const JobConfig& job, int threads);

@@ -384,21 +384,11 @@ void LinkDriver::append_metrics(const EpochMetrics& m) {
 }
 
 JobReport LinkDriver::run() {
-  fs::create_directories(job_.output);
-  const bool has_run = fs::exists(fs::path(job_.output) / kCheckpointFile) || fs::exists(fs::path(job_.output) / kMetricsFile);
-  if (has_run && !options_.resume && !options_.overwrite) {
-    throw UsageError("output " + job_.output + " already holds a run: resume it (--resume) or start afresh (--overwrite)");
-  }
-  if (!options_.resume) {
-    fs::remove(fs::path(job_.output) / kCheckpointFile);
-    fs::remove(fs::path(job_.output) / kMetricsFile);
-    fs::remove_all(fs::path(job_.output) / "checkpoints");
-  }
+  open_job_output(job_, options_);
   if (job_.link.negatives > folder_.meta().num_nodes) {
     throw UsageError("negatives.k: " + std::to_string(job_.link.negatives) + " is more than " + folder_.dir() + "'s " +
                      std::to_string(folder_.meta().num_nodes) + " entities");
   }
-  write_file_atomically((fs::path(job_.output) / "job.yaml").string(), job_to_yaml(job_));
   spawn_actors();
   const int done_epochs = resume_point();
   const int64_t full_steps = (folder_.meta().num_edges + job_.batch_size - 1) / job_.batch_size;
@@ -415,7 +405,7 @@ JobReport LinkDriver::run() {
   for (int epoch = done_epochs + 1; epoch <= last_epoch; ++epoch) {
     if (cancel_requested()) throw JobCancelled("job cancelled before epoch " + std::to_string(epoch), epoch, 0, checkpoint_epoch_);
     EpochMetrics m = train_epoch(epoch, steps);
-    if (options_.evaluate) {
+    if (options_.evaluate && (epoch % job_.link.eval_every == 0 || epoch == last_epoch)) {
       for (const std::string split : {"valid", "test"}) {
         for (auto& metric : evaluate(split)) m.ranking.push_back(std::move(metric));
       }

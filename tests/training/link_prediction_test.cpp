@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/random.h"
 #include "daemon_process.h"
+#include "job_runs.h"
 #include "partitioner/partition_format.h"
 #include "runtime/runtime.h"
 #include "test_util.h"
@@ -28,18 +29,9 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::seconds;
 
-runtime::ActorSystemOptions system_options() {
-  runtime::ActorSystemOptions options;
-  options.threads = 2;
-  add_protocol_types(options);
-  return options;
-}
+using testing::run_in_process;
 
-JobReport run_in_process(const JobConfig& job, const RunOptions& options = {}) {
-  auto rt = runtime::Runtime::in_process(system_options(), job_actor_types());
-  prepare_data(job, 2);
-  return run_job(*rt, job, options);
-}
+runtime::ActorSystemOptions system_options() { return testing::job_system_options(); }
 
 // `count` distinct random triples over `entities` entities and `relations` relations, with
 // names e<i> and r<j>; entity 0..entities-1 and every relation appear in the first lines.
