@@ -55,11 +55,11 @@ void split_tabs(std::string_view line, std::vector<std::string_view>* fields) {
 
 // held_out: valid or test, after train: a relation train.txt does not have is an error
 // (nothing could learn its embedding; an evaluation file of another vocabulary), and an
-// entity it does not have is counted in `unseen` (FB15k-237's valid and test name 36 such
-// entities in 37 triples; LibKGE and the papers keep them, at their initial embeddings).
+// entity it does not have is counted in `unseen` (FB15k-237's valid and test have 37 triples
+// naming such entities; LibKGE and the papers keep them, at their initial embeddings).
+// train_entities: how many entities train.txt named (all of them while reading it).
 void parse_triples(const std::string& path, std::string_view text, NameIndex* entities,
-                   NameIndex* relations, EdgeList* out, bool held_out, int64_t* unseen) {
-  const size_t train_entities = entities->size();
+                   NameIndex* relations, EdgeList* out, bool held_out, size_t train_entities, int64_t* unseen) {
   static const char* const kFieldNames[] = {"head", "relation", "tail"};
   detail::ParseProgress progress("read " + path, text.size());
   detail::LineReader lines(text);
@@ -118,9 +118,12 @@ Dataset read_triples(const std::string& dir) {
 
   NameIndex entities, relations;
   int64_t unseen = 0;
+  size_t train_entities = 0;
   for (Split& s : splits) {
-    parse_triples(s.path, s.text, &entities, &relations, s.edges, s.edges != &d.edges, &unseen);
+    const bool held_out = s.edges != &d.edges;
+    parse_triples(s.path, s.text, &entities, &relations, s.edges, held_out, train_entities, &unseen);
     if (d.edges.size() == 0) throw file_error(splits[0].path, "no triples");
+    if (!held_out) train_entities = entities.size();
   }
   if (unseen > 0) {
     spdlog::warn("{}: {} valid/test triple(s) name entities that no training triple has; they keep their initial "

@@ -124,6 +124,22 @@ TEST_F(LinkJobTest, OneAndTwoPartitionsGiveTheSameLosses) {
   }
 }
 
+// Ranking against K sampled entities: a subset of every entity, so no rank can be worse
+// than against all of them, and some are better.
+TEST_F(LinkJobTest, SampledEvaluationRanksAgainstASubsetOfTheEntities) {
+  const JobReport all = run_in_process(small_job(2, "all"));
+  JobConfig j = small_job(2, "sampled");
+  j.link.eval_negatives = 5;
+  const JobReport sampled = run_in_process(j);
+  const EpochMetrics& a = all.epochs.back();
+  const EpochMetrics& s = sampled.epochs.back();
+  EXPECT_EQ(s.step_losses, a.step_losses);  // the same training
+  EXPECT_EQ(s.ranking_metric("test.queries"), a.ranking_metric("test.queries"));
+  EXPECT_GT(s.ranking_metric("test.raw_mrr"), a.ranking_metric("test.raw_mrr"));
+  EXPECT_GE(s.ranking_metric("test.mrr"), a.ranking_metric("test.mrr"));
+  EXPECT_GE(s.ranking_metric("test.hits@1"), a.ranking_metric("test.hits@1"));
+}
+
 TEST_F(LinkJobTest, TwoDaemonsGiveTheSameLossesAndStateAsOneProcess) {
   JobConfig j = small_job(2, "local");
   const JobReport local = run_in_process(j);
