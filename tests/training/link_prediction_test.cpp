@@ -230,5 +230,15 @@ TEST_F(LinkJobTest, BadInputIsNamed) {
   EXPECT_THROW(job(2, "{encoder: none, decoder: distmult}", "{k: 0}", "{epochs: 1}", "x"), UsageError);
 }
 
+// The example job (BENCHMARKS.md's quality run) is a valid job for the shared data.
+TEST(LinkExampleTest, TheFb15k237ExampleLoads) {
+  const JobConfig j = load_job(std::string(PARTITA_TEST_CORPUS) + "/../../examples/fb15k237.yaml");
+  EXPECT_TRUE(j.link_prediction());
+  EXPECT_EQ(j.format, "triples");
+  EXPECT_EQ(fs::path(j.dataset).filename(), "fb15k-237");
+  EXPECT_EQ(j.link.decoder, "distmult");
+  EXPECT_EQ(j.num_partitions, 2);
+}
+
 }  // namespace
 }  // namespace partita
