@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "base/error.h"
 
@@ -63,28 +62,32 @@ void RankAccumulator::add_block(const at::Tensor& block_scores, int64_t first, S
   }
   const int64_t q = block_scores.size(0);
   if (q == 0 || candidates.empty()) return;
-  at::Tensor scores = block_scores.detach().to(at::kFloat).contiguous().clone();
+  const at::Tensor scores = block_scores.detach().to(at::kFloat).contiguous();
   const float* truth = true_scores_.data_ptr<float>() + first;
   const int64_t* answers = answers_.data() + first;
-  float* s = scores.data_ptr<float>();
+  const float* s = scores.data_ptr<float>();
   const int64_t width = scores.size(1);
   auto column = [&](int64_t entity) -> int64_t {
     auto it = std::lower_bound(candidates.begin(), candidates.end(), entity);
     return it != candidates.end() && *it == entity ? it - candidates.begin() : -1;
   };
-  // The true answer does not compete with itself: NaN compares false both ways.
+  // One pass over each query's row, counting without a copy; the true answer does not
+  // compete with itself (its own comparisons are taken back).
   for (int64_t i = 0; i < q; ++i) {
-    const int64_t c = column(answers[i]);
-    if (c >= 0) s[i * width + c] = std::numeric_limits<float>::quiet_NaN();
-  }
-  at::Tensor t = true_scores_.narrow(0, first, q).unsqueeze(1);
-  at::Tensor greater = (scores > t).sum(1).to(at::kLong).contiguous();
-  at::Tensor equal = (scores == t).sum(1).to(at::kLong).contiguous();
-  const int64_t* g = greater.data_ptr<int64_t>();
-  const int64_t* e = equal.data_ptr<int64_t>();
-  for (int64_t i = 0; i < q; ++i) {
-    greater_[first + i] += g[i];
-    equal_[first + i] += e[i];
+    const float* row = s + i * width;
+    const float t = truth[i];
+    int64_t greater = 0, equal = 0;
+    for (int64_t c = 0; c < width; ++c) {
+      greater += row[c] > t;
+      equal += row[c] == t;
+    }
+    const int64_t own = column(answers[i]);
+    if (own >= 0) {
+      greater -= row[own] > t;
+      equal -= row[own] == t;
+    }
+    greater_[first + i] += greater;
+    equal_[first + i] += equal;
   }
   if (filter_offsets_.empty()) return;
   // The filtered entities in this block: their own comparisons, subtracted at the end.
