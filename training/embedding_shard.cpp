@@ -82,11 +82,12 @@ void EmbeddingShard::read(int trainer, Span<const int64_t> ids, float* out, mill
   }
   for (int64_t id : ids) row_of(id);  // checks before waiting
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!applied_cv_.wait_for(lock, deadline, [&] { return applied_ >= pushed_[trainer]; })) {
+  if (!applied_cv_.wait_for(lock, deadline, [&] { return stopped_ || applied_ >= pushed_[trainer]; })) {
     throw Error(shard_name(config_.part) + ": step " + std::to_string(pushed_[trainer]) + " of trainer " +
                 std::to_string(trainer) + " was not applied within " + std::to_string(deadline.count() / 1000) +
                 " s (a trainer did not send its gradients)");
   }
+  check_running();
   const size_t bytes = static_cast<size_t>(config_.dim) * sizeof(float);
   for (size_t i = 0; i < ids.size(); ++i) {
     std::memcpy(out + i * config_.dim, table_.data() + row_of(ids[i]) * config_.dim, bytes);
@@ -98,10 +99,10 @@ void EmbeddingShard::read_range(int64_t first, int64_t last, float* out, millise
     throw Error(shard_name(config_.part) + ": bad range [" + std::to_string(first) + ", " + std::to_string(last) + ")");
   }
   std::unique_lock<std::mutex> lock(mutex_);
-  auto settled = [&] { return std::all_of(pushed_.begin(), pushed_.end(), [&](uint64_t p) { return p == applied_; }); };
-  if (!applied_cv_.wait_for(lock, deadline, settled)) {
+  if (!applied_cv_.wait_for(lock, deadline, [&] { return stopped_ || settled(); })) {
     throw Error(shard_name(config_.part) + ": a step was still pending after " + std::to_string(deadline.count() / 1000) + " s");
   }
+  check_running();
   std::memcpy(out, table_.data() + (first - config_.begin) * config_.dim,
               static_cast<size_t>((last - first) * config_.dim) * sizeof(float));
 }
@@ -120,6 +121,7 @@ void EmbeddingShard::push(int trainer, Span<const int64_t> ids, Span<const float
     if (!seen.insert(id).second) throw Error(shard_name(config_.part) + ": entity " + std::to_string(id) + " pushed twice in one step");
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  check_running();
   if (pushed_[trainer] != applied_) {
     throw Error(shard_name(config_.part) + ": trainer " + std::to_string(trainer) + " pushed step " +
                 std::to_string(pushed_[trainer] + 1) + " before step " + std::to_string(applied_ + 1) + " was applied");
@@ -161,10 +163,10 @@ void EmbeddingShard::apply_pending() {
 
 std::vector<char> EmbeddingShard::save(milliseconds deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
-  auto settled = [&] { return std::all_of(pushed_.begin(), pushed_.end(), [&](uint64_t p) { return p == applied_; }); };
-  if (!applied_cv_.wait_for(lock, deadline, settled)) {
+  if (!applied_cv_.wait_for(lock, deadline, [&] { return stopped_ || settled(); })) {
     throw Error(shard_name(config_.part) + ": a step was still pending after " + std::to_string(deadline.count() / 1000) + " s");
   }
+  check_running();
   const int64_t header[3] = {config_.begin, config_.end, config_.dim};
   const size_t payload = sizeof(header) + 2 * table_.size() * sizeof(float);
   std::vector<char> bytes(sizeof(kMagic) + sizeof(uint64_t) + payload);
@@ -207,6 +209,20 @@ void EmbeddingShard::load(const std::vector<char>& bytes) {
   applied_ = 0;
   for (auto& v : pending_ids_) v.clear();
   for (auto& v : pending_grads_) v.clear();
+}
+
+bool EmbeddingShard::settled() const {
+  return std::all_of(pushed_.begin(), pushed_.end(), [&](uint64_t p) { return p == applied_; });
+}
+
+void EmbeddingShard::check_running() const {
+  if (stopped_) throw Error(shard_name(config_.part) + " stopped (its job ended)");
+}
+
+void EmbeddingShard::stop() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stopped_ = true;
+  applied_cv_.notify_all();
 }
 
 uint64_t EmbeddingShard::hash() {
@@ -300,6 +316,10 @@ struct ShardState {
   std::shared_ptr<EmbeddingShard> shard;
   std::unique_ptr<runtime::RequestServer> server;
   std::string host;
+  // The actor exits: trainers still waiting on the shard fail now, not at their deadline.
+  ~ShardState() {
+    if (shard) shard->stop();
+  }
 };
 
 embedding_shard_actor::behavior_type shard_behavior(embedding_shard_actor::stateful_pointer<ShardState> self,

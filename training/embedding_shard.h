@@ -79,9 +79,16 @@ class EmbeddingShard {
   // Every value and state element, hashed (replica checks and tests).
   uint64_t hash();
 
+  // Wakes every wait and fails it, and every later call, with an Error saying the shard
+  // stopped: the shard's actor calls it when it exits (its job ended or failed), so that
+  // no trainer waits out its deadline for a step that will never be applied.
+  void stop();
+
  private:
   int64_t row_of(int64_t id) const;
   void apply_pending();  // under mutex_
+  bool settled() const;  // under mutex_: no step pending
+  void check_running() const;  // under mutex_: throws once stopped
 
   EmbeddingShardConfig config_;
   std::mutex mutex_;
@@ -89,6 +96,7 @@ class EmbeddingShard {
   std::vector<float> table_, state_;
   std::vector<uint64_t> pushed_;  // steps pushed, per trainer
   uint64_t applied_ = 0;          // steps applied
+  bool stopped_ = false;
   // The pending step's gradients per trainer (at most one step is pending).
   std::vector<std::vector<int64_t>> pending_ids_;
   std::vector<std::vector<float>> pending_grads_;

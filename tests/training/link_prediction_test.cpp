@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "actors/protocol.h"
@@ -159,6 +160,52 @@ TEST_F(LinkJobTest, TwoDaemonsGiveTheSameLossesAndStateAsOneProcess) {
     EXPECT_EQ(remote.epochs[e].ranking_metric("test.mrr"), local.epochs[e].ranking_metric("test.mrr"));
   }
   EXPECT_EQ(remote.parameter_hash, local.parameter_hash);
+}
+
+TEST_F(LinkJobTest, AKilledDaemonFailsTheJobNamingIt) {
+  prepare_data(small_job(2, "local"), 2);
+  std::vector<testing::Daemon> daemons;
+  for (int d = 0; d < 2; ++d) {
+    daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(d)}));
+    ASSERT_FALSE(daemons.back().address.empty());
+  }
+  JobConfig j = small_job(2, "remote");
+  j.partitions = tmp_ / "local/partitions";
+  j.epochs = 100000;
+  auto rt = runtime::Runtime::connect(system_options(), {daemons[0].address, daemons[1].address}, seconds(10));
+  std::thread killer([&] {
+    std::this_thread::sleep_for(seconds(2));
+    daemons[1].process->kill();
+  });
+  try {
+    run_job(*rt, j, {});
+    ADD_FAILURE() << "the job survived a killed daemon";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(daemons[1].address), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("no progress"), std::string::npos) << e.what();
+  }
+  killer.join();
+}
+
+// Every decoder with every loss trains: the loss falls from the first epoch to the third.
+TEST_F(LinkJobTest, EveryDecoderAndLossTrains) {
+  const char* const cases[][2] = {{"transe, transe_norm: 1", "margin, margin: 2.0"},
+                                  {"transe, transe_norm: 2", "bce"},
+                                  {"complex", "bce, regularizer: l2, regularization: 0.001"},
+                                  {"distmult", "margin, regularizer: n3, regularization: 0.001"}};
+  int run = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c[0]) + " / " + c[1]);
+    const JobConfig j = job(2, std::string("{encoder: none, decoder: ") + c[0] + ", dim: 16, init_std: 0.1}",
+                            "{k: 12, chunk_size: 1}",
+                            std::string("{epochs: 3, learning_rate: 0.2, seed: 2, loss: ") + c[1] + "}",
+                            "run-" + std::to_string(run++));
+    RunOptions options;
+    options.evaluate = false;
+    const JobReport report = run_in_process(j, options);
+    ASSERT_EQ(report.epochs.size(), 3u);
+    EXPECT_LT(report.epochs[2].train_loss, report.epochs[0].train_loss);
+  }
 }
 
 TEST_F(LinkJobTest, ResumingFromACheckpointEndsInTheSameState) {
