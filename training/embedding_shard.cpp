@@ -225,11 +225,6 @@ void EmbeddingShard::stop() {
   applied_cv_.notify_all();
 }
 
-uint64_t EmbeddingShard::hash() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return mix64(checksum(table_.data(), table_.size() * sizeof(float)), checksum(state_.data(), state_.size() * sizeof(float)));
-}
-
 namespace {
 
 std::mutex registry_mutex;

@@ -76,9 +76,6 @@ class EmbeddingShard {
   std::vector<char> save(std::chrono::milliseconds deadline);
   void load(const std::vector<char>& bytes);
 
-  // Every value and state element, hashed (replica checks and tests).
-  uint64_t hash();
-
   // Wakes every wait and fails it, and every later call, with an Error saying the shard
   // stopped: the shard's actor calls it when it exits (its job ended or failed), so that
   // no trainer waits out its deadline for a step that will never be applied.
