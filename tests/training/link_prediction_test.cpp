@@ -110,18 +110,24 @@ TEST_F(LinkJobTest, TrueTriplesRankFirstAfterTraining) {
   EXPECT_EQ(lines, 60);
 }
 
-TEST_F(LinkJobTest, OneAndTwoPartitionsGiveTheSameLosses) {
+TEST_F(LinkJobTest, OneAndTwoPartitionsAndTrainersGiveTheSameLosses) {
   const JobReport one = run_in_process(small_job(1, "one"));
-  const JobReport two = run_in_process(small_job(2, "two"));
-  ASSERT_EQ(one.epochs.size(), two.epochs.size());
-  for (size_t e = 0; e < one.epochs.size(); ++e) {
-    ASSERT_EQ(one.epochs[e].step_losses.size(), two.epochs[e].step_losses.size());
-    for (size_t s = 0; s < one.epochs[e].step_losses.size(); ++s) {
-      // The same positives meet the same negatives; only the order of float sums differs.
-      EXPECT_NEAR(one.epochs[e].step_losses[s], two.epochs[e].step_losses[s], 1e-5 * one.epochs[e].step_losses[s])
-          << "epoch " << e + 1 << " step " << s;
+  JobConfig four_trainers = small_job(2, "four");
+  four_trainers.trainers_per_partition = 2;
+  for (const JobConfig& j : {small_job(2, "two"), four_trainers}) {
+    SCOPED_TRACE(std::to_string(j.num_trainers()) + " trainers");
+    const JobReport other = run_in_process(j);
+    ASSERT_EQ(one.epochs.size(), other.epochs.size());
+    for (size_t e = 0; e < one.epochs.size(); ++e) {
+      ASSERT_EQ(one.epochs[e].step_losses.size(), other.epochs[e].step_losses.size());
+      for (size_t s = 0; s < one.epochs[e].step_losses.size(); ++s) {
+        // The same positives meet the same negatives; only the order of float sums differs.
+        EXPECT_NEAR(one.epochs[e].step_losses[s], other.epochs[e].step_losses[s], 1e-5 * one.epochs[e].step_losses[s])
+            << "epoch " << e + 1 << " step " << s;
+      }
+      EXPECT_NEAR(one.epochs[e].ranking_metric("test.mrr"), other.epochs[e].ranking_metric("test.mrr"), 1e-3);
+      EXPECT_EQ(one.epochs[e].ranking_metric("test.queries"), other.epochs[e].ranking_metric("test.queries"));
     }
-    EXPECT_NEAR(one.epochs[e].ranking_metric("test.mrr"), two.epochs[e].ranking_metric("test.mrr"), 1e-3);
   }
 }
 
