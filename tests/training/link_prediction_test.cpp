@@ -1,12 +1,15 @@
 // Link-prediction jobs (task: link_prediction) through the job driver, on a small random
 // knowledge graph written as triples: true triples rank first after training; the same
 // losses on 1 and 2 partitions and in one process and on two daemons; resuming ends in the
-// same state; strict negatives; bad input named (a relation outside the training set: the
-// triples reader's tests).
+// same state; one sharded step equals the dense computation; strict negatives; bad input
+// named (a relation outside the training set: the triples reader's tests).
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <filesystem>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -281,6 +284,81 @@ TEST_F(LinkJobTest, BadInputIsNamed) {
   EXPECT_THROW(job(2, "{encoder: none, decoder: complex, dim: 7}", "{k: 4}", "{epochs: 1}", "x"), UsageError);
   EXPECT_THROW(job(2, "{encoder: none, decoder: distmult}", "{k: 4}", "{epochs: 1, optimizer: adam}", "x"), UsageError);
   EXPECT_THROW(job(2, "{encoder: none, decoder: distmult}", "{k: 0}", "{epochs: 1}", "x"), UsageError);
+}
+
+// A shard file's table and Adagrad state (training/embedding_shard.cpp's layout: magic,
+// checksum, begin, end, dim, rows, state).
+std::pair<at::Tensor, at::Tensor> read_shard(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  int64_t header[3];
+  std::memcpy(header, bytes.data() + 16, sizeof(header));
+  const int64_t rows = header[1] - header[0], dim = header[2];
+  const float* data = reinterpret_cast<const float*>(bytes.data() + 16 + sizeof(header));
+  return {torch::from_blob(const_cast<float*>(data), {rows, dim}).clone(),
+          torch::from_blob(const_cast<float*>(data + rows * dim), {rows, dim}).clone()};
+}
+
+// One step of the sharded job (rows read from the owner, their gradient pushed back and
+// applied there by sparse Adagrad) equals the dense computation: the whole table as one
+// tensor, the same step's loss, its dense gradient, and Adagrad on every row.
+TEST_F(LinkJobTest, AShardedStepEqualsTheDenseComputation) {
+  JobConfig j = small_job(1, "dense");
+  j.epochs = 2;
+  RunOptions first;
+  first.stop_after_epoch = 1;
+  first.evaluate = false;
+  run_in_process(j, first);
+  const std::string dir = tmp_ / "dense/checkpoints";
+  const auto [table, state] = read_shard(dir + "/epoch-1-shard0.bin");
+  std::ifstream replica_file(dir + "/epoch-1-replica.bin", std::ios::binary);
+  std::vector<char> replica((std::istreambuf_iterator<char>(replica_file)), std::istreambuf_iterator<char>());
+  torch::serialize::InputArchive archive;
+  archive.load_from(replica.data(), replica.size());
+  at::Tensor relations;
+  archive.read("relations", relations);
+
+  RunOptions one_step;
+  one_step.resume = true;
+  one_step.max_steps = 1;
+  one_step.evaluate = false;
+  run_in_process(j, one_step);
+  const at::Tensor sharded = read_shard(dir + "/epoch-2-shard0.bin").first;
+
+  // The dense step: epoch 2, step 0 of the job's plan, chunks of its negatives.
+  const KgTriples kg{PartitionFolder(tmp_ / "dense/partitions")};
+  const std::vector<int64_t> order = kg.epoch_order(j.seed, 2);
+  KgNegatives negatives;
+  negatives.k = j.link.negatives;
+  negatives.chunk_size = j.link.chunk_size;
+  negatives.degree_fraction = j.link.degree_fraction;
+  const int64_t positives = std::min<int64_t>(j.batch_size, kg.train().size());
+  at::Tensor dense = table.clone().set_requires_grad(true);
+  at::Tensor loss = torch::zeros({});
+  for (int64_t begin = 0; begin < positives; begin += negatives.chunk_size) {
+    const int64_t end = std::min(positives, begin + negatives.chunk_size);
+    std::vector<int64_t> h, r, t;
+    for (int64_t i = begin; i < end; ++i) {
+      h.push_back(kg.train().head[order[i]]);
+      r.push_back(kg.train().relation[order[i]]);
+      t.push_back(kg.train().tail[order[i]]);
+    }
+    std::vector<int64_t> n = kg.draw_negatives(negatives, j.seed, 2, 0, static_cast<uint64_t>(begin / negatives.chunk_size));
+    auto rows = [&](const std::vector<int64_t>& ids) { return dense.index_select(0, torch::tensor(ids)); };
+    const at::Tensor rel = relations.index_select(0, torch::tensor(r));
+    const at::Tensor head = rows(h), tail = rows(t), neg = rows(n);
+    const at::Tensor pos = (head * rel * tail).sum(1);
+    for (const at::Tensor& q : {head * rel, tail * rel}) {
+      const at::Tensor scores = torch::mm(q, neg.t());
+      loss = loss + (torch::logsumexp(torch::cat({pos.unsqueeze(1), scores}, 1), 1) - pos).sum();
+    }
+  }
+  (loss / static_cast<double>(positives)).backward();
+  const at::Tensor g = dense.grad();
+  const at::Tensor new_state = state + g * g;
+  const at::Tensor expected = table - j.learning_rate * g / (new_state.sqrt() + 1e-10);
+  EXPECT_GT((expected - table).abs().max().item<float>(), 0);  // the step moved rows
+  EXPECT_TRUE(torch::allclose(sharded, expected, 1e-5, 1e-6)) << (sharded - expected).abs().max();
 }
 
 // The example job (BENCHMARKS.md's quality run) is a valid job for the shared data.
