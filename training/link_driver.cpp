@@ -10,6 +10,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "base/checksum.h"
 #include "base/error.h"
@@ -33,6 +34,8 @@ namespace {
 
 constexpr milliseconds kRequestDeadline{60000};
 constexpr milliseconds kCancelPoll{100};
+// How long a failed job waits to learn which node was lost, if one was.
+constexpr milliseconds kLostNodeGrace{3000};
 constexpr const char* kCheckpointFile = "checkpoint.json";
 constexpr const char* kMetricsFile = "metrics.jsonl";
 
@@ -115,8 +118,14 @@ std::string LinkDriver::describe_actor(const caf::actor_addr& actor) const {
 
 void LinkDriver::fail(const std::string& what) const {
   for (const auto& a : allreduce_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  if (std::optional<Error> lost = runtime_.lost_node()) throw Error(what + "; " + lost->what());
-  throw Error(what);
+  // A trainer can see a peer's process end (its channel or ring connection drops) before
+  // this process hears of it: wait a moment, so that the error names the lost node.
+  const auto until = std::chrono::steady_clock::now() + kLostNodeGrace;
+  for (;;) {
+    if (std::optional<Error> lost = runtime_.lost_node()) throw Error(what + "; " + lost->what());
+    if (!runtime_.is_distributed() || std::chrono::steady_clock::now() >= until) throw Error(what);
+    std::this_thread::sleep_for(milliseconds(50));
+  }
 }
 
 template <typename Reply>
