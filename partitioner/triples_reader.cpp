@@ -4,6 +4,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include <spdlog/spdlog.h>
+
 #include "base/error.h"
 #include "partitioner/reader_util.h"
 #include "partitioner/readers.h"
@@ -51,8 +53,13 @@ void split_tabs(std::string_view line, std::vector<std::string_view>* fields) {
   }
 }
 
+// held_out: valid or test, after train: a relation train.txt does not have is an error
+// (nothing could learn its embedding; an evaluation file of another vocabulary), and an
+// entity it does not have is counted in `unseen` (FB15k-237's valid and test have 37 triples
+// naming such entities; LibKGE and the papers keep them, at their initial embeddings).
+// train_entities: how many entities train.txt named (all of them while reading it).
 void parse_triples(const std::string& path, std::string_view text, NameIndex* entities,
-                   NameIndex* relations, EdgeList* out) {
+                   NameIndex* relations, EdgeList* out, bool held_out, size_t train_entities, int64_t* unseen) {
   static const char* const kFieldNames[] = {"head", "relation", "tail"};
   detail::ParseProgress progress("read " + path, text.size());
   detail::LineReader lines(text);
@@ -69,9 +76,17 @@ void parse_triples(const std::string& path, std::string_view text, NameIndex* en
     for (int i = 0; i < 3; ++i) {
       if (fields[i].empty()) throw file_error(path, lines.line_number(), std::string("empty ") + kFieldNames[i]);
     }
+    const size_t known_relations = relations->size();
     int64_t head = entities->id(fields[0]);
     int64_t relation = relations->id(fields[1]);
     int64_t tail = entities->id(fields[2]);
+    if (held_out && static_cast<size_t>(relation) >= known_relations) {
+      throw file_error(path, lines.line_number(),
+                       "relation '" + std::string(fields[1]) + "' does not occur in train.txt");
+    }
+    if (held_out && (static_cast<size_t>(head) >= train_entities || static_cast<size_t>(tail) >= train_entities)) {
+      ++*unseen;
+    }
     if (relation > std::numeric_limits<int32_t>::max()) {
       throw file_error(path, lines.line_number(), "more relations than an int32 edge type can hold");
     }
@@ -102,8 +117,18 @@ Dataset read_triples(const std::string& dir) {
   for (Split& s : splits) s.text = detail::read_file(s.path);
 
   NameIndex entities, relations;
-  for (Split& s : splits) parse_triples(s.path, s.text, &entities, &relations, s.edges);
-  if (d.edges.size() == 0) throw file_error(splits[0].path, "no triples");
+  int64_t unseen = 0;
+  size_t train_entities = 0;
+  for (Split& s : splits) {
+    const bool held_out = s.edges != &d.edges;
+    parse_triples(s.path, s.text, &entities, &relations, s.edges, held_out, train_entities, &unseen);
+    if (d.edges.size() == 0) throw file_error(splits[0].path, "no triples");
+    if (!held_out) train_entities = entities.size();
+  }
+  if (unseen > 0) {
+    spdlog::warn("{}: {} valid/test triple(s) name entities that no training triple has; they keep their initial "
+                 "embeddings", dir, unseen);
+  }
 
   d.num_nodes = static_cast<int64_t>(entities.size());
   d.node_names = entities.take_names();

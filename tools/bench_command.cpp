@@ -8,6 +8,7 @@
 #include "bench/loader_bench.h"
 #include "bench/partition_bench.h"
 #include "bench/sample_bench.h"
+#include "bench/linkpred_bench.h"
 #include "bench/train_bench.h"
 #include "bench/transfer_bench.h"
 #include "base/error.h"
@@ -184,6 +185,22 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   });
 
   auto t = std::make_shared<bench::TrainBenchOptions>();
+  auto lp = std::make_shared<bench::LinkpredBenchOptions>();
+  CLI::App* linkpred = bench->add_subcommand(
+      "linkpred", "DistMult on FB15k-237: training edges/s (1 process, 2 daemons, a dense libtorch loop) and filtered ranking against its GEMM floor");
+  linkpred->add_option("--dataset", lp->dataset, "a triples folder (default: the shared FB15k-237)");
+  linkpred->add_option("--dim", lp->dim, "embedding size")->check(cli::positive())->capture_default_str();
+  linkpred->add_option("--batch-size", lp->batch_size, "positives per step")->check(cli::positive())->capture_default_str();
+  linkpred->add_option("--negatives", lp->negatives, "negatives per chunk and side")->check(cli::positive())->capture_default_str();
+  linkpred->add_option("--chunk-size", lp->chunk_size, "positives sharing negatives")->check(cli::positive())->capture_default_str();
+  linkpred->add_option("--steps", lp->steps, "timed steps per configuration and round")->check(cli::positive())->capture_default_str();
+  linkpred->add_option("--rounds", lp->rounds, "interleaved rounds")->check(cli::positive())->capture_default_str();
+  linkpred->add_option("--cores", lp->cores, "cores in all (torch threads in one process; split over the daemons)")
+      ->check(cli::in_range(1, cli::kMaxThreads))->capture_default_str();
+  linkpred->add_option("--workdir", lp->work_dir, "keep the partitions here and reuse them");
+  linkpred->add_option("--seed", lp->seed, "seed")->capture_default_str();
+  linkpred->callback([lp] { bench::run_linkpred_bench(*lp); });
+
   auto train_fanouts = std::make_shared<std::string>("15,10,5");
   CLI::App* train = bench->add_subcommand(
       "train", "seconds per GraphSAGE epoch, in one process and with 2 partitions on 2 daemons; a step against its floor");

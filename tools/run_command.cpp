@@ -92,9 +92,19 @@ void run(const JobOptions& o, const GlobalOptions& global) {
   }
   if (!report.epochs.empty()) {
     const EpochMetrics& last = report.epochs.back();
-    std::cout << "epoch " << last.epoch << ": train loss " << last.train_loss << ", val accuracy "
-              << last.val_accuracy << ", test accuracy " << last.test_accuracy << "\n"
-              << "results in " << job.output << "\n";
+    if (job.link_prediction()) {
+      std::cout << "epoch " << last.epoch << ": train loss " << last.train_loss;
+      for (const char* metric : {"test.mrr", "test.hits@1", "test.hits@3", "test.hits@10", "test.raw_mrr"}) {
+        for (const auto& [name, value] : last.ranking) {
+          if (name == metric) std::cout << ", " << name << " " << value;
+        }
+      }
+      std::cout << "\nresults in " << job.output << "\n";
+    } else {
+      std::cout << "epoch " << last.epoch << ": train loss " << last.train_loss << ", val accuracy "
+                << last.val_accuracy << ", test accuracy " << last.test_accuracy << "\n"
+                << "results in " << job.output << "\n";
+    }
   } else {
     std::cout << "nothing to do: the checkpoint in " << job.output << " already covers every epoch\n";
   }

@@ -125,7 +125,7 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
   std::string partitions, dataset;
   s.read("partitions", partitions, "a folder");
   s.read("dataset", dataset, "a path");
-  s.read_choice("format", job.format, {"linqs", "npy", "edgelist"});
+  s.read_choice("format", job.format, {"linqs", "npy", "edgelist", "triples"});
   if (s.has("generate")) {
     job.generate = true;
     Section g = s.sub("generate");
@@ -220,9 +220,61 @@ void read_features(Section s, JobConfig& job) {
   s.reject_unknown();
 }
 
+void read_link_model(Section s, JobConfig& job) {
+  LinkPredictionSpec& link = job.link;
+  s.read_choice("encoder", link.encoder, {"none", "graphsage", "gcn", "gat", "rgcn"});
+  s.read_choice("decoder", link.decoder, {"distmult", "complex", "transe"});
+  s.read_int("transe_norm", link.transe_norm, 1);
+  if (link.transe_norm > 2) s.fail(s.field("transe_norm"), "must be 1 or 2, got " + std::to_string(link.transe_norm));
+  s.read_int("dim", link.dim, 1, JobLimits::kMaxWidth);
+  s.read("reciprocal", link.reciprocal, "true or false");
+  s.read_real("init_std", link.init_std, 0, 10);
+  s.reject_unknown();
+  if (link.decoder == "complex" && link.dim % 2 != 0) {
+    s.fail(s.field("dim"), "ComplEx needs an even dimension (real and imaginary halves), got " + std::to_string(link.dim));
+  }
+  if (link.encoder != "none") {
+    // The GNN encoders for link prediction are not built yet: name what is, rather than
+    // train something else.
+    s.fail(s.field("encoder"), "'" + link.encoder + "' is not available for link prediction yet; use none "
+                                                    "(each entity's embedding is its representation)");
+  }
+}
+
+void read_negatives(Section s, JobConfig& job) {
+  LinkPredictionSpec& link = job.link;
+  s.read_int("k", link.negatives, 1, JobLimits::kMaxBatchSize);
+  s.read_int("chunk_size", link.chunk_size, 1, JobLimits::kMaxBatchSize);
+  s.read_real("degree_fraction", link.degree_fraction, 0, 1);
+  s.read("strict", link.strict, "true or false");
+  s.reject_unknown();
+}
+
+void read_eval(Section s, JobConfig& job) {
+  if (s.has("negatives")) {
+    YAML::Node n = s.get("negatives");
+    if (n.IsScalar() && n.Scalar() == "all") {
+      job.link.eval_negatives = 0;
+    } else {
+      s.read_int("negatives", job.link.eval_negatives, 1, JobLimits::kMaxBatchSize);
+    }
+  }
+  s.read_int("block", job.link.eval_block, 1, JobLimits::kMaxBatchSize);
+  s.read_int("every", job.link.eval_every, 1);
+  s.reject_unknown();
+}
+
 void read_train(Section s, JobConfig& job) {
   s.read_int("epochs", job.epochs, 1, JobLimits::kMaxEpochs);
-  s.read_choice("optimizer", job.optimizer, {"adam", "sgd"});
+  if (job.link_prediction()) {
+    s.read_choice("optimizer", job.optimizer, {"adagrad"});
+    s.read_choice("loss", job.link.loss, {"softmax", "bce", "margin"});
+    s.read_real("margin", job.link.margin, 0, 1e6);
+    s.read_choice("regularizer", job.link.regularizer, {"none", "l2", "n3"});
+    s.read_real("regularization", job.link.regularization, 0, 1e6);
+  } else {
+    s.read_choice("optimizer", job.optimizer, {"adam", "sgd"});
+  }
   s.read_real("learning_rate", job.learning_rate, 1e-9, 100);
   s.read_real("weight_decay", job.weight_decay, 0, 1);
   s.read_real("momentum", job.momentum, 0, 1);
@@ -250,9 +302,20 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
   if (!root || root.IsNull()) throw UsageError(name + ": the job is empty");
   JobConfig job;
   Section top(root, "", name);
+  top.read_choice("task", job.task, {"node_classification", "link_prediction"});
+  if (job.link_prediction()) {
+    job.optimizer = "adagrad";
+    job.learning_rate = 0.1;
+  }
   if (!top.has("data")) top.fail("data", "missing: say which graph to train on");
   read_data(top.sub("data"), job, base_dir);
-  read_model(top.sub("model"), job);
+  if (job.link_prediction()) {
+    read_link_model(top.sub("model"), job);
+    read_negatives(top.sub("negatives"), job);
+    read_eval(top.sub("eval"), job);
+  } else {
+    read_model(top.sub("model"), job);
+  }
   read_sampling(top.sub("sampling"), job);
   read_features(top.sub("features"), job);
   read_train(top.sub("train"), job);
@@ -261,7 +324,7 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
   job.output = absolute(output, base_dir);
   top.reject_unknown();
 
-  if (static_cast<int>(job.fanouts.size()) != job.layers) {
+  if (!job.link_prediction() && static_cast<int>(job.fanouts.size()) != job.layers) {
     top.fail("sampling.fanouts", "has " + std::to_string(job.fanouts.size()) + " entries but model.layers is " +
                                      std::to_string(job.layers) + ": one fanout per layer");
   }
@@ -288,19 +351,47 @@ std::string job_to_yaml(const JobConfig& job) {
   YAML::Emitter out;
   out.SetDoublePrecision(17);  // the trainers must read back the very same numbers
   out << YAML::BeginMap;
+  out << YAML::Key << "task" << YAML::Value << job.task;
   out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
   // Whatever the source was, the job now trains on this folder.
   out << YAML::Key << "partitions" << YAML::Value << job.partition_dir();
   out << YAML::Key << "num_partitions" << YAML::Value << job.num_partitions;
   out << YAML::EndMap;
+  const LinkPredictionSpec& link = job.link;
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "kind" << YAML::Value << job.model;
-  out << YAML::Key << "hidden" << YAML::Value << job.hidden;
-  out << YAML::Key << "layers" << YAML::Value << job.layers;
-  out << YAML::Key << "heads" << YAML::Value << job.heads;
-  out << YAML::Key << "dropout" << YAML::Value << job.dropout;
-  out << YAML::Key << "trim" << YAML::Value << job.trim;
+  if (job.link_prediction()) {
+    out << YAML::Key << "encoder" << YAML::Value << link.encoder;
+    out << YAML::Key << "decoder" << YAML::Value << link.decoder;
+    out << YAML::Key << "transe_norm" << YAML::Value << link.transe_norm;
+    out << YAML::Key << "dim" << YAML::Value << link.dim;
+    out << YAML::Key << "reciprocal" << YAML::Value << link.reciprocal;
+    out << YAML::Key << "init_std" << YAML::Value << link.init_std;
+  } else {
+    out << YAML::Key << "kind" << YAML::Value << job.model;
+    out << YAML::Key << "hidden" << YAML::Value << job.hidden;
+    out << YAML::Key << "layers" << YAML::Value << job.layers;
+    out << YAML::Key << "heads" << YAML::Value << job.heads;
+    out << YAML::Key << "dropout" << YAML::Value << job.dropout;
+    out << YAML::Key << "trim" << YAML::Value << job.trim;
+  }
   out << YAML::EndMap;
+  if (job.link_prediction()) {
+    out << YAML::Key << "negatives" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "k" << YAML::Value << link.negatives;
+    out << YAML::Key << "chunk_size" << YAML::Value << link.chunk_size;
+    out << YAML::Key << "degree_fraction" << YAML::Value << link.degree_fraction;
+    out << YAML::Key << "strict" << YAML::Value << link.strict;
+    out << YAML::EndMap;
+    out << YAML::Key << "eval" << YAML::Value << YAML::BeginMap;
+    if (link.eval_negatives == 0) {
+      out << YAML::Key << "negatives" << YAML::Value << "all";
+    } else {
+      out << YAML::Key << "negatives" << YAML::Value << link.eval_negatives;
+    }
+    out << YAML::Key << "block" << YAML::Value << link.eval_block;
+    out << YAML::Key << "every" << YAML::Value << link.eval_every;
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "sampling" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "fanouts" << YAML::Value << YAML::Flow << job.fanouts;
   out << YAML::Key << "batch_size" << YAML::Value << job.batch_size;
@@ -315,6 +406,12 @@ std::string job_to_yaml(const JobConfig& job) {
   out << YAML::Key << "train" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "epochs" << YAML::Value << job.epochs;
   out << YAML::Key << "optimizer" << YAML::Value << job.optimizer;
+  if (job.link_prediction()) {
+    out << YAML::Key << "loss" << YAML::Value << link.loss;
+    out << YAML::Key << "margin" << YAML::Value << link.margin;
+    out << YAML::Key << "regularizer" << YAML::Value << link.regularizer;
+    out << YAML::Key << "regularization" << YAML::Value << link.regularization;
+  }
   out << YAML::Key << "learning_rate" << YAML::Value << job.learning_rate;
   out << YAML::Key << "weight_decay" << YAML::Value << job.weight_decay;
   out << YAML::Key << "momentum" << YAML::Value << job.momentum;

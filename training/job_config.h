@@ -25,6 +25,17 @@
 //     seed: 1
 //     eval_batch_size: 1024
 //   output: runs/job            # checkpoints, metrics.jsonl, the partitions of a dataset
+//
+// Link prediction (task: link_prediction) reads its own model, negatives, train and eval
+// fields instead (LinkPredictionSpec; examples/fb15k237.yaml):
+//   task: link_prediction
+//   model: {encoder: none, decoder: distmult, dim: 128, reciprocal: false, transe_norm: 1,
+//           init_std: 0.001}
+//   negatives: {k: 256, chunk_size: 256, degree_fraction: 0.0, strict: false}
+//   sampling: {batch_size: 512}  # positive triples per step, over all trainers
+//   train: {loss: softmax, margin: 1.0, regularizer: none, regularization: 0.0,
+//           optimizer: adagrad, learning_rate: 0.1, ...}
+//   eval: {negatives: all, block: 4096, every: 1}
 #pragma once
 
 #include <cstdint>
@@ -69,7 +80,36 @@ struct JobLimits {
   static constexpr int64_t kMaxFeatureCacheMb = int64_t{1} << 20;  // 1 TiB: a node's memory, at most
 };
 
+// A link-prediction job's own fields (task: link_prediction); see examples/README.md.
+struct LinkPredictionSpec {
+  // model
+  std::string encoder = "none";  // none: each entity's embedding is its representation
+  std::string decoder = "distmult";  // distmult, complex, transe
+  int transe_norm = 1;           // transe: 1 or 2
+  int64_t dim = 128;             // entity and relation embedding size
+  // Reciprocal relations (Lacroix et al.; LibKGE's reciprocal_relations_model): head
+  // prediction (?, r, t) is tail prediction (t, r', ?) with a relation r' of its own.
+  bool reciprocal = false;
+  double init_std = 1e-3;        // embeddings start N(0, init_std)
+  // negatives
+  int64_t negatives = 256;       // k per chunk
+  int64_t chunk_size = 256;      // positives sharing one set of negatives
+  double degree_fraction = 0.0;  // share of negatives drawn by degree
+  bool strict = false;
+  // train
+  std::string loss = "softmax";  // softmax, bce, margin
+  double margin = 1.0;
+  std::string regularizer = "none";  // none, l2, n3
+  double regularization = 0.0;   // its weight, per positive
+  // eval
+  int64_t eval_negatives = 0;    // 0: rank against all entities; K: against K sampled
+  int64_t eval_block = 4096;     // entities per streamed block of ranking
+  int eval_every = 1;            // rank after every N-th epoch (and after the last)
+};
+
 struct JobConfig {
+  std::string task = "node_classification";  // or link_prediction
+  LinkPredictionSpec link;
   // data
   std::string partitions;  // absolute; empty when the job partitions a dataset itself
   std::string dataset;     // absolute; empty unless given
@@ -110,6 +150,8 @@ struct JobConfig {
 
   // The folder the job trains on: `partitions`, or OUTPUT/partitions.
   std::string partition_dir() const;
+
+  bool link_prediction() const { return task == "link_prediction"; }
 
   // Trainers: k per partition; trainer t serves partition t / k and trains on the
   // (t % k)-th of k contiguous shares of that partition's seeds.

@@ -25,6 +25,7 @@
 #include "runtime/address.h"
 #include "runtime/collective/allreduce_group.h"
 #include "runtime/errors.h"
+#include "training/link_driver.h"
 #include "training/metrics_record.h"
 
 namespace partita {
@@ -555,18 +556,7 @@ void Driver::append_metrics(const EpochMetrics& m) {
 }
 
 JobReport Driver::run() {
-  fs::create_directories(job_.output);
-  const bool has_run = fs::exists(fs::path(job_.output) / kCheckpointFile) ||
-                       fs::exists(fs::path(job_.output) / kMetricsFile);
-  if (has_run && !options_.resume && !options_.overwrite) {
-    throw UsageError("output " + job_.output + " already holds a run: resume it (--resume) or start afresh (--overwrite)");
-  }
-  if (!options_.resume) {
-    fs::remove(fs::path(job_.output) / kCheckpointFile);
-    fs::remove(fs::path(job_.output) / kMetricsFile);
-    fs::remove_all(fs::path(job_.output) / "checkpoints");
-  }
-  write_file_atomically((fs::path(job_.output) / "job.yaml").string(), job_to_yaml(job_));
+  open_job_output(job_, options_);
 
   spawn_actors();
   const int done_epochs = resume_point();
@@ -612,6 +602,20 @@ JobReport Driver::run() {
 
 }  // namespace
 
+void open_job_output(const JobConfig& job, const RunOptions& options) {
+  fs::create_directories(job.output);
+  const bool has_run = fs::exists(fs::path(job.output) / kCheckpointFile) || fs::exists(fs::path(job.output) / kMetricsFile);
+  if (has_run && !options.resume && !options.overwrite) {
+    throw UsageError("output " + job.output + " already holds a run: resume it (--resume) or start afresh (--overwrite)");
+  }
+  if (!options.resume) {
+    fs::remove(fs::path(job.output) / kCheckpointFile);
+    fs::remove(fs::path(job.output) / kMetricsFile);
+    fs::remove_all(fs::path(job.output) / "checkpoints");
+  }
+  write_file_atomically((fs::path(job.output) / "job.yaml").string(), job_to_yaml(job));
+}
+
 void prepare_data(const JobConfig& job, int threads) {
   if (!job.partitions.empty()) return;  // a folder the user partitioned
   const fs::path dir = job.partition_dir();
@@ -641,7 +645,15 @@ void prepare_data(const JobConfig& job, int threads) {
   write_file_atomically((dir / kSourceFile).string(), source);
 }
 
+double EpochMetrics::ranking_metric(const std::string& name) const {
+  for (const auto& [key, value] : ranking) {
+    if (key == name) return value;
+  }
+  throw Error("epoch " + std::to_string(epoch) + " has no metric '" + name + "'");
+}
+
 JobReport run_job(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options) {
+  if (job.link_prediction()) return run_link_prediction_job(runtime, job, options);
   Driver driver(runtime, job, options);
   return driver.run();
 }

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -40,6 +41,10 @@ struct EpochMetrics {
   std::vector<double> step_losses;  // the mean loss of every step, as all replicas saw it
   // The weights' hash after every step, the same on every replica (the driver checks).
   std::vector<uint64_t> step_hashes;
+  // Link prediction: ranking metrics by name ("test.mrr", "test.hits@10", "test.raw_mrr",
+  // ...; training/link_driver.h), in the order metrics.jsonl lists them.
+  std::vector<std::pair<std::string, double>> ranking;
+  double ranking_metric(const std::string& name) const;
 };
 
 struct JobReport {
@@ -118,6 +123,11 @@ struct RunOptions {
   // Set to stop the job from another thread; see CancelToken.
   std::shared_ptr<CancelToken> cancel;
 };
+
+// Opens OUTPUT for a run: refuses one that holds a run unless options.resume or
+// options.overwrite (UsageError naming both flags), clears the old run's checkpoint and
+// metrics unless resuming, and writes job.yaml. Every driver starts with it.
+void open_job_output(const JobConfig& job, const RunOptions& options);
 
 // Writes the job's partition folder when the job names a dataset or a generator and
 // OUTPUT/partitions does not already hold that data partitioned that way.

@@ -2,6 +2,8 @@
 
 #include "actors/actor_types.h"
 #include "runtime/collective/allreduce_member.h"
+#include "training/embedding_shard.h"
+#include "training/kg_trainer.h"
 #include "training/trainer.h"
 
 namespace partita {
@@ -16,6 +18,8 @@ runtime::ActorTypeRegistry job_actor_types() {
     return caf::actor_cast<caf::actor>(runtime::spawn_allreduce_member(system, runtime::allreduce_config_from(settings)));
   });
   register_training_types(registry);
+  register_embedding_shard_type(registry);
+  register_kg_trainer_type(registry);
   return registry;
 }
 

@@ -8,7 +8,9 @@
 namespace partita {
 
 // "partition" and "sampler" (actors/actor_types.h), "allreduce" (the generic collective,
-// runtime/collective/allreduce_member.h) and "trainer" (training/trainer.h).
+// runtime/collective/allreduce_member.h), "trainer" (training/trainer.h), and for link
+// prediction "embedding_shard" (training/embedding_shard.h) and "kg_trainer"
+// (training/kg_trainer.h).
 runtime::ActorTypeRegistry job_actor_types();
 
 }  // namespace partita

@@ -7,6 +7,11 @@
 namespace partita {
 
 void to_json(nlohmann::json& line, const EpochMetrics& m) {
+  if (!m.ranking.empty()) {  // a link-prediction epoch: its ranking metrics by name
+    line = {{"epoch", m.epoch}, {"steps", m.steps}, {"seconds", m.seconds}, {"train_loss", m.train_loss}};
+    for (const auto& [name, value] : m.ranking) line[name] = value;
+    return;
+  }
   line = {{"epoch", m.epoch},
           {"steps", m.steps},
           {"seconds", m.seconds},
@@ -37,6 +42,16 @@ EpochMetrics epoch_metrics_from_json(const nlohmann::json& line) {
   m.epoch = static_cast<int>(integer("epoch"));
   m.steps = integer("steps");
   m.seconds = number("seconds");
+  if (!line.contains("batches_per_second")) {  // a link-prediction epoch
+    m.train_loss = number("train_loss");
+    for (const auto& [name, value] : line.items()) {
+      if (name != "epoch" && name != "steps" && name != "seconds" && name != "train_loss") {
+        if (!value.is_number()) throw Error("field '" + name + "': expected a number, found " + value.type_name());
+        m.ranking.emplace_back(name, value.get<double>());
+      }
+    }
+    return m;
+  }
   m.batches_per_second = number("batches_per_second");
   m.train_loss = number("train_loss");
   m.train_accuracy = number("train_accuracy");

@@ -6,6 +6,9 @@
 //   {"epoch":1,"steps":40,"seconds":2.1,"batches_per_second":38.1,"train_loss":1.2,
 //    "train_accuracy":0.61,"val_loss":1.1,"val_accuracy":0.66,"test_loss":1.1,"test_accuracy":0.65}
 //
+// A link-prediction epoch (EpochMetrics::ranking not empty) has epoch, steps, seconds and
+// train_loss, then its ranking metrics by name ("test.mrr", "test.hits@10", ...).
+//
 // Per-step losses and hashes are not part of the line (EpochMetrics keeps them for the
 // driver's callers); the file stays one short line per epoch.
 #pragma once

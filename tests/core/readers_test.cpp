@@ -385,15 +385,16 @@ void write_triples(const TempDir& dir, const std::string& train, const std::stri
 
 TEST(TriplesTest, IdsFollowFirstAppearanceAcrossTrainValidTest) {
   TempDir dir;
-  write_triples(dir, "a\tlikes\tb\r\nb\tknows\tc\r\n\r\n", "d\tlikes\ta\r\n", "c\tsees\te\n");
+  write_triples(dir, "a\tlikes\tb\r\nb\tknows\tc\r\nb\tsees\ta\r\n\r\n", "d\tlikes\ta\r\n", "c\tsees\te\n");
   Dataset d = read_triples(dir.path() + "/");
+  // Entities only in valid or test (d, e) are kept, as FB15k-237's 14,541 count them.
   EXPECT_EQ(d.node_names, (std::vector<std::string>{"a", "b", "c", "d", "e"}));
   ASSERT_EQ(d.edge_types.size(), 3u);
   EXPECT_EQ(d.edge_types[0].relation, "likes");
   EXPECT_EQ(d.edge_types[1].relation, "knows");
   EXPECT_EQ(d.edge_types[2].relation, "sees");
-  EXPECT_EQ(pairs(d.edges), (std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 2}}));
-  EXPECT_EQ(d.edges.type, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(pairs(d.edges), (std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 2}, {1, 0}}));
+  EXPECT_EQ(d.edges.type, (std::vector<int32_t>{0, 1, 2}));
   EXPECT_EQ(pairs(d.val_edges), (std::vector<std::pair<int64_t, int64_t>>{{3, 0}}));
   EXPECT_EQ(d.val_edges.type, std::vector<int32_t>{0});
   EXPECT_EQ(pairs(d.test_edges), (std::vector<std::pair<int64_t, int64_t>>{{2, 4}}));
@@ -414,6 +415,15 @@ TEST(TriplesTest, MalformedLinesAreNamed) {
   EXPECT_CONTAINS(error_of([&] { read_triples(dir.path()); }), dir / "train.txt:1: empty relation");
   write_triples(dir, "", "a\tr\tb\n", "");
   EXPECT_CONTAINS(error_of([&] { read_triples(dir.path()); }), dir / "train.txt: no triples");
+}
+
+// A held-out triple whose relation train.txt lacks: nothing could learn it (an evaluation
+// file of another vocabulary).
+TEST(TriplesTest, AHeldOutRelationOutsideTheTrainingSetIsNamed) {
+  TempDir dir;
+  write_triples(dir, "a\tr\tb\n", "b\tr\ta\n", "a\tr\tb\nb\tr_unknown\ta\n");
+  EXPECT_CONTAINS(error_of([&] { read_triples(dir.path()); }),
+                  dir / "test.txt:2: relation 'r_unknown' does not occur in train.txt");
 }
 
 TEST(TriplesTest, MissingFileIsNamed) {

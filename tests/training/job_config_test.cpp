@@ -101,6 +101,41 @@ output: /tmp/somewhere
   EXPECT_EQ(back.weight_decay, job.weight_decay);
 }
 
+TEST_F(JobConfigTest, ReadsEveryLinkPredictionFieldAndRoundTripsThroughYaml) {
+  JobConfig job = parse("task: link_prediction\n" + job_text(R"(
+model: {encoder: none, decoder: transe, transe_norm: 2, dim: 48, reciprocal: true, init_std: 0.05}
+negatives: {k: 64, chunk_size: 16, degree_fraction: 0.25, strict: true}
+sampling: {batch_size: 128}
+train: {epochs: 3, loss: margin, margin: 4.5, regularizer: l2, regularization: 0.001, learning_rate: 0.3}
+eval: {negatives: 100, block: 512, every: 2}
+)"));
+  EXPECT_TRUE(job.link_prediction());
+  EXPECT_EQ(job.optimizer, "adagrad");
+  EXPECT_EQ(job.link.decoder, "transe");
+  EXPECT_EQ(job.link.transe_norm, 2);
+  EXPECT_EQ(job.link.dim, 48);
+  EXPECT_TRUE(job.link.reciprocal);
+  EXPECT_DOUBLE_EQ(job.link.init_std, 0.05);
+  EXPECT_EQ(job.link.negatives, 64);
+  EXPECT_EQ(job.link.chunk_size, 16);
+  EXPECT_DOUBLE_EQ(job.link.degree_fraction, 0.25);
+  EXPECT_TRUE(job.link.strict);
+  EXPECT_EQ(job.link.loss, "margin");
+  EXPECT_DOUBLE_EQ(job.link.margin, 4.5);
+  EXPECT_EQ(job.link.regularizer, "l2");
+  EXPECT_EQ(job.link.eval_negatives, 100);
+  EXPECT_EQ(job.link.eval_block, 512);
+  EXPECT_EQ(job.link.eval_every, 2);
+  JobConfig back = parse_job(job_to_yaml(job), "/elsewhere", "sent job");
+  EXPECT_EQ(job_to_yaml(back), job_to_yaml(job));
+  EXPECT_EQ(parse("task: link_prediction\n" + job_text("eval: {negatives: all}")).link.eval_negatives, 0);
+  // Node-classification fields are not link-prediction fields, and the other way round.
+  EXPECT_NE(error_of("task: link_prediction\n" + job_text("model: {kind: gcn}")).find("model.kind: unknown field"),
+            std::string::npos);
+  EXPECT_NE(error_of(job_text("negatives: {k: 4}")).find("negatives: unknown field"), std::string::npos);
+  EXPECT_NE(error_of("task: ranking\n" + job_text("")).find("task: 'ranking' is not one of"), std::string::npos);
+}
+
 TEST_F(JobConfigTest, GeneratedDataTrainsOnTheOutputsPartitions) {
   JobConfig job = parse("data: {generate: {nodes: 1000, classes: 4}, num_partitions: 3}\noutput: out\n");
   EXPECT_TRUE(job.generate);

@@ -15,6 +15,7 @@
 #include "actors/protocol.h"
 #include "base/error.h"
 #include "daemon_process.h"
+#include "job_runs.h"
 #include "partitioned_graph.h"
 #include "partitioner/partition.h"
 #include "runtime/runtime.h"
@@ -29,18 +30,9 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::seconds;
 
-runtime::ActorSystemOptions system_options() {
-  runtime::ActorSystemOptions options;
-  options.threads = 2;
-  add_protocol_types(options);
-  return options;
-}
+using testing::run_in_process;
 
-JobReport run_in_process(const JobConfig& job, const RunOptions& options = {}) {
-  auto rt = runtime::Runtime::in_process(system_options(), job_actor_types());
-  prepare_data(job, 2);
-  return run_job(*rt, job, options);
-}
+runtime::ActorSystemOptions system_options() { return testing::job_system_options(); }
 
 // A small SBM graph partitioned in 2, and a job over it: fast enough to run several times.
 class SmallJobTest : public ::testing::Test {

@@ -1,0 +1,35 @@
+// `partita bench linkpred`: training speed of knowledge-graph embeddings (DistMult on
+// FB15k-237) in edges per second (positives with both sides' negatives), in one process and
+// with 2 partitions on 2 daemons, next to a dense single-process libtorch loop (one
+// Embedding table with sparse gradients, index_select, torch's Adagrad) in the same run; and
+// filtered ranking of the test triples against every entity, next to its GEMM floor.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace partita::bench {
+
+struct LinkpredBenchOptions {
+  std::string dataset;  // a triples folder; default: FB15k-237 of the shared data
+  int64_t dim = 200;
+  int64_t batch_size = 1000;  // positives per step
+  int64_t negatives = 1000;   // per chunk and side
+  int64_t chunk_size = 500;
+  int64_t steps = 60;         // timed training steps per configuration and round
+  int rounds = 3;
+  int cores = 2;              // torch threads in one process; split over the daemons
+  std::string work_dir;       // keeps the partitions between runs
+  uint64_t seed = 1;
+};
+
+// Rounds interleave (a) 1 partition, 1 trainer on `cores` threads in this process, (b) 2
+// partitions on 2 `partita daemon` children, 1 trainer each on cores / 2 threads, (c) the
+// dense loop on `cores` threads in this process, each `steps` steps (after the first
+// step, which the job's set-up and the dense loop's warm-up include). After each of (a) and
+// (b): the job's filtered ranking of the 20,466 test triples both ways over all entities,
+// and (in this process, `cores` threads) the floor: the products of every query with every
+// entity block alone (torch::mm, the same shapes). Prints medians over rounds.
+void run_linkpred_bench(const LinkpredBenchOptions& options);
+
+}  // namespace partita::bench

@@ -1,0 +1,137 @@
+// A learnable embedding table sharded like the graph: partition p's shard holds the rows of
+// the entities p owns (global ids [book[p], book[p+1])) with their Adagrad state, and no
+// process holds the whole table (DGL's DistEmbedding, Marius's partition buffer). A trainer
+// reads the rows its batch needs from their owners and sends the rows' gradients back; the
+// owner sums the trainers' gradients and applies them (models/sparse_adagrad.h).
+//
+// Steps, and why the job is deterministic: every trainer pushes to every shard once per
+// step (an empty push when it touched none of the shard's rows). A shard applies a step once
+// all trainers pushed it, summing their gradients in trainer order; a trainer's read waits
+// until every step it pushed has been applied. So a step's reads see exactly the previous
+// steps' updates, whatever the timing, and at most one step is pending per shard.
+//
+// Access: a trainer in the shard's process calls it directly (find_local_shard); one in
+// another process sends requests over the transport's request channel
+// (runtime/transport/request_channel.h), whose session the shard's actor offers. The
+// frames (below) are a few fixed-width fields and raw ids, rows and gradients, native
+// byte order (the peers run the same build).
+//
+// Initial values are keyed by original node id, N(0, init_std) per element, so the table
+// does not depend on how the graph was partitioned.
+#pragma once
+
+#include <caf/atom.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/span.h"
+#include "models/sparse_adagrad.h"
+#include "runtime/host.h"
+
+namespace partita {
+
+struct EmbeddingShardConfig {
+  int part = 0;
+  int64_t begin = 0, end = 0;  // the global ids this shard owns
+  int64_t dim = 0;
+  int num_trainers = 1;  // pushes per step
+  uint64_t seed = 0;
+  double init_std = 1e-3;
+  SparseAdagrad optimizer;
+};
+
+class EmbeddingShard {
+ public:
+  // original_ids: the original node id of each owned row (a part's orig_ids), for the
+  // initial values. Throws UsageError for a bad config.
+  EmbeddingShard(EmbeddingShardConfig config, Span<const int64_t> original_ids);
+
+  const EmbeddingShardConfig& config() const { return config_; }
+
+  // Copies the rows of `ids` (global ids this shard owns) to out[i * dim, ...), once every
+  // step `trainer` pushed is applied. Throws Error naming the shard and the id for an id it
+  // does not own, and when the wait exceeds `deadline` (a trainer did not push).
+  void read(int trainer, Span<const int64_t> ids, float* out, std::chrono::milliseconds deadline);
+  // Rows [first, last) of the shard's own ids (global ids), once no step is pending.
+  void read_range(int64_t first, int64_t last, float* out, std::chrono::milliseconds deadline);
+  // Trainer `trainer`'s gradients of its next step: grads[i * dim, ...) for ids[i] (unique,
+  // owned; may be empty). Applies the step when it is the last trainer's push. Throws Error
+  // naming the problem (an id not owned, a duplicate, a trainer pushing twice) before
+  // changing anything.
+  void push(int trainer, Span<const int64_t> ids, Span<const float> grads);
+
+  // The table and its optimiser state, once no step is pending: for checkpoints. load()
+  // checks the bytes (envelope, checksum, this shard's ids and dim) and resets the step
+  // counters (a resumed job's trainers start counting afresh). Throws Error naming the
+  // problem.
+  std::vector<char> save(std::chrono::milliseconds deadline);
+  void load(const std::vector<char>& bytes);
+
+  // Wakes every wait and fails it, and every later call, with an Error saying the shard
+  // stopped: the shard's actor calls it when it exits (its job ended or failed), so that
+  // no trainer waits out its deadline for a step that will never be applied.
+  void stop();
+
+ private:
+  int64_t row_of(int64_t id) const;
+  void apply_pending();  // under mutex_
+  bool settled() const;  // under mutex_: no step pending
+  void check_running() const;  // under mutex_: throws once stopped
+
+  EmbeddingShardConfig config_;
+  std::mutex mutex_;
+  std::condition_variable applied_cv_;
+  std::vector<float> table_, state_;
+  std::vector<uint64_t> pushed_;  // steps pushed, per trainer
+  uint64_t applied_ = 0;          // steps applied
+  bool stopped_ = false;
+  // The pending step's gradients per trainer (at most one step is pending).
+  std::vector<std::vector<int64_t>> pending_ids_;
+  std::vector<std::vector<float>> pending_grads_;
+};
+
+// A shard in this process, by the job's run key and part; null when there is none here
+// (the shard is in another process). Registered for as long as its actor lives.
+std::shared_ptr<EmbeddingShard> find_local_shard(const std::string& run_key, int part);
+
+// The shard's actor: offers request-channel sessions to trainers in other processes and
+// serves checkpoints.
+//   (shard_channel) -> (host, port, token, client): a session for one client
+//   (shard_save) -> bytes (EmbeddingShard::save); (shard_load, bytes) -> true | error
+using shard_channel_atom = caf::atom_constant<caf::atom("e_channel")>;
+using shard_save_atom = caf::atom_constant<caf::atom("e_save")>;
+using shard_load_atom = caf::atom_constant<caf::atom("e_load")>;
+using embedding_shard_actor = caf::typed_actor<
+    caf::replies_to<shard_channel_atom>::with<std::string, uint16_t, uint64_t, uint32_t>,
+    caf::replies_to<shard_save_atom>::with<std::vector<char>>,
+    caf::replies_to<shard_load_atom, std::vector<char>>::with<bool>>;
+
+// Registers "embedding_shard". Settings: run (the job run's key), dir (partition folder),
+// part, dim, trainers, seed, init_std, learning_rate, host (where sessions listen; default
+// 127.0.0.1).
+void register_embedding_shard_type(runtime::ActorTypeRegistry& registry);
+
+// The request frames of a shard's channel.
+namespace shard_wire {
+enum class Op : uint32_t { kRead = 1, kReadRange = 2, kPush = 3 };
+struct RequestHead {
+  Op op;
+  int32_t trainer;
+  int64_t count;  // ids (read, push) or rows (range)
+  int64_t first;  // range: the first global id
+};
+// read: head, ids (int64 x count); range: head; push: head, ids, grads (float x count x dim).
+// The reply's head is a uint32 status (0: ok; otherwise followed by the error's text); an
+// ok read's body is the rows (float x count x dim).
+}  // namespace shard_wire
+
+}  // namespace partita

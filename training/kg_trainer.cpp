@@ -1,0 +1,413 @@
+#include "training/kg_trainer.h"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "base/error.h"
+#include "base/random.h"
+#include "graph/epoch_plan.h"
+#include "models/kg_decoder.h"
+#include "models/kg_loss.h"
+#include "models/kg_ranking.h"
+#include "models/parameters.h"
+#include "models/torch_runtime.h"
+#include "partitioner/partition_format.h"
+#include "runtime/collective/allreduce_client.h"
+#include "runtime/settings.h"
+#include "training/job_config.h"
+#include "training/kg_triples.h"
+#include "training/sharded_embedding.h"
+
+namespace partita {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr milliseconds kStepDeadline{120000};
+
+struct KgReplica {
+  JobConfig job;
+  int index = 0, part = 0;
+  std::unique_ptr<PartitionFolder> folder;
+  std::unique_ptr<KgTriples> triples;
+  KgDecoder decoder = KgDecoder::kDistMult;
+  KgLoss loss = KgLoss::kSoftmax;
+  KgRegularizer regularizer = KgRegularizer::kNone;
+  KgNegatives negatives;
+  at::Tensor relations;  // [R, dim], replicated
+  std::unique_ptr<torch::optim::Adagrad> optimizer;
+  std::unique_ptr<ShardedEmbedding> table;
+  std::unique_ptr<runtime::Allreduce> allreduce;
+  std::vector<float> buffer;
+  std::vector<int64_t> order;  // the epoch's triple order
+  uint64_t order_epoch = 0;
+};
+
+std::unique_ptr<KgReplica> make_replica(const runtime::Settings& settings) {
+  auto r = std::make_unique<KgReplica>();
+  r->job = parse_job(runtime::required_setting(settings, "job"), "/", "the job sent by the driver");
+  r->index = static_cast<int>(runtime::integer_setting(settings, "trainer", 0, r->job.num_trainers() - 1));
+  r->part = r->job.part_of_trainer(r->index);
+  r->folder = std::make_unique<PartitionFolder>(r->job.partition_dir());
+  r->triples = std::make_unique<KgTriples>(*r->folder);
+  const LinkPredictionSpec& link = r->job.link;
+  r->decoder = parse_kg_decoder(link.decoder, link.transe_norm, "model.decoder");
+  check_kg_dim(r->decoder, link.dim, "model.dim");
+  r->loss = parse_kg_loss(link.loss, "train.loss");
+  r->regularizer = parse_kg_regularizer(link.regularizer, "train.regularizer");
+  r->negatives.k = link.negatives;
+  r->negatives.chunk_size = link.chunk_size;
+  r->negatives.degree_fraction = link.degree_fraction;
+  r->negatives.strict = link.strict;
+  if (link.negatives > r->triples->num_entities()) {
+    throw UsageError("negatives.k: " + std::to_string(link.negatives) + " is more than the graph's " +
+                     std::to_string(r->triples->num_entities()) + " entities");
+  }
+  // Relations start like entities, N(0, init_std), drawn from the job seed: every replica
+  // holds the same values.
+  // With reciprocal relations, rows R.. 2R-1 are the inverses used for head prediction.
+  const int64_t num_relations = r->triples->num_relations() * (link.reciprocal ? 2 : 1);
+  std::vector<float> init(static_cast<size_t>(num_relations * link.dim));
+  Rng rng(mix64(r->job.seed, 0x72656cull /* "rel" */));
+  for (float& v : init) v = static_cast<float>(rng.normal() * link.init_std);
+  r->relations = torch::from_blob(init.data(), {num_relations, link.dim}, torch::kFloat).clone().set_requires_grad(true);
+  r->optimizer = std::make_unique<torch::optim::Adagrad>(std::vector<at::Tensor>{r->relations},
+                                                         torch::optim::AdagradOptions(r->job.learning_rate).eps(1e-10));
+  return r;
+}
+
+at::Tensor ids_tensor(const std::vector<int64_t>& ids) {
+  return torch::from_blob(const_cast<int64_t*>(ids.data()), {static_cast<int64_t>(ids.size())}, torch::kLong).clone();
+}
+
+// Positions of `values` in the sorted unique `ids`.
+at::Tensor positions_in(const std::vector<int64_t>& ids, const std::vector<int64_t>& values) {
+  std::vector<int64_t> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    out[i] = std::lower_bound(ids.begin(), ids.end(), values[i]) - ids.begin();
+  }
+  return ids_tensor(out);
+}
+
+std::vector<int64_t> sorted_unique(std::vector<int64_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+// The rows of `ids` (sorted, unique) from their owners, as a [n, dim] tensor.
+at::Tensor read_rows(KgReplica& r, const std::vector<int64_t>& ids) {
+  at::Tensor rows = torch::empty({static_cast<int64_t>(ids.size()), r.job.link.dim}, torch::kFloat);
+  if (!ids.empty()) r.table->read(Span<const int64_t>(ids), rows.data_ptr<float>());
+  return rows;
+}
+
+// One optimiser step of every replica; returns {loss sum, positives} over all replicas.
+std::array<double, 2> train_step(KgReplica& r, uint64_t epoch, int64_t step) {
+  const JobConfig& job = r.job;
+  const KgTriples& kg = *r.triples;
+  const TripleList& train = kg.train();
+  const int64_t begin = std::min<int64_t>(step * job.batch_size, train.size());
+  const int64_t end = std::min<int64_t>(begin + job.batch_size, train.size());
+  const std::vector<int64_t> positions =
+      trainer_positions(kg, r.folder->book(), Span<const int64_t>(r.order), begin, end, r.part,
+                        r.index % job.trainers_per_partition, job.trainers_per_partition);
+  const int64_t p = static_cast<int64_t>(positions.size());
+  const int64_t k = r.negatives.k;
+
+  // The positives, grouped by chunk (positions are increasing, so chunks are contiguous).
+  std::vector<int64_t> heads(p), tails(p), rels(p), chunks;
+  std::vector<int64_t> group_of(p), slot_of(p);
+  int64_t max_slots = 0;
+  for (int64_t i = 0; i < p; ++i) {
+    const int64_t e = r.order[begin + positions[i]];
+    heads[i] = train.head[e];
+    tails[i] = train.tail[e];
+    rels[i] = train.relation[e];
+    const int64_t chunk = positions[i] / r.negatives.chunk_size;
+    if (chunks.empty() || chunks.back() != chunk) chunks.push_back(chunk);
+    group_of[i] = static_cast<int64_t>(chunks.size()) - 1;
+    slot_of[i] = (i > 0 && group_of[i - 1] == group_of[i]) ? slot_of[i - 1] + 1 : 0;
+    max_slots = std::max(max_slots, slot_of[i] + 1);
+  }
+  const int64_t groups = static_cast<int64_t>(chunks.size());
+  std::vector<int64_t> negatives;
+  negatives.reserve(static_cast<size_t>(groups * k));
+  for (int64_t chunk : chunks) {
+    std::vector<int64_t> drawn = kg.draw_negatives(r.negatives, job.seed, epoch, static_cast<uint64_t>(step),
+                                                   static_cast<uint64_t>(chunk));
+    negatives.insert(negatives.end(), drawn.begin(), drawn.end());
+  }
+  std::vector<int64_t> all(heads);
+  all.insert(all.end(), tails.begin(), tails.end());
+  all.insert(all.end(), negatives.begin(), negatives.end());
+  const std::vector<int64_t> ids = sorted_unique(std::move(all));
+
+  r.optimizer->zero_grad();
+  at::Tensor rows = read_rows(r, ids).set_requires_grad(true);
+  at::Tensor loss_sum = torch::zeros({}, torch::kFloat);
+  if (p > 0) {
+    at::Tensor h = rows.index_select(0, positions_in(ids, heads));
+    at::Tensor t = rows.index_select(0, positions_in(ids, tails));
+    at::Tensor rel = r.relations.index_select(0, ids_tensor(rels));
+    at::Tensor neg = rows.index_select(0, positions_in(ids, negatives)).view({groups, k, job.link.dim});
+    // Queries laid out [groups, max_slots, dim] (padded with zero rows), scored against
+    // their chunk's negatives in one batched product, then taken back to [p, k].
+    std::vector<int64_t> flat(p);
+    for (int64_t i = 0; i < p; ++i) flat[i] = group_of[i] * max_slots + slot_of[i];
+    const at::Tensor flat_index = ids_tensor(flat);
+    auto negative_scores = [&](const at::Tensor& query) {
+      at::Tensor padded = torch::zeros({groups * max_slots, job.link.dim}, torch::kFloat).index_copy(0, flat_index, query);
+      at::Tensor scores = kg_score_groups(r.decoder, padded.view({groups, max_slots, job.link.dim}), neg);
+      return scores.view({groups * max_slots, k}).index_select(0, flat_index);
+    };
+    at::Tensor keep_tail, keep_head;
+    if (r.negatives.strict) {
+      keep_tail = torch::empty({p, k}, torch::kBool);
+      keep_head = torch::empty({p, k}, torch::kBool);
+      bool* kt = keep_tail.data_ptr<bool>();
+      bool* kh = keep_head.data_ptr<bool>();
+      for (int64_t i = 0; i < p; ++i) {
+        const int64_t* n = negatives.data() + group_of[i] * k;
+        const int32_t rel_i = static_cast<int32_t>(rels[i]);
+        for (int64_t j = 0; j < k; ++j) {
+          kt[i * k + j] = kg.keeps_negative(true, heads[i], rel_i, tails[i], n[j]);
+          kh[i * k + j] = kg.keeps_negative(false, heads[i], rel_i, tails[i], n[j]);
+        }
+      }
+    }
+    const at::Tensor q_tail = kg_query(r.decoder, KgSide::kTail, h, rel);
+    const at::Tensor positive = kg_score_pairs(r.decoder, q_tail, t);
+    at::Tensor q_head, positive_head, inverse;
+    if (job.link.reciprocal) {
+      inverse = r.relations.index_select(0, ids_tensor(rels) + kg.num_relations());
+      q_head = kg_query(r.decoder, KgSide::kTail, t, inverse);
+      positive_head = kg_score_pairs(r.decoder, q_head, h);
+    } else {
+      q_head = kg_query(r.decoder, KgSide::kHead, t, rel);
+      positive_head = positive;
+    }
+    loss_sum = kg_loss_sum(r.loss, positive, negative_scores(q_tail), keep_tail, job.link.margin) +
+               kg_loss_sum(r.loss, positive_head, negative_scores(q_head), keep_head, job.link.margin);
+    if (r.regularizer != KgRegularizer::kNone && job.link.regularization > 0) {
+      at::Tensor reg = kg_regularizer_sum(r.regularizer, h) + kg_regularizer_sum(r.regularizer, t) +
+                       kg_regularizer_sum(r.regularizer, rel);
+      if (inverse.defined()) reg = reg + kg_regularizer_sum(r.regularizer, inverse);
+      loss_sum = loss_sum + job.link.regularization * reg;
+    }
+    loss_sum.backward();
+  }
+  // The relations' gradient, the loss and the positives, summed over the replicas.
+  flatten_gradients({r.relations}, r.buffer);
+  const size_t n = r.buffer.size();
+  r.buffer.push_back(loss_sum.item<float>());
+  r.buffer.push_back(static_cast<float>(p));
+  r.allreduce->sum(r.buffer.data(), r.buffer.size());
+  const double total = r.buffer[n + 1];
+  const std::array<double, 2> sums{r.buffer[n], total};
+  std::vector<float> entity_grads;
+  if (total > 0) {
+    const float scale = static_cast<float>(1.0 / total);
+    for (size_t i = 0; i < n; ++i) r.buffer[i] *= scale;
+    assign_gradients({r.relations}, r.buffer.data(), n);
+    r.optimizer->step();
+    if (p > 0) {
+      at::Tensor g = (rows.grad() * scale).contiguous();
+      entity_grads.assign(g.data_ptr<float>(), g.data_ptr<float>() + g.numel());
+    }
+  }
+  if (entity_grads.empty()) entity_grads.assign(ids.size() * static_cast<size_t>(job.link.dim), 0.0f);
+  // Every shard hears of every trainer's step, even with no rows of its own.
+  r.table->push(Span<const int64_t>(ids), Span<const float>(entity_grads));
+  r.buffer.resize(n);
+  return sums;
+}
+
+std::vector<double> evaluate(KgReplica& r, const std::string& split) {
+  torch::NoGradGuard no_grad;
+  const JobConfig& job = r.job;
+  const KgTriples& kg = *r.triples;
+  const TripleList held = kg.held_out(split, r.part);
+  const auto [first, last] = job.share_of_trainer(r.index, held.size());
+  const int64_t n = last - first;
+  std::vector<double> out(kRankingSums, 0.0);
+  if (n <= 0) return out;
+  // Queries 0..n-1 predict tails, n..2n-1 heads.
+  std::vector<int64_t> anchors(2 * n), answers(2 * n), rels(2 * n);
+  std::vector<int64_t> offsets{0}, filter;
+  for (int64_t i = 0; i < n; ++i) {
+    anchors[i] = held.head[first + i];
+    answers[i] = held.tail[first + i];
+    anchors[n + i] = held.tail[first + i];
+    answers[n + i] = held.head[first + i];
+    rels[i] = rels[n + i] = held.relation[first + i];
+  }
+  for (int64_t i = 0; i < 2 * n; ++i) {
+    const int32_t rel = static_cast<int32_t>(rels[i]);
+    Span<const int64_t> truth = i < n ? kg.true_tails(anchors[i], rel) : kg.true_heads(rel, anchors[i]);
+    for (int64_t id : truth) {
+      if (id != answers[i]) filter.push_back(id);
+    }
+    offsets.push_back(static_cast<int64_t>(filter.size()));
+  }
+  std::vector<int64_t> both(anchors);
+  both.insert(both.end(), answers.begin(), answers.end());
+  const std::vector<int64_t> ids = sorted_unique(std::move(both));
+  const at::Tensor rows = read_rows(r, ids);
+  const at::Tensor anchor = rows.index_select(0, positions_in(ids, anchors));
+  const at::Tensor answer = rows.index_select(0, positions_in(ids, answers));
+  at::Tensor rel_index = ids_tensor(rels);
+  if (job.link.reciprocal) rel_index.narrow(0, n, n).add_(kg.num_relations());
+  const at::Tensor rel = r.relations.detach().index_select(0, rel_index);
+  const KgSide head_side = job.link.reciprocal ? KgSide::kTail : KgSide::kHead;
+  const at::Tensor query = at::cat({kg_query(r.decoder, KgSide::kTail, anchor.narrow(0, 0, n), rel.narrow(0, 0, n)),
+                                    kg_query(r.decoder, head_side, anchor.narrow(0, n, n), rel.narrow(0, n, n))});
+  RankAccumulator ranks(kg_score_pairs(r.decoder, query, answer), answers, offsets, filter);
+  const int64_t query_batch = job.eval_batch_size;
+  auto rank_block = [&](const at::Tensor& block, const std::vector<int64_t>& candidates) {
+    for (int64_t q = 0; q < 2 * n; q += query_batch) {
+      const int64_t count = std::min(query_batch, 2 * n - q);
+      at::Tensor scores = kg_score_groups(r.decoder, query.narrow(0, q, count).unsqueeze(0), block.unsqueeze(0))[0];
+      ranks.add_block(scores, q, Span<const int64_t>(candidates));
+    }
+  };
+  if (job.link.eval_negatives == 0) {
+    // Every entity, streamed from its owner a block at a time.
+    const PartitionBook& book = r.folder->book();
+    std::vector<int64_t> candidates;
+    for (int p = 0; p < book.num_parts(); ++p) {
+      for (int64_t b = book.begin(p); b < book.end(p); b += job.link.eval_block) {
+        const int64_t e = std::min(book.end(p), b + job.link.eval_block);
+        at::Tensor block = torch::empty({e - b, job.link.dim}, torch::kFloat);
+        r.table->read_range(p, b, e, block.data_ptr<float>());
+        candidates.resize(static_cast<size_t>(e - b));
+        for (int64_t i = b; i < e; ++i) candidates[i - b] = i;
+        rank_block(block, candidates);
+      }
+    }
+  } else {
+    // K entities drawn once per evaluation (keyed by the job seed), shared by every query.
+    Rng rng(mix64(job.seed, 0x6576616cull /* "eval" */));
+    std::vector<int64_t> drawn(static_cast<size_t>(std::min(job.link.eval_negatives, kg.num_entities())));
+    for (int64_t& id : drawn) id = kg.global_of_original(static_cast<int64_t>(rng.below(kg.num_entities())));
+    const std::vector<int64_t> candidates = sorted_unique(std::move(drawn));
+    rank_block(read_rows(r, candidates), candidates);
+  }
+  const RankSums raw = ranks.raw(), filtered = ranks.filtered();
+  int i = 0;
+  for (const RankSums& s : {raw, filtered}) {
+    out[i++] = s.count;
+    out[i++] = s.reciprocal_rank;
+    out[i++] = s.hits1;
+    out[i++] = s.hits3;
+    out[i++] = s.hits10;
+  }
+  return out;
+}
+
+std::vector<char> save_state(KgReplica& r) {
+  std::ostringstream stream;
+  torch::serialize::OutputArchive archive;
+  archive.write("relations", r.relations.detach());
+  torch::serialize::OutputArchive optimizer;
+  r.optimizer->save(optimizer);
+  archive.write("optimizer", optimizer);
+  archive.save_to(stream);
+  const std::string bytes = stream.str();
+  return std::vector<char>(bytes.begin(), bytes.end());
+}
+
+void load_state(KgReplica& r, const std::vector<char>& bytes) {
+  torch::serialize::InputArchive archive;
+  archive.load_from(bytes.data(), bytes.size());
+  at::Tensor relations;
+  archive.read("relations", relations);
+  if (!relations.sizes().equals(r.relations.sizes())) {
+    throw Error("the checkpoint's relations are " + std::to_string(relations.size(0)) + " x " +
+                std::to_string(relations.dim() > 1 ? relations.size(1) : 0) + ", the job's " +
+                std::to_string(r.relations.size(0)) + " x " + std::to_string(r.relations.size(1)));
+  }
+  torch::NoGradGuard no_grad;
+  r.relations.copy_(relations);
+  torch::serialize::InputArchive optimizer;
+  archive.read("optimizer", optimizer);
+  r.optimizer->load(optimizer);
+}
+
+kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::shared_ptr<KgReplica> r) {
+  return {
+      [self, r](kg_setup_atom, std::vector<caf::actor>& shards, caf::actor& member,
+                const std::string& run_key) -> caf::result<bool> {
+        try {
+          if (!member) throw Error("set-up without an allreduce member");
+          r->table = std::make_unique<ShardedEmbedding>(self->system(), r->folder->book(), std::move(shards), run_key,
+                                                        r->index, r->job.link.dim, kStepDeadline);
+          r->allreduce = std::make_unique<runtime::Allreduce>(self->system(), std::move(member), kStepDeadline);
+          return true;
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error, "trainer " + std::to_string(r->index) + ": " + e.what());
+        }
+      },
+      [self, r](train_epoch_atom, uint64_t epoch, int64_t steps, caf::actor& driver) {
+        try {
+          if (!r->allreduce) throw Error("not set up");
+          r->order = r->triples->epoch_order(r->job.seed, epoch);
+          for (int64_t step = 0; step < steps; ++step) {
+            const std::array<double, 2> sums = train_step(*r, epoch, step);
+            caf::anon_send(driver, train_step_atom::value, static_cast<int32_t>(r->index), epoch, step, steps, sums[0],
+                           sums[1], 0.0, parameter_hash({r->relations}));
+          }
+          caf::anon_send(driver, train_done_atom::value, static_cast<int32_t>(r->index), epoch);
+        } catch (const std::exception& e) {
+          spdlog::error("trainer {}: epoch {} failed: {}", r->index, epoch, e.what());
+          caf::anon_send(driver, train_failed_atom::value, static_cast<int32_t>(r->index), std::string(e.what()));
+        }
+      },
+      [r](kg_eval_atom, const std::string& split) -> caf::result<std::vector<char>> {
+        try {
+          if (!r->table) throw Error("not set up");
+          const std::vector<double> sums = evaluate(*r, split);
+          std::vector<char> bytes(sums.size() * sizeof(double));
+          std::memcpy(bytes.data(), sums.data(), bytes.size());
+          return bytes;
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error, "trainer " + std::to_string(r->index) + ": " + e.what());
+        }
+      },
+      [r](get_state_atom) -> caf::result<std::vector<char>> {
+        try {
+          return save_state(*r);
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error, "trainer " + std::to_string(r->index) + ": " + e.what());
+        }
+      },
+      [r](set_state_atom, const std::vector<char>& bytes) -> caf::result<bool> {
+        try {
+          load_state(*r, bytes);
+          return true;
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::invalid_argument, "trainer " + std::to_string(r->index) + ": " + e.what());
+        }
+      },
+  };
+}
+
+}  // namespace
+
+void register_kg_trainer_type(runtime::ActorTypeRegistry& registry) {
+  registry.add("kg_trainer", [](caf::actor_system& system, const runtime::Settings& settings) {
+    std::shared_ptr<KgReplica> replica = make_replica(settings);
+    set_torch_threads(replica->job.threads);
+    tune_malloc_for_training();
+    // Detached: an epoch blocks its thread in libtorch for a long time.
+    return caf::actor_cast<caf::actor>(system.spawn<caf::detached>(kg_trainer, std::move(replica)));
+  });
+}
+
+}  // namespace partita

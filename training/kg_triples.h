@@ -1,0 +1,110 @@
+// The triples of a knowledge-graph job, as every trainer sees them: the training triples
+// (the partition folder's edges, typed by relation), the held-out valid and test triples,
+// the true-triple index that filtered ranking and strict negatives consult, and the epoch
+// plan and negatives of training. Torch-free: ids and draws only.
+//
+// Partition invariance, what makes a job give the same losses on 1 and 2 partitions: the
+// training triples are planned by their *original* edge ids (a permutation of all of them
+// per epoch, keyed by (seed, epoch)); step s trains on the s-th slice of B triples of that
+// permutation, whichever trainers hold them (trainer t holds the triples whose tail its
+// partition owns, as the CSC stores them, and of those its share by edge id); positions in
+// the slice form the chunks of Marius's shared negatives, and a chunk's negatives are
+// drawn keyed by (seed, epoch, step, chunk) as original node ids, then mapped to global
+// ids. So every positive meets the same negatives however the graph is partitioned.
+//
+// Memory: every trainer holds the triples (3 ids each, 6.5 MB for FB15k-237's 272k) and
+// the true-triple index; no trainer holds the entity embeddings (training/embedding_shard.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/span.h"
+#include "partitioner/partition_format.h"
+
+namespace partita {
+
+// Triples in global ids, one per position.
+struct TripleList {
+  std::vector<int64_t> head, tail;
+  std::vector<int32_t> relation;
+  int64_t size() const { return static_cast<int64_t>(head.size()); }
+};
+
+// How a chunk's negatives are drawn.
+struct KgNegatives {
+  int64_t k = 256;           // negatives per chunk (shared by its positives, for both sides)
+  int64_t chunk_size = 256;  // positives per chunk (1: every positive has k of its own)
+  // Share of the k drawn in proportion to degree (the end of a uniformly drawn training
+  // triple, as Marius's degree-based negatives), the rest uniformly over all entities.
+  double degree_fraction = 0.0;
+  // Strict: a negative that makes a true training triple with a positive is dropped from
+  // that positive's loss (masked, not redrawn, so the chunk's set stays shared).
+  bool strict = false;
+};
+
+class KgTriples {
+ public:
+  // Reads every part's training edges and held-out edge splits from `folder`. Throws
+  // UsageError naming the folder when it has no edges, or when `num_relations` (from the
+  // folder's edge types; 1 for an untyped graph) does not cover an edge's type.
+  explicit KgTriples(const PartitionFolder& folder);
+
+  int64_t num_entities() const { return num_entities_; }
+  int32_t num_relations() const { return num_relations_; }
+  // Training triples by original edge id.
+  const TripleList& train() const { return train_; }
+  // The held-out triples ("valid" or "test") whose tail partition `part` owns, in the
+  // folder's order.
+  TripleList held_out(const std::string& split, int part) const;
+
+  // Whether (head, relation, tail) is a training triple.
+  bool is_train_triple(int64_t head, int32_t relation, int64_t tail) const;
+  // Strict negatives: whether `negative`, replacing the tail (corrupt_tail) or the head of
+  // the positive (head, relation, tail), makes a false triple, so that it may count as a
+  // negative. Never true for the positive's own corrupted end.
+  bool keeps_negative(bool corrupt_tail, int64_t head, int32_t relation, int64_t tail, int64_t negative) const {
+    return corrupt_tail ? !is_train_triple(head, relation, negative) : !is_train_triple(negative, relation, tail);
+  }
+  // Every true tail of (head, relation, ?) and head of (?, relation, tail) in train, valid
+  // and test, sorted: the filter of filtered ranking. Empty when there is none.
+  Span<const int64_t> true_tails(int64_t head, int32_t relation) const;
+  Span<const int64_t> true_heads(int32_t relation, int64_t tail) const;
+
+  // The original edge ids of epoch `epoch`'s training order (a permutation of all).
+  std::vector<int64_t> epoch_order(uint64_t seed, uint64_t epoch) const;
+
+  // A chunk's negatives as global entity ids: k draws keyed by (seed, epoch, step, chunk).
+  // Throws UsageError naming negatives.k if k exceeds the entity count.
+  std::vector<int64_t> draw_negatives(const KgNegatives& negatives, uint64_t seed, uint64_t epoch, uint64_t step,
+                                      uint64_t chunk) const;
+
+  // Global id of each original node id.
+  int64_t global_of_original(int64_t original) const { return to_global_[original]; }
+
+ private:
+  uint64_t pair_key(int64_t entity, int32_t relation) const {
+    return static_cast<uint64_t>(entity) * static_cast<uint64_t>(num_relations_) + static_cast<uint64_t>(relation);
+  }
+
+  int64_t num_entities_ = 0;
+  int32_t num_relations_ = 1;
+  TripleList train_;
+  std::vector<int64_t> to_global_;
+  std::vector<TripleList> valid_, test_;  // per part
+  // (head, relation) -> sorted true tails; (tail, relation) -> sorted true heads; over all
+  // splits. Training triples alone, for strict negatives: a set of packed triples.
+  std::unordered_map<uint64_t, std::vector<int64_t>> tails_of_, heads_of_;
+  std::unordered_map<uint64_t, std::vector<int64_t>> train_tails_of_;
+};
+
+// The training triples trainer `share` of `shares` of partition `part` holds in one step:
+// positions [begin, end) of `order` whose tail `part` owns and whose edge id is in its
+// share (edge id mod shares). Returns the positions (in the slice: chunk = position /
+// chunk_size).
+std::vector<int64_t> trainer_positions(const KgTriples& triples, const PartitionBook& book, Span<const int64_t> order,
+                                       int64_t begin, int64_t end, int part, int share, int shares);
+
+}  // namespace partita
