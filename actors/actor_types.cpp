@@ -3,11 +3,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <iterator>
 #include <tuple>
+#include <vector>
 
 #include "actors/partition_actor.h"
 #include "actors/sampler_actor.h"
 #include "base/error.h"
+#include "base/resident_array.h"
 #include "graph/epoch_plan.h"
 #include "partitioner/partition_stores.h"
 #include "runtime/settings.h"
@@ -37,18 +40,30 @@ FeatureStorage storage_setting(const runtime::Settings& settings) {
 std::shared_ptr<RowCache> node_cache(const std::string& dir, int part, const PartitionStores& stores,
                                      const FeatureNames& names, int64_t mb, CachePolicy policy) {
   if (mb == 0) return nullptr;
-  using Key = std::tuple<std::string, int, int64_t, int>;
-  static std::mutex mutex;
-  static std::map<Key, std::weak_ptr<RowCache>> caches;
-  std::lock_guard<std::mutex> lock(mutex);
-  std::weak_ptr<RowCache>& entry = caches[Key{dir, part, mb, static_cast<int>(policy)}];
-  if (auto held = entry.lock()) return held;
+  // The cache's memory is taken when it is made: a budget beyond what the machine has free
+  // would end the daemon (OOM) instead of naming the setting.
+  const uint64_t budget = static_cast<uint64_t>(mb) << 20;
+  const uint64_t available = available_memory_bytes();
+  if (available > 0 && budget > available) {
+    throw UsageError("setting 'feature_cache_mb': " + std::to_string(mb) + " MiB is more than this machine's " +
+                     std::to_string(available >> 20) + " MiB of available memory");
+  }
   std::vector<size_t> columns;
   for (const std::string* name : {&names.x, &names.y}) {
     const ArrayRef* a = name->empty() ? nullptr : stores.features->get("node", *name);
     if (a != nullptr) columns.push_back(a->row_bytes());
   }
-  auto cache = make_remote_row_cache(policy, static_cast<uint64_t>(mb) << 20, columns, *stores.topology);
+  // Samplers that want the same rows of the same partition share one cache.
+  using Key = std::tuple<std::string, int, int64_t, int, std::vector<size_t>>;
+  static std::mutex mutex;
+  static std::map<Key, std::weak_ptr<RowCache>> caches;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto it = caches.begin(); it != caches.end();) {  // caches no sampler holds any more
+    it = it->second.expired() ? caches.erase(it) : std::next(it);
+  }
+  std::weak_ptr<RowCache>& entry = caches[Key{dir, part, mb, static_cast<int>(policy), columns}];
+  if (auto held = entry.lock()) return held;
+  auto cache = make_remote_row_cache(policy, budget, columns, *stores.topology);
   entry = cache;
   return cache;
 }

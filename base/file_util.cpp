@@ -78,8 +78,18 @@ void write_all(int fd, const std::string& path, const void* data, size_t bytes) 
 void append_to_file(const std::string& path, const std::string& text) {
   ScopedFd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
   if (fd.get() < 0) throw file_error(path, "cannot open for appending: " + errno_text());
-  write_all(fd.get(), path, text.data(), text.size());
-  fd.close_or_throw(path);
+  // A failed append (a full disk) is cut back to where it started: readers of the file
+  // (--resume, `partita plot`) never meet half a line.
+  const size_t before = regular_file_size(fd.get(), path);
+  try {
+    write_all(fd.get(), path, text.data(), text.size());
+    fd.close_or_throw(path);
+  } catch (...) {
+    if (::truncate(path.c_str(), static_cast<off_t>(before)) != 0) {
+      // Nothing more to do: the write's own error below names the file.
+    }
+    throw;
+  }
 }
 
 void seek_to(int fd, const std::string& path, uint64_t offset) {

@@ -37,7 +37,7 @@ size_t regular_file_size(int fd, const std::string& path);
 void read_exactly(int fd, const std::string& path, char* buffer, size_t bytes);
 void write_all(int fd, const std::string& path, const void* data, size_t bytes);
 // Appends `text` to the file (created if missing); a full disk or a closed folder is an
-// error naming the file and the reason.
+// error naming the file and the reason, and leaves the file as it was.
 void append_to_file(const std::string& path, const std::string& text);
 // Moves the descriptor to byte `offset` from the start; errors name `path`.
 void seek_to(int fd, const std::string& path, uint64_t offset);

@@ -26,6 +26,7 @@ struct Entry {
 Entry g_entries[kMaxMappedFiles];
 std::mutex g_slots_mutex;  // registration and removal only; the handler takes no lock
 std::once_flag g_install_once;
+struct sigaction g_previous {};  // the SIGBUS action before ours
 
 void write_stderr(const char* text) {
   size_t left = std::strlen(text);
@@ -37,7 +38,7 @@ void write_stderr(const char* text) {
   }
 }
 
-void on_sigbus(int signal, siginfo_t* info, void*) {
+void on_sigbus(int signal, siginfo_t* info, void* context) {
   const uintptr_t address = reinterpret_cast<uintptr_t>(info->si_addr);
   for (const Entry& e : g_entries) {
     const uintptr_t end = e.end.load(std::memory_order_acquire);
@@ -48,10 +49,22 @@ void on_sigbus(int signal, siginfo_t* info, void*) {
       ::_exit(1);
     }
   }
-  // Not a mapping of ours: die of the signal as the process would have without us.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  ::sigaction(signal, &dfl, nullptr);
+  // Not a mapping of ours: hand the signal to whoever handled it before us, or die of it
+  // as the process would have without us (raised again: a SIGBUS sent with kill() would not
+  // fault a second time by itself).
+  ::sigaction(signal, &g_previous, nullptr);
+  if (g_previous.sa_flags & SA_SIGINFO) {
+    if (g_previous.sa_sigaction != nullptr) {
+      g_previous.sa_sigaction(signal, info, context);
+      return;
+    }
+  } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
+    g_previous.sa_handler(signal);
+    return;
+  } else if (g_previous.sa_handler == SIG_IGN) {
+    return;
+  }
+  ::raise(signal);
 }
 
 void install_handler() {
@@ -59,7 +72,7 @@ void install_handler() {
   action.sa_sigaction = on_sigbus;
   action.sa_flags = SA_SIGINFO;
   sigemptyset(&action.sa_mask);
-  ::sigaction(SIGBUS, &action, nullptr);
+  ::sigaction(SIGBUS, &action, &g_previous);
 }
 
 }  // namespace

@@ -8,8 +8,8 @@
 // address up and writes
 //   partita: error: DIR/part0/x.bin: the file was truncated while mapped (rewritten under a running job?)
 // to stderr, then exits with status 1, the CLI's runtime-error code. A fault outside every
-// registered mapping is not ours: the handler restores the default action and the signal
-// ends the process as it would have. Nothing can resume a read whose page is gone, so
+// registered mapping is not ours: the handler passes it to the action installed before it,
+// or ends the process with the signal as it would have. Nothing can resume a read whose page is gone, so
 // exiting is the only safe continuation; the driver of a job on daemons then reports the
 // daemon as lost, naming it.
 //

@@ -4,7 +4,9 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "base/error.h"
@@ -13,6 +15,20 @@
 namespace partita::dashboard {
 
 namespace {
+
+// A metrics.jsonl field as a Prometheus name part ([a-zA-Z0-9_]): link-prediction fields
+// such as "test.hits@10" become "test_hits_at_10".
+std::string metric_name(const std::string& field) {
+  std::string name;
+  for (char c : field) {
+    if (c == '@') {
+      name += "_at_";
+    } else {
+      name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    }
+  }
+  return name;
+}
 
 constexpr JobState kStates[] = {JobState::preparing, JobState::running, JobState::done, JobState::failed,
                                 JobState::cancelled};
@@ -78,7 +94,10 @@ const char* to_string(JobState state) {
 }
 
 std::vector<NodeStatus> cluster_nodes(const runtime::ClusterStatus& status) {
+  // Members by id: a node that came back is a newer member under the same name, and
+  // replaces its dead record (one series per node name in /metrics).
   std::vector<NodeStatus> nodes;
+  std::map<std::string, size_t> index_of;
   for (const runtime::NodeStatus& n : status.nodes) {
     NodeStatus node;
     node.name = n.info.name;
@@ -87,7 +106,12 @@ std::vector<NodeStatus> cluster_nodes(const runtime::ClusterStatus& status) {
                                         static_cast<double>(n.load.memory_available_bytes) / (1 << 30),
                                         n.load.actor_types.size())
                           : n.lost;
-    nodes.push_back(std::move(node));
+    auto [it, added] = index_of.emplace(node.name, nodes.size());
+    if (added) {
+      nodes.push_back(std::move(node));
+    } else {
+      nodes[it->second] = std::move(node);
+    }
   }
   return nodes;
 }
@@ -273,10 +297,12 @@ std::string StatusBoard::prometheus_text() const {
   for (const Summary& job : jobs) {
     if (!job.last_epoch) continue;
     const nlohmann::json record = *job.last_epoch;
-    for (const auto& [field, value] : record.items()) fields[field].emplace_back(job.id, value.get<double>());
+    for (const auto& [field, value] : record.items()) {
+      fields[metric_name(field)].emplace_back(job.id, value.get<double>());
+    }
   }
   for (const auto& [field, samples] : fields) {
-    Family f(out, "partita_epoch_" + field, "gauge", "Field '" + field + "' of the job's last metrics.jsonl line.");
+    Family f(out, "partita_epoch_" + field, "gauge", "Field '" + field + "' of the job's last metrics.jsonl line (. and @ as _ and _at_).");
     for (const auto& [id, value] : samples) f.sample(label(id), value);
   }
   {

@@ -56,7 +56,9 @@ RowCache::RowCache(CachePolicy policy, uint64_t budget_bytes, std::vector<size_t
     if (c == 0) throw UsageError("row cache: a column of 0 bytes");
   }
   // The most rows whose rows, bookkeeping and index fit the budget.
-  size_t lo = 0, hi = static_cast<size_t>(budget_ / row_bytes_);
+  // Slots are 32-bit ids, kNone excluded: a budget of narrow rows past 2^32 - 1 of them
+  // caches no more (a 1 TiB budget of 68-byte rows would otherwise wrap the ids).
+  size_t lo = 0, hi = std::min<size_t>(budget_ / row_bytes_, kNone - 1);
   while (lo < hi) {
     const size_t mid = lo + (hi - lo + 1) / 2;
     if (budget_for(mid, row_bytes_) <= budget_) lo = mid;

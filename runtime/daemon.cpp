@@ -205,6 +205,12 @@ void check_daemon_options(const DaemonOptions& options) {
   if (!options.join.empty()) {
     const Endpoint head = parse_endpoint(options.join, "--join");
     if (head.port == 0) throw UsageError("--join '" + options.join + "': port 0 cannot be connected to");
+    // A member tells the head its --listen address as the one others reach it at.
+    const Endpoint listen = parse_endpoint(options.listen, "--listen");
+    if (listen.host == "0.0.0.0" || listen.host == "::" || listen.host.empty()) {
+      throw UsageError("--listen '" + options.listen + "' with --join: a node tells the cluster the address others "
+                       "reach it at; give this machine's address, not a wildcard");
+    }
   }
   if (options.head) check_heartbeat_settings(options.heartbeat_period, options.heartbeat_timeout);
 }

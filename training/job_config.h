@@ -129,8 +129,9 @@ struct JobConfig {
   int64_t batch_size = 512;
   int prefetch = 2;  // batches each trainer's sampler keeps in flight
   bool replace = false;
-  // Each sampler's cache of rows owned by other partitions (graph/row_cache.h): its
-  // budget in MiB (0: no cache) and the policy that fills it.
+  // The cache of rows owned by other partitions, one per partition on each node (its
+  // samplers share it; graph/row_cache.h): its budget in MiB (0: no cache) and the policy
+  // that fills it.
   int64_t feature_cache_mb = 0;
   std::string feature_cache_policy = "degree";
   // features

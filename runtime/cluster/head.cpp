@@ -7,6 +7,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "runtime/host.h"
@@ -176,13 +178,16 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
       [self](check_atom) {
         auto& s = self->state;
         const auto now = Clock::now();
-        for (auto& [id, m] : s.members) {
-          if (m.status.alive && now - m.last_heartbeat > s.options.heartbeat_timeout) {
-            declare_dead(self, m,
-                         "no heartbeat for " +
-                             std::to_string(std::chrono::duration_cast<milliseconds>(now - m.last_heartbeat).count()) +
-                             " ms");
-          }
+        // Ids first: declare_dead forgets old dead members, erasing from the map.
+        std::vector<uint64_t> silent;
+        for (const auto& [id, m] : s.members) {
+          if (m.status.alive && now - m.last_heartbeat > s.options.heartbeat_timeout) silent.push_back(id);
+        }
+        for (uint64_t id : silent) {
+          auto it = s.members.find(id);
+          if (it == s.members.end()) continue;
+          const auto quiet = std::chrono::duration_cast<milliseconds>(now - it->second.last_heartbeat).count();
+          declare_dead(self, it->second, "no heartbeat for " + std::to_string(quiet) + " ms");
         }
         self->delayed_send(self, std::max(milliseconds(1), s.options.heartbeat_period / 2), check_atom::value);
       },

@@ -177,6 +177,31 @@ TEST(ArrayFileDeathTest, OtherBusErrorsKeepTheirSignal) {
       ::testing::KilledBySignal(SIGBUS), "");
 }
 
+// A SIGBUS sent by another process (no fault to repeat) still ends the process with it.
+TEST(ArrayFileDeathTest, ASentBusErrorStillEndsTheProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  testing::TempDir tmp;
+  write_array(tmp / "x.bin", std::vector<float>(16, 1.0f));
+  EXPECT_EXIT(
+      {
+        MappedArray registers_the_handler(tmp / "x.bin");
+        ::raise(SIGBUS);
+      },
+      ::testing::KilledBySignal(SIGBUS), "");
+}
+
+// An append that fails halfway (a full disk) leaves the file as it was: readers of a
+// metrics file never meet half a line.
+TEST(FileUtilTest, AFailedAppendLeavesTheFileAsItWas) {
+  testing::TempDir tmp;
+  testing::SmallDisk disk(tmp / "disk", 64 * 1024);
+  if (!disk.mounted()) GTEST_SKIP() << disk.why();
+  const std::string path = tmp / "disk/metrics.jsonl";
+  append_to_file(path, "{\"epoch\": 1}\n");
+  EXPECT_THROW(append_to_file(path, std::string(256 * 1024, 'x')), Error);
+  EXPECT_EQ(testing::read_text(path), "{\"epoch\": 1}\n");
+}
+
 TEST(StagingDirTest, OnlyCommitMakesTheTargetAppear) {
   TempDir tmp;
   {

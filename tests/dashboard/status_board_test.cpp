@@ -1,5 +1,6 @@
 // The status board's renderings, as a page and a Prometheus server read them: the JSON
 // of /api/jobs and /api/jobs/ID/metrics, and a /metrics scrape parsed line by line.
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -363,6 +364,55 @@ TEST(MetricsRecordTest, ReadsBackWhatTheDriverWritesAndNamesBadLines) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(":2: missing field 'seconds'"), std::string::npos) << e.what();
   }
+}
+
+// A link-prediction epoch: its ranking metrics round-trip through the metrics line, and
+// reach /metrics under valid Prometheus names ("test.hits@10" -> "test_hits_at_10").
+TEST(StatusBoardTest, LinkPredictionRecordsRoundTripAndScrapeUnderValidNames) {
+  EpochMetrics m;
+  m.epoch = 1;
+  m.steps = 4;
+  m.seconds = 2.0;
+  m.train_loss = 0.5;
+  m.ranking = {{"test.mrr", 0.3}, {"test.hits@10", 0.5}};
+  const EpochMetrics back = epoch_metrics_from_json(nlohmann::json(m));
+  EXPECT_EQ(back.ranking_metric("test.mrr"), 0.3);
+  EXPECT_EQ(back.ranking_metric("test.hits@10"), 0.5);
+  StatusBoard board;
+  board.add_job("fb", "", 1);
+  board.publish("fb", epoch_event(m));
+  const std::vector<Sample> samples = parse_scrape(board.prometheus_text());
+  EXPECT_DOUBLE_EQ(value_of(samples, "partita_epoch_test_hits_at_10", {{"job", "fb"}}), 0.5);
+  EXPECT_DOUBLE_EQ(value_of(samples, "partita_epoch_test_mrr", {{"job", "fb"}}), 0.3);
+}
+
+// A node that came back is a newer member under its old name: the page and /metrics show
+// it once, as it is now (Prometheus refuses a scrape with the same series twice).
+TEST(StatusBoardTest, ARejoinedNodeIsShownOnceAsItIsNow) {
+  runtime::ClusterStatus status;
+  runtime::NodeStatus old_member;
+  old_member.member = 1;
+  old_member.info.name = "node-a";
+  old_member.alive = false;
+  old_member.lost = "no heartbeat for 5000 ms";
+  runtime::NodeStatus other = old_member;
+  other.member = 2;
+  other.info.name = "node-b";
+  runtime::NodeStatus new_member = old_member;
+  new_member.member = 3;
+  new_member.alive = true;
+  new_member.lost = "";
+  status.nodes = {old_member, other, new_member};
+  const std::vector<NodeStatus> nodes = cluster_nodes(status);
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0].name, "node-a");
+  EXPECT_EQ(nodes[0].state, "up");
+  EXPECT_EQ(nodes[1].state, "lost");
+  StatusBoard board;
+  board.set_nodes(nodes);
+  const std::vector<Sample> samples = parse_scrape(board.prometheus_text());
+  EXPECT_EQ(value_of(samples, "partita_node_up", {{"node", "node-a"}}), 1);
+  EXPECT_EQ(std::count_if(samples.begin(), samples.end(), [](const Sample& x) { return x.name == "partita_node_up"; }), 2);
 }
 
 }  // namespace
