@@ -10,7 +10,7 @@
 #include "actors/partition_actor.h"
 #include "actors/sampler_actor.h"
 #include "base/error.h"
-#include "base/resident_array.h"
+#include "base/system_memory.h"
 #include "graph/epoch_plan.h"
 #include "partitioner/partition_stores.h"
 #include "runtime/settings.h"

@@ -75,6 +75,20 @@ void write_all(int fd, const std::string& path, const void* data, size_t bytes) 
   }
 }
 
+std::string read_file(const std::string& path) {
+  ScopedFd fd = open_for_reading(path);
+  const size_t size = regular_file_size(fd.get(), path);
+  std::string text(size, '\0');
+  read_exactly(fd.get(), path, text.data(), size);
+  return text;
+}
+
+std::string read_file_if_exists(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return "";
+  return read_file(path);
+}
+
 void append_to_file(const std::string& path, const std::string& text) {
   ScopedFd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
   if (fd.get() < 0) throw file_error(path, "cannot open for appending: " + errno_text());

@@ -36,6 +36,10 @@ size_t regular_file_size(int fd, const std::string& path);
 // Loops because read() may return less than asked (and at most ~2 GB per call on Linux).
 void read_exactly(int fd, const std::string& path, char* buffer, size_t bytes);
 void write_all(int fd, const std::string& path, const void* data, size_t bytes);
+// The whole file as bytes; errors (missing, a folder, a short read) name the file.
+std::string read_file(const std::string& path);
+// The same, or "" when there is no file at `path` (a file a run may not have written yet).
+std::string read_file_if_exists(const std::string& path);
 // Appends `text` to the file (created if missing); a full disk or a closed folder is an
 // error naming the file and the reason, and leaves the file as it was.
 void append_to_file(const std::string& path, const std::string& text);

@@ -103,19 +103,6 @@ ArrayRef load_resident(MappedArray array) {
                               std::move(name));
 }
 
-uint64_t available_memory_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("MemAvailable:", 0) != 0) continue;
-    std::istringstream fields(line.substr(13));
-    uint64_t kib = 0;
-    fields >> kib;
-    return kib * 1024;
-  }
-  return 0;
-}
-
 bool is_anonymous_memory(const void* address) {
   const auto at = reinterpret_cast<uintptr_t>(address);
   std::ifstream in("/proc/self/maps");

@@ -31,10 +31,6 @@ namespace partita {
 // released. Throws Error naming the file when the memory cannot be had.
 ArrayRef load_resident(MappedArray array);
 
-// Bytes of memory the kernel says could be had without swapping (MemAvailable of
-// /proc/meminfo); 0 when it cannot be read.
-uint64_t available_memory_bytes();
-
 // Whether the address lies in anonymous memory (no file behind it), from /proc/self/maps:
 // for tests and logs.
 bool is_anonymous_memory(const void* address);

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "base/resident_array.h"
+#include "base/system_memory.h"
 
 namespace partita {
 

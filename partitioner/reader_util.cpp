@@ -13,14 +13,6 @@
 
 namespace partita::detail {
 
-std::string read_file(const std::string& path) {
-  ScopedFd fd = open_for_reading(path);
-  size_t size = regular_file_size(fd.get(), path);
-  std::string text(size, '\0');
-  read_exactly(fd.get(), path, text.data(), size);
-  return text;
-}
-
 std::string folder_name(const std::string& path) {
   std::filesystem::path p(path);
   if (!p.has_filename()) p = p.parent_path();

@@ -21,15 +21,11 @@ namespace partita::detail {
 using partita::open_for_reading;
 using partita::open_for_writing;
 using partita::read_exactly;
+using partita::read_file;  // text readers parse with from_chars and string_views into it
 using partita::regular_file_size;
 using partita::ScopedFd;
 using partita::seek_to;
 using partita::write_all;
-
-// The whole file in one buffer: text readers then parse with std::from_chars and
-// string_views into it instead of paying for an iostream per line.
-// Throws an Error naming the file when it is missing, a folder, or unreadable.
-std::string read_file(const std::string& path);
 
 // "fb15k-237" for "data/fb15k-237/": a dataset folder's name (the trailing slash that shell
 // completion leaves is ignored).

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <set>
+#include <thread>
 
 #include "runtime/address.h"
 #include "runtime/errors.h"
@@ -89,6 +90,15 @@ int Runtime::node_of(const caf::actor_addr& actor) const {
     if (a.address() == actor) return node;
   }
   return -1;
+}
+
+std::optional<Error> Runtime::lost_node_within(std::chrono::milliseconds grace) const {
+  const auto until = std::chrono::steady_clock::now() + grace;
+  for (;;) {
+    if (std::optional<Error> lost = lost_node()) return lost;
+    if (!is_distributed() || std::chrono::steady_clock::now() >= until) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 std::optional<Error> Runtime::lost_node() const {

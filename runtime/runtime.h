@@ -55,6 +55,11 @@ class Runtime {
   // The first node found lost (a daemon killed, shut down or silent past the heartbeat
   // timeout), as an Error naming it; std::nullopt if every node is there. Does not wait.
   std::optional<Error> lost_node() const;
+  // The same, waiting up to `grace` for a loss to be reported (std::nullopt at once in one
+  // process). A job's actor can see a peer's process end (its connection drops) before
+  // this process's connection to that daemon reports it: a failure waits this long so its
+  // error names the node whose loss caused it.
+  std::optional<Error> lost_node_within(std::chrono::milliseconds grace) const;
 
   // Deadline of spawns and checks.
   std::chrono::milliseconds timeout() const { return timeout_; }

@@ -1,9 +1,15 @@
 // Helpers shared by the tests: temporary folders, the real datasets, running the CLI.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
+
+// Expects `part` inside `text` (strings or anything std::string takes), showing both.
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (part) << "' not in: " << (text)
 
 namespace partita::testing {
 

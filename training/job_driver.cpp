@@ -10,7 +10,6 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 #include "actors/protocol.h"
 #include "actors/sampler_client.h"
@@ -41,7 +40,7 @@ constexpr milliseconds kRequestDeadline{60000};
 constexpr milliseconds kLostNodeGrace{3000};
 // How often a driver with a cancel token looks at it while no trainer reports.
 constexpr milliseconds kCancelPoll{100};
-constexpr const char* kCheckpointFile = "checkpoint.json";
+constexpr const char* kCheckpointFile = kCheckpointFileName;
 constexpr const char* kMetricsFile = kMetricsFileName;
 constexpr const char* kSourceFile = "SOURCE";  // beside the partitions a job wrote itself
 
@@ -76,13 +75,6 @@ Options generator_options(const GenerateSpec& spec, int threads) {
 Dataset generate(const GenerateSpec& spec, int threads) {
   if (spec.kind == "rmat") return generate_rmat(generator_options<RmatOptions>(spec, threads));
   return generate_sbm(generator_options<SbmOptions>(spec, threads));
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // The actors of one job and what the driver knows about them.
@@ -134,7 +126,6 @@ class Driver {
   // Where partition `part` and the actors placed with it run.
   int node_of_partition(int part) const { return JobConfig::node_of_partition(part, runtime_.num_nodes()); }
   // The node the runtime lost, waiting up to `grace` for the news to arrive.
-  std::optional<Error> lost_node_within(milliseconds grace) const;
   // Throws `failure`, with the node the runtime lost when one was (a trainer or sampler
   // can see a peer's process end before this process hears of it): one way for every
   // failure of a job on daemons to name a lost node.
@@ -329,22 +320,10 @@ int64_t Driver::steps_per_epoch() const {
 }
 
 void Driver::fail(const Error& failure) const {
-  if (std::optional<Error> lost = lost_node_within(kLostNodeGrace)) {
+  if (std::optional<Error> lost = runtime_.lost_node_within(kLostNodeGrace)) {
     throw Error(std::string(failure.what()) + "; " + lost->what());
   }
   throw failure;
-}
-
-std::optional<Error> Driver::lost_node_within(milliseconds grace) const {
-  // A trainer can see a peer's process end (its ring connection closes) before this
-  // process's connection to that daemon reports it: wait a moment, so the error names the
-  // node whose loss caused it.
-  const auto until = std::chrono::steady_clock::now() + grace;
-  for (;;) {
-    if (std::optional<Error> lost = runtime_.lost_node()) return lost;
-    if (!runtime_.is_distributed() || std::chrono::steady_clock::now() >= until) return std::nullopt;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
 }
 
 EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
@@ -533,14 +512,14 @@ int Driver::resume_point() {
   if (!fs::exists(pointer)) throw UsageError("cannot resume: " + job_.output + " holds no checkpoint (" + kCheckpointFile + ")");
   nlohmann::json meta;
   try {
-    meta = nlohmann::json::parse(read_text(pointer));
+    meta = nlohmann::json::parse(read_file(pointer.string()));
     const int epoch = meta.at("epoch").get<int>();
     const fs::path file = fs::path(job_.output) / meta.at("file").get<std::string>();
     if (meta.at("seed").get<uint64_t>() != job_.seed) {
       throw UsageError("cannot resume: the checkpoint was written with seed " + std::to_string(meta.at("seed").get<uint64_t>()) +
                        ", the job says " + std::to_string(job_.seed));
     }
-    const std::string bytes = read_text(file);
+    const std::string bytes = read_file_if_exists(file.string());
     if (bytes.empty()) throw Error("cannot resume: " + file.string() + " is missing or empty");
     restore_all(std::vector<char>(bytes.begin(), bytes.end()));
     spdlog::info("resuming after epoch {} from {}", epoch, file.string());
@@ -620,7 +599,7 @@ void prepare_data(const JobConfig& job, int threads) {
   if (!job.partitions.empty()) return;  // a folder the user partitioned
   const fs::path dir = job.partition_dir();
   const std::string source = data_source(job);
-  if (fs::exists(dir / "META.json") && read_text(dir / kSourceFile) == source) {
+  if (fs::exists(dir / "META.json") && read_file_if_exists((dir / kSourceFile).string()) == source) {
     spdlog::info("reusing {} ({})", dir.string(), source.substr(0, source.size() - 1));
     return;
   }

@@ -124,6 +124,10 @@ struct RunOptions {
   std::shared_ptr<CancelToken> cancel;
 };
 
+// A run's checkpoint pointer inside OUTPUT (JSON naming its epoch and its state files in
+// OUTPUT/checkpoints/): what --resume reads, whichever driver wrote it.
+inline constexpr const char* kCheckpointFileName = "checkpoint.json";
+
 // Opens OUTPUT for a run: refuses one that holds a run unless options.resume or
 // options.overwrite (UsageError naming both flags), clears the old run's checkpoint and
 // metrics unless resuming, and writes job.yaml. Every driver starts with it.

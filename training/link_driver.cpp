@@ -10,7 +10,6 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 #include "base/checksum.h"
 #include "base/error.h"
@@ -37,14 +36,7 @@ constexpr milliseconds kRequestDeadline{60000};
 constexpr milliseconds kCancelPoll{100};
 // How long a failed job waits to learn which node was lost, if one was.
 constexpr milliseconds kLostNodeGrace{3000};
-constexpr const char* kCheckpointFile = "checkpoint.json";
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+constexpr const char* kCheckpointFile = kCheckpointFileName;
 
 // A key no other run in any process shares: trainers find the shards in their own process
 // by it.
@@ -118,14 +110,8 @@ std::string LinkDriver::describe_actor(const caf::actor_addr& actor) const {
 
 void LinkDriver::fail(const std::string& what) const {
   for (const auto& a : allreduce_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  // A trainer can see a peer's process end (its channel or ring connection drops) before
-  // this process hears of it: wait a moment, so that the error names the lost node.
-  const auto until = std::chrono::steady_clock::now() + kLostNodeGrace;
-  for (;;) {
-    if (std::optional<Error> lost = runtime_.lost_node()) throw Error(what + "; " + lost->what());
-    if (!runtime_.is_distributed() || std::chrono::steady_clock::now() >= until) throw Error(what);
-    std::this_thread::sleep_for(milliseconds(50));
-  }
+  if (std::optional<Error> lost = runtime_.lost_node_within(kLostNodeGrace)) throw Error(what + "; " + lost->what());
+  throw Error(what);
 }
 
 template <typename Reply>
@@ -355,7 +341,7 @@ int LinkDriver::resume_point() {
   if (!options_.resume) return 0;
   if (!fs::exists(pointer)) throw UsageError("cannot resume: " + job_.output + " holds no checkpoint (" + kCheckpointFile + ")");
   try {
-    const nlohmann::json meta = nlohmann::json::parse(read_text(pointer));
+    const nlohmann::json meta = nlohmann::json::parse(read_file(pointer.string()));
     if (meta.value("task", std::string()) != job_.task) {
       throw UsageError("cannot resume: the checkpoint in " + job_.output + " is not a link-prediction job's");
     }
@@ -366,7 +352,7 @@ int LinkDriver::resume_point() {
     std::vector<std::vector<char>> state;
     for (const auto& entry : meta.at("files")) {
       const fs::path file = fs::path(job_.output) / entry.at("file").get<std::string>();
-      const std::string bytes = read_text(file);
+      const std::string bytes = read_file_if_exists(file.string());
       if (checksum(bytes.data(), bytes.size()) != entry.at("checksum").get<uint64_t>()) {
         throw Error("cannot resume: " + file.string() + " is missing or damaged (checksum mismatch)");
       }

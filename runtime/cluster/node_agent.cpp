@@ -7,9 +7,9 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <thread>
 
+#include "base/system_memory.h"
 #include "runtime/errors.h"
 
 namespace partita::runtime {
@@ -19,20 +19,6 @@ namespace {
 using std::chrono::milliseconds;
 
 // A field of /proc/meminfo in bytes; 0 if it cannot be read.
-int64_t meminfo_bytes(const std::string& field) {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t kb = 0;
-  while (in >> key) {
-    if (key == field + ":") {
-      in >> kb;
-      return kb * 1024;
-    }
-    in.ignore(1 << 16, '\n');
-  }
-  return 0;
-}
-
 int64_t disk_free_bytes(const std::string& dir) {
   struct statvfs fs {};
   if (::statvfs(dir.c_str(), &fs) != 0) return 0;
@@ -150,7 +136,7 @@ void heartbeat(AgentPointer self) {
             auto& st = self->state;
             if (generation != st.generation) return;
             NodeLoad load;
-            load.memory_available_bytes = meminfo_bytes("MemAvailable");
+            load.memory_available_bytes = static_cast<int64_t>(available_memory_bytes());
             load.disk_free_bytes = disk_free_bytes(st.options.data_dir);
             load.actor_types = std::move(types);
             load.actor_jobs = std::move(jobs);
@@ -239,7 +225,7 @@ NodeInfo this_node(const std::string& name, const std::string& address) {
   CPU_ZERO(&set);
   info.cores = ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
                                                               : static_cast<int32_t>(std::thread::hardware_concurrency());
-  info.memory_bytes = meminfo_bytes("MemTotal");
+  info.memory_bytes = static_cast<int64_t>(total_memory_bytes());
   return info;
 }
 

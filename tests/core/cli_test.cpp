@@ -53,12 +53,24 @@ TEST(CliTest, GeneratorOutputDoesNotDependOnThreads) {
   }
 }
 
+struct UsageCase {
+  std::vector<std::string> args;
+  std::string expected;  // what the message must name
+};
+
+// Runs partita with `args`, which must fail as a usage error: exit code 2 and one line on
+// stderr, which is returned; `command` gets the command line, for failure messages.
+std::string usage_error(const std::vector<std::string>& args, std::string* command) {
+  auto r = run_partita(args);
+  command->clear();
+  for (const auto& a : args) *command += a + " ";
+  EXPECT_EQ(r.exit_code, 2) << *command << "\n" << r.err;
+  EXPECT_TRUE(one_line(r.err)) << *command << "\n" << r.err;
+  return r.err;
+}
+
 TEST(CliTest, UsageErrorsExitTwoWithOneLineNamingTheFlag) {
-  struct Case {
-    std::vector<std::string> args;
-    std::string expected;  // what the message must name
-  };
-  const std::vector<Case> cases{
+  const std::vector<UsageCase> cases{
       {{}, "subcommand"},
       {{"frobnicate"}, "frobnicate"},
       {{"partition", "-o", "/tmp/x"}, "--input"},
@@ -76,12 +88,9 @@ TEST(CliTest, UsageErrorsExitTwoWithOneLineNamingTheFlag) {
       {{"bench", "train", "--profile-steps", "-1"}, "--profile-steps"},
   };
   for (const auto& c : cases) {
-    auto r = run_partita(c.args);
     std::string cmd;
-    for (const auto& a : c.args) cmd += a + " ";
-    EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.err;
-    EXPECT_TRUE(one_line(r.err)) << cmd << "\n" << r.err;
-    EXPECT_NE(r.err.find(c.expected), std::string::npos) << cmd << "\n" << r.err;
+    const std::string err = usage_error(c.args, &cmd);
+    EXPECT_NE(err.find(c.expected), std::string::npos) << cmd << "\n" << err;
   }
 }
 
@@ -89,11 +98,7 @@ TEST(CliTest, UsageErrorsExitTwoWithOneLineNamingTheFlag) {
 // expected in words (CLI11's own check printed a 300-digit range, and wrapped a negative
 // seed to 2^64 - 5 without a word).
 TEST(CliTest, NumericFlagsSayWhatTheyExpected) {
-  struct Case {
-    std::vector<std::string> args;
-    std::string expected;
-  };
-  const std::vector<Case> cases{
+  const std::vector<UsageCase> cases{
       {{"generate", "rmat", "-o", "y", "--nodes", "0"}, "--nodes: must be positive, got 0"},
       {{"generate", "rmat", "-o", "y", "--nodes", "1.5"}, "--nodes: expected an integer, got '1.5'"},
       {{"--threads", "abc", "generate", "rmat", "-o", "y"}, "--threads: expected an integer, got 'abc'"},
@@ -105,12 +110,9 @@ TEST(CliTest, NumericFlagsSayWhatTheyExpected) {
       {{"generate", "sbm", "-o", "y", "--homophily", "2"}, "--homophily: must be in [0, 1], got 2"},
   };
   for (const auto& c : cases) {
-    auto r = run_partita(c.args);
     std::string cmd;
-    for (const auto& a : c.args) cmd += a + " ";
-    EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.err;
-    EXPECT_TRUE(one_line(r.err)) << cmd << "\n" << r.err;
-    EXPECT_EQ(r.err.rfind("partita: error: " + c.expected, 0), 0u) << cmd << "\n" << r.err;
+    const std::string err = usage_error(c.args, &cmd);
+    EXPECT_EQ(err.rfind("partita: error: " + c.expected, 0), 0u) << cmd << "\n" << err;
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "partitioner/dataset.h"
+#include "test_util.h"
 
 namespace partita {
 namespace {
@@ -61,9 +62,6 @@ std::string validate_error(const Dataset& d) {
   ADD_FAILURE() << "expected an error";
   return "";
 }
-
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
 
 TEST(DatasetTest, EdgeEndpointsMustHaveTheNodeTypesOfTheirEdgeType) {
   EXPECT_NO_THROW(authors_and_papers().validate());

@@ -52,9 +52,6 @@ std::string read_error(const TempDir& dir, const std::string& bytes, const std::
   return "";
 }
 
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
-
 const std::string kDict23 = "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 3), }";
 const std::vector<int64_t> kSix = {1, -2, 3, 4000000000000, 5, 6};
 

@@ -23,9 +23,6 @@ namespace fs = std::filesystem;
 using testing::TempDir;
 using testing::write_text;
 
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
-
 // The message of the Error that `read` throws; fails the test if it throws none.
 template <typename F>
 std::string error_of(F&& read) {

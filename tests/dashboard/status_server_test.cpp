@@ -17,9 +17,6 @@
 namespace partita::dashboard {
 namespace {
 
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (part) << "' not in: " << (text)
-
 class StatusServerTest : public ::testing::Test {
  protected:
   void SetUp() override {

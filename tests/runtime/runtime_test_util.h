@@ -15,10 +15,7 @@
 #include <vector>
 
 #include "runtime/transport/request_channel.h"
-
-// Expects `part` inside `text`, printing the text when it is not.
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (part) << "' not in: " << (text)
+#include "test_util.h"
 
 namespace partita::testing {
 

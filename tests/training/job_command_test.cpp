@@ -18,9 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (part) << "' not in: " << (text)
-
 class JobCommandTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -26,9 +26,6 @@
 namespace partita {
 namespace {
 
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (part) << "' not in: " << (text)
-
 using std::chrono::seconds;
 
 constexpr int64_t kMemorySlack = 32 << 20;  // bytes; measured: 2-3 MB after five jobs
