@@ -5,6 +5,7 @@
 
 #include "actors/protocol.h"
 #include "base/error.h"
+#include "base/subprocess.h"
 #include "dashboard/status_board.h"
 #include "dashboard/status_server.h"
 #include "runtime/daemon.h"
@@ -23,6 +24,7 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     int heartbeat_timeout_ms = 5000;
     int join_timeout_s = 10;
     std::string dashboard;
+    std::string runs = "partita-runs";
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("daemon", "run the node daemon that hosts actors for distributed jobs, or a cluster's head");
@@ -45,6 +47,8 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--dashboard", o->dashboard,
                   "with --head: serve the cluster's status page on [HOST:]PORT (loopback unless a host is given; "
                   "0 picks a free port, printed)");
+  cmd->add_option("--runs", o->runs, "with --head: the folder of the submitted jobs' outputs and logs")
+      ->capture_default_str();
   cmd->callback([o, &global] {
     if (!o->dashboard.empty() && !o->head) throw UsageError("--dashboard needs --head: the head serves the cluster's page");
     std::shared_ptr<dashboard::StatusBoard> board;
@@ -63,6 +67,15 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     options.heartbeat_timeout = std::chrono::milliseconds(o->heartbeat_timeout_ms);
     options.join_timeout = std::chrono::seconds(o->join_timeout_s);
     options.system.threads = global.threads;
+    if (o->head) {
+      options.runs_dir = o->runs;
+      // A job's driver: this program again, a child of the head (runtime/cluster/head.h).
+      options.driver_command = [exe = self_executable(), &global](const std::string& head, const std::string& id,
+                                                                  const std::string& file, const std::string& output) {
+        return std::vector<std::string>{exe, "--log-level", global.log_level, "--threads", std::to_string(global.threads),
+                                        "job-driver", "--head", head, "--job", id, "--output", output, file};
+      };
+    }
     add_protocol_types(options.system);
     if (board) {
       options.on_cluster_status = [board](const runtime::ClusterStatus& status) {

@@ -1,0 +1,100 @@
+#include "training/cluster_job.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "runtime/runtime.h"
+
+namespace partita {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Nodes lost by an earlier attempt stay out until they come back as new members.
+std::vector<NodeOffer> usable(const std::vector<NodeOffer>& live, const std::map<std::string, uint64_t>& lost) {
+  std::vector<NodeOffer> nodes;
+  for (const NodeOffer& n : live) {
+    auto it = lost.find(n.address);
+    if (it == lost.end() || n.member > it->second) nodes.push_back(n);
+  }
+  return nodes;
+}
+
+}  // namespace
+
+JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options) {
+  if (!options.live_nodes) throw UsageError("run_cluster_job needs a source of live nodes");
+  const std::vector<int64_t> bytes = partition_bytes(job.partition_dir(), job.num_partitions);
+  std::map<std::string, uint64_t> lost;  // address -> the member id it had when lost
+  RunOptions run = options.run;
+  int restarts = 0;
+  for (;;) {
+    // Place: at once on the first attempt; after a loss, waiting for nodes enough.
+    std::vector<NodeOffer> nodes;
+    std::vector<int> placement;
+    const auto until = std::chrono::steady_clock::now() + (restarts > 0 ? options.placement_wait : std::chrono::milliseconds(0));
+    for (;;) {
+      nodes = usable(options.live_nodes(), lost);
+      try {
+        placement = place_partitions(bytes, nodes, job.partitions_per_node);
+        break;
+      } catch (const PlacementError& e) {
+        if (std::chrono::steady_clock::now() >= until) {
+          if (restarts == 0) throw;
+          throw PlacementError("cannot place the job again after losing a node (waited " +
+                               std::to_string(options.placement_wait.count() / 1000) + " s): " + e.what());
+        }
+      }
+      if (options.run.cancel && options.run.cancel->cancelled()) throw JobCancelled("job cancelled while waiting for nodes", 0, 0, 0);
+      std::this_thread::sleep_for(options.poll);
+    }
+    // The runtime's nodes: the used ones, in the order of their first partition.
+    std::vector<NodeOffer> used;
+    std::vector<int> node_of(nodes.size(), -1);
+    for (int& n : placement) {
+      if (node_of[n] < 0) {
+        node_of[n] = static_cast<int>(used.size());
+        used.push_back(nodes[n]);
+      }
+      n = node_of[n];
+    }
+    std::vector<std::string> addresses, where;
+    for (const NodeOffer& n : used) addresses.push_back(n.address);
+    for (int n : placement) where.push_back(used[n].address);
+    if (options.on_placed) options.on_placed(where);
+    std::unique_ptr<runtime::Runtime> rt = runtime::Runtime::connect(options.system, addresses, options.connect_timeout);
+    run.placement = placement;
+    try {
+      return run_job(*rt, job, run);
+    } catch (const JobCancelled&) {
+      throw;
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      const std::vector<int> gone = rt->lost_nodes();
+      if (gone.empty()) throw;
+      std::string names;
+      for (int n : gone) {
+        lost[used[n].address] = used[n].member;
+        names += (names.empty() ? "" : ", ") + used[n].name + " (" + used[n].address + ")";
+      }
+      if (restarts >= job.max_restarts) {
+        throw Error(std::string(e.what()) + "; lost " + names + " and no restart is left (train.max_restarts: " +
+                    std::to_string(job.max_restarts) + ")");
+      }
+      ++restarts;
+      spdlog::warn("lost {}; restart {} of at most {}: placing the job again and resuming from its last checkpoint",
+                   names, restarts, job.max_restarts);
+      if (options.on_restart) options.on_restart(restarts, e.what());
+      // Resume from what the attempts wrote; with no checkpoint yet, start again.
+      run.resume = fs::exists(fs::path(job.output) / kCheckpointFileName);
+      run.overwrite = !run.resume;
+    }
+  }
+}
+
+}  // namespace partita
