@@ -284,6 +284,9 @@ void read_train(Section s, JobConfig& job) {
   s.read_int("eval_batch_size", job.eval_batch_size, 1, JobLimits::kMaxBatchSize);
   s.read_int("max_restarts", job.max_restarts, 0, JobLimits::kMaxRestarts);
   s.read_int("checkpoint_every_steps", job.checkpoint_every_steps, int64_t{0}, JobLimits::kMaxCheckpointEverySteps);
+  if (job.link_prediction() && job.checkpoint_every_steps > 0) {
+    s.fail(s.field("checkpoint_every_steps"), "link_prediction jobs checkpoint at epoch ends only (for now)");
+  }
   s.reject_unknown();
 }
 

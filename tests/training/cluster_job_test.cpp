@@ -363,6 +363,43 @@ TEST_F(ClusterJobTest, ANodeKilledThreeTimesDuringAJobCostsRestartsNotResults) {
   expect_same_metrics(id, expected);
 }
 
+// kill -STOP: the node's process is frozen, its socket open. Its connections fall silent and
+// are dropped at the heartbeat timeout; the job recovers on the two other nodes.
+TEST_F(ClusterJobTest, AFrozenNodeIsDetectedAndTheJobRecoversWithoutIt) {
+  testing::Daemon head = start_head();
+  ASSERT_FALSE(head.address.empty());
+  std::vector<testing::Daemon> nodes;
+  for (int i = 0; i < 3; ++i) nodes.push_back(start_node(head.address, "node-" + std::to_string(i)));
+  ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 3; })), 3u);
+  const std::string job = write_job("frozen.yaml", 60, ", checkpoint_every_steps: 5, max_restarts: 1");
+  ProcessResult r0 = run_process({PARTITA_BINARY, "submit", job, "--address", head.address, "--detach"}, kProcessSeconds);
+  const std::string id = submitted_id(r0.out);
+  ASSERT_EQ(id, "frozen-1") << r0.out << r0.err;
+  json s = wait_for(head.address, [&](const json& s) {
+    const json j = job_of(s, id);
+    return j.is_object() && j["state"] == "running" && j["epoch"].get<int>() >= 2 && j["partitions"].size() == 2;
+  });
+  ASSERT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
+  const std::string victim = job_of(s, id)["partitions"][1];
+  testing::Daemon* frozen = nullptr;
+  for (auto& n : nodes) {
+    if (n.address == victim) frozen = &n;
+  }
+  ASSERT_NE(frozen, nullptr);
+  frozen->process->signal(SIGSTOP);
+  s = wait_for(head.address, [&](const json& s) { return job_of(s, id)["restarts"] == 1; });
+  EXPECT_EQ(job_of(s, id)["restarts"], 1) << s.dump(2);
+  s = wait_for(head.address, [&](const json& s) {
+    return job_of(s, id)["state"] != "running" && job_of(s, id)["state"] != "recovering";
+  });
+  frozen->process->signal(SIGCONT);
+  ASSERT_EQ(job_of(s, id)["state"], "done") << s.dump(2);
+  for (const auto& where : job_of(s, id)["partitions"]) EXPECT_NE(where, victim) << "placed again without it";
+  const JobReport expected = reference(job);
+  EXPECT_EQ(logged_hash(testing::read_text(run_dir(id) + "/driver.log")), expected.parameter_hash);
+  expect_same_metrics(id, expected);
+}
+
 // The head killed: the job it drove fails with a message and stops everywhere; the nodes
 // keep running and join the head started again at its address.
 TEST_F(ClusterJobTest, ALostHeadFailsItsJobsCleanlyAndNodesRejoinItsSuccessor) {
