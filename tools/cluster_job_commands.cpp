@@ -108,14 +108,16 @@ class HeadReporter {
   HeadReporter(caf::actor_system& system, runtime::head_actor head, std::string id)
       : system_(system), head_(std::move(head)), id_(std::move(id)) {}
 
-  // Updates the status under the lock and sends it: at once (`now`, waiting for the head's
-  // answer), or if the last send is kReportEvery old.
+  // Updates the status under the lock and sends it: at once (`now` or a new state, waiting
+  // for the head's answer), or if the last send is kReportEvery old.
   template <typename Update>
   void update(Update&& change, bool now) {
     runtime::JobStatus copy;
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      const std::string before = status_.state;
       change(status_);
+      now = now || status_.state != before;  // a state change goes at once
       const auto t = std::chrono::steady_clock::now();
       if (!now && t - last_ < kReportEvery) return;
       last_ = t;

@@ -4,8 +4,11 @@
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
+#include "base/file_util.h"
 #include "runtime/runtime.h"
 
 namespace partita {
@@ -24,6 +27,15 @@ std::vector<NodeOffer> usable(const std::vector<NodeOffer>& live, const std::map
   return nodes;
 }
 
+// (epoch, step) of the checkpoint OUTPUT holds (job_driver.h), or none.
+std::optional<std::pair<int, int64_t>> checkpoint_point(const std::string& output) {
+  const std::string text = read_file_if_exists((fs::path(output) / kCheckpointFileName).string());
+  if (text.empty()) return std::nullopt;
+  const nlohmann::json meta = nlohmann::json::parse(text, nullptr, false);
+  if (!meta.is_object() || !meta.contains("epoch")) return std::nullopt;
+  return std::make_pair(meta["epoch"].get<int>(), meta.value("step", int64_t{0}));
+}
+
 }  // namespace
 
 JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options) {
@@ -32,6 +44,15 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
   std::map<std::string, uint64_t> lost;  // address -> the member id it had when lost
   RunOptions run = options.run;
   int restarts = 0;
+  // The last step every trainer reported (epoch, steps done in it), for the steps a loss costs.
+  int last_epoch = 0;
+  int64_t last_step = 0, steps_per_epoch = 0;
+  run.on_progress = [&](const JobProgress& p) {
+    last_epoch = p.epoch;
+    last_step = p.step;
+    steps_per_epoch = p.steps;
+    if (options.run.on_progress) options.run.on_progress(p);
+  };
   for (;;) {
     // Place: at once on the first attempt; after a loss, waiting for nodes enough.
     std::vector<NodeOffer> nodes;
@@ -87,12 +108,18 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
                     std::to_string(job.max_restarts) + ")");
       }
       ++restarts;
-      spdlog::warn("lost {}; restart {} of at most {}: placing the job again and resuming from its last checkpoint",
-                   names, restarts, job.max_restarts);
-      if (options.on_restart) options.on_restart(restarts, e.what());
       // Resume from what the attempts wrote; with no checkpoint yet, start again.
-      run.resume = fs::exists(fs::path(job.output) / kCheckpointFileName);
+      const std::optional<std::pair<int, int64_t>> point = checkpoint_point(job.output);
+      run.resume = point.has_value();
       run.overwrite = !run.resume;
+      const auto [epoch, step] = point.value_or(std::make_pair(0, int64_t{0}));
+      const int64_t redo = (static_cast<int64_t>(last_epoch) - 1 - epoch) * steps_per_epoch + last_step - step;
+      const std::string what = "lost " + names + "; restart " + std::to_string(restarts) + " of at most " +
+                               std::to_string(job.max_restarts) + ": resuming after epoch " + std::to_string(epoch) +
+                               (step > 0 ? " and step " + std::to_string(step) + " of the next" : "") + ", " +
+                               std::to_string(std::max<int64_t>(0, redo)) + " step(s) to re-do";
+      spdlog::warn("{} ({})", what, e.what());
+      if (options.on_restart) options.on_restart(restarts, what);
     }
   }
 }

@@ -39,7 +39,8 @@ struct ClusterJobOptions {
   std::chrono::milliseconds poll{500};
   // Told each attempt's placement: the address of each partition's node.
   std::function<void(const std::vector<std::string>&)> on_placed;
-  // Told each restart: its number (1, 2, ...) and the failure that caused it.
+  // Told each restart: its number (1, 2, ...) and what happened: "lost NODE (ADDRESS); restart
+  // N of at most M: resuming after epoch E [and step S of the next], K step(s) to re-do".
   std::function<void(int, const std::string&)> on_restart;
 };
 
