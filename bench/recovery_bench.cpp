@@ -139,14 +139,21 @@ void run_recovery_bench(const RecoveryBenchOptions& o) {
               head.address.c_str(), parts.c_str(), static_cast<long long>(o.checkpoint_every), o.trials);
 
   std::vector<Trial> trials;
+  int resumed = 0;  // the epoch the job was in at the last signal
   for (int t = 0; t < total; ++t) {
     const bool stop = t % 2 == 1;
     // Mid-epoch of a running attempt: a few steps past its start.
+    // Two epochs into the attempt.
     runtime::ClusterStatus s = wait("running job", [&](const runtime::ClusterStatus& s) {
       const runtime::JobStatus* j = job_in(s);
-      return j != nullptr && j->state == "running" && j->restarts == t && j->step >= 3 && j->step < j->steps &&
+      return j != nullptr && j->state == "running" && j->restarts == t && j->epoch >= resumed + 2 &&
              j->partitions.size() == 2;
     });
+    resumed = job_in(s)->epoch;
+    // That was an epoch's end: land the signal 20-80% into the next epoch (by its rate so far).
+    const runtime::JobStatus& now = *job_in(s);
+    const double epoch_s = now.steps_per_second > 0 ? static_cast<double>(now.steps) / now.steps_per_second : 0.0;
+    std::this_thread::sleep_for(std::chrono::duration<double>(epoch_s * (0.2 + 0.6 * ((t * 7) % 10) / 10.0)));
     const std::string victim = job_in(s)->partitions[0];
     runtime::DaemonChild* node = nullptr;
     for (auto& n : nodes) {

@@ -44,6 +44,8 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
   std::map<std::string, uint64_t> lost;  // address -> the member id it had when lost
   RunOptions run = options.run;
   int restarts = 0;
+  // While connecting fails: until when it may go on failing (max: it has not failed).
+  auto connect_deadline = std::chrono::steady_clock::time_point::max();
   // The last step every trainer reported (epoch, steps done in it), for the steps a loss costs.
   int last_epoch = 0;
   int64_t last_step = 0, steps_per_epoch = 0;
@@ -87,7 +89,24 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
     for (const NodeOffer& n : used) addresses.push_back(n.address);
     for (int n : placement) where.push_back(used[n].address);
     if (options.on_placed) options.on_placed(where);
-    std::unique_ptr<runtime::Runtime> rt = runtime::Runtime::connect(options.system, addresses, options.connect_timeout);
+    std::unique_ptr<runtime::Runtime> rt;
+    try {
+      rt = runtime::Runtime::connect(options.system, addresses, options.connect_timeout);
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      // A node that died since the head last heard of it, or one still closing the previous
+      // attempt's connection (CAF refuses a second handshake from the same process while
+      // the first is open): ask again, as long as placement may wait.
+      if (connect_deadline == std::chrono::steady_clock::time_point::max()) {
+        connect_deadline = std::chrono::steady_clock::now() + options.placement_wait;
+      }
+      if (std::chrono::steady_clock::now() >= connect_deadline) throw;
+      spdlog::info("{}; placing the job again", e.what());
+      std::this_thread::sleep_for(options.poll);
+      continue;
+    }
+    connect_deadline = std::chrono::steady_clock::time_point::max();
     run.placement = placement;
     try {
       return run_job(*rt, job, run);

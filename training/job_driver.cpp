@@ -255,12 +255,16 @@ void Driver::spawn_actors() {
     return text;
   }();
   for (int p = 0; p < job_.num_partitions; ++p) {
-    actors_.partitions.push_back(spawn(node_of_partition(p), "partition",
-                                        {{"dir", folder_.dir()},
-                                         {"part", std::to_string(p)},
-                                         {"fanouts", fanouts},
-                                         {"replace", job_.replace ? "true" : "false"},
-                                         {"features", job_.feature_storage}}));
+    runtime::Settings settings{{"dir", folder_.dir()},
+                               {"part", std::to_string(p)},
+                               {"fanouts", fanouts},
+                               {"replace", job_.replace ? "true" : "false"},
+                               {"features", job_.feature_storage}};
+    // Its feature channel listens where the samplers on other nodes reach its node.
+    if (runtime_.is_distributed()) {
+      settings["channel_host"] = runtime::parse_endpoint(runtime_.node_name(node_of_partition(p)), "daemon").host;
+    }
+    actors_.partitions.push_back(spawn(node_of_partition(p), "partition", settings));
   }
   const int num_trainers = job_.num_trainers();
   spawn_samplers(fanouts);

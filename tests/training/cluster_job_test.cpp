@@ -24,6 +24,7 @@
 #include "base/subprocess.h"
 #include "daemon_process.h"
 #include "job_runs.h"
+#include "netns_cluster.h"
 #include "partitioned_graph.h"
 #include "partitioner/partition.h"
 #include "runtime/actor_system.h"
@@ -432,6 +433,65 @@ TEST_F(ClusterJobTest, ALostHeadFailsItsJobsCleanlyAndNodesRejoinItsSuccessor) {
   s = wait_for(head.address, [](const json& s) { return alive(s) == 2 && actors_on_live_nodes(s) == 0; });
   EXPECT_EQ(alive(s), 2u) << "the nodes join the restarted head: " << s.dump(2);
   EXPECT_EQ(actors_on_live_nodes(s), 0u) << "nothing of the failed job runs on them: " << s.dump(2);
+}
+
+// The same on separate hosts (tests/netns_cluster.h): the head in one network namespace,
+// three nodes in theirs, addresses that exist only there; a node killed mid-job.
+TEST_F(ClusterJobTest, OnSeparateHostsAKilledNodeCostsARestartNotResults) {
+  testing::NetnsCluster hosts(4);
+  if (!hosts.unavailable().empty()) GTEST_SKIP() << "no separate hosts: " << hosts.unavailable();
+  const std::string head_address = hosts.address(0) + ":7070";
+  auto start_in = [&](int host, const std::vector<std::string>& args, const std::string& listen) -> testing::Daemon {
+    std::vector<std::string> wrapper = hosts.command(host, {PARTITA_BINARY, "--log-level", "info"});
+    const std::string binary = wrapper.front();
+    wrapper.erase(wrapper.begin());
+    try {
+      return runtime::start_daemon_child(binary, args, wrapper, std::chrono::seconds(30), listen);
+    } catch (const Error& e) {
+      ADD_FAILURE() << e.what();
+      return {};
+    }
+  };
+  testing::Daemon head = start_in(0, {"--head", "--runs", tmp_ / "runs"}, head_address);
+  ASSERT_EQ(head.address, head_address);
+  std::vector<testing::Daemon> nodes;
+  for (int i = 1; i <= 3; ++i) {
+    nodes.push_back(start_in(i, {"--join", head_address, "--name", "host-" + std::to_string(i)}, hosts.address(i) + ":0"));
+  }
+  // Asked from the head's host: this namespace cannot reach those addresses.
+  auto status_there = [&]() -> json {
+    ProcessResult r = run_process(hosts.command(0, {PARTITA_BINARY, "status", "--address", head_address, "--json"}),
+                                  kProcessSeconds);
+    return r.exit_code == 0 ? json::parse(r.out, nullptr, false) : json();
+  };
+  auto wait_there = [&](const std::function<bool(const json&)>& done) {
+    const auto until = std::chrono::steady_clock::now() + kBound;
+    json s = status_there();
+    while (!(s.is_object() && done(s)) && std::chrono::steady_clock::now() < until) s = status_there();
+    return s;
+  };
+  ASSERT_EQ(alive(wait_there([](const json& s) { return alive(s) == 3; })), 3u);
+  const std::string job = write_job("hosts.yaml", 80, ", checkpoint_every_steps: 5, max_restarts: 1");
+  ProcessResult r0 = run_process(hosts.command(0, {PARTITA_BINARY, "submit", job, "--address", head_address, "--detach"}),
+                                 kProcessSeconds);
+  const std::string id = submitted_id(r0.out);
+  ASSERT_EQ(id, "hosts-1") << r0.out << r0.err;
+  json s = wait_there([&](const json& s) {
+    const json j = job_of(s, id);
+    return j.is_object() && j["state"] == "running" && j["epoch"].get<int>() >= 2 && j["partitions"].size() == 2;
+  });
+  ASSERT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
+  const std::string victim = job_of(s, id)["partitions"][0];
+  EXPECT_EQ(victim.rfind("10.77.", 0), 0u) << "placed on a host's own address: " << victim;
+  for (auto& n : nodes) {
+    if (n.address == victim) n.process->kill();
+  }
+  s = wait_there([&](const json& s) { return job_of(s, id)["state"] == "done" || job_of(s, id)["state"] == "failed"; });
+  ASSERT_EQ(job_of(s, id)["state"], "done") << s.dump(2);
+  EXPECT_EQ(job_of(s, id)["restarts"], 1);
+  const JobReport expected = reference(job);
+  EXPECT_EQ(logged_hash(testing::read_text(run_dir(id) + "/driver.log")), expected.parameter_hash);
+  expect_same_metrics(id, expected);
 }
 
 }  // namespace
