@@ -211,7 +211,9 @@ TEST_F(ClusterJobTest, TheHeadRunsASubmittedJobAndStatusAndLogsShowIt) {
   EXPECT_GT(j["steps"].get<int64_t>(), 0);
   ASSERT_EQ(j["partitions"].size(), 2u);
   EXPECT_NE(j["partitions"][0], j["partitions"][1]) << "one partition per node (cluster.partitions_per_node: 1)";
-  EXPECT_EQ(actors_on_live_nodes(s), 0u) << "a finished job leaves no actor: " << s.dump(2);
+  // The nodes report what they run at their next heartbeat.
+  const json later = wait_for(head.address, [](const json& s) { return actors_on_live_nodes(s) == 0; });
+  EXPECT_EQ(actors_on_live_nodes(later), 0u) << "a finished job leaves no actor: " << later.dump(2);
 
   ProcessResult logs = run_process({PARTITA_BINARY, "logs", id, "--address", head.address}, kProcessSeconds);
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
