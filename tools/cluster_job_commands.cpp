@@ -3,6 +3,7 @@
 // and `partita job-driver`, the hidden command the head runs as a job's driver process
 // (training/cluster_job.h does the work; this wires it to the head).
 #include <signal.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -182,7 +183,7 @@ void drive(const std::string& head_address, const std::string& id, const std::st
 
   HeadReporter reporter(system, head, id);
   reporter.update([](runtime::JobStatus& s) { s.state = "starting"; }, true);
-  spdlog::info("job {}: driver of {} (head {}), output {}", id, job_file, where, job.output);
+  spdlog::info("job {}: driver (pid {}) of {} (head {}), output {}", id, ::getpid(), job_file, where, job.output);
 
   ClusterJobOptions options;
   options.system.threads = global.threads;

@@ -25,6 +25,7 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     int join_timeout_s = 10;
     std::string dashboard;
     std::string runs = "partita-runs";
+    bool runs_given = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("daemon", "run the node daemon that hosts actors for distributed jobs, or a cluster's head");
@@ -47,10 +48,12 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--dashboard", o->dashboard,
                   "with --head: serve the cluster's status page on [HOST:]PORT (loopback unless a host is given; "
                   "0 picks a free port, printed)");
-  cmd->add_option("--runs", o->runs, "with --head: the folder of the submitted jobs' outputs and logs")
-      ->capture_default_str();
-  cmd->callback([o, &global] {
+  CLI::Option* runs = cmd->add_option("--runs", o->runs, "with --head: the folder of the submitted jobs' outputs and logs")
+                          ->capture_default_str();
+  cmd->callback([o, runs, &global] {
+    o->runs_given = runs->count() > 0;
     if (!o->dashboard.empty() && !o->head) throw UsageError("--dashboard needs --head: the head serves the cluster's page");
+    if (o->runs_given && !o->head) throw UsageError("--runs needs --head: the head keeps the submitted jobs' outputs");
     std::shared_ptr<dashboard::StatusBoard> board;
     std::unique_ptr<dashboard::StatusServer> server;
     if (!o->dashboard.empty()) {

@@ -264,6 +264,36 @@ TEST_F(ClusterJobTest, SubmitDetachesOnCtrlCLogsReattachesStopCancels) {
   EXPECT_TRUE(fs::exists(run_dir(id) + "/checkpoint.json")) << "its output keeps the last checkpoint";
 }
 
+// The driver runs in a child process of the head: when it dies (a crash, an OOM kill) the
+// head stays, marks the job failed with its exit status, and the nodes stop its actors.
+TEST_F(ClusterJobTest, ADriverThatDiesFailsItsJobNotTheHead) {
+  testing::Daemon head = start_head();
+  ASSERT_FALSE(head.address.empty());
+  testing::Daemon a = start_node(head.address, "node-a");
+  testing::Daemon b = start_node(head.address, "node-b");
+  ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
+  ProcessResult r0 = run_process(
+      {PARTITA_BINARY, "submit", write_job("crash.yaml", 200), "--address", head.address, "--detach"}, kProcessSeconds);
+  const std::string id = submitted_id(r0.out);
+  ASSERT_EQ(id, "crash-1") << r0.out << r0.err;
+  json s = wait_for(head.address, [&](const json& s) {
+    return job_of(s, id)["epoch"].get<int>() >= 1 && actors_on_live_nodes(s) > 0;
+  });
+  ASSERT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
+  std::smatch m;
+  const std::string log = testing::read_text(run_dir(id) + "/driver.log");
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("driver \\(pid (\\d+)\\)"))) << log;
+  ASSERT_EQ(::kill(static_cast<pid_t>(std::stol(m[1])), SIGKILL), 0);
+
+  s = wait_for(head.address, [&](const json& s) { return job_of(s, id)["state"] == "failed"; });
+  EXPECT_EQ(job_of(s, id)["state"], "failed") << s.dump(2);
+  EXPECT_CONTAINS(job_of(s, id)["message"].get<std::string>(), "its driver exited with status 137");
+  s = wait_for(head.address, [](const json& s) { return actors_on_live_nodes(s) == 0; });
+  EXPECT_EQ(actors_on_live_nodes(s), 0u) << "the nodes stop the actors of a driver that is gone: " << s.dump(2);
+  EXPECT_TRUE(head.process->running());
+  EXPECT_EQ(alive(s), 2u);
+}
+
 // Two jobs at once share the nodes (a partition of each on each node) and end as each would
 // alone: separate actors, ports and output folders.
 TEST_F(ClusterJobTest, TwoJobsAtOnceDoNotInterfere) {
@@ -310,6 +340,10 @@ TEST_F(ClusterJobTest, AJobThatCannotBePlacedIsRefusedNamingWhatIsMissing) {
   r = run_process({PARTITA_BINARY, "submit", write_job("x.yaml", 1)}, kProcessSeconds);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_CONTAINS(r.err, "submit needs either --address HEAD");
+  r = run_process({PARTITA_BINARY, "stop", "nope-1", "--address", head.address}, kProcessSeconds);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err, "no job 'nope-1' on this head");
+  EXPECT_TRUE(a.process->running()) << "stopping an unknown job stops nothing";
 }
 
 // kill -9 of a node during the job, three times: each time the driver re-places the
