@@ -6,6 +6,7 @@
 #include "actors/protocol.h"
 #include "base/error.h"
 #include "base/subprocess.h"
+#include "dashboard/cluster_jobs.h"
 #include "dashboard/status_board.h"
 #include "dashboard/status_server.h"
 #include "runtime/daemon.h"
@@ -81,8 +82,10 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     }
     add_protocol_types(options.system);
     if (board) {
-      options.on_cluster_status = [board](const runtime::ClusterStatus& status) {
+      auto jobs = std::make_shared<dashboard::ClusterJobsFeed>(board);
+      options.on_cluster_status = [board, jobs](const runtime::ClusterStatus& status) {
         board->set_nodes(dashboard::cluster_nodes(status));
+        jobs->update(status);
       };
     }
     runtime::run_daemon(options, job_actor_types(), [](const runtime::Endpoint& bound, const std::string&) {
