@@ -1,6 +1,7 @@
 // partita status [--address HEAD] [--json]: the cluster's nodes and jobs, as the head knows them.
 // partita stop [JOB] [--address HEAD]: stops the cluster (every live node, then the head), or
 // cancels one job submitted to the head.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -61,10 +62,19 @@ void print_table(const runtime::ClusterStatus& s, const std::string& head) {
                 "memory", "available", "disk free", "actors");
   }
   for (const auto& n : s.nodes) {
+    // What runs there: its actors, and the jobs they belong to.
+    std::string what = n.alive ? actor_summary(n.load.actor_types) : n.lost;
+    std::string jobs;
+    for (const auto& j : s.jobs) {
+      if (n.alive && std::find(j.nodes.begin(), j.nodes.end(), n.info.name) != j.nodes.end()) {
+        jobs += (jobs.empty() ? "" : ", ") + j.id;
+      }
+    }
+    if (!jobs.empty()) what += " (jobs " + jobs + ")";
     std::printf("  %-6llu %-16s %-22s %-6s %5d %10s %10s %10s  %s\n", static_cast<unsigned long long>(n.member),
                 n.info.name.c_str(), n.info.address.c_str(), n.alive ? "alive" : "dead", n.info.cores,
                 gib(n.info.memory_bytes).c_str(), gib(n.load.memory_available_bytes).c_str(),
-                gib(n.load.disk_free_bytes).c_str(), n.alive ? actor_summary(n.load.actor_types).c_str() : n.lost.c_str());
+                gib(n.load.disk_free_bytes).c_str(), what.c_str());
   }
   std::printf("jobs: %zu\n", s.jobs.size());
   for (const auto& j : s.jobs) {

@@ -249,6 +249,14 @@ TEST_F(ClusterJobTest, SubmitDetachesOnCtrlCLogsReattachesStopCancels) {
   json s = wait_for(head.address, [&](const json& s) { return job_of(s, id)["epoch"].get<int>() >= 2; });
   EXPECT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
   EXPECT_GT(actors_on_live_nodes(s), 0u) << "the job goes on after the detach";
+  for (const auto& node : s["nodes"]) {
+    if (node["state"] == "alive") {
+      EXPECT_EQ(node["jobs"], json::array({id})) << "each node lists the job: " << s.dump(2);
+    }
+  }
+  ProcessResult table = run_process({PARTITA_BINARY, "status", "--address", head.address}, kProcessSeconds);
+  EXPECT_CONTAINS(table.out, "(jobs long-1)");
+  EXPECT_CONTAINS(table.out, "long-1  running  epoch ");
 
   // Re-attached: the log from its start, still growing.
   ChildProcess follow({PARTITA_BINARY, "logs", id, "--follow", "--address", head.address});
