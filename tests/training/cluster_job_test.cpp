@@ -329,7 +329,7 @@ TEST_F(ClusterJobTest, TwoJobsAtOnceDoNotInterfere) {
   expect_same_metrics("second-1", e2);
 }
 
-TEST_F(ClusterJobTest, AJobThatCannotBePlacedIsRefusedNamingWhatIsMissing) {
+TEST_F(ClusterJobTest, AJobThatCannotBePlacedIsRefusedNamingWhatIsMissingAndFitsWhenAllowedTwoPerNode) {
   testing::Daemon head = start_head();
   ASSERT_FALSE(head.address.empty());
   testing::Daemon a = start_node(head.address, "node-a");
@@ -339,6 +339,14 @@ TEST_F(ClusterJobTest, AJobThatCannotBePlacedIsRefusedNamingWhatIsMissing) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_CONTAINS(r.err, "job big-1 failed: the job has 2 partition(s), at most 1 per node "
                          "(cluster.partitions_per_node), and the cluster has 1 live node(s): it needs 1 more node(s)");
+  // The same job asking for two partitions per node runs on the one node.
+  r = run_process({PARTITA_BINARY, "submit", write_job("both.yaml", 1, "", 2), "--address", head.address},
+                  kProcessSeconds);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json both = job_of(status(head.address), "both-1");
+  ASSERT_EQ(both["partitions"].size(), 2u) << both.dump(2);
+  EXPECT_EQ(both["partitions"][0], a.address);
+  EXPECT_EQ(both["partitions"][1], a.address);
   // Bad submissions are named before anything is sent.
   r = run_process({PARTITA_BINARY, "submit", write_job("x.yaml", 1), "--address", head.address, "--daemons",
                    a.address},
