@@ -79,23 +79,30 @@ using sampler_actor = caf::typed_actor<
 //   (train_step, trainer, epoch, step, steps, loss_sum, seeds, correct, parameter hash)
 //       after every optimiser step, the sums over all trainers (every replica has them);
 //   (train_epoch_done, trainer, epoch) at the end of the epoch;
-//   (train_failed, trainer, message) when the epoch cannot go on.
+//   (train_failed, trainer, message) when the epoch cannot go on;
+//   (train_checkpoint, trainer, epoch, step, state) from trainer 0 only, after every
+//       `checkpoint every`-th step of an epoch but its last: the model and optimiser state
+//       after that step (every replica holds the same), for a checkpoint inside the epoch.
 using train_setup_atom = caf::atom_constant<caf::atom("t_setup")>;
 using train_epoch_atom = caf::atom_constant<caf::atom("t_epoch")>;
 using train_step_atom = caf::atom_constant<caf::atom("t_step")>;
 using train_done_atom = caf::atom_constant<caf::atom("t_done")>;
 using train_failed_atom = caf::atom_constant<caf::atom("t_failed")>;
+using train_checkpoint_atom = caf::atom_constant<caf::atom("t_ckpt")>;
 using evaluate_atom = caf::atom_constant<caf::atom("t_eval")>;
 using get_state_atom = caf::atom_constant<caf::atom("t_getstate")>;
 using set_state_atom = caf::atom_constant<caf::atom("t_setstate")>;
 
 //   (setup, its sampler actor, its allreduce member) -> true | error: both in its process
-//   (epoch, epoch, steps, driver): runs `steps` optimiser steps, reporting as above
+//   (epoch, epoch, first step, steps, checkpoint every, driver): runs steps [first step,
+//       steps) of the epoch, reporting as above (0 < first step: an epoch resumed from a
+//       checkpoint inside it; the batches before it are drawn and dropped, so the later
+//       ones are those of the uninterrupted epoch); checkpoint every 0: no state sent
 //   (evaluate, "val" | "test") -> (loss sum, correct, seeds) over its share of the split
 //   (get state) -> model and optimiser state; (set state, bytes) -> true | error
 using trainer_actor = caf::typed_actor<
     caf::replies_to<train_setup_atom, caf::actor, caf::actor>::with<bool>,
-    caf::reacts_to<train_epoch_atom, uint64_t, int64_t, caf::actor>,
+    caf::reacts_to<train_epoch_atom, uint64_t, int64_t, int64_t, int64_t, caf::actor>,
     caf::replies_to<evaluate_atom, std::string>::with<double, int64_t, int64_t>,
     caf::replies_to<get_state_atom>::with<std::vector<char>>,
     caf::replies_to<set_state_atom, std::vector<char>>::with<bool>>;

@@ -44,28 +44,54 @@ std::string make_temp_file() {
 }  // namespace
 
 // Files rather than pipes: a pipe needs a reader thread, or the child blocks when it fills.
+// Temporary ones are removed with the child; a log file the caller named stays.
 struct ChildProcess::Capture {
-  std::string out = make_temp_file();
-  std::string err = make_temp_file();
+  std::string out, err;
+  bool temporary = true;
   ~Capture() {
+    if (!temporary) return;
     ::unlink(out.c_str());
     ::unlink(err.c_str());
   }
 };
 
-ChildProcess::ChildProcess(const std::vector<std::string>& args) : capture_(std::make_unique<Capture>()) {
+namespace {
+
+pid_t spawn_with_output(const std::vector<std::string>& args, const std::string& out, const std::string& err, int flags) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, capture_->out.c_str(), O_WRONLY | O_TRUNC, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, capture_->err.c_str(), O_WRONLY | O_TRUNC, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), flags, 0644);
+  if (err == out) {
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), flags, 0644);
+  }
   std::vector<std::string> storage(args);
   std::vector<char*> argv;
   for (auto& a : storage) argv.push_back(a.data());
   argv.push_back(nullptr);
-  started_ = now_seconds();
-  int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw Error("cannot start " + args.at(0) + ": error " + std::to_string(rc));
+  return pid;
+}
+
+}  // namespace
+
+ChildProcess::ChildProcess(const std::vector<std::string>& args) : capture_(std::make_unique<Capture>()) {
+  capture_->out = make_temp_file();
+  capture_->err = make_temp_file();
+  started_ = now_seconds();
+  pid_ = spawn_with_output(args, capture_->out, capture_->err, O_WRONLY | O_TRUNC);
+}
+
+ChildProcess::ChildProcess(const std::vector<std::string>& args, const std::string& log_file)
+    : capture_(std::make_unique<Capture>()) {
+  capture_->out = capture_->err = log_file;
+  capture_->temporary = false;
+  started_ = now_seconds();
+  pid_ = spawn_with_output(args, log_file, log_file, O_WRONLY | O_CREAT | O_APPEND);
 }
 
 ChildProcess::~ChildProcess() {
@@ -86,6 +112,11 @@ bool ChildProcess::try_reap(bool block) {
 }
 
 bool ChildProcess::running() { return !try_reap(false); }
+
+int ChildProcess::exit_code() const {
+  if (!reaped_) return -1;
+  return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+}
 
 void ChildProcess::kill() {
   if (!reaped_) ::kill(pid_, SIGKILL);
@@ -114,7 +145,7 @@ ProcessResult ChildProcess::wait(double timeout_seconds) {
     pause = std::min(pause * 2, std::chrono::milliseconds(20));
   }
   result.wall_seconds = now_seconds() - started_;
-  result.exit_code = WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+  result.exit_code = exit_code();
   result.max_rss_bytes = max_rss_bytes_;
   result.out = slurp(capture_->out);
   result.err = slurp(capture_->err);

@@ -26,12 +26,18 @@ class ChildProcess {
  public:
   // Starts argv[0] (a path) with the arguments; throws Error if it cannot be started.
   explicit ChildProcess(const std::vector<std::string>& argv);
+  // The same with stdout and stderr both appended to `log_file` (created if missing), which
+  // stays when the child is gone: a long-lived child's log (a job's driver on the head).
+  // output_so_far() and errors_so_far() then both read the log.
+  ChildProcess(const std::vector<std::string>& argv, const std::string& log_file);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
   pid_t pid() const { return pid_; }
   bool running();
+  // Once running() returned false: the exit status, or 128 + the signal that ended it.
+  int exit_code() const;
   // Sends SIGKILL (if still running).
   void kill();
   // Sends `signo` (if still running), e.g. SIGTERM to ask for a clean exit.

@@ -236,10 +236,20 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
     head_actor head;  // with options.head
     std::function<void()> stop;
     caf::expected<uint16_t> port{uint16_t{0}};
+    auto head_address = std::make_shared<std::string>();  // where drivers reach the head
     if (options.head) {
       HeadOptions head_options;
       head_options.heartbeat_period = options.heartbeat_period;
       head_options.heartbeat_timeout = options.heartbeat_timeout;
+      head_options.runs_dir = options.runs_dir;
+      if (options.driver_command) {
+        // Drivers run on this machine and reach the head at its bound address (loopback
+        // for a wildcard one), known once it is published below.
+        head_options.driver_command = [command = options.driver_command, bound = head_address](
+                                          const std::string& id, const std::string& file, const std::string& output) {
+          return command(*bound, id, file, output);
+        };
+      }
       head = spawn_head(system, head_options);
       main = caf::actor_cast<caf::actor>(head);
       stop = [main] { caf::anon_send_exit(main, caf::exit_reason::user_shutdown); };
@@ -257,6 +267,10 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
       throw Error("cannot listen on " + endpoint.to_string() + ": " + describe(system, port.error()));
     }
     endpoint.port = *port;
+    *head_address = Endpoint{endpoint.host == "0.0.0.0" || endpoint.host == "::" || endpoint.host.empty() ? "127.0.0.1"
+                                                                                                        : endpoint.host,
+                             endpoint.port}
+                        .to_string();
     // If anything below throws, the main actor must still stop (the system's destructor
     // waits for it) and the signal handler must let go of it.
     struct StopOnUnwind {

@@ -108,4 +108,12 @@ std::optional<Error> Runtime::lost_node() const {
   return std::nullopt;
 }
 
+std::vector<int> Runtime::lost_nodes() const {
+  std::vector<int> lost;
+  for (size_t node = 0; node < daemons_.size(); ++node) {
+    if (daemons_[node].wait_lost(std::chrono::milliseconds(0))) lost.push_back(static_cast<int>(node));
+  }
+  return lost;
+}
+
 }  // namespace partita::runtime

@@ -60,6 +60,8 @@ class Runtime {
   // this process's connection to that daemon reports it: a failure waits this long so its
   // error names the node whose loss caused it.
   std::optional<Error> lost_node_within(std::chrono::milliseconds grace) const;
+  // Every node found lost now (indices, in order); empty in one process. Does not wait.
+  std::vector<int> lost_nodes() const;
 
   // Deadline of spawns and checks.
   std::chrono::milliseconds timeout() const { return timeout_; }

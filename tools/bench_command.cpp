@@ -7,6 +7,7 @@
 #include "bench/gather_bench.h"
 #include "bench/loader_bench.h"
 #include "bench/partition_bench.h"
+#include "bench/recovery_bench.h"
 #include "bench/sample_bench.h"
 #include "bench/linkpred_bench.h"
 #include "bench/train_bench.h"
@@ -34,6 +35,18 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   dash->add_option("--workdir", db->work_dir, "keep the generated partitions here and reuse them");
   dash->add_option("--seed", db->seed, "graph, weights and sampling seed")->capture_default_str();
   dash->callback([db] { bench::run_dashboard_bench(*db); });
+
+  auto rb = std::make_shared<bench::RecoveryBenchOptions>();
+  CLI::App* recovery = bench->add_subcommand(
+      "recovery", "a lost node (SIGKILL, SIGSTOP): time until a submitted job detects it and trains again, steps re-done");
+  recovery->add_option("--trials", rb->trials, "trials per signal, interleaved")->check(cli::positive())->capture_default_str();
+  recovery->add_option("--nodes", rb->num_nodes, "SBM nodes")->check(cli::positive())->capture_default_str();
+  recovery->add_option("--checkpoint-every", rb->checkpoint_every, "train.checkpoint_every_steps")
+      ->check(cli::positive())
+      ->capture_default_str();
+  recovery->add_option("--workdir", rb->work_dir, "keep the generated partitions here and reuse them");
+  recovery->add_option("--seed", rb->seed, "graph and job seed")->capture_default_str();
+  recovery->callback([rb] { bench::run_recovery_bench(*rb); });
 
   auto p = std::make_shared<bench::PartitionBenchOptions>();
   CLI::App* partition = bench->add_subcommand(

@@ -1,9 +1,13 @@
 // partita status [--address HEAD] [--json]: the cluster's nodes and jobs, as the head knows them.
-// partita stop [--address HEAD]: stops the cluster: every live node, then the head.
+// partita stop [JOB] [--address HEAD]: stops the cluster (every live node, then the head), or
+// cancels one job submitted to the head.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <thread>
 
+#include "base/error.h"
 #include "runtime/actor_system.h"
 #include "runtime/address.h"
 #include "runtime/cluster/head_client.h"
@@ -58,17 +62,34 @@ void print_table(const runtime::ClusterStatus& s, const std::string& head) {
                 "memory", "available", "disk free", "actors");
   }
   for (const auto& n : s.nodes) {
+    // What runs there: its actors, and the jobs they belong to.
+    std::string what = n.alive ? actor_summary(n.load.actor_types) : n.lost;
+    std::string jobs;
+    for (const auto& j : s.jobs) {
+      if (n.alive && std::find(j.nodes.begin(), j.nodes.end(), n.info.name) != j.nodes.end()) {
+        jobs += (jobs.empty() ? "" : ", ") + j.id;
+      }
+    }
+    if (!jobs.empty()) what += " (jobs " + jobs + ")";
     std::printf("  %-6llu %-16s %-22s %-6s %5d %10s %10s %10s  %s\n", static_cast<unsigned long long>(n.member),
                 n.info.name.c_str(), n.info.address.c_str(), n.alive ? "alive" : "dead", n.info.cores,
                 gib(n.info.memory_bytes).c_str(), gib(n.load.memory_available_bytes).c_str(),
-                gib(n.load.disk_free_bytes).c_str(), n.alive ? actor_summary(n.load.actor_types).c_str() : n.lost.c_str());
+                gib(n.load.disk_free_bytes).c_str(), what.c_str());
   }
   std::printf("jobs: %zu\n", s.jobs.size());
   for (const auto& j : s.jobs) {
     std::string nodes;
     for (const auto& n : j.nodes) nodes += (nodes.empty() ? "" : ", ") + n;
-    std::printf("  %s  %s  %lld actor(s) on %s\n", j.id.c_str(), j.state.c_str(), static_cast<long long>(j.actors),
-                nodes.c_str());
+    if (!j.submitted) {
+      std::printf("  %s  %s  %lld actor(s) on %s\n", j.id.c_str(), j.state.c_str(), static_cast<long long>(j.actors),
+                  nodes.c_str());
+      continue;
+    }
+    std::printf("  %s  %s  epoch %d/%d step %lld/%lld  %.2f steps/s  loss %.4f acc %.4f  restarts %d  %lld actor(s)%s%s\n",
+                j.id.c_str(), j.state.c_str(), j.epoch, j.epochs, static_cast<long long>(j.step),
+                static_cast<long long>(j.steps), j.steps_per_second, j.loss, j.accuracy, j.restarts,
+                static_cast<long long>(j.actors), nodes.empty() ? "" : " on ", nodes.c_str());
+    if (!j.message.empty()) std::printf("      %s\n", j.message.c_str());
   }
 }
 
@@ -97,17 +118,39 @@ void add_status_command(CLI::App& app, const GlobalOptions&) {
 }
 
 void add_stop_command(CLI::App& app, const GlobalOptions&) {
-  auto o = std::make_shared<HeadOptions>();
+  struct Options : HeadOptions {
+    std::string job;
+  };
+  auto o = std::make_shared<Options>();
   o->timeout_s = 30;
-  CLI::App* cmd = app.add_subcommand("stop", "stop a cluster: every node, then its head");
+  CLI::App* cmd = app.add_subcommand("stop", "stop a cluster (every node, then its head), or one job on it");
+  cmd->add_option("job", o->job, "a job's id: cancel that job only (its output keeps its last checkpoint)");
   add_head_options(cmd, *o);
   cmd->callback([o] {
     const runtime::Endpoint head = runtime::parse_endpoint(o->address, "--address");
     runtime::ActorSystem system(client_options());
     const auto timeout = std::chrono::seconds(o->timeout_s);
-    const int nodes =
-        runtime::stop_cluster(system, runtime::connect_head(system, head, timeout), head.to_string(), timeout);
-    std::cout << "stopped the cluster of " << head.to_string() << ": " << nodes << " node(s) and the head\n";
+    const runtime::head_actor handle = runtime::connect_head(system, head, timeout);
+    if (o->job.empty()) {
+      const int nodes = runtime::stop_cluster(system, handle, head.to_string(), timeout);
+      std::cout << "stopped the cluster of " << head.to_string() << ": " << nodes << " node(s) and the head\n";
+      return;
+    }
+    runtime::cancel_job(system, handle, head.to_string(), o->job, timeout);
+    // Until its driver has stopped the job's actors and reported the end.
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      for (const auto& job : runtime::cluster_status(system, handle, head.to_string(), timeout).jobs) {
+        if (job.id == o->job && job.finished()) {
+          std::cout << "job " << job.id << " " << job.state << (job.message.empty() ? "" : ": " + job.message) << "\n";
+          return;
+        }
+      }
+      if (std::chrono::steady_clock::now() >= until) {
+        throw partita::Error("job " + o->job + " did not stop within " + std::to_string(o->timeout_s) + " s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
   });
 }
 

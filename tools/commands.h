@@ -25,6 +25,12 @@ void add_submit_command(CLI::App& app, const GlobalOptions& global);
 void add_plot_command(CLI::App& app, const GlobalOptions& global);
 void add_status_command(CLI::App& app, const GlobalOptions& global);
 void add_stop_command(CLI::App& app, const GlobalOptions& global);
+void add_logs_command(CLI::App& app, const GlobalOptions& global);
+void add_job_driver_command(CLI::App& app, const GlobalOptions& global);
+
+// `partita submit JOB --address HEAD`: submits the job to the head, then (unless `detach`)
+// prints its log until it ends; Ctrl-C detaches. Throws Error when the job fails.
+void submit_to_head(const std::string& address, const std::string& job_file, const std::string& output, bool detach);
 
 // Where a head listens unless told otherwise, and where `status` and `stop` look for it.
 inline constexpr const char* kDefaultHeadAddress = "127.0.0.1:7070";

@@ -5,6 +5,8 @@
 
 #include "actors/protocol.h"
 #include "base/error.h"
+#include "base/subprocess.h"
+#include "dashboard/cluster_jobs.h"
 #include "dashboard/status_board.h"
 #include "dashboard/status_server.h"
 #include "runtime/daemon.h"
@@ -23,6 +25,8 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     int heartbeat_timeout_ms = 5000;
     int join_timeout_s = 10;
     std::string dashboard;
+    std::string runs = "partita-runs";
+    bool runs_given = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("daemon", "run the node daemon that hosts actors for distributed jobs, or a cluster's head");
@@ -45,8 +49,12 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--dashboard", o->dashboard,
                   "with --head: serve the cluster's status page on [HOST:]PORT (loopback unless a host is given; "
                   "0 picks a free port, printed)");
-  cmd->callback([o, &global] {
+  CLI::Option* runs = cmd->add_option("--runs", o->runs, "with --head: the folder of the submitted jobs' outputs and logs")
+                          ->capture_default_str();
+  cmd->callback([o, runs, &global] {
+    o->runs_given = runs->count() > 0;
     if (!o->dashboard.empty() && !o->head) throw UsageError("--dashboard needs --head: the head serves the cluster's page");
+    if (o->runs_given && !o->head) throw UsageError("--runs needs --head: the head keeps the submitted jobs' outputs");
     std::shared_ptr<dashboard::StatusBoard> board;
     std::unique_ptr<dashboard::StatusServer> server;
     if (!o->dashboard.empty()) {
@@ -63,10 +71,21 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     options.heartbeat_timeout = std::chrono::milliseconds(o->heartbeat_timeout_ms);
     options.join_timeout = std::chrono::seconds(o->join_timeout_s);
     options.system.threads = global.threads;
+    if (o->head) {
+      options.runs_dir = o->runs;
+      // A job's driver: this program again, a child of the head (runtime/cluster/head.h).
+      options.driver_command = [exe = self_executable(), &global](const std::string& head, const std::string& id,
+                                                                  const std::string& file, const std::string& output) {
+        return std::vector<std::string>{exe, "--log-level", global.log_level, "--threads", std::to_string(global.threads),
+                                        "job-driver", "--head", head, "--job", id, "--output", output, file};
+      };
+    }
     add_protocol_types(options.system);
     if (board) {
-      options.on_cluster_status = [board](const runtime::ClusterStatus& status) {
+      auto jobs = std::make_shared<dashboard::ClusterJobsFeed>(board);
+      options.on_cluster_status = [board, jobs](const runtime::ClusterStatus& status) {
         board->set_nodes(dashboard::cluster_nodes(status));
+        jobs->update(status);
       };
     }
     runtime::run_daemon(options, job_actor_types(), [](const runtime::Endpoint& bound, const std::string&) {

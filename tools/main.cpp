@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
   cli::add_plot_command(app, global);
   cli::add_status_command(app, global);
   cli::add_stop_command(app, global);
+  cli::add_logs_command(app, global);
+  cli::add_job_driver_command(app, global);
   cli::check_number_syntax(app);
 
   try {

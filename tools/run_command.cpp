@@ -1,6 +1,8 @@
 // partita run JOB.yaml: the whole job in this process (the embedded default).
 // partita submit JOB.yaml --daemons H1:P1,H2:P2: the same job on node daemons; partition i
 // and its trainers go to daemon i mod D, the driver stays here and prints the progress.
+// partita submit JOB.yaml --address HEAD: the job goes to a cluster's head, whose driver
+// runs it (tools/cluster_job_commands.cpp).
 #include <iostream>
 
 #include "actors/protocol.h"
@@ -21,6 +23,8 @@ struct JobOptions {
   std::string job_file;
   std::string output;  // overrides the job's
   std::vector<std::string> daemons;
+  std::string address;  // of a head
+  bool detach = false;
   bool resume = false;
   bool overwrite = false;
   int connect_timeout_s = 10;
@@ -132,13 +136,31 @@ void add_submit_command(CLI::App& app, const GlobalOptions& global) {
   auto o = std::make_shared<JobOptions>();
   CLI::App* cmd = app.add_subcommand("submit", "run a training job on node daemons (partita daemon)");
   add_job_options(cmd, *o);
-  cmd->add_option("--daemons", o->daemons, "HOST:PORT of every daemon, comma-separated")
-      ->required()
+  cmd->add_option("--daemons", o->daemons, "HOST:PORT of every daemon, comma-separated (a cluster without a head)")
       ->delimiter(',');
+  cmd->add_option("--address", o->address,
+                  "HOST:PORT of a cluster's head: it runs the job; this command prints its log until it ends (Ctrl-C "
+                  "detaches)");
+  cmd->add_flag("--detach", o->detach, "with --address: return once the job is submitted");
   cmd->add_option("--connect-timeout", o->connect_timeout_s, "seconds to wait for each daemon")
       ->check(cli::positive())
       ->capture_default_str();
-  cmd->callback([o, &global] { run(*o, global); });
+  cmd->callback([o, &global] {
+    if (o->address.empty() == o->daemons.empty()) {
+      throw UsageError("submit needs either --address HEAD (a cluster's head runs the job) or --daemons H1:P1,... "
+                       "(this process drives daemons), not " + std::string(o->address.empty() ? "neither" : "both"));
+    }
+    if (o->address.empty()) {
+      if (o->detach) throw UsageError("--detach needs --address: with --daemons the job lives in this process");
+      run(*o, global);
+      return;
+    }
+    if (o->resume || o->overwrite || !o->dashboard.empty()) {
+      throw UsageError("--resume, --overwrite and --dashboard are for --daemons; a submitted job gets a fresh folder on "
+                       "the head, whose status page (daemon --head --dashboard) shows it");
+    }
+    submit_to_head(o->address, o->job_file, o->output, o->detach);
+  });
 }
 
 }  // namespace partita::cli

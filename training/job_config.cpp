@@ -282,6 +282,16 @@ void read_train(Section s, JobConfig& job) {
   s.read_int("threads", job.threads, 1, JobLimits::kMaxThreads);
   s.read("seed", job.seed, "an unsigned integer");
   s.read_int("eval_batch_size", job.eval_batch_size, 1, JobLimits::kMaxBatchSize);
+  s.read_int("max_restarts", job.max_restarts, 0, JobLimits::kMaxRestarts);
+  s.read_int("checkpoint_every_steps", job.checkpoint_every_steps, int64_t{0}, JobLimits::kMaxCheckpointEverySteps);
+  if (job.link_prediction() && job.checkpoint_every_steps > 0) {
+    s.fail(s.field("checkpoint_every_steps"), "link_prediction jobs checkpoint at epoch ends only (for now)");
+  }
+  s.reject_unknown();
+}
+
+void read_cluster(Section s, JobConfig& job) {
+  s.read_int("partitions_per_node", job.partitions_per_node, 1, JobLimits::kMaxPartitions);
   s.reject_unknown();
 }
 
@@ -319,6 +329,7 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
   read_sampling(top.sub("sampling"), job);
   read_features(top.sub("features"), job);
   read_train(top.sub("train"), job);
+  read_cluster(top.sub("cluster"), job);
   std::string output = job.output;
   top.read("output", output, "a folder");
   job.output = absolute(output, base_dir);
@@ -419,6 +430,11 @@ std::string job_to_yaml(const JobConfig& job) {
   out << YAML::Key << "threads" << YAML::Value << job.threads;
   out << YAML::Key << "seed" << YAML::Value << job.seed;
   out << YAML::Key << "eval_batch_size" << YAML::Value << job.eval_batch_size;
+  out << YAML::Key << "max_restarts" << YAML::Value << job.max_restarts;
+  out << YAML::Key << "checkpoint_every_steps" << YAML::Value << job.checkpoint_every_steps;
+  out << YAML::EndMap;
+  out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "partitions_per_node" << YAML::Value << job.partitions_per_node;
   out << YAML::EndMap;
   out << YAML::Key << "output" << YAML::Value << job.output;
   out << YAML::EndMap;

@@ -24,6 +24,10 @@
 //     threads: 1                # threads per trainer for its dense products
 //     seed: 1
 //     eval_batch_size: 1024
+//     max_restarts: 3           # recoveries from a lost node (jobs submitted to a head)
+//     checkpoint_every_steps: 0 # also checkpoint every N steps; 0: at epoch ends only
+//   cluster:
+//     partitions_per_node: 1    # at most this many partitions (with their trainers) per node
 //   output: runs/job            # checkpoints, metrics.jsonl, the partitions of a dataset
 //
 // Link prediction (task: link_prediction) reads its own model, negatives, train and eval
@@ -78,6 +82,8 @@ struct JobLimits {
   static constexpr int64_t kMaxFanout = 1 << 20;
   static constexpr int64_t kMaxGeneratedNodes = int64_t{1} << 32;
   static constexpr int64_t kMaxFeatureCacheMb = int64_t{1} << 20;  // 1 TiB: a node's memory, at most
+  static constexpr int kMaxRestarts = 1000;
+  static constexpr int64_t kMaxCheckpointEverySteps = int64_t{1} << 40;
 };
 
 // A link-prediction job's own fields (task: link_prediction); see examples/README.md.
@@ -146,6 +152,14 @@ struct JobConfig {
   int threads = 1;
   uint64_t seed = 1;
   int64_t eval_batch_size = 1024;
+  // Recovery (jobs submitted to a head; training/cluster_job.h): how many times a job
+  // that lost a node is placed again and resumed from its last checkpoint before it
+  // fails, and how often (in steps) it checkpoints inside an epoch (0: at epoch ends
+  // only), which bounds the steps a loss re-does.
+  int max_restarts = 3;
+  int64_t checkpoint_every_steps = 0;
+  // cluster: at most this many partitions, each with its trainers, on one node.
+  int partitions_per_node = 1;
   // output
   std::string output = "runs/job";  // absolute after loading
 

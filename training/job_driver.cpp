@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -77,6 +78,16 @@ Dataset generate(const GenerateSpec& spec, int threads) {
   return generate_sbm(generator_options<SbmOptions>(spec, threads));
 }
 
+// Where a run starts: after `epoch` whole epochs and `step` steps of the next, with that
+// epoch's sums so far (the steps before a checkpoint inside it).
+struct ResumePoint {
+  int epoch = 0;
+  int64_t step = 0;
+  double loss_sum = 0, seeds = 0, correct = 0;
+  std::vector<double> step_losses;
+  std::vector<uint64_t> step_hashes;
+};
+
 // The actors of one job and what the driver knows about them.
 struct JobActors {
   std::vector<caf::actor> partitions;
@@ -124,19 +135,24 @@ class Driver {
   std::string describe_actor(const caf::actor_addr& actor) const;
   int64_t steps_per_epoch() const;
   // Where partition `part` and the actors placed with it run.
-  int node_of_partition(int part) const { return JobConfig::node_of_partition(part, runtime_.num_nodes()); }
+  int node_of_partition(int part) const {
+    if (!options_.placement.empty()) return options_.placement.at(static_cast<size_t>(part));
+    return JobConfig::node_of_partition(part, runtime_.num_nodes());
+  }
   // The node the runtime lost, waiting up to `grace` for the news to arrive.
   // Throws `failure`, with the node the runtime lost when one was (a trainer or sampler
   // can see a peer's process end before this process hears of it): one way for every
   // failure of a job on daemons to name a lost node.
   [[noreturn]] void fail(const Error& failure) const;
-  int resume_point();
-  EpochMetrics train_epoch(int epoch, int64_t steps);
+  ResumePoint resume_point();
+  // Steps [from.step, steps) of `epoch`, after the sums `from` holds of the steps before.
+  EpochMetrics train_epoch(int epoch, int64_t steps, const ResumePoint& from);
   // (loss, accuracy) over the split's seeds of every trainer.
   std::pair<double, double> evaluate(const std::string& split);
   std::vector<char> state_of_first_trainer();
   void restore_all(const std::vector<char>& state);
-  void checkpoint(int epoch, const std::vector<char>& state);
+  // The state after `at.epoch` epochs and `at.step` steps of the next (0: none of it).
+  void checkpoint(const ResumePoint& at, const std::vector<char>& state);
   void append_metrics(const EpochMetrics& m);
   bool cancel_requested() const { return options_.cancel && options_.cancel->cancelled(); }
   // Tells the host (RunOptions::on_progress); an exception from it is kept in
@@ -180,6 +196,7 @@ void Driver::stop_trainers(int epoch, std::vector<bool> stopped) {
   bool timed_out = false;
   while (remaining > 0 && !timed_out) {
     self_->receive([&](train_step_atom, int32_t, uint64_t, int64_t, int64_t, double, double, double, uint64_t) {},
+                   [&](train_checkpoint_atom, int32_t, uint64_t, int64_t, std::vector<char>&) {},
                    [&](train_done_atom, int32_t trainer, uint64_t) { stop(trainer); },
                    [&](train_failed_atom, int32_t trainer, std::string&) { stop(trainer); },
                    [&](caf::down_msg& down) {
@@ -238,12 +255,16 @@ void Driver::spawn_actors() {
     return text;
   }();
   for (int p = 0; p < job_.num_partitions; ++p) {
-    actors_.partitions.push_back(spawn(node_of_partition(p), "partition",
-                                        {{"dir", folder_.dir()},
-                                         {"part", std::to_string(p)},
-                                         {"fanouts", fanouts},
-                                         {"replace", job_.replace ? "true" : "false"},
-                                         {"features", job_.feature_storage}}));
+    runtime::Settings settings{{"dir", folder_.dir()},
+                               {"part", std::to_string(p)},
+                               {"fanouts", fanouts},
+                               {"replace", job_.replace ? "true" : "false"},
+                               {"features", job_.feature_storage}};
+    // Its feature channel listens where the samplers on other nodes reach its node.
+    if (runtime_.is_distributed()) {
+      settings["channel_host"] = runtime::parse_endpoint(runtime_.node_name(node_of_partition(p)), "daemon").host;
+    }
+    actors_.partitions.push_back(spawn(node_of_partition(p), "partition", settings));
   }
   const int num_trainers = job_.num_trainers();
   spawn_samplers(fanouts);
@@ -326,10 +347,17 @@ void Driver::fail(const Error& failure) const {
   throw failure;
 }
 
-EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
+EpochMetrics Driver::train_epoch(int epoch, int64_t steps, const ResumePoint& from) {
   const int num_trainers = static_cast<int>(actors_.trainers.size());
+  const int64_t first = from.step;
+  if (first > steps || static_cast<int64_t>(from.step_losses.size()) != first ||
+      static_cast<int64_t>(from.step_hashes.size()) != first) {
+    throw Error("cannot resume epoch " + std::to_string(epoch) + " after step " + std::to_string(first) + " of " +
+                std::to_string(steps) + ": the checkpoint's step sums do not match");
+  }
   for (const auto& trainer : actors_.trainers) {
-    self_->send(trainer, train_epoch_atom::value, static_cast<uint64_t>(epoch), steps, caf::actor_cast<caf::actor>(self_));
+    self_->send(trainer, train_epoch_atom::value, static_cast<uint64_t>(epoch), first, steps,
+                job_.checkpoint_every_steps, caf::actor_cast<caf::actor>(self_));
   }
   EpochMetrics m;
   m.epoch = epoch;
@@ -337,13 +365,24 @@ EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
   m.step_losses.assign(steps, 0.0);
   std::vector<int> reports(steps, 0);
   std::vector<uint64_t> hashes(steps, 0);
-  double loss_sum = 0, seeds = 0, correct = 0;
+  std::vector<double> step_seeds(steps, 0.0), step_correct(steps, 0.0);
+  for (int64_t s = 0; s < first; ++s) {
+    reports[s] = num_trainers;
+    m.step_losses[s] = from.step_losses[s];
+    hashes[s] = from.step_hashes[s];
+  }
+  double loss_sum = from.loss_sum, seeds = from.seeds, correct = from.correct;
+  // The sums after each step, for a checkpoint inside the epoch: steps are summed in order
+  // (a step's first report comes after the previous step's), so a resumed epoch adds the
+  // same numbers in the same order.
+  std::vector<std::array<double, 3>> sums_after(steps, {0, 0, 0});
   int done = 0;
   std::optional<Error> failure;
   Stopwatch watch;
   // A bar on a terminal, a line every 2 s otherwise; the epoch's summary line is logged below.
   Progress bar("epoch " + std::to_string(epoch) + "/" + std::to_string(job_.epochs), steps, "steps");
-  int64_t steps_seen = 0;
+  int64_t steps_seen = first;
+  bar.set(steps_seen);
   bool stopping = false;  // cancelled, or the host's callback threw
   // With a cancel token the wait wakes up every kCancelPoll to look at it; the progress
   // deadline still counts from the last message.
@@ -366,6 +405,7 @@ EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
             loss_sum += step_loss;
             seeds += step_seeds;
             correct += step_correct;
+            sums_after[step] = {loss_sum, seeds, correct};
           } else if (hashes[step] != hash) {
             failure = Error("replicas diverged: " + describe_trainer(trainer) + " holds other weights than trainer 0 after step " +
                             std::to_string(step) + " of epoch " + std::to_string(epoch));
@@ -388,6 +428,19 @@ EpochMetrics Driver::train_epoch(int epoch, int64_t steps) {
           }
           bar.set_note(fmt::format("loss {:.4f}", m.step_losses[std::max<int64_t>(0, steps_seen - 1)]));
           bar.set(steps_seen);
+        },
+        [&](train_checkpoint_atom, int32_t, uint64_t e, int64_t step, std::vector<char>& state) {
+          // Trainer 0's state after `step`; its report of that step came before (one sender).
+          if (e != static_cast<uint64_t>(epoch) || step < first || step + 1 >= steps || reports[step] == 0) return;
+          ResumePoint at;
+          at.epoch = epoch - 1;
+          at.step = step + 1;
+          at.loss_sum = sums_after[step][0];
+          at.seeds = sums_after[step][1];
+          at.correct = sums_after[step][2];
+          at.step_losses.assign(m.step_losses.begin(), m.step_losses.begin() + step + 1);
+          at.step_hashes.assign(hashes.begin(), hashes.begin() + step + 1);
+          checkpoint(at, state);
         },
         [&](train_done_atom, int32_t trainer, uint64_t) {
           if (trainer >= 0 && trainer < num_trainers && !finished[trainer]) {
@@ -491,29 +544,50 @@ void Driver::restore_all(const std::vector<char>& state) {
   }
 }
 
-void Driver::checkpoint(int epoch, const std::vector<char>& state) {
+void Driver::checkpoint(const ResumePoint& at, const std::vector<char>& state) {
   const fs::path dir = fs::path(job_.output) / "checkpoints";
   fs::create_directories(dir);
-  const std::string name = "epoch-" + std::to_string(epoch) + ".bin";
+  const std::string name =
+      "epoch-" + std::to_string(at.step > 0 ? at.epoch + 1 : at.epoch) + (at.step > 0 ? "-step-" + std::to_string(at.step) : "") + ".bin";
   write_file_atomically((dir / name).string(), state.data(), state.size());
-  nlohmann::json meta = {{"epoch", epoch}, {"file", "checkpoints/" + name}, {"seed", job_.seed}};
+  nlohmann::json meta = {{"epoch", at.epoch}, {"file", "checkpoints/" + name}, {"seed", job_.seed}};
+  if (at.step > 0) {
+    meta["step"] = at.step;
+    meta["partial"] = {{"loss_sum", at.loss_sum},
+                       {"seeds", at.seeds},
+                       {"correct", at.correct},
+                       {"step_losses", at.step_losses},
+                       {"step_hashes", at.step_hashes}};
+  }
   // The pointer moves last: a crash in between leaves the previous checkpoint in force.
   write_file_atomically((fs::path(job_.output) / kCheckpointFile).string(), meta.dump() + "\n");
-  checkpoint_epoch_ = epoch;
+  checkpoint_epoch_ = at.epoch;
   // One checkpoint to resume from is enough; older ones only fill the disk.
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().filename() != name) fs::remove(entry.path());
   }
+  if (at.step > 0) spdlog::info("checkpoint after step {} of epoch {}", at.step, at.epoch + 1);
 }
 
-int Driver::resume_point() {
+ResumePoint Driver::resume_point() {
   const fs::path pointer = fs::path(job_.output) / kCheckpointFile;
-  if (!options_.resume) return 0;
+  if (!options_.resume) return {};
   if (!fs::exists(pointer)) throw UsageError("cannot resume: " + job_.output + " holds no checkpoint (" + kCheckpointFile + ")");
   nlohmann::json meta;
   try {
     meta = nlohmann::json::parse(read_file(pointer.string()));
-    const int epoch = meta.at("epoch").get<int>();
+    ResumePoint at;
+    at.epoch = meta.at("epoch").get<int>();
+    at.step = meta.value("step", int64_t{0});
+    if (at.epoch < 0 || at.step < 0) throw Error("cannot resume: " + pointer.string() + " names a negative epoch or step");
+    if (at.step > 0) {
+      const nlohmann::json& partial = meta.at("partial");
+      at.loss_sum = partial.at("loss_sum").get<double>();
+      at.seeds = partial.at("seeds").get<double>();
+      at.correct = partial.at("correct").get<double>();
+      at.step_losses = partial.at("step_losses").get<std::vector<double>>();
+      at.step_hashes = partial.at("step_hashes").get<std::vector<uint64_t>>();
+    }
     const fs::path file = fs::path(job_.output) / meta.at("file").get<std::string>();
     if (meta.at("seed").get<uint64_t>() != job_.seed) {
       throw UsageError("cannot resume: the checkpoint was written with seed " + std::to_string(meta.at("seed").get<uint64_t>()) +
@@ -522,8 +596,12 @@ int Driver::resume_point() {
     const std::string bytes = read_file_if_exists(file.string());
     if (bytes.empty()) throw Error("cannot resume: " + file.string() + " is missing or empty");
     restore_all(std::vector<char>(bytes.begin(), bytes.end()));
-    spdlog::info("resuming after epoch {} from {}", epoch, file.string());
-    return epoch;
+    if (at.step > 0) {
+      spdlog::info("resuming epoch {} after step {} from {}", at.epoch + 1, at.step, file.string());
+    } else {
+      spdlog::info("resuming after epoch {} from {}", at.epoch, file.string());
+    }
+    return at;
   } catch (const nlohmann::json::exception& e) {
     throw Error("cannot resume: " + pointer.string() + " is damaged: " + e.what());
   }
@@ -536,9 +614,22 @@ void Driver::append_metrics(const EpochMetrics& m) {
 
 JobReport Driver::run() {
   open_job_output(job_, options_);
+  if (!options_.placement.empty()) {
+    if (static_cast<int>(options_.placement.size()) != job_.num_partitions) {
+      throw UsageError("a placement of " + std::to_string(options_.placement.size()) + " partition(s) for a job of " +
+                       std::to_string(job_.num_partitions));
+    }
+    for (int node : options_.placement) {
+      if (node < 0 || node >= runtime_.num_nodes()) {
+        throw UsageError("a placement on node " + std::to_string(node) + " of " + std::to_string(runtime_.num_nodes()));
+      }
+    }
+  }
 
+  if (options_.on_owner) options_.on_owner(runtime::owner_key(caf::actor_cast<caf::actor_addr>(self_)));
   spawn_actors();
-  const int done_epochs = resume_point();
+  ResumePoint from = resume_point();
+  const int done_epochs = from.epoch;
   const int64_t full_steps = steps_per_epoch();
   const int64_t steps = options_.max_steps > 0 ? std::min(options_.max_steps, full_steps) : full_steps;
   spdlog::info("training {} on {}: {} trainer(s) on {} node(s), {} steps per epoch", job_.model, folder_.dir(),
@@ -550,7 +641,8 @@ JobReport Driver::run() {
   checkpoint_epoch_ = done_epochs;
   for (int epoch = done_epochs + 1; epoch <= last_epoch; ++epoch) {
     if (cancel_requested()) throw_cancelled(epoch, 0);
-    EpochMetrics m = train_epoch(epoch, steps);
+    EpochMetrics m = train_epoch(epoch, steps, from);
+    from = ResumePoint{};
     if (options_.evaluate) {
       std::tie(m.val_loss, m.val_accuracy) = evaluate("val");
       std::tie(m.test_loss, m.test_accuracy) = evaluate("test");
@@ -559,7 +651,9 @@ JobReport Driver::run() {
                  epoch, job_.epochs, m.seconds, m.batches_per_second, m.train_loss, m.train_accuracy, m.val_accuracy,
                  m.test_accuracy);
     report.final_state = state_of_first_trainer();
-    checkpoint(epoch, report.final_state);
+    ResumePoint done;
+    done.epoch = epoch;
+    checkpoint(done, report.final_state);
     append_metrics(m);
     report.epochs.push_back(std::move(m));
     JobProgress progress;

@@ -5,7 +5,9 @@
 // in one process (`partita run`) and on daemons (`partita submit`).
 //
 // OUTPUT holds: job.yaml (the job as run), metrics.jsonl (one JSON object per epoch),
-// checkpoint.json + checkpoints/epoch-<e>.bin (model and optimiser state after epoch e),
+// checkpoint.json + checkpoints/epoch-<e>.bin (model and optimiser state after epoch e; with
+// train.checkpoint_every_steps, epoch-<e>-step-<s>.bin after s steps of epoch e, the
+// pointer holding the epoch's sums so far so that a resumed epoch reports the same metrics),
 // and partitions/ when the job partitioned a dataset itself.
 //
 // A host application that embeds the runtime follows a job as it runs through
@@ -122,6 +124,14 @@ struct RunOptions {
   std::function<void(const JobProgress&)> on_progress;
   // Set to stop the job from another thread; see CancelToken.
   std::shared_ptr<CancelToken> cancel;
+  // The node (of the runtime's) of each partition, with its trainers; empty: partition p
+  // on node p mod nodes (JobConfig::node_of_partition). A job placed by resources
+  // (training/placement.h) passes its placement here.
+  std::vector<int> placement;
+  // Told, before any actor is spawned, the key under which the nodes list the job's
+  // actors (runtime::owner_key of the driver that owns them): how a head matches the actors
+  // its nodes report to the job.
+  std::function<void(const std::string&)> on_owner;
 };
 
 // A run's checkpoint pointer inside OUTPUT (JSON naming its epoch and its state files in

@@ -62,7 +62,10 @@ class LinkDriver {
   JobReport run();
 
  private:
-  int node_of_partition(int part) const { return JobConfig::node_of_partition(part, runtime_.num_nodes()); }
+  int node_of_partition(int part) const {
+    if (!options_.placement.empty()) return options_.placement.at(static_cast<size_t>(part));
+    return JobConfig::node_of_partition(part, runtime_.num_nodes());
+  }
   std::string describe_trainer(int t) const {
     return "trainer " + std::to_string(t) + " (partition " + std::to_string(job_.part_of_trainer(t)) + ", on " +
            runtime_.node_name(node_of_partition(job_.part_of_trainer(t))) + ")";

@@ -128,15 +128,27 @@ trainer_actor::behavior_type trainer(trainer_actor::pointer self, std::shared_pt
         r->allreduce = std::make_unique<runtime::Allreduce>(self->system(), std::move(member), kStepDeadline);
         return true;
       },
-      [self, r](train_epoch_atom, uint64_t epoch, int64_t steps, caf::actor& driver) {
+      [self, r](train_epoch_atom, uint64_t epoch, int64_t first_step, int64_t steps, int64_t checkpoint_every,
+                caf::actor& driver) {
         try {
           if (!r->allreduce) throw Error("not set up");
+          if (first_step < 0 || first_step > steps || checkpoint_every < 0) {
+            throw Error("epoch " + std::to_string(epoch) + ": steps [" + std::to_string(first_step) + ", " +
+                        std::to_string(steps) + ") with a checkpoint every " + std::to_string(checkpoint_every) +
+                        " step(s) is not a range of steps");
+          }
           const int64_t batches = r->sampler->start_epoch("train", r->plan_seed, epoch, r->job.batch_size, true);
-          for (int64_t step = 0; step < steps; ++step) {
+          // A resumed epoch: the batches before its checkpoint were trained on already.
+          for (int64_t b = 0; b < std::min(first_step, batches); ++b) r->sampler->next();
+          for (int64_t step = first_step; step < steps; ++step) {
             // Trainers whose share has run out join the step's allreduce with no seeds.
             const std::array<double, 3> sums = train_step(*r, step < batches, epoch, step);
             caf::anon_send(driver, train_step_atom::value, static_cast<int32_t>(r->index), epoch, step, steps, sums[0],
                        sums[1], sums[2], parameter_hash(*r->model));
+            if (r->index == 0 && checkpoint_every > 0 && (step + 1) % checkpoint_every == 0 && step + 1 < steps) {
+              caf::anon_send(driver, train_checkpoint_atom::value, static_cast<int32_t>(r->index), epoch, step,
+                             save_training_state(*r->model, *r->optimizer));
+            }
           }
           caf::anon_send(driver, train_done_atom::value, static_cast<int32_t>(r->index), epoch);
         } catch (const std::exception& e) {

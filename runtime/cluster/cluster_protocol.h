@@ -72,20 +72,38 @@ typename Inspector::result_type inspect(Inspector& f, NodeStatus& x) {
            x.ms_since_heartbeat);
 }
 
-// A job the head knows of: the actors of one owner (a job's driver, runtime/host.h) on the
-// live nodes. Today every job comes from `partita submit --daemons` and is known only by its
-// actors; jobs submitted to the head will add their progress here.
+// A job the head knows of. Submitted jobs (`partita submit JOB --address HEAD`) are run by
+// a driver process the head starts; the driver reports its progress with this struct (the
+// head fills in id, nodes and actors). Jobs of `partita submit --daemons` on the cluster's
+// nodes are known only by their actors (state "running", the owner's key as id).
 struct JobStatus {
-  std::string id;                  // the owner's key
-  std::string state;               // "running"
+  std::string id;                  // the head's job id, or the owner's key
+  // Submitted jobs: "starting", "running", "recovering", "done", "failed", "cancelled".
+  std::string state;
   std::vector<std::string> nodes;  // names of the nodes its actors run on
   int64_t actors = 0;
+  bool submitted = false;          // run by a driver of the head's
+  std::string message;             // why it failed or was cancelled; what it recovers from
+  std::string output;              // its output folder, on the head's machine
+  std::string owner;               // its current driver's owner key (runtime/host.h)
+  std::vector<std::string> partitions;  // the address of each partition's node
+  int32_t epoch = 0, epochs = 0;
+  int64_t step = 0, steps = 0;
+  double steps_per_second = 0, loss = 0, accuracy = 0;
+  int32_t restarts = 0;
+  bool finished() const { return state == "done" || state == "failed" || state == "cancelled"; }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, JobStatus& x) {
-  return f(caf::meta::type_name("partita.JobStatus"), x.id, x.state, x.nodes, x.actors);
+  return f(caf::meta::type_name("partita.JobStatus"), x.id, x.state, x.nodes, x.actors, x.submitted, x.message,
+           x.output, x.owner, x.partitions, x.epoch, x.epochs, x.step, x.steps, x.steps_per_second, x.loss,
+           x.accuracy, x.restarts);
 }
+
+// The largest job file the head accepts, and the most log bytes one `logs` answer carries.
+inline constexpr size_t kMaxSubmittedJobBytes = 256 * 1024;
+inline constexpr int64_t kMaxLogChunkBytes = 64 * 1024;
 
 // Everything `status` shows.
 struct ClusterStatus {
@@ -107,6 +125,10 @@ using heartbeat_atom = caf::atom_constant<caf::atom("c_beat")>;
 using status_atom = caf::atom_constant<caf::atom("c_status")>;
 using stop_cluster_atom = caf::atom_constant<caf::atom("c_stop")>;
 using stop_node_atom = caf::atom_constant<caf::atom("c_stopnode")>;
+using submit_job_atom = caf::atom_constant<caf::atom("c_submit")>;
+using job_report_atom = caf::atom_constant<caf::atom("c_jreport")>;
+using job_logs_atom = caf::atom_constant<caf::atom("c_jlogs")>;
+using cancel_job_atom = caf::atom_constant<caf::atom("c_jcancel")>;
 
 // A node's agent (node_agent.h), as the head sees it.
 //   stop_node: the cluster is stopping; shut this node's daemon down.
@@ -121,11 +143,24 @@ using node_agent_actor = caf::typed_actor<caf::reacts_to<stop_node_atom>>;
 //   status -> the cluster's status
 //   stop_cluster -> the number of nodes told to stop, once each of them has gone or the
 //       head's deadline passed; then the head stops itself, which ends its daemon
+//   (submit_job, name, job YAML) -> job id | error: starts the job's driver process, its
+//       output folder RUNS/ID on the head's machine (DaemonOptions::runs_dir), its log
+//       RUNS/ID/driver.log
+//   (job_report, job id, status) -> true, false for a job the head does not run: from
+//       the job's driver, at every step (throttled) and state change
+//   (job_logs, job id, offset) -> (bytes of the job's log from offset, at most
+//       kMaxLogChunkBytes; the next offset; the job's state) | error for an unknown job
+//   (cancel_job, job id) -> the job's state | error for an unknown job: asks its driver to
+//       stop (SIGTERM): its actors stop everywhere, its output keeps the last checkpoint
 using head_actor = caf::typed_actor<
     caf::replies_to<join_atom, NodeInfo, caf::actor>::with<uint64_t, int64_t, int64_t>,
     caf::replies_to<heartbeat_atom, uint64_t, NodeLoad>::with<bool>,
     caf::replies_to<status_atom>::with<ClusterStatus>,
-    caf::replies_to<stop_cluster_atom>::with<int32_t>>;
+    caf::replies_to<stop_cluster_atom>::with<int32_t>,
+    caf::replies_to<submit_job_atom, std::string, std::string>::with<std::string>,
+    caf::replies_to<job_report_atom, std::string, JobStatus>::with<bool>,
+    caf::replies_to<job_logs_atom, std::string, int64_t>::with<std::string, int64_t, std::string>,
+    caf::replies_to<cancel_job_atom, std::string>::with<std::string>>;
 
 // Registers the types above with an actor system's config (configure() calls it).
 void add_cluster_types(caf::actor_system_config& config);

@@ -10,7 +10,16 @@
 #include <string>
 #include <vector>
 
+#include <signal.h>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
 #include "base/error.h"
+#include "base/file_util.h"
+#include "base/subprocess.h"
 #include "runtime/host.h"
 
 namespace partita::runtime {
@@ -32,6 +41,14 @@ struct Member {
   Clock::time_point last_heartbeat;
 };
 
+// A submitted job: what its driver reported, and the driver process.
+struct Job {
+  JobStatus status;
+  std::unique_ptr<ChildProcess> driver;  // reaped and dropped once it exits
+  std::string log;
+  uint64_t order = 0;  // submission order
+};
+
 struct HeadState {
   HeadOptions options;
   uint64_t next_member = 1;
@@ -40,6 +57,8 @@ struct HeadState {
   std::optional<caf::typed_response_promise<int32_t>> stopping;
   std::set<uint64_t> stopping_members;
   int32_t told_to_stop = 0;
+  std::map<std::string, Job> jobs;  // by id
+  uint64_t submitted = 0;
   static inline const char* name = "partita.head";
 };
 
@@ -79,15 +98,31 @@ void declare_dead(HeadPointer self, Member& m, const std::string& why) {
 }
 
 std::vector<JobStatus> jobs_of(const HeadState& s) {
+  // Submitted jobs by the key of their driver's actors, then the jobs known only by their
+  // actors (partita submit --daemons).
   std::map<std::string, JobStatus> jobs;
+  std::map<std::string, std::string> submitted_owner;
+  for (const auto& [id, job] : s.jobs) {
+    JobStatus status = job.status;
+    status.nodes.clear();
+    status.actors = 0;
+    std::string key = std::to_string(job.order);
+    key = "0-" + std::string(20 - key.size(), '0') + key;  // submission order first
+    if (!status.owner.empty()) submitted_owner[status.owner] = key;
+    jobs[key] = std::move(status);
+  }
   for (const auto& [id, m] : s.members) {
     if (!m.status.alive) continue;
     const NodeLoad& load = m.status.load;
     for (size_t i = 0; i < load.actor_jobs.size(); ++i) {
       if (load.actor_jobs[i].empty()) continue;
-      JobStatus& job = jobs[load.actor_jobs[i]];
-      job.id = load.actor_jobs[i];
-      job.state = "running";
+      auto owned = submitted_owner.find(load.actor_jobs[i]);
+      const std::string key = owned != submitted_owner.end() ? owned->second : "1-" + load.actor_jobs[i];
+      JobStatus& job = jobs[key];
+      if (owned == submitted_owner.end()) {
+        job.id = load.actor_jobs[i];
+        job.state = "running";
+      }
       ++job.actors;
       if (std::find(job.nodes.begin(), job.nodes.end(), m.status.info.name) == job.nodes.end()) {
         job.nodes.push_back(m.status.info.name);
@@ -97,6 +132,86 @@ std::vector<JobStatus> jobs_of(const HeadState& s) {
   std::vector<JobStatus> result;
   for (auto& [key, job] : jobs) result.push_back(std::move(job));
   return result;
+}
+
+// A job id: the name's letters, digits, '-' and '_' (at most 40; "job" if none), then the
+// first -N whose folder does not exist under the runs folder (ids stay unique across head
+// restarts that keep the folder).
+std::string new_job_id(const HeadState& s, const std::string& name) {
+  std::string base;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') base += c;
+    if (base.size() >= 40) break;
+  }
+  if (base.empty()) base = "job";
+  for (uint64_t n = 1;; ++n) {
+    const std::string id = base + "-" + std::to_string(n);
+    if (!s.jobs.count(id) && !std::filesystem::exists(std::filesystem::path(s.options.runs_dir) / id)) return id;
+  }
+}
+
+void forget_old_jobs(HeadState& s) {
+  std::vector<std::pair<uint64_t, std::string>> finished;
+  for (const auto& [id, job] : s.jobs) {
+    if (job.status.finished() && !job.driver) finished.emplace_back(job.order, id);
+  }
+  std::sort(finished.begin(), finished.end());
+  for (size_t i = 0; i + s.options.finished_jobs_kept < finished.size(); ++i) s.jobs.erase(finished[i].second);
+}
+
+// Reaps the drivers that exited; a job whose driver did not report its end failed.
+void reap_drivers(HeadState& s) {
+  for (auto& [id, job] : s.jobs) {
+    if (!job.driver || job.driver->running()) continue;
+    const int code = job.driver->exit_code();
+    job.driver.reset();
+    if (!job.status.finished()) {
+      job.status.state = code == 0 ? "done" : "failed";
+      job.status.message = "its driver exited with status " + std::to_string(code) + " (see " + job.log + ")";
+    }
+    spdlog::info("head: job {} ended: {}{}", id, job.status.state,
+                 job.status.message.empty() ? "" : " (" + job.status.message + ")");
+  }
+  forget_old_jobs(s);
+}
+
+caf::result<std::string> submit(HeadState& s, const std::string& name, const std::string& yaml) {
+  if (!s.options.driver_command) return caf::make_error(caf::sec::invalid_argument, "this head runs no jobs");
+  if (yaml.size() > kMaxSubmittedJobBytes) {
+    return caf::make_error(caf::sec::invalid_argument, "the job is " + std::to_string(yaml.size()) +
+                                                           " bytes; a job file is at most " +
+                                                           std::to_string(kMaxSubmittedJobBytes));
+  }
+  size_t running = 0;
+  for (const auto& [id, job] : s.jobs) running += job.driver ? 1 : 0;
+  if (running >= s.options.max_running_jobs) {
+    return caf::make_error(caf::sec::invalid_argument, "the head already runs " + std::to_string(running) +
+                                                           " jobs, its most; wait for one to end");
+  }
+  const std::string id = new_job_id(s, name);
+  const std::filesystem::path dir = std::filesystem::absolute(std::filesystem::path(s.options.runs_dir) / id);
+  Job job;
+  try {
+    std::filesystem::create_directories(dir);
+    const std::string file = (dir / "submitted.yaml").string();
+    write_file_atomically(file, yaml);
+    job.log = (dir / "driver.log").string();
+    job.driver = std::make_unique<ChildProcess>(s.options.driver_command(id, file, dir.string()), job.log);
+  } catch (const std::exception& e) {
+    return caf::make_error(caf::sec::runtime_error, "cannot start job " + id + ": " + e.what());
+  }
+  job.status.id = id;
+  job.status.state = "starting";
+  job.status.submitted = true;
+  job.status.output = dir.string();
+  job.order = ++s.submitted;
+  spdlog::info("head: job {} submitted; its driver (pid {}) logs to {}", id, job.driver->pid(), job.log);
+  s.jobs.emplace(id, std::move(job));
+  return id;
+}
+
+caf::error unknown_job(const std::string& id) {
+  return caf::make_error(caf::sec::invalid_argument, "no job '" + id + "' on this head (partita status lists them)");
 }
 
 head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
@@ -158,6 +273,48 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
         status.jobs = jobs_of(s);
         return status;
       },
+      [self](submit_job_atom, const std::string& name, const std::string& yaml) {
+        return submit(self->state, name, yaml);
+      },
+      [self](job_report_atom, const std::string& id, JobStatus& report) {
+        auto it = self->state.jobs.find(id);
+        if (it == self->state.jobs.end() || it->second.status.finished()) return false;
+        JobStatus& status = it->second.status;
+        if (report.state != status.state) spdlog::info("head: job {}: {}", id, report.state);
+        report.id = status.id;
+        report.output = status.output;
+        report.submitted = true;
+        status = std::move(report);
+        return true;
+      },
+      [self](job_logs_atom, const std::string& id, int64_t offset) -> caf::result<std::string, int64_t, std::string> {
+        auto it = self->state.jobs.find(id);
+        if (it == self->state.jobs.end()) return unknown_job(id);
+        std::string bytes;
+        std::ifstream in(it->second.log, std::ios::binary);
+        if (in && offset >= 0) {
+          in.seekg(0, std::ios::end);
+          const int64_t size = static_cast<int64_t>(in.tellg());
+          if (offset < size) {
+            bytes.resize(static_cast<size_t>(std::min(size - offset, kMaxLogChunkBytes)));
+            in.seekg(offset);
+            in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+            bytes.resize(static_cast<size_t>(in.gcount()));
+          }
+        }
+        const int64_t next = std::max<int64_t>(0, offset) + static_cast<int64_t>(bytes.size());
+        return {std::move(bytes), next, it->second.status.state};
+      },
+      [self](cancel_job_atom, const std::string& id) -> caf::result<std::string> {
+        auto it = self->state.jobs.find(id);
+        if (it == self->state.jobs.end()) return unknown_job(id);
+        Job& job = it->second;
+        if (job.driver && !job.status.finished()) {
+          spdlog::info("head: cancelling job {}", id);
+          job.driver->signal(SIGTERM);
+        }
+        return job.status.state;
+      },
       [self](stop_cluster_atom) -> caf::result<int32_t> {
         auto& s = self->state;
         if (s.stopping) return caf::make_error(caf::sec::invalid_argument, "the cluster is already stopping");
@@ -189,6 +346,7 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
           const auto quiet = std::chrono::duration_cast<milliseconds>(now - it->second.last_heartbeat).count();
           declare_dead(self, it->second, "no heartbeat for " + std::to_string(quiet) + " ms");
         }
+        reap_drivers(s);
         self->delayed_send(self, std::max(milliseconds(1), s.options.heartbeat_period / 2), check_atom::value);
       },
       [self](stop_deadline_atom) {

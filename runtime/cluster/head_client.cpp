@@ -53,4 +53,48 @@ int stop_cluster(caf::actor_system& system, const head_actor& head, const std::s
   return nodes;
 }
 
+namespace {
+
+// One request to the head; its reply goes to `on_reply`. Throws Error "head WHERE: WHAT
+// failed: ..." when it is refused or not answered in time.
+template <typename... Args, typename OnReply>
+void ask_head(caf::actor_system& system, const head_actor& head, const std::string& where, const std::string& what,
+              std::chrono::milliseconds timeout, OnReply on_reply, Args&&... args) {
+  caf::scoped_actor self{system};
+  std::optional<caf::error> failed;
+  self->request(head, timeout, std::forward<Args>(args)...)
+      .receive(on_reply, [&](caf::error& err) { failed = std::move(err); });
+  if (failed) throw Error("head " + where + ": " + what + " failed: " + describe(system, *failed));
+}
+
+}  // namespace
+
+std::string submit_job(caf::actor_system& system, const head_actor& head, const std::string& where,
+                       const std::string& name, const std::string& yaml, std::chrono::milliseconds timeout) {
+  std::string id;
+  ask_head(system, head, where, "submit", timeout, [&](std::string& given) { id = std::move(given); },
+           submit_job_atom::value, name, yaml);
+  return id;
+}
+
+JobLogChunk job_logs(caf::actor_system& system, const head_actor& head, const std::string& where, const std::string& id,
+                     int64_t offset, std::chrono::milliseconds timeout) {
+  JobLogChunk chunk;
+  ask_head(
+      system, head, where, "logs of " + id, timeout,
+      [&](std::string& bytes, int64_t next, std::string& state) {
+        chunk = {std::move(bytes), next, std::move(state)};
+      },
+      job_logs_atom::value, id, offset);
+  return chunk;
+}
+
+std::string cancel_job(caf::actor_system& system, const head_actor& head, const std::string& where,
+                       const std::string& id, std::chrono::milliseconds timeout) {
+  std::string state;
+  ask_head(system, head, where, "stop " + id, timeout, [&](std::string& s) { state = std::move(s); },
+           cancel_job_atom::value, id);
+  return state;
+}
+
 }  // namespace partita::runtime

@@ -27,4 +27,25 @@ ClusterStatus cluster_status(caf::actor_system& system, const head_actor& head, 
 int stop_cluster(caf::actor_system& system, const head_actor& head, const std::string& where,
                  std::chrono::milliseconds timeout);
 
+// Submits a job (its YAML, `name` for its id) and returns the id the head gave it. Throws
+// Error naming `where` with the head's reason when it refuses, or on no answer in time.
+std::string submit_job(caf::actor_system& system, const head_actor& head, const std::string& where,
+                       const std::string& name, const std::string& yaml, std::chrono::milliseconds timeout);
+
+// A piece of a job's log and its state then.
+struct JobLogChunk {
+  std::string bytes;
+  int64_t next_offset = 0;
+  std::string state;
+};
+
+// The job's log from `offset` (at most kMaxLogChunkBytes). Throws Error naming `where` for
+// an unknown job or no answer in time.
+JobLogChunk job_logs(caf::actor_system& system, const head_actor& head, const std::string& where, const std::string& id,
+                     int64_t offset, std::chrono::milliseconds timeout);
+
+// Asks the head to cancel a job; returns its state then. Throws as job_logs.
+std::string cancel_job(caf::actor_system& system, const head_actor& head, const std::string& where,
+                       const std::string& id, std::chrono::milliseconds timeout);
+
 }  // namespace partita::runtime

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 
 namespace partita::runtime {
@@ -11,6 +12,12 @@ std::string status_json(const ClusterStatus& status, const std::string& head) {
   for (const NodeStatus& n : status.nodes) {
     std::map<std::string, int64_t> actors;
     for (const std::string& type : n.load.actor_types) ++actors[type];
+    nlohmann::json jobs = nlohmann::json::array();
+    for (const JobStatus& j : status.jobs) {
+      const bool here = std::find(j.nodes.begin(), j.nodes.end(), n.info.name) != j.nodes.end() ||
+                        (!j.finished() && std::find(j.partitions.begin(), j.partitions.end(), n.info.address) != j.partitions.end());
+      if (n.alive && here) jobs.push_back(j.id);
+    }
     nodes.push_back({{"member", n.member},
                      {"name", n.info.name},
                      {"address", n.info.address},
@@ -22,11 +29,27 @@ std::string status_json(const ClusterStatus& status, const std::string& head) {
                      {"memory_available_bytes", n.load.memory_available_bytes},
                      {"disk_free_bytes", n.load.disk_free_bytes},
                      {"ms_since_heartbeat", n.ms_since_heartbeat},
-                     {"actors", actors}});
+                     {"actors", actors},
+                     {"jobs", jobs}});
   }
   nlohmann::json jobs = nlohmann::json::array();
   for (const JobStatus& j : status.jobs) {
-    jobs.push_back({{"id", j.id}, {"state", j.state}, {"nodes", j.nodes}, {"actors", j.actors}});
+    jobs.push_back({{"id", j.id},
+                    {"state", j.state},
+                    {"nodes", j.nodes},
+                    {"actors", j.actors},
+                    {"submitted", j.submitted},
+                    {"message", j.message},
+                    {"output", j.output},
+                    {"partitions", j.partitions},
+                    {"epoch", j.epoch},
+                    {"epochs", j.epochs},
+                    {"step", j.step},
+                    {"steps", j.steps},
+                    {"steps_per_second", j.steps_per_second},
+                    {"loss", j.loss},
+                    {"accuracy", j.accuracy},
+                    {"restarts", j.restarts}});
   }
   const nlohmann::json out = {{"head", head},
                               {"version", status.version},

@@ -4,8 +4,15 @@
 //    "nodes": [{"member": N, "name": "...", "address": "HOST:PORT", "version": "...",
 //               "state": "alive" | "dead", "lost": "why, when dead", "cores": N,
 //               "memory_bytes": N, "memory_available_bytes": N, "disk_free_bytes": N,
-//               "ms_since_heartbeat": N, "actors": {"TYPE": count, ...}}, ...],
-//    "jobs": [{"id": "...", "state": "running", "nodes": ["NAME", ...], "actors": N}, ...]}
+//               "ms_since_heartbeat": N, "actors": {"TYPE": count, ...},
+//               "jobs": ["ID", ...]}, ...],   (the jobs running there)
+//    "jobs": [{"id": "...", "state": "...", "nodes": ["NAME", ...], "actors": N,
+//              "submitted": true|false, "message": "...", "output": "DIR",
+//              "partitions": ["HOST:PORT", ...], "epoch": N, "epochs": N, "step": N,
+//              "steps": N, "steps_per_second": X, "loss": X, "accuracy": X,
+//              "restarts": N}, ...]}
+//   (a job's fields are those of JobStatus, cluster_protocol.h; a job known only by its
+//   actors has state "running", submitted false and zero progress)
 #pragma once
 
 #include <string>

@@ -66,6 +66,43 @@ TEST(HeadDashboardTest, ThePageShowsTheMembershipAsTheHeadKeepsIt) {
   EXPECT_NE(scrape->body.find("partita_node_up{node=\"node-b\"} 0"), std::string::npos) << scrape->body;
 }
 
+// A job submitted to the head is on its page: its epochs as its metrics.jsonl holds them,
+// and its end.
+TEST(HeadDashboardTest, ThePageShowsTheJobsSubmittedToTheHead) {
+  testing::TempDir tmp;
+  ASSERT_EQ(testing::run_partita({"generate", "sbm", "--nodes", "2000", "--classes", "4", "--features", "8", "-o",
+                                  tmp / "graph"}).exit_code, 0);
+  ASSERT_EQ(testing::run_partita({"partition", "-i", tmp / "graph", "-o", tmp / "parts", "-k", "2"}).exit_code, 0);
+  testing::write_text(tmp / "paged.yaml", "data: {partitions: " + tmp / "parts" +
+                                              "}\nmodel: {hidden: 16}\nsampling: {fanouts: [5, 5], batch_size: 20}\n"
+                                              "train: {epochs: 3}\n");
+  testing::Daemon head = testing::start_daemon({"--head", "--dashboard", "0", "--runs", tmp / "runs"});
+  ASSERT_FALSE(head.address.empty());
+  std::smatch m;
+  const std::string out = head.process->output_so_far();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(status page on http://127\.0\.0\.1:(\d+)/)"))) << out;
+  const int port = std::stoi(m[1]);
+  testing::Daemon a = testing::start_daemon({"--join", head.address, "--name", "node-a"});
+  testing::Daemon b = testing::start_daemon({"--join", head.address, "--name", "node-b"});
+  wait_for_page(port, [](const nlohmann::json& p) { return state_of(p, "node-a") == "up" && state_of(p, "node-b") == "up"; });
+
+  const testing::CommandResult r = testing::run_partita({"submit", tmp / "paged.yaml", "--address", head.address});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json page = wait_for_page(port, [](const nlohmann::json& p) {
+    return !p["jobs"].empty() && p["jobs"][0]["state"] == "done";
+  });
+  ASSERT_FALSE(page["jobs"].empty()) << page.dump();
+  const nlohmann::json job = page["jobs"][0];
+  EXPECT_EQ(job["id"], "paged-1");
+  EXPECT_EQ(job["epochs"], 3);
+  ASSERT_TRUE(job["last_epoch"].is_object()) << job.dump();
+  EXPECT_EQ(job["last_epoch"]["epoch"], 3) << "every epoch of metrics.jsonl reached the page";
+  httplib::Client client("127.0.0.1", port);
+  httplib::Result metrics = client.Get("/api/jobs/paged-1/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(nlohmann::json::parse(metrics->body)["epochs"].size(), 3u) << metrics->body;
+}
+
 TEST(HeadDashboardTest, OnlyAHeadServesTheClusterPage) {
   const testing::CommandResult r = testing::run_partita({"daemon", "--dashboard", "0"});
   EXPECT_EQ(r.exit_code, 2) << r.err;

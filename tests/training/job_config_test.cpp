@@ -54,6 +54,9 @@ TEST_F(JobConfigTest, DefaultsAndRelativePaths) {
   EXPECT_EQ(job.fanouts, (std::vector<int64_t>{10, 10}));
   EXPECT_EQ(job.optimizer, "adam");
   EXPECT_EQ(job.trainers_per_partition, 1);
+  EXPECT_EQ(job.max_restarts, 3);
+  EXPECT_EQ(job.checkpoint_every_steps, 0);
+  EXPECT_EQ(job.partitions_per_node, 1);
   EXPECT_TRUE(job.trim);
   EXPECT_EQ(job.feature_cache_mb, 0) << "no cache unless asked";
   EXPECT_EQ(job.feature_storage, "auto");
@@ -66,9 +69,14 @@ sampling: {fanouts: [15, 10, -1], batch_size: 100, prefetch: 3, replace: true, f
            feature_cache_policy: sieve}
 features: {storage: mapped}
 train: {epochs: 7, optimizer: sgd, learning_rate: 0.1, weight_decay: 0.0005, momentum: 0.5,
-        trainers_per_partition: 2, threads: 2, seed: 42, eval_batch_size: 64}
+        trainers_per_partition: 2, threads: 2, seed: 42, eval_batch_size: 64, max_restarts: 5,
+        checkpoint_every_steps: 50}
+cluster: {partitions_per_node: 3}
 output: /tmp/somewhere
 )"));
+  EXPECT_EQ(job.max_restarts, 5);
+  EXPECT_EQ(job.checkpoint_every_steps, 50);
+  EXPECT_EQ(job.partitions_per_node, 3);
   EXPECT_EQ(job.model, "gat");
   EXPECT_EQ(job.hidden, 64);
   EXPECT_EQ(job.heads, 2);
@@ -202,6 +210,15 @@ TEST_F(JobConfigTest, CountsThatSizeResourcesAreBounded) {
             std::string::npos);
   EXPECT_NE(error_of("data: {generate: {}, num_partitions: 5000}\n").find("data.num_partitions: must be at most 1024"),
             std::string::npos);
+  EXPECT_NE(error_of(job_text("train: {max_restarts: -1}\n")).find("train.max_restarts: must be at least 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(job_text("train: {max_restarts: 5000}\n")).find("train.max_restarts: must be at most 1000"),
+            std::string::npos);
+  EXPECT_NE(error_of(job_text("train: {checkpoint_every_steps: -5}\n")).find("train.checkpoint_every_steps: must be at least 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(job_text("cluster: {partitions_per_node: 0}\n")).find("cluster.partitions_per_node: must be at least 1"),
+            std::string::npos);
+  EXPECT_NE(error_of(job_text("cluster: {nodes: 3}\n")).find("cluster.nodes: unknown field"), std::string::npos);
 }
 
 // A job file is small; a huge one is refused before the YAML parser sees it (a 50 MB file

@@ -3,6 +3,7 @@
 // checkpoint, a lost daemon named, and what an embedding host sees: the progress callback
 // and cancellation.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <condition_variable>
 #include <filesystem>
@@ -91,6 +92,46 @@ TEST_F(SmallJobTest, ResumingFromACheckpointEndsWithTheSameWeights) {
   ASSERT_EQ(resumed.epochs.size(), 1u);
   EXPECT_EQ(resumed.parameter_hash, uninterrupted.parameter_hash);
   EXPECT_EQ(resumed.epochs[0].step_losses, uninterrupted.epochs[1].step_losses);
+}
+
+// train.checkpoint_every_steps: a job stopped in the middle of epoch 2 resumes from the
+// checkpoint after step 6 (or 9) of that epoch, not from its start, and ends with the
+// weights, step losses and epoch metrics of the uninterrupted run.
+TEST_F(SmallJobTest, AJobCancelledMidEpochResumesFromItsStepCheckpoint) {
+  auto small_batches = [&](const std::string& output) {
+    JobConfig j = parse_job("data: {partitions: parts}\n"
+                            "model: {kind: graphsage, hidden: 32, layers: 2, dropout: 0.3}\n"
+                            "sampling: {fanouts: [5, 5], batch_size: 16}\n"
+                            "train: {epochs: 2, seed: 3, checkpoint_every_steps: 3}\n"
+                            "output: " + output + "\n",
+                            tmp_.path(), "small job");
+    return j;
+  };
+  const JobReport uninterrupted = run_in_process(small_batches("whole"));
+  ASSERT_EQ(uninterrupted.steps_per_epoch, 10);
+
+  const JobConfig j = small_batches("stopped");
+  RunOptions first;
+  first.cancel = std::make_shared<CancelToken>();
+  first.on_progress = [&](const JobProgress& p) {
+    if (p.event == JobProgress::Event::step && p.epoch == 2 && p.step == 8) first.cancel->cancel();
+  };
+  EXPECT_THROW(run_in_process(j, first), JobCancelled);
+  const nlohmann::json pointer = nlohmann::json::parse(testing::read_text(j.output + "/checkpoint.json"));
+  EXPECT_EQ(pointer["epoch"], 1);
+  EXPECT_TRUE(pointer["step"] == 6 || pointer["step"] == 9) << pointer.dump();
+
+  RunOptions rest;
+  rest.resume = true;
+  const JobReport resumed = run_in_process(j, rest);
+  ASSERT_EQ(resumed.first_epoch, 2);
+  ASSERT_EQ(resumed.epochs.size(), 1u);
+  EXPECT_EQ(resumed.parameter_hash, uninterrupted.parameter_hash);
+  EXPECT_EQ(resumed.epochs[0].step_losses, uninterrupted.epochs[1].step_losses);
+  EXPECT_EQ(resumed.epochs[0].step_hashes, uninterrupted.epochs[1].step_hashes);
+  EXPECT_EQ(resumed.epochs[0].train_loss, uninterrupted.epochs[1].train_loss);
+  EXPECT_EQ(resumed.epochs[0].train_accuracy, uninterrupted.epochs[1].train_accuracy);
+  EXPECT_EQ(resumed.epochs[0].test_accuracy, uninterrupted.epochs[1].test_accuracy);
 }
 
 TEST_F(SmallJobTest, RefusesToOverwriteOrResumeWhatIsNotThere) {

@@ -1,0 +1,550 @@
+// Jobs submitted to a cluster's head, in real processes on loopback: a head
+// (`partita daemon --head --runs DIR`), nodes that join it, and `partita submit JOB
+// --address HEAD`, `logs`, `status --json` and `stop JOB` as a user runs them.
+//
+// What a user relies on: the job runs where the head put it and ends with the weights of
+// the same job run in one process (the parameter hash its driver logs, and its metrics);
+// submit streams the log and can be left and re-attached; status shows the job; stop
+// cancels it and keeps its checkpoint; two jobs at once do not disturb each other; a job
+// that cannot be placed is refused saying what is missing; a node killed mid-epoch (three
+// times in one job) costs restarts, not results; a lost head fails its jobs with a message
+// while the nodes keep running and join it again.
+//
+// Waits are bounded only to end a hang; what is checked is the state reached.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "base/subprocess.h"
+#include "daemon_process.h"
+#include "job_runs.h"
+#include "netns_cluster.h"
+#include "partitioned_graph.h"
+#include "partitioner/partition.h"
+#include "runtime/actor_system.h"
+#include "runtime/address.h"
+#include "runtime/cluster/head_client.h"
+#include "runtime/cluster/status_json.h"
+#include "test_util.h"
+#include "training/job_config.h"
+#include "training/metrics_record.h"
+
+namespace partita {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr double kProcessSeconds = 180;
+constexpr auto kBound = std::chrono::seconds(120);
+
+class ClusterJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    PartitionOptions options;
+    options.num_parts = 2;
+    partition_dataset(testing::sbm_graph(6000, 4), options, tmp_ / "parts");
+  }
+
+  // A job on the 2 partitions; `extra` adds fields under train: (YAML flow entries).
+  std::string write_job(const std::string& name, int epochs, const std::string& train_extra = "",
+                        int partitions_per_node = 1) {
+    testing::write_text(tmp_ / name, "data: {partitions: " + tmp_ / "parts" +
+                                         "}\n"
+                                         "model: {kind: graphsage, hidden: 32, layers: 2}\n"
+                                         "sampling: {fanouts: [10, 10], batch_size: 10}\n"
+                                         "train: {epochs: " +
+                                         std::to_string(epochs) + train_extra +
+                                         "}\n"
+                                         "cluster: {partitions_per_node: " +
+                                         std::to_string(partitions_per_node) +
+                                         "}\n"
+                                         "output: " +
+                                         tmp_ / "unused" + "\n");
+    return tmp_ / name;
+  }
+
+  // The same job run in this process: the reference a cluster run must match.
+  JobReport reference(const std::string& job_file) {
+    JobConfig job = load_job(job_file);
+    job.output = tmp_ / ("reference-" + fs::path(job_file).stem().string());
+    return testing::run_in_process(job);
+  }
+
+  testing::Daemon start(const std::vector<std::string>& args, const std::string& listen = "127.0.0.1:0") {
+    try {
+      return runtime::start_daemon_child(PARTITA_BINARY, args, {"--log-level", "info"}, std::chrono::seconds(30), listen);
+    } catch (const Error& e) {
+      ADD_FAILURE() << e.what();
+      return {};
+    }
+  }
+  testing::Daemon start_head(const std::string& listen = "127.0.0.1:0") {
+    return start({"--head", "--runs", tmp_ / "runs"}, listen);
+  }
+  testing::Daemon start_node(const std::string& head, const std::string& name) {
+    return start({"--join", head, "--name", name});
+  }
+
+  // The status as `partita status --json` prints it, asked from this process (a CLI child
+  // per poll would take longer than the steps the recovery test waits for); null when the
+  // head does not answer.
+  json status(const std::string& head) {
+    try {
+      if (!client_) {
+        runtime::ActorSystemOptions options;
+        options.threads = 2;
+        options.networking = true;
+        client_ = std::make_unique<runtime::ActorSystem>(options);
+      }
+      if (head != head_address_ || !head_) {
+        head_ = runtime::connect_head(client_->get(), runtime::parse_endpoint(head, "head"), std::chrono::seconds(10));
+        head_address_ = head;
+      }
+      return json::parse(runtime::status_json(
+          runtime::cluster_status(client_->get(), head_, head, std::chrono::seconds(10)), head));
+    } catch (const Error&) {
+      head_ = nullptr;  // connect again next time: the head may have restarted
+      return json();
+    }
+  }
+  json wait_for(const std::string& head, const std::function<bool(const json&)>& done) {
+    const auto until = std::chrono::steady_clock::now() + kBound;
+    json s = status(head);
+    while (!(s.is_object() && done(s)) && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      s = status(head);
+    }
+    return s;
+  }
+  static json job_of(const json& s, const std::string& id) {
+    if (s.is_object()) {
+      for (const auto& j : s["jobs"]) {
+        if (j["id"] == id) return j;
+      }
+    }
+    return json();
+  }
+  static size_t alive(const json& s) {
+    size_t n = 0;
+    if (s.is_object()) {
+      for (const auto& node : s["nodes"]) n += node["state"] == "alive" ? 1 : 0;
+    }
+    return n;
+  }
+  static size_t actors_on_live_nodes(const json& s) {
+    size_t n = 0;
+    for (const auto& node : s["nodes"]) {
+      if (node["state"] != "alive") continue;
+      for (const auto& [type, count] : node["actors"].items()) n += count.get<size_t>();
+    }
+    return n;
+  }
+
+  // "job ID submitted to HEAD" -> ID.
+  static std::string submitted_id(const std::string& out) {
+    std::smatch m;
+    if (!std::regex_search(out, m, std::regex("job (\\S+) submitted to"))) return "";
+    return m[1];
+  }
+  // The parameter hash the job's driver logged at its end; 0 if none.
+  static uint64_t logged_hash(const std::string& log) {
+    std::smatch m;
+    if (!std::regex_search(log, m, std::regex("parameter hash (\\d+)"))) return 0;
+    return std::stoull(m[1]);
+  }
+  std::string run_dir(const std::string& id) { return tmp_ / ("runs/" + id); }
+
+  // Every epoch's metrics equal: a recovered or remote run against the reference.
+  void expect_same_metrics(const std::string& id, const JobReport& expected) {
+    const std::vector<EpochMetrics> got = read_metrics_file(run_dir(id) + "/metrics.jsonl");
+    ASSERT_EQ(got.size(), expected.epochs.size());
+    for (size_t e = 0; e < got.size(); ++e) {
+      EXPECT_EQ(got[e].steps, expected.epochs[e].steps);
+      EXPECT_DOUBLE_EQ(got[e].train_loss, expected.epochs[e].train_loss) << "epoch " << e + 1;
+      EXPECT_DOUBLE_EQ(got[e].train_accuracy, expected.epochs[e].train_accuracy) << "epoch " << e + 1;
+      EXPECT_DOUBLE_EQ(got[e].val_accuracy, expected.epochs[e].val_accuracy) << "epoch " << e + 1;
+      EXPECT_DOUBLE_EQ(got[e].test_accuracy, expected.epochs[e].test_accuracy) << "epoch " << e + 1;
+    }
+  }
+
+  testing::TempDir tmp_;
+  std::unique_ptr<runtime::ActorSystem> client_;
+  runtime::head_actor head_;
+  std::string head_address_;
+};
+
+TEST_F(ClusterJobTest, TheHeadRunsASubmittedJobAndStatusAndLogsShowIt) {
+  testing::Daemon head = start_head();
+  ASSERT_FALSE(head.address.empty());
+  testing::Daemon a = start_node(head.address, "node-a");
+  testing::Daemon b = start_node(head.address, "node-b");
+  ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
+  const std::string job = write_job("small.yaml", 2);
+
+  ProcessResult r = run_process({PARTITA_BINARY, "submit", job, "--address", head.address}, kProcessSeconds);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string id = submitted_id(r.out);
+  ASSERT_EQ(id, "small-1") << r.out;
+  EXPECT_CONTAINS(r.out, "epoch 2/2") << "submit streams the job's log";
+  EXPECT_CONTAINS(r.out, "job small-1 done; results in " + run_dir(id));
+
+  // Its output is on the head's side, and its weights are those of the job in one process.
+  const JobReport expected = reference(job);
+  EXPECT_EQ(logged_hash(r.out), expected.parameter_hash);
+  expect_same_metrics(id, expected);
+  EXPECT_TRUE(fs::exists(run_dir(id) + "/checkpoint.json"));
+
+  const json s = status(head.address);
+  const json j = job_of(s, id);
+  ASSERT_TRUE(j.is_object()) << s.dump(2);
+  EXPECT_EQ(j["state"], "done");
+  EXPECT_EQ(j["epoch"], 2);
+  EXPECT_EQ(j["epochs"], 2);
+  EXPECT_EQ(j["restarts"], 0);
+  EXPECT_GT(j["steps"].get<int64_t>(), 0);
+  ASSERT_EQ(j["partitions"].size(), 2u);
+  EXPECT_NE(j["partitions"][0], j["partitions"][1]) << "one partition per node (cluster.partitions_per_node: 1)";
+  // The nodes report what they run at their next heartbeat.
+  const json later = wait_for(head.address, [](const json& s) { return actors_on_live_nodes(s) == 0; });
+  EXPECT_EQ(actors_on_live_nodes(later), 0u) << "a finished job leaves no actor: " << later.dump(2);
+
+  ProcessResult logs = run_process({PARTITA_BINARY, "logs", id, "--address", head.address}, kProcessSeconds);
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_CONTAINS(logs.out, "epoch 2/2");
+  ProcessResult table = run_process({PARTITA_BINARY, "status", "--address", head.address}, kProcessSeconds);
+  EXPECT_CONTAINS(table.out, "small-1  done  epoch 2/2");
+  ProcessResult unknown = run_process({PARTITA_BINARY, "logs", "nope-1", "--address", head.address}, kProcessSeconds);
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_CONTAINS(unknown.err, "no job 'nope-1' on this head");
+}
+
+// Ctrl-C leaves the job running; logs --follow attaches again; stop cancels it everywhere.
+TEST_F(ClusterJobTest, SubmitDetachesOnCtrlCLogsReattachesStopCancels) {
+  testing::Daemon head = start_head();
+  ASSERT_FALSE(head.address.empty());
+  testing::Daemon a = start_node(head.address, "node-a");
+  testing::Daemon b = start_node(head.address, "node-b");
+  ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
+  const std::string job = write_job("long.yaml", 200, ", checkpoint_every_steps: 10");
+
+  ChildProcess submit({PARTITA_BINARY, "submit", job, "--address", head.address});
+  const auto until = std::chrono::steady_clock::now() + kBound;
+  while (submit.output_so_far().find("epoch 1/200") == std::string::npos && submit.running() &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const std::string id = submitted_id(submit.output_so_far());
+  ASSERT_EQ(id, "long-1") << submit.output_so_far() << submit.errors_so_far();
+  submit.signal(SIGINT);
+  ProcessResult left = submit.wait(kProcessSeconds);
+  EXPECT_EQ(left.exit_code, 0) << left.err;
+  EXPECT_CONTAINS(left.out, "detached from job long-1 (it goes on)");
+  json s = wait_for(head.address, [&](const json& s) { return job_of(s, id)["epoch"].get<int>() >= 2; });
+  EXPECT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
+  EXPECT_GT(actors_on_live_nodes(s), 0u) << "the job goes on after the detach";
+  for (const auto& node : s["nodes"]) {
+    if (node["state"] == "alive") {
+      EXPECT_EQ(node["jobs"], json::array({id})) << "each node lists the job: " << s.dump(2);
+    }
+  }
+  ProcessResult table = run_process({PARTITA_BINARY, "status", "--address", head.address}, kProcessSeconds);
+  EXPECT_CONTAINS(table.out, "(jobs long-1)");
+  EXPECT_CONTAINS(table.out, "long-1  running  epoch ");
+
+  // Re-attached: the log from its start, still growing.
+  ChildProcess follow({PARTITA_BINARY, "logs", id, "--follow", "--address", head.address});
+  ProcessResult stop = run_process({PARTITA_BINARY, "stop", id, "--address", head.address}, kProcessSeconds);
+  EXPECT_EQ(stop.exit_code, 0) << stop.err;
+  EXPECT_CONTAINS(stop.out, "job long-1 cancelled");
+  ProcessResult followed = follow.wait(kProcessSeconds);
+  EXPECT_EQ(followed.exit_code, 1) << "a followed job that was cancelled is not a success";
+  EXPECT_CONTAINS(followed.out, "epoch 1/200");
+  EXPECT_CONTAINS(followed.err, "job long-1 cancelled");
+  s = wait_for(head.address, [](const json& s) { return actors_on_live_nodes(s) == 0; });
+  EXPECT_EQ(actors_on_live_nodes(s), 0u) << "its actors stop everywhere: " << s.dump(2);
+  EXPECT_TRUE(fs::exists(run_dir(id) + "/checkpoint.json")) << "its output keeps the last checkpoint";
+}
+
+// The driver runs in a child process of the head: when it dies (a crash, an OOM kill) the
+// head stays, marks the job failed with its exit status, and the nodes stop its actors.
+TEST_F(ClusterJobTest, ADriverThatDiesFailsItsJobNotTheHead) {
+  testing::Daemon head = start_head();
+  ASSERT_FALSE(head.address.empty());
+  testing::Daemon a = start_node(head.address, "node-a");
+  testing::Daemon b = start_node(head.address, "node-b");
+  ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
+  ProcessResult r0 = run_process(
+      {PARTITA_BINARY, "submit", write_job("crash.yaml", 200), "--address", head.address, "--detach"}, kProcessSeconds);
+  const std::string id = submitted_id(r0.out);
+  ASSERT_EQ(id, "crash-1") << r0.out << r0.err;
+  json s = wait_for(head.address, [&](const json& s) {
+    return job_of(s, id)["epoch"].get<int>() >= 1 && actors_on_live_nodes(s) > 0;
+  });
+  ASSERT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
+  std::smatch m;
+  const std::string log = testing::read_text(run_dir(id) + "/driver.log");
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("driver \\(pid (\\d+)\\)"))) << log;
+  ASSERT_EQ(::kill(static_cast<pid_t>(std::stol(m[1])), SIGKILL), 0);
+
+  s = wait_for(head.address, [&](const json& s) { return job_of(s, id)["state"] == "failed"; });
+  EXPECT_EQ(job_of(s, id)["state"], "failed") << s.dump(2);
+  EXPECT_CONTAINS(job_of(s, id)["message"].get<std::string>(), "its driver exited with status 137");
+  s = wait_for(head.address, [](const json& s) { return actors_on_live_nodes(s) == 0; });
+  EXPECT_EQ(actors_on_live_nodes(s), 0u) << "the nodes stop the actors of a driver that is gone: " << s.dump(2);
+  EXPECT_TRUE(head.process->running());
+  EXPECT_EQ(alive(s), 2u);
+}
+
+// Two jobs at once share the nodes (a partition of each on each node) and end as each would
+// alone: separate actors, ports and output folders.
+TEST_F(ClusterJobTest, TwoJobsAtOnceDoNotInterfere) {
+  testing::Daemon head = start_head();
+  ASSERT_FALSE(head.address.empty());
+  testing::Daemon a = start_node(head.address, "node-a");
+  testing::Daemon b = start_node(head.address, "node-b");
+  ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
+  const std::string first = write_job("first.yaml", 3);
+  const std::string second = write_job("second.yaml", 2, ", learning_rate: 0.02, seed: 7");
+  ChildProcess one({PARTITA_BINARY, "submit", first, "--address", head.address});
+  ChildProcess two({PARTITA_BINARY, "submit", second, "--address", head.address});
+  ProcessResult r1 = one.wait(kProcessSeconds);
+  ProcessResult r2 = two.wait(kProcessSeconds);
+  ASSERT_EQ(r1.exit_code, 0) << r1.out << r1.err;
+  ASSERT_EQ(r2.exit_code, 0) << r2.out << r2.err;
+  EXPECT_EQ(submitted_id(r1.out), "first-1");
+  EXPECT_EQ(submitted_id(r2.out), "second-1");
+  const JobReport e1 = reference(first);
+  const JobReport e2 = reference(second);
+  EXPECT_NE(e1.parameter_hash, e2.parameter_hash);
+  EXPECT_EQ(logged_hash(r1.out), e1.parameter_hash);
+  EXPECT_EQ(logged_hash(r2.out), e2.parameter_hash);
+  expect_same_metrics("first-1", e1);
+  expect_same_metrics("second-1", e2);
+}
+
+TEST_F(ClusterJobTest, AJobThatCannotBePlacedIsRefusedNamingWhatIsMissingAndFitsWhenAllowedTwoPerNode) {
+  testing::Daemon head = start_head();
+  ASSERT_FALSE(head.address.empty());
+  testing::Daemon a = start_node(head.address, "node-a");
+  ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 1; })), 1u);
+  ProcessResult r = run_process({PARTITA_BINARY, "submit", write_job("big.yaml", 1), "--address", head.address},
+                                kProcessSeconds);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err, "job big-1 failed: the job has 2 partition(s), at most 1 per node "
+                         "(cluster.partitions_per_node), and the cluster has 1 live node(s): it needs 1 more node(s)");
+  // The same job asking for two partitions per node runs on the one node.
+  r = run_process({PARTITA_BINARY, "submit", write_job("both.yaml", 1, "", 2), "--address", head.address},
+                  kProcessSeconds);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json both = job_of(status(head.address), "both-1");
+  ASSERT_EQ(both["partitions"].size(), 2u) << both.dump(2);
+  EXPECT_EQ(both["partitions"][0], a.address);
+  EXPECT_EQ(both["partitions"][1], a.address);
+  // Bad submissions are named before anything is sent.
+  r = run_process({PARTITA_BINARY, "submit", write_job("x.yaml", 1), "--address", head.address, "--daemons",
+                   a.address},
+                  kProcessSeconds);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_CONTAINS(r.err, "not both");
+  r = run_process({PARTITA_BINARY, "submit", write_job("x.yaml", 1)}, kProcessSeconds);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_CONTAINS(r.err, "submit needs either --address HEAD");
+  r = run_process({PARTITA_BINARY, "stop", "nope-1", "--address", head.address}, kProcessSeconds);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err, "no job 'nope-1' on this head");
+  EXPECT_TRUE(a.process->running()) << "stopping an unknown job stops nothing";
+}
+
+// kill -9 of a node during the job, three times: each time the driver re-places the
+// lost node's partition (on the other nodes, or the node started in its place) and resumes
+// from the last checkpoint (every 5 steps); the job ends as the uninterrupted one.
+TEST_F(ClusterJobTest, ANodeKilledThreeTimesDuringAJobCostsRestartsNotResults) {
+  testing::Daemon head = start_head();
+  ASSERT_FALSE(head.address.empty());
+  std::vector<testing::Daemon> nodes;
+  for (int i = 0; i < 3; ++i) nodes.push_back(start_node(head.address, "node-" + std::to_string(i)));
+  ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 3; })), 3u);
+  const std::string job = write_job("recover.yaml", 80, ", checkpoint_every_steps: 5, max_restarts: 3", 2);
+  ProcessResult r0 = run_process({PARTITA_BINARY, "submit", job, "--address", head.address, "--detach"}, kProcessSeconds);
+  const std::string id = submitted_id(r0.out);
+  ASSERT_EQ(id, "recover-1") << r0.out << r0.err;
+
+  int next = 3;
+  int resumed = 0;  // the epoch the last attempt started in
+  for (int kill = 1; kill <= 3; ++kill) {
+    // Some epochs after this attempt started (wherever the kill lands: steps take most of
+    // an epoch, so mostly mid-epoch; resuming inside an epoch is checked exactly by
+    // SmallJobTest.AJobCancelledMidEpochResumesFromItsStepCheckpoint).
+    json s = wait_for(head.address, [&](const json& s) {
+      const json j = job_of(s, id);
+      if (!j.is_object()) return false;
+      if (j["state"] == "done" || j["state"] == "failed" || j["state"] == "cancelled") return true;
+      return j["state"] == "running" && j["restarts"] == kill - 1 && j["epoch"].get<int>() >= resumed + 2 &&
+             j["partitions"].size() == 2;
+    });
+    json j = job_of(s, id);
+    ASSERT_EQ(j["state"], "running") << s.dump(2);
+    resumed = j["epoch"].get<int>();
+    const std::string victim = j["partitions"][0];
+    bool killed = false;
+    for (auto& n : nodes) {
+      if (n.address == victim && n.process && n.process->running()) {
+        n.process->kill();
+        killed = true;
+      }
+    }
+    ASSERT_TRUE(killed) << "no running node at " << victim;
+    nodes.push_back(start_node(head.address, "node-" + std::to_string(next++)));  // a node joins meanwhile
+    s = wait_for(head.address, [&](const json& s) { return job_of(s, id)["restarts"] == kill; });
+    ASSERT_EQ(job_of(s, id)["restarts"], kill) << s.dump(2);
+  }
+  const json s = wait_for(head.address, [&](const json& s) { return job_of(s, id)["state"] != "running" &&
+                                                                    job_of(s, id)["state"] != "recovering"; });
+  ASSERT_EQ(job_of(s, id)["state"], "done") << s.dump(2);
+  EXPECT_EQ(job_of(s, id)["restarts"], 3);
+  const std::string log = testing::read_text(run_dir(id) + "/driver.log");
+  EXPECT_CONTAINS(log, "restart 3 of at most 3");
+  const JobReport expected = reference(job);
+  EXPECT_EQ(logged_hash(log), expected.parameter_hash) << log;
+  expect_same_metrics(id, expected);
+}
+
+// kill -STOP: the node's process is frozen, its socket open. Its connections fall silent and
+// are dropped at the heartbeat timeout; the job recovers on the two other nodes.
+TEST_F(ClusterJobTest, AFrozenNodeIsDetectedAndTheJobRecoversWithoutIt) {
+  testing::Daemon head = start_head();
+  ASSERT_FALSE(head.address.empty());
+  std::vector<testing::Daemon> nodes;
+  for (int i = 0; i < 3; ++i) nodes.push_back(start_node(head.address, "node-" + std::to_string(i)));
+  ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 3; })), 3u);
+  const std::string job = write_job("frozen.yaml", 60, ", checkpoint_every_steps: 5, max_restarts: 1");
+  ProcessResult r0 = run_process({PARTITA_BINARY, "submit", job, "--address", head.address, "--detach"}, kProcessSeconds);
+  const std::string id = submitted_id(r0.out);
+  ASSERT_EQ(id, "frozen-1") << r0.out << r0.err;
+  json s = wait_for(head.address, [&](const json& s) {
+    const json j = job_of(s, id);
+    return j.is_object() && j["state"] == "running" && j["epoch"].get<int>() >= 2 && j["partitions"].size() == 2;
+  });
+  ASSERT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
+  const std::string victim = job_of(s, id)["partitions"][1];
+  testing::Daemon* frozen = nullptr;
+  for (auto& n : nodes) {
+    if (n.address == victim) frozen = &n;
+  }
+  ASSERT_NE(frozen, nullptr);
+  frozen->process->signal(SIGSTOP);
+  s = wait_for(head.address, [&](const json& s) { return job_of(s, id)["restarts"] == 1; });
+  EXPECT_EQ(job_of(s, id)["restarts"], 1) << s.dump(2);
+  s = wait_for(head.address, [&](const json& s) {
+    return job_of(s, id)["state"] != "running" && job_of(s, id)["state"] != "recovering";
+  });
+  frozen->process->signal(SIGCONT);
+  ASSERT_EQ(job_of(s, id)["state"], "done") << s.dump(2);
+  for (const auto& where : job_of(s, id)["partitions"]) EXPECT_NE(where, victim) << "placed again without it";
+  const JobReport expected = reference(job);
+  EXPECT_EQ(logged_hash(testing::read_text(run_dir(id) + "/driver.log")), expected.parameter_hash);
+  expect_same_metrics(id, expected);
+}
+
+// The head killed: the job it drove fails with a message and stops everywhere; the nodes
+// keep running and join the head started again at its address.
+TEST_F(ClusterJobTest, ALostHeadFailsItsJobsCleanlyAndNodesRejoinItsSuccessor) {
+  testing::Daemon head = start_head();
+  ASSERT_FALSE(head.address.empty());
+  testing::Daemon a = start_node(head.address, "node-a");
+  testing::Daemon b = start_node(head.address, "node-b");
+  ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
+  ProcessResult r0 = run_process(
+      {PARTITA_BINARY, "submit", write_job("orphan.yaml", 200), "--address", head.address, "--detach"}, kProcessSeconds);
+  const std::string id = submitted_id(r0.out);
+  ASSERT_EQ(id, "orphan-1") << r0.out << r0.err;
+  json s = wait_for(head.address, [&](const json& s) { return job_of(s, id)["epoch"].get<int>() >= 1; });
+  ASSERT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
+
+  head.process->kill();
+  head.process->wait(kProcessSeconds);
+  // The driver (the head's child, orphaned now) fails the job with a message and exits.
+  const std::string log_file = run_dir(id) + "/driver.log";
+  const auto until = std::chrono::steady_clock::now() + kBound;
+  while (testing::read_text(log_file).find("partita: error:") == std::string::npos &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_CONTAINS(testing::read_text(log_file), "partita: error: the head at " + head.address + " was lost; the job stops");
+  EXPECT_TRUE(a.process->running() && b.process->running()) << "nodes outlive their head";
+
+  testing::Daemon again = start_head(head.address);
+  ASSERT_EQ(again.address, head.address);
+  s = wait_for(head.address, [](const json& s) { return alive(s) == 2 && actors_on_live_nodes(s) == 0; });
+  EXPECT_EQ(alive(s), 2u) << "the nodes join the restarted head: " << s.dump(2);
+  EXPECT_EQ(actors_on_live_nodes(s), 0u) << "nothing of the failed job runs on them: " << s.dump(2);
+}
+
+// The same on separate hosts (tests/netns_cluster.h): the head in one network namespace,
+// three nodes in theirs, addresses that exist only there; a node killed mid-job.
+TEST_F(ClusterJobTest, OnSeparateHostsAKilledNodeCostsARestartNotResults) {
+  testing::NetnsCluster hosts(4);
+  if (!hosts.unavailable().empty()) GTEST_SKIP() << "no separate hosts: " << hosts.unavailable();
+  const std::string head_address = hosts.address(0) + ":7070";
+  auto start_in = [&](int host, const std::vector<std::string>& args, const std::string& listen) -> testing::Daemon {
+    std::vector<std::string> wrapper = hosts.command(host, {PARTITA_BINARY, "--log-level", "info"});
+    const std::string binary = wrapper.front();
+    wrapper.erase(wrapper.begin());
+    try {
+      return runtime::start_daemon_child(binary, args, wrapper, std::chrono::seconds(30), listen);
+    } catch (const Error& e) {
+      ADD_FAILURE() << e.what();
+      return {};
+    }
+  };
+  testing::Daemon head = start_in(0, {"--head", "--runs", tmp_ / "runs"}, head_address);
+  ASSERT_EQ(head.address, head_address);
+  std::vector<testing::Daemon> nodes;
+  for (int i = 1; i <= 3; ++i) {
+    nodes.push_back(start_in(i, {"--join", head_address, "--name", "host-" + std::to_string(i)}, hosts.address(i) + ":0"));
+  }
+  // Asked from the head's host: this namespace cannot reach those addresses.
+  auto status_there = [&]() -> json {
+    ProcessResult r = run_process(hosts.command(0, {PARTITA_BINARY, "status", "--address", head_address, "--json"}),
+                                  kProcessSeconds);
+    return r.exit_code == 0 ? json::parse(r.out, nullptr, false) : json();
+  };
+  auto wait_there = [&](const std::function<bool(const json&)>& done) {
+    const auto until = std::chrono::steady_clock::now() + kBound;
+    json s = status_there();
+    while (!(s.is_object() && done(s)) && std::chrono::steady_clock::now() < until) s = status_there();
+    return s;
+  };
+  ASSERT_EQ(alive(wait_there([](const json& s) { return alive(s) == 3; })), 3u);
+  const std::string job = write_job("hosts.yaml", 80, ", checkpoint_every_steps: 5, max_restarts: 1");
+  ProcessResult r0 = run_process(hosts.command(0, {PARTITA_BINARY, "submit", job, "--address", head_address, "--detach"}),
+                                 kProcessSeconds);
+  const std::string id = submitted_id(r0.out);
+  ASSERT_EQ(id, "hosts-1") << r0.out << r0.err;
+  json s = wait_there([&](const json& s) {
+    const json j = job_of(s, id);
+    return j.is_object() && j["state"] == "running" && j["epoch"].get<int>() >= 2 && j["partitions"].size() == 2;
+  });
+  ASSERT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
+  const std::string victim = job_of(s, id)["partitions"][0];
+  EXPECT_EQ(victim.rfind("10.77.", 0), 0u) << "placed on a host's own address: " << victim;
+  for (auto& n : nodes) {
+    if (n.address == victim) n.process->kill();
+  }
+  s = wait_there([&](const json& s) { return job_of(s, id)["state"] == "done" || job_of(s, id)["state"] == "failed"; });
+  ASSERT_EQ(job_of(s, id)["state"], "done") << s.dump(2);
+  EXPECT_EQ(job_of(s, id)["restarts"], 1);
+  const JobReport expected = reference(job);
+  EXPECT_EQ(logged_hash(testing::read_text(run_dir(id) + "/driver.log")), expected.parameter_hash);
+  expect_same_metrics(id, expected);
+}
+
+}  // namespace
+}  // namespace partita

@@ -1,0 +1,321 @@
+// Jobs on a cluster's head: `partita submit JOB --address HEAD` (submit, then follow the
+// job's log until it ends; Ctrl-C detaches), `partita logs JOB [--follow] --address HEAD`,
+// and `partita job-driver`, the hidden command the head runs as a job's driver process
+// (training/cluster_job.h does the work; this wires it to the head).
+#include <signal.h>
+#include <unistd.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <caf/all.hpp>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "actors/protocol.h"
+#include "base/error.h"
+#include "runtime/actor_system.h"
+#include "runtime/address.h"
+#include "runtime/cluster/head_client.h"
+#include "tools/commands.h"
+#include "training/cluster_job.h"
+#include "training/job_config.h"
+#include "training/job_driver.h"
+
+namespace partita::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kHeadTimeout{10000};
+constexpr milliseconds kFollowPoll{300};
+// Step reports to the head at most this often (epoch ends and state changes always).
+constexpr milliseconds kReportEvery{250};
+
+runtime::ActorSystemOptions client_options() {
+  runtime::ActorSystemOptions options;
+  options.threads = 2;
+  options.networking = true;
+  return options;
+}
+
+// Ctrl-C while following a job's log: detach (the job goes on). The handler only sets a flag.
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+
+struct InterruptFlag {
+  struct sigaction previous {};
+  InterruptFlag() {
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &previous);
+  }
+  ~InterruptFlag() { sigaction(SIGINT, &previous, nullptr); }
+};
+
+// Prints the job's log from `offset` to stdout; with `follow`, until the job ends (its
+// state then) or Ctrl-C ("" then).
+std::string print_logs(caf::actor_system& system, const runtime::head_actor& head, const std::string& where,
+                       const std::string& id, bool follow) {
+  InterruptFlag flag;
+  int64_t offset = 0;
+  for (;;) {
+    runtime::JobLogChunk chunk = runtime::job_logs(system, head, where, id, offset, kHeadTimeout);
+    std::cout << chunk.bytes << std::flush;
+    offset = chunk.next_offset;
+    const bool ended = chunk.state == "done" || chunk.state == "failed" || chunk.state == "cancelled";
+    if (!chunk.bytes.empty() && static_cast<int64_t>(chunk.bytes.size()) == runtime::kMaxLogChunkBytes) continue;
+    if (!follow || ended) return chunk.state;
+    for (auto waited = milliseconds(0); waited < kFollowPoll; waited += milliseconds(50)) {
+      if (g_interrupted.load()) return "";
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+  }
+}
+
+runtime::JobStatus job_status(caf::actor_system& system, const runtime::head_actor& head, const std::string& where,
+                              const std::string& id) {
+  const runtime::ClusterStatus status = runtime::cluster_status(system, head, where, kHeadTimeout);
+  for (const auto& job : status.jobs) {
+    if (job.id == id) return job;
+  }
+  throw Error("head " + where + ": no job '" + id + "'");
+}
+
+// The end of a followed job: exit 0 when done; otherwise an Error with the head's message.
+void finish(caf::actor_system& system, const runtime::head_actor& head, const std::string& where, const std::string& id,
+            const std::string& state) {
+  if (state.empty()) {
+    std::cout << "detached from job " << id << " (it goes on): partita logs " << id << " --follow --address " << where
+              << std::endl;
+    return;
+  }
+  const runtime::JobStatus job = job_status(system, head, where, id);
+  if (job.state == "done") {
+    std::cout << "job " << id << " done; results in " << job.output << " on the head's machine" << std::endl;
+    return;
+  }
+  throw Error("job " + id + " " + job.state + (job.message.empty() ? "" : ": " + job.message));
+}
+
+// The driver process's link to the head: its progress as a JobStatus, sent to the head.
+class HeadReporter {
+ public:
+  HeadReporter(caf::actor_system& system, runtime::head_actor head, std::string id)
+      : system_(system), head_(std::move(head)), id_(std::move(id)) {}
+
+  // Updates the status under the lock and sends it: at once (`now` or a new state, waiting
+  // for the head's answer), or if the last send is kReportEvery old.
+  template <typename Update>
+  void update(Update&& change, bool now) {
+    runtime::JobStatus copy;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const std::string before = status_.state;
+      change(status_);
+      now = now || status_.state != before;  // a state change goes at once
+      const auto t = std::chrono::steady_clock::now();
+      if (!now && t - last_ < kReportEvery) return;
+      last_ = t;
+      copy = status_;
+    }
+    if (now) {
+      caf::scoped_actor self{system_};
+      self->request(head_, kHeadTimeout, runtime::job_report_atom::value, id_, copy)
+          .receive([](bool) {}, [&](caf::error& e) { spdlog::warn("cannot report to the head: {}", system_.render(e)); });
+    } else {
+      caf::anon_send(head_, runtime::job_report_atom::value, id_, copy);
+    }
+  }
+
+ private:
+  caf::actor_system& system_;
+  runtime::head_actor head_;
+  std::string id_;
+  std::mutex mutex_;
+  runtime::JobStatus status_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+// SIGTERM (the head cancelling the job) or SIGINT: cancel. CancelToken::cancel is one
+// atomic store, safe in a handler.
+CancelToken* g_cancel = nullptr;
+extern "C" void on_cancel_signal(int) {
+  if (g_cancel != nullptr) g_cancel->cancel();
+}
+
+void drive(const std::string& head_address, const std::string& id, const std::string& job_file, const std::string& output,
+           const GlobalOptions& global) {
+  JobConfig job = load_job(job_file);
+  job.output = fs::absolute(output).lexically_normal().string();
+  const runtime::Endpoint head_endpoint = runtime::parse_endpoint(head_address, "--head");
+  const std::string where = head_endpoint.to_string();
+  runtime::ActorSystem client(client_options());
+  caf::actor_system& system = client.get();
+  const runtime::head_actor head = runtime::connect_head(system, head_endpoint, kHeadTimeout);
+
+  auto cancel = std::make_shared<CancelToken>();
+  g_cancel = cancel.get();
+  struct sigaction action {};
+  action.sa_handler = on_cancel_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  // A lost head: the job fails (cleanly: cancelled at its next step, its actors stopped).
+  auto head_lost = std::make_shared<std::atomic<bool>>(false);
+  auto watcher = system.spawn([head, cancel, head_lost](caf::event_based_actor* self) -> caf::behavior {
+    self->monitor(head);
+    self->set_down_handler([cancel, head_lost](caf::down_msg&) {
+      head_lost->store(true);
+      cancel->cancel();
+    });
+    return {[](caf::ok_atom) {}};
+  });
+  struct StopWatcher {
+    caf::actor a;
+    ~StopWatcher() { caf::anon_send_exit(a, caf::exit_reason::user_shutdown); }
+  } stop_watcher{watcher};
+
+  HeadReporter reporter(system, head, id);
+  reporter.update([](runtime::JobStatus& s) { s.state = "starting"; }, true);
+  spdlog::info("job {}: driver (pid {}) of {} (head {}), output {}", id, ::getpid(), job_file, where, job.output);
+
+  ClusterJobOptions options;
+  options.system.threads = global.threads;
+  add_protocol_types(options.system);
+  options.run.overwrite = true;  // the head gave this job a fresh folder
+  options.run.threads = global.threads;
+  options.run.cancel = cancel;
+  options.run.on_owner = [&](const std::string& owner) { reporter.update([&](runtime::JobStatus& s) { s.owner = owner; }, true); };
+  options.run.on_progress = [&](const JobProgress& p) {
+    const bool epoch_end = p.event == JobProgress::Event::epoch;
+    reporter.update(
+        [&](runtime::JobStatus& s) {
+          s.state = "running";
+          s.message.clear();
+          s.epoch = p.epoch;
+          s.epochs = p.epochs;
+          s.step = p.step;
+          s.steps = p.steps;
+          s.steps_per_second = p.steps_per_second;
+          s.loss = p.loss;
+          s.accuracy = p.accuracy;
+        },
+        epoch_end);
+    if (epoch_end && p.metrics != nullptr) {
+      spdlog::info("job {}: epoch {}/{} val accuracy {:.4f} test accuracy {:.4f}", id, p.epoch, p.epochs,
+                   p.metrics->val_accuracy, p.metrics->test_accuracy);
+    }
+  };
+  options.live_nodes = [&] {
+    std::vector<NodeOffer> offers;
+    for (const runtime::NodeStatus& n : runtime::cluster_status(system, head, where, kHeadTimeout).nodes) {
+      if (n.alive) offers.push_back({n.info.name, n.info.address, n.member, n.load.memory_available_bytes, n.info.cores});
+    }
+    return offers;
+  };
+  options.on_placed = [&](const std::vector<std::string>& partitions) {
+    std::string text;
+    for (size_t p = 0; p < partitions.size(); ++p) text += (p ? ", " : "") + std::to_string(p) + " on " + partitions[p];
+    spdlog::info("job {}: partitions {}", id, text);
+    reporter.update([&](runtime::JobStatus& s) { s.partitions = partitions; }, true);
+  };
+  options.on_restart = [&](int restarts, const std::string& why) {
+    reporter.update(
+        [&](runtime::JobStatus& s) {
+          s.state = "recovering";
+          s.restarts = restarts;
+          s.message = why;
+        },
+        true);
+  };
+  auto end = [&](const std::string& state, const std::string& message) {
+    reporter.update(
+        [&](runtime::JobStatus& s) {
+          s.state = state;
+          s.message = message;
+        },
+        true);
+  };
+  try {
+    prepare_data(job, global.threads);
+    JobReport report = run_cluster_job(job, options);
+    if (!report.epochs.empty()) {
+      const EpochMetrics& last = report.epochs.back();
+      spdlog::info("job {}: epoch {}: train loss {:.4f}, val accuracy {:.4f}, test accuracy {:.4f}; parameter hash {}", id,
+                   last.epoch, last.train_loss, last.val_accuracy, last.test_accuracy, report.parameter_hash);
+    }
+    end("done", "");
+  } catch (const JobCancelled& e) {
+    if (head_lost->load()) {
+      const std::string why = "the head at " + where + " was lost; the job stops (its last checkpoint is in " + job.output + ")";
+      throw Error(why);
+    }
+    end("cancelled", e.what());
+    throw;
+  } catch (const std::exception& e) {
+    if (!head_lost->load()) end("failed", e.what());
+    throw;
+  }
+}
+
+}  // namespace
+
+void submit_to_head(const std::string& address, const std::string& job_file, const std::string& output, bool detach) {
+  JobConfig job = load_job(job_file);  // checked here, with the user's paths resolved
+  if (!output.empty()) throw UsageError("--output with --address: a submitted job's output goes to the head's runs folder");
+  const runtime::Endpoint endpoint = runtime::parse_endpoint(address, "--address");
+  runtime::ActorSystem client(client_options());
+  caf::actor_system& system = client.get();
+  const runtime::head_actor head = runtime::connect_head(system, endpoint, kHeadTimeout);
+  const std::string where = endpoint.to_string();
+  const std::string id =
+      runtime::submit_job(system, head, where, fs::path(job_file).stem().string(), job_to_yaml(job), kHeadTimeout);
+  std::cout << "job " << id << " submitted to " << where << std::endl;
+  if (detach) {
+    std::cout << "follow it with: partita logs " << id << " --follow --address " << where << std::endl;
+    return;
+  }
+  finish(system, head, where, id, print_logs(system, head, where, id, true));
+}
+
+void add_logs_command(CLI::App& app, const GlobalOptions&) {
+  struct Options {
+    std::string job;
+    std::string address = kDefaultHeadAddress;
+    bool follow = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("logs", "print a job's log (jobs submitted to a head)");
+  cmd->add_option("job", o->job, "the job's id (partita status lists them)")->required();
+  cmd->add_option("--address", o->address, "HOST:PORT of the head")->capture_default_str();
+  cmd->add_flag("-f,--follow", o->follow, "keep printing until the job ends (Ctrl-C detaches)");
+  cmd->callback([o] {
+    const runtime::Endpoint endpoint = runtime::parse_endpoint(o->address, "--address");
+    runtime::ActorSystem client(client_options());
+    caf::actor_system& system = client.get();
+    const runtime::head_actor head = runtime::connect_head(system, endpoint, kHeadTimeout);
+    const std::string state = print_logs(system, head, endpoint.to_string(), o->job, o->follow);
+    if (o->follow) finish(system, head, endpoint.to_string(), o->job, state);
+  });
+}
+
+void add_job_driver_command(CLI::App& app, const GlobalOptions& global) {
+  struct Options {
+    std::string head, id, job_file, output;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("job-driver", "");  // no description: hidden; the head runs it
+  cmd->add_option("--head", o->head, "HOST:PORT of the head")->required();
+  cmd->add_option("--job", o->id, "the job's id")->required();
+  cmd->add_option("--output", o->output, "the job's output folder")->required();
+  cmd->add_option("job_file", o->job_file, "the submitted job")->required();
+  cmd->callback([o, &global] { drive(o->head, o->id, o->job_file, o->output, global); });
+}
+
+}  // namespace partita::cli

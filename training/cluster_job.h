@@ -1,0 +1,54 @@
+// A job on a cluster's live nodes, placed by resources and recovered from lost nodes: what
+// the driver of a job submitted to a head runs (`partita submit JOB --address HEAD`).
+//
+// An attempt asks for the live nodes, places the partitions (training/placement.h),
+// connects to the nodes it uses and runs the job (run_job). When a node is lost the driver
+// notices it (its connection drops at once for a killed process, within CAF's connection
+// heartbeat timeout for a frozen one: about 6 s, see runtime/actor_system.h), stops the
+// rest of the attempt (run_job stops its actors however it ends), and, up to
+// `train.max_restarts` times, starts a new attempt: the lost node is left out (until it
+// comes back as a new member of the head), its partitions go to the surviving nodes or a
+// node that joined meanwhile, and the job resumes from its last checkpoint
+// (`train.checkpoint_every_steps` bounds the steps re-done). Batches are partition- and
+// placement-invariant and the checkpoint holds the epoch's sums so far, so a recovered job
+// ends with the weights and metrics of an uninterrupted one.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/actor_system.h"
+#include "training/job_config.h"
+#include "training/job_driver.h"
+#include "training/placement.h"
+
+namespace partita {
+
+struct ClusterJobOptions {
+  RunOptions run;  // resume/overwrite of the first attempt, progress, cancel (placement: set here)
+  runtime::ActorSystemOptions system;  // of each attempt's runtime (networking is turned on)
+  // The cluster's live nodes now (the head's members); called before every attempt. Throws
+  // Error when it cannot tell (the head is gone): the job fails with it.
+  std::function<std::vector<NodeOffer>()> live_nodes;
+  std::chrono::milliseconds connect_timeout{10000};
+  // After a loss, how long to wait for nodes enough to place the job again (a node that
+  // joins meanwhile counts), asking every `poll`.
+  std::chrono::milliseconds placement_wait{30000};
+  std::chrono::milliseconds poll{500};
+  // Told each attempt's placement: the address of each partition's node.
+  std::function<void(const std::vector<std::string>&)> on_placed;
+  // Told each restart: its number (1, 2, ...) and what happened: "lost NODE (ADDRESS); restart
+  // N of at most M: resuming after epoch E [and step S of the next], K step(s) to re-do".
+  std::function<void(int, const std::string&)> on_restart;
+};
+
+// Runs the job as above and returns the last attempt's report (its epochs: those after the
+// checkpoint it resumed from). Throws PlacementError when the job cannot be placed (first
+// attempt: at once; after a loss: once placement_wait passed), JobCancelled when cancelled,
+// Error naming the lost node and the restarts used when none is left, and the attempt's
+// Error for any other failure (not retried: it would fail again).
+JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options);
+
+}  // namespace partita

@@ -1,0 +1,45 @@
+// Placement by resources: which live node hosts each partition of a job submitted to a head
+// (with the partition's trainers, samplers and allreduce members, as JobConfig places them).
+// A partition needs its part's arrays in memory (`features.storage: memory` keeps them
+// resident; mapped ones still fill the page cache), so a node takes a partition only while
+// the bytes of its partitions fit the memory it reported available at its last heartbeat,
+// and at most `cluster.partitions_per_node` of them. Partitions go largest first to the
+// node with the fewest partitions so far, then the most memory left: one partition per node
+// while there are nodes enough, the rest where they fit.
+//
+// A job that cannot be placed is refused with what is missing: how many nodes, or which
+// partition needs how much memory next to what each node has.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+
+namespace partita {
+
+// A live node as the head reports it.
+struct NodeOffer {
+  std::string name;
+  std::string address;  // HOST:PORT of its daemon
+  uint64_t member = 0;  // the head's member id (one uninterrupted life of the node)
+  int64_t memory_available_bytes = 0;
+  int cores = 0;
+};
+
+// The job cannot be placed on the nodes offered; the message says what is missing.
+class PlacementError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The bytes of each part<i>/ of the partition folder `dir` (its `parts` parts): what hosting
+// the partition takes in memory. Throws Error naming a missing part folder.
+std::vector<int64_t> partition_bytes(const std::string& dir, int parts);
+
+// The node (index into `nodes`) of each partition, whose sizes are `bytes`. Throws
+// PlacementError as above; UsageError for per_node < 1.
+std::vector<int> place_partitions(const std::vector<int64_t>& bytes, const std::vector<NodeOffer>& nodes, int per_node);
+
+}  // namespace partita
