@@ -79,6 +79,7 @@ SamplerConfig sampler_config_from(const runtime::Settings& settings) {
   config.fanouts = {parse_fanouts(required_setting(settings, "fanouts"), "setting 'fanouts'")};
   config.replace = flag_setting(settings, "replace", false);
   config.disjoint = flag_setting(settings, "disjoint", false);
+  config.hop_independent = flag_setting(settings, "hop_independent", false);
   return config;
 }
 
@@ -104,6 +105,8 @@ void register_actor_types(runtime::ActorTypeRegistry& registry) {
         parse_cache_policy(runtime::text_setting(settings, "feature_cache_policy", "degree"), "setting 'feature_cache_policy'");
     SamplerOptions options;
     options.config = sampler_config_from(settings);
+    // Link prediction reads no labels (and the graph may have none).
+    if (!flag_setting(settings, "labels", true)) options.names.y.clear();
     options.prefetch = static_cast<int>(integer_setting(settings, "prefetch", 1, kMaxPrefetch, options.prefetch));
     options.deadline = std::chrono::milliseconds(
         integer_setting(settings, "deadline_ms", 1, kMaxDeadlineMs, options.deadline.count()));

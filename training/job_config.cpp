@@ -143,6 +143,17 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
   }
   const bool parts_given = s.has("num_partitions");
   s.read_int("num_partitions", job.num_partitions, 1, JobLimits::kMaxPartitions);
+  if (s.has("holdout")) {
+    Section h = s.sub("holdout");
+    h.read_real("val", job.holdout_val, 0, 0.5);
+    h.read_real("test", job.holdout_test, 0, 0.5);
+    h.reject_unknown();
+    if (!job.link_prediction()) s.fail(s.field("holdout"), "holds out edges, for task: link_prediction only");
+    if (!partitions.empty()) {
+      s.fail(s.field("holdout"), "edges are held out when the job partitions a dataset; a partition folder has "
+                                 "its held-out edges already");
+    }
+  }
   s.reject_unknown();
 
   const int sources = !partitions.empty() + !dataset.empty() + job.generate;
@@ -223,7 +234,32 @@ void read_features(Section s, JobConfig& job) {
 void read_link_model(Section s, JobConfig& job) {
   LinkPredictionSpec& link = job.link;
   s.read_choice("encoder", link.encoder, {"none", "graphsage", "gcn", "gat", "rgcn"});
-  s.read_choice("decoder", link.decoder, {"distmult", "complex", "transe"});
+  if (link.encoder == "rgcn") {
+    s.fail(s.field("encoder"), "'rgcn' is not available for link prediction yet; use none, graphsage, gcn or gat");
+  }
+  if (job.link_gnn()) {
+    // A GNN over sampled subgraphs, trained as node classifiers are; its own defaults.
+    job.model = link.encoder;
+    link.decoder = "dot";
+    link.loss = "bce";
+    link.negatives = 1;
+    link.chunk_size = 1;
+    link.eval_negatives = 1;
+    job.optimizer = "adam";
+    job.learning_rate = 0.01;
+    s.read_int("hidden", job.hidden, 1, JobLimits::kMaxWidth);
+    s.read_int("layers", job.layers, 1, JobLimits::kMaxLayers);
+    s.read_int("heads", job.heads, 1, JobLimits::kMaxHeads);
+    s.read_real("dropout", job.dropout, 0.0, 0.99);
+    s.read("trim", job.trim, "true or false");
+    if (job.model == "gat" && job.hidden % job.heads != 0) {
+      s.fail(s.field("hidden"), std::to_string(job.hidden) + " is not a multiple of model.heads (" +
+                                    std::to_string(job.heads) + "): GAT splits the hidden features over its heads");
+    }
+    s.read_choice("decoder", link.decoder, {"dot", "distmult"});
+  } else {
+    s.read_choice("decoder", link.decoder, {"dot", "distmult", "complex", "transe"});
+  }
   s.read_int("transe_norm", link.transe_norm, 1);
   if (link.transe_norm > 2) s.fail(s.field("transe_norm"), "must be 1 or 2, got " + std::to_string(link.transe_norm));
   s.read_int("dim", link.dim, 1, JobLimits::kMaxWidth);
@@ -232,12 +268,6 @@ void read_link_model(Section s, JobConfig& job) {
   s.reject_unknown();
   if (link.decoder == "complex" && link.dim % 2 != 0) {
     s.fail(s.field("dim"), "ComplEx needs an even dimension (real and imaginary halves), got " + std::to_string(link.dim));
-  }
-  if (link.encoder != "none") {
-    // The GNN encoders for link prediction are not built yet: name what is, rather than
-    // train something else.
-    s.fail(s.field("encoder"), "'" + link.encoder + "' is not available for link prediction yet; use none "
-                                                    "(each entity's embedding is its representation)");
   }
 }
 
@@ -254,6 +284,10 @@ void read_eval(Section s, JobConfig& job) {
   if (s.has("negatives")) {
     YAML::Node n = s.get("negatives");
     if (n.IsScalar() && n.Scalar() == "all") {
+      if (job.link_gnn()) {
+        s.fail(s.field("negatives"), "'all' ranks against every entity, which a GNN encoder does not do (every "
+                                     "node's subgraph would be sampled); give a count of sampled negatives");
+      }
       job.link.eval_negatives = 0;
     } else {
       s.read_int("negatives", job.link.eval_negatives, 1, JobLimits::kMaxBatchSize);
@@ -267,10 +301,18 @@ void read_eval(Section s, JobConfig& job) {
 void read_train(Section s, JobConfig& job) {
   s.read_int("epochs", job.epochs, 1, JobLimits::kMaxEpochs);
   if (job.link_prediction()) {
-    s.read_choice("optimizer", job.optimizer, {"adagrad"});
+    if (job.link_gnn()) {
+      s.read_choice("optimizer", job.optimizer, {"adam", "sgd"});
+    } else {
+      s.read_choice("optimizer", job.optimizer, {"adagrad"});
+    }
     s.read_choice("loss", job.link.loss, {"softmax", "bce", "margin"});
     s.read_real("margin", job.link.margin, 0, 1e6);
-    s.read_choice("regularizer", job.link.regularizer, {"none", "l2", "n3"});
+    if (job.link_gnn()) {
+      s.read_choice("regularizer", job.link.regularizer, {"none"});  // of embedding rows: none here
+    } else {
+      s.read_choice("regularizer", job.link.regularizer, {"none", "l2", "n3"});
+    }
     s.read_real("regularization", job.link.regularization, 0, 1e6);
   } else {
     s.read_choice("optimizer", job.optimizer, {"adam", "sgd"});
@@ -324,7 +366,7 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
   job.output = absolute(output, base_dir);
   top.reject_unknown();
 
-  if (!job.link_prediction() && static_cast<int>(job.fanouts.size()) != job.layers) {
+  if ((!job.link_prediction() || job.link_gnn()) && static_cast<int>(job.fanouts.size()) != job.layers) {
     top.fail("sampling.fanouts", "has " + std::to_string(job.fanouts.size()) + " entries but model.layers is " +
                                      std::to_string(job.layers) + ": one fanout per layer");
   }
@@ -366,7 +408,14 @@ std::string job_to_yaml(const JobConfig& job) {
     out << YAML::Key << "dim" << YAML::Value << link.dim;
     out << YAML::Key << "reciprocal" << YAML::Value << link.reciprocal;
     out << YAML::Key << "init_std" << YAML::Value << link.init_std;
-  } else {
+  }
+  if (job.link_gnn()) {
+    out << YAML::Key << "hidden" << YAML::Value << job.hidden;
+    out << YAML::Key << "layers" << YAML::Value << job.layers;
+    out << YAML::Key << "heads" << YAML::Value << job.heads;
+    out << YAML::Key << "dropout" << YAML::Value << job.dropout;
+    out << YAML::Key << "trim" << YAML::Value << job.trim;
+  } else if (!job.link_prediction()) {
     out << YAML::Key << "kind" << YAML::Value << job.model;
     out << YAML::Key << "hidden" << YAML::Value << job.hidden;
     out << YAML::Key << "layers" << YAML::Value << job.layers;
