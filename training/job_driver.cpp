@@ -495,16 +495,17 @@ std::pair<double, double> Driver::evaluate(const std::string& split) {
 
 LinkMetrics Driver::evaluate_links(const std::string& split) {
   for (const auto& trainer : actors_.trainers) self_->send(trainer, link_eval_atom::value, split);
-  std::vector<float> rows;
+  // By trainer, so that the metrics' sums run in one order however the replies arrive.
+  std::vector<std::vector<char>> scores(actors_.trainers.size());
   size_t replies = 0;
   std::optional<Error> failure;
   while (replies < actors_.trainers.size() && !failure) {
     self_->receive(
         [&](std::vector<char>& bytes) {
-          const size_t n = bytes.size() / sizeof(float);
-          const size_t at = rows.size();
-          rows.resize(at + n);
-          if (n > 0) std::memcpy(rows.data() + at, bytes.data(), n * sizeof(float));
+          const caf::actor_addr sender = caf::actor_cast<caf::actor_addr>(self_->current_sender());
+          for (size_t t = 0; t < actors_.trainers.size(); ++t) {
+            if (actors_.trainers[t].address() == sender) scores[t] = std::move(bytes);
+          }
           ++replies;
         },
         [&](caf::error& e) {
@@ -520,6 +521,12 @@ LinkMetrics Driver::evaluate_links(const std::string& split) {
         });
   }
   if (failure) fail(*failure);
+  std::vector<float> rows;
+  for (const std::vector<char>& bytes : scores) {
+    const size_t at = rows.size(), n = bytes.size() / sizeof(float);
+    rows.resize(at + n);
+    if (n > 0) std::memcpy(rows.data() + at, bytes.data(), n * sizeof(float));
+  }
   return link_metrics(Span<const float>(rows), job_.link.eval_negatives);
 }
 
