@@ -256,7 +256,7 @@ void read_link_model(Section s, JobConfig& job) {
       s.fail(s.field("hidden"), std::to_string(job.hidden) + " is not a multiple of model.heads (" +
                                     std::to_string(job.heads) + "): GAT splits the hidden features over its heads");
     }
-    s.read_choice("decoder", link.decoder, {"dot", "distmult"});
+    s.read_choice("decoder", link.decoder, {"dot"});  // DistMult's relation would be a parameter outside the GNN
   } else {
     s.read_choice("decoder", link.decoder, {"dot", "distmult", "complex", "transe"});
   }

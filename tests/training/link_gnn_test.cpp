@@ -182,7 +182,7 @@ TEST_F(GnnLinkJobTest, BadInputIsNamed) {
   refused([&] { parsed("task: link_prediction\n" + data + "model: {encoder: rgcn}\n"); },
           "'rgcn' is not available for link prediction yet");
   refused([&] { parsed("task: link_prediction\n" + data + "model: {encoder: gat, decoder: complex}\n"); },
-          "model.decoder: 'complex' is not one of: dot, distmult");
+          "model.decoder: 'complex' is not one of: dot");
   refused([&] { parsed("data: {dataset: plain/edges.txt, format: edgelist, holdout: {test: 0.1}}\n"); },
           "data.holdout: holds out edges, for task: link_prediction only");
   refused([&] { parsed("task: link_prediction\n" + data + "model: {encoder: graphsage, layers: 3}\n"); },
