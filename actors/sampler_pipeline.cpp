@@ -268,7 +268,7 @@ void start_flight(Pointer self, int64_t batch) {
   try {
     MiniBatch recycled;
     recycled.x = s.pool->take();
-    flight.assembly.start(s.plan->batch(batch), s.plan->key(batch), std::move(recycled));
+    flight.assembly.start(s.plan->batch(batch), s.plan->key(batch), std::move(recycled), s.plan->times_of(batch));
     if (s.plan->excludes_edges()) {
       flight.assembly.exclude_edges(s.plan->excluded_src_of(batch), s.plan->excluded_dst_of(batch));
     }
@@ -378,7 +378,19 @@ Encoded on_epoch(Pointer self, const std::string& split, uint64_t plan_seed, uin
   if (batch_size < 1) {
     return error_reply(s, WireErrorCode::kBadRequest, "sampler: batch size " + std::to_string(batch_size));
   }
-  return begin_epoch(self, plan_epoch(Span<const int64_t>(*seeds), batch_size, plan_seed, epoch, shuffle));
+  EpochPlan plan = plan_epoch(Span<const int64_t>(*seeds), batch_size, plan_seed, epoch, shuffle);
+  if (s.options.config.temporal != TemporalMode::kNone) {
+    // A node seed's neighbourhood is bounded by its own time.
+    if (s.options.config.node_time.empty()) {
+      return error_reply(s, WireErrorCode::kBadRequest,
+                         "sampler: temporal sampling of node seeds reads each seed's time from the node times, and "
+                         "the graph has none");
+    }
+    Span<const int64_t> time = s.options.config.node_time.as<int64_t>();
+    plan.times.reserve(plan.order.size());
+    for (int64_t seed : plan.order) plan.times.push_back(time[seed]);
+  }
+  return begin_epoch(self, std::move(plan));
 }
 
 Encoded on_link_plan(Pointer self, const Encoded& message) {
@@ -392,6 +404,9 @@ Encoded on_link_plan(Pointer self, const Encoded& message) {
   // Seeds may be any partition's nodes (a link batch samples around both ends of its
   // edges and its negatives), but must be the graph's.
   const int64_t n = s.book.num_nodes();
+  if (s.options.config.temporal != TemporalMode::kNone && plan.times.size() != plan.order.size()) {
+    return error_reply(s, WireErrorCode::kBadRequest, "sampler: link plan: temporal sampling needs a time per seed");
+  }
   for (const std::vector<int64_t>* ids : {&plan.order, &plan.excluded_src, &plan.excluded_dst}) {
     for (int64_t id : *ids) {
       if (id < 0 || id >= n) {

@@ -19,12 +19,18 @@ struct EpochPlan {
   // edges excluded_src/dst[excluded_offsets[b], excluded_offsets[b+1]) and their reverses
   // (BatchAssembly::exclude_edges). Empty: nothing is left out.
   std::vector<int64_t> excluded_src, excluded_dst, excluded_offsets;
+  // Temporal sampling: each seed's time bound, as `order`; empty otherwise.
+  std::vector<int64_t> times;
 
   int64_t num_batches() const { return static_cast<int64_t>(offsets.size()) - 1; }
   Span<const int64_t> batch(int64_t b) const {
     return {order.data() + offsets[b], static_cast<size_t>(offsets[b + 1] - offsets[b])};
   }
   bool excludes_edges() const { return !excluded_offsets.empty(); }
+  Span<const int64_t> times_of(int64_t b) const {
+    if (times.empty()) return {};
+    return {times.data() + offsets[b], static_cast<size_t>(offsets[b + 1] - offsets[b])};
+  }
   Span<const int64_t> excluded_src_of(int64_t b) const { return excluded(excluded_src, b); }
   Span<const int64_t> excluded_dst_of(int64_t b) const { return excluded(excluded_dst, b); }
   // The key of batch b: what makes its sampling reproducible anywhere.

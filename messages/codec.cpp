@@ -388,6 +388,9 @@ void Encoder::link_plan(const EpochPlan& plan, std::vector<char>& out) {
     fail(what, std::to_string(plan.excluded_src.size()) + " excluded sources for " +
                    std::to_string(plan.excluded_dst.size()) + " destinations");
   }
+  if (!plan.times.empty() && plan.times.size() != plan.order.size()) {
+    fail(what, std::to_string(plan.times.size()) + " times for " + std::to_string(plan.order.size()) + " seeds");
+  }
   if (plan.excludes_edges() && plan.excluded_offsets.size() != plan.offsets.size()) {
     fail(what, "excluded edges given for " + std::to_string(plan.excluded_offsets.size() - 1) + " batches of " +
                    std::to_string(plan.num_batches()));
@@ -405,6 +408,9 @@ void Encoder::link_plan(const EpochPlan& plan, std::vector<char>& out) {
                         p.initExcludedDst(), orphanage);
     impl_->write_tensor(what, "excluded_offsets", TensorView::of(Span<const int64_t>(plan.excluded_offsets)),
                         p.initExcludedOffsets(), orphanage);
+    if (!plan.times.empty()) {
+      impl_->write_tensor(what, "times", TensorView::of(Span<const int64_t>(plan.times)), p.initTimes(), orphanage);
+    }
   });
 }
 
@@ -889,6 +895,9 @@ EpochPlan decode_link_plan(Span<const char> bytes) {
     copy("excluded_src", p.hasExcludedSrc(), p.getExcludedSrc(), plan.excluded_src);
     copy("excluded_dst", p.hasExcludedDst(), p.getExcludedDst(), plan.excluded_dst);
     copy("excluded_offsets", p.hasExcludedOffsets(), p.getExcludedOffsets(), plan.excluded_offsets);
+    Span<const int64_t> times =
+        read_optional<int64_t>(what, "times", p.hasTimes(), p.getTimes(), plan.order.size(), owned);
+    plan.times.assign(times.begin(), times.end());
     if (plan.offsets.empty()) fail(what, "no batch offsets");
     const size_t batches = plan.offsets.size() - 1;
     check_offsets(what, "offsets", Span<const int64_t>(plan.offsets), batches, plan.order.size());

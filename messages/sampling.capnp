@@ -117,6 +117,7 @@ struct LinkPlan {
   excludedSrc @4 :Tensor;      # int64 global ids
   excludedDst @5 :Tensor;      # int64 global ids, as many
   excludedOffsets @6 :Tensor;  # int64 [batches + 1], from 0 to the excluded count
+  times @7 :Tensor;            # int64 per seed, temporal sampling only; absent or empty otherwise
 }
 
 struct Envelope {

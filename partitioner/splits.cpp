@@ -116,7 +116,7 @@ void assign_random_split(Dataset& d, int64_t num_candidates, const SplitOptions&
 
 namespace partita {
 
-void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint64_t seed) {
+void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint64_t seed, bool by_time) {
   check_fraction("data.holdout.val", val_fraction);
   check_fraction("data.holdout.test", test_fraction);
   if (val_fraction + test_fraction > 1.0) {
@@ -125,6 +125,9 @@ void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint6
   }
   if (d.val_edges.size() > 0 || d.test_edges.size() > 0) {
     throw UsageError("data.holdout: dataset '" + d.name + "' has held-out edges of its own already");
+  }
+  if (by_time && d.edge_time.empty()) {
+    throw UsageError("data.holdout.by: time, but dataset '" + d.name + "' has no edge times");
   }
   const int64_t m = d.num_edges();
   // Links in order of first appearance: an edge and its reverse (and repeats) share one.
@@ -142,12 +145,24 @@ void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint6
   const int64_t links = static_cast<int64_t>(first_edge.size());
   std::vector<int64_t> order(static_cast<size_t>(links));
   for (int64_t i = 0; i < links; ++i) order[static_cast<size_t>(i)] = i;
-  Rng rng(mix64(seed, 0x686f6c646f7574ull /* "holdout" */));
-  shuffle(order, rng);
   const int64_t num_val = fraction_of(val_fraction, links), num_test = fraction_of(test_fraction, links);
   // 0: kept, 1: val, 2: test.
   std::vector<uint8_t> where(static_cast<size_t>(links), 0);
-  for (int64_t i = 0; i < num_val + num_test; ++i) where[static_cast<size_t>(order[static_cast<size_t>(i)])] = i < num_val ? 1 : 2;
+  if (by_time) {
+    // Latest first: the test links, then the validation links before them.
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return d.edge_time[first_edge[static_cast<size_t>(a)]] > d.edge_time[first_edge[static_cast<size_t>(b)]];
+    });
+    for (int64_t i = 0; i < num_val + num_test; ++i) {
+      where[static_cast<size_t>(order[static_cast<size_t>(i)])] = i < num_test ? 2 : 1;
+    }
+  } else {
+    Rng rng(mix64(seed, 0x686f6c646f7574ull /* "holdout" */));
+    shuffle(order, rng);
+    for (int64_t i = 0; i < num_val + num_test; ++i) {
+      where[static_cast<size_t>(order[static_cast<size_t>(i)])] = i < num_val ? 1 : 2;
+    }
+  }
   EdgeList kept;
   std::vector<float> kept_attr;
   std::vector<int64_t> kept_time;

@@ -147,6 +147,9 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
     Section h = s.sub("holdout");
     h.read_real("val", job.holdout_val, 0, 0.5);
     h.read_real("test", job.holdout_test, 0, 0.5);
+    std::string by = "random";
+    h.read_choice("by", by, {"random", "time"});
+    job.holdout_by_time = by == "time";
     h.reject_unknown();
     if (!job.link_prediction()) s.fail(s.field("holdout"), "holds out edges, for task: link_prediction only");
     if (!partitions.empty()) {
@@ -223,6 +226,16 @@ void read_sampling(Section s, JobConfig& job) {
   s.read("replace", job.replace, "true or false");
   s.read_int("feature_cache_mb", job.feature_cache_mb, 0, JobLimits::kMaxFeatureCacheMb);
   s.read_choice("feature_cache_policy", job.feature_cache_policy, {"degree", "frequency", "sieve"});
+  if (s.has("temporal")) {
+    Section t = s.sub("temporal");
+    if (!t.has("time")) t.fail(t.field("time"), "missing: node or edge (which times bound a seed's neighbourhood)");
+    t.read_choice("time", job.temporal_time, {"node", "edge"});
+    t.read_choice("strategy", job.temporal_strategy, {"uniform", "last"});
+    std::string batches = "shuffled";
+    t.read_choice("batches", batches, {"shuffled", "time"});
+    job.time_ordered = batches == "time";
+    t.reject_unknown();
+  }
   s.reject_unknown();
 }
 
@@ -366,6 +379,12 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
   job.output = absolute(output, base_dir);
   top.reject_unknown();
 
+  if (job.temporal() && job.link_prediction() && !job.link_gnn()) {
+    top.fail("sampling.temporal", "bounds the sampled neighbourhoods of a GNN encoder; encoder: none samples none");
+  }
+  if (job.holdout_by_time && !job.temporal()) {
+    top.fail("data.holdout.by", "time holds out the latest links, for jobs with sampling.temporal");
+  }
   if ((!job.link_prediction() || job.link_gnn()) && static_cast<int>(job.fanouts.size()) != job.layers) {
     top.fail("sampling.fanouts", "has " + std::to_string(job.fanouts.size()) + " entries but model.layers is " +
                                      std::to_string(job.layers) + ": one fanout per layer");
@@ -448,6 +467,13 @@ std::string job_to_yaml(const JobConfig& job) {
   out << YAML::Key << "replace" << YAML::Value << job.replace;
   out << YAML::Key << "feature_cache_mb" << YAML::Value << job.feature_cache_mb;
   out << YAML::Key << "feature_cache_policy" << YAML::Value << job.feature_cache_policy;
+  if (job.temporal()) {
+    out << YAML::Key << "temporal" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "time" << YAML::Value << job.temporal_time;
+    out << YAML::Key << "strategy" << YAML::Value << job.temporal_strategy;
+    out << YAML::Key << "batches" << YAML::Value << (job.time_ordered ? "time" : "shuffled");
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
   out << YAML::Key << "features" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "storage" << YAML::Value << job.feature_storage;

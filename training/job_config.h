@@ -128,6 +128,7 @@ struct JobConfig {
   // hold_out_edges); they are then not in the graph the job trains on.
   double holdout_val = 0.0;
   double holdout_test = 0.0;
+  bool holdout_by_time = false;  // data.holdout.by: time: the latest links (edge times)
   // model
   std::string model = "graphsage";
   int64_t hidden = 128;
@@ -145,6 +146,13 @@ struct JobConfig {
   // that fills it.
   int64_t feature_cache_mb = 0;
   std::string feature_cache_policy = "degree";
+  // Temporal sampling (sampling.temporal; graph/hop_sampler.h TemporalMode): "" for none,
+  // "node" or "edge" times; "uniform" or "last"; and whether training batches are cut in
+  // time order (seeds by their time) rather than shuffled.
+  std::string temporal_time;
+  std::string temporal_strategy = "uniform";
+  bool time_ordered = false;
+  bool temporal() const { return !temporal_time.empty(); }
   // features
   std::string feature_storage = "auto";  // where each node keeps its partition's attributes
   // train

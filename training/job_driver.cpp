@@ -59,7 +59,9 @@ std::string data_source(const JobConfig& job) {
     out << "dataset " << job.format << " " << job.dataset;
   }
   out << " parts=" << job.num_partitions << " seed=" << job.seed;
-  if (job.holdout_val > 0 || job.holdout_test > 0) out << " holdout=" << job.holdout_val << "," << job.holdout_test;
+  if (job.holdout_val > 0 || job.holdout_test > 0) {
+    out << " holdout=" << job.holdout_val << "," << job.holdout_test << (job.holdout_by_time ? ",time" : "");
+  }
   out << "\n";
   return out.str();
 }
@@ -148,6 +150,10 @@ class Driver {
   // What a link-prediction job with a GNN encoder needs of its graph, checked before any
   // actor starts: UsageError naming the field otherwise.
   void check_link_job() const;
+  // The times temporal sampling reads: the seeds' (node times for node seeds, edge times
+  // for link seeds) and the neighbours' (of sampling.temporal.time). UsageError naming
+  // sampling.temporal when the graph lacks them.
+  void check_temporal_job() const;
   std::vector<char> state_of_first_trainer();
   void restore_all(const std::vector<char>& state);
   void checkpoint(int epoch, const std::vector<char>& state);
@@ -258,6 +264,9 @@ void Driver::spawn_actors() {
                                          {"fanouts", fanouts},
                                          {"replace", job_.replace ? "true" : "false"},
                                          {"hop_independent", job_.link_gnn() ? "true" : "false"},
+                                         {"disjoint", job_.temporal() ? "true" : "false"},
+                                         {"temporal", job_.temporal() ? job_.temporal_time : "none"},
+                                         {"temporal_strategy", job_.temporal_strategy},
                                          {"features", job_.feature_storage}}));
   }
   const int num_trainers = job_.num_trainers();
@@ -305,6 +314,10 @@ void Driver::spawn_samplers(const std::string& fanouts) {
                                       {"fanouts", fanouts},
                                       {"replace", job_.replace ? "true" : "false"},
                                       {"hop_independent", job_.link_gnn() ? "true" : "false"},
+                                      {"disjoint", job_.temporal() ? "true" : "false"},
+                                      {"temporal", job_.temporal() ? job_.temporal_time : "none"},
+                                      {"temporal_strategy", job_.temporal_strategy},
+                                      {"seed_order", job_.time_ordered && !job_.link_gnn() ? "time" : "id"},
                                       {"labels", job_.link_gnn() ? "false" : "true"},
                                       {"prefetch", std::to_string(job_.prefetch)},
                                       {"features", job_.feature_storage},
@@ -549,6 +562,23 @@ void Driver::check_link_job() const {
   }
 }
 
+void Driver::check_temporal_job() const {
+  const PartitionMeta& meta = folder_.meta();
+  const auto require = [&](bool present, const std::string& what, const std::string& why) {
+    if (!present) {
+      throw UsageError("sampling.temporal: " + folder_.dir() + " has no " + what + " times (" + why +
+                       "); a graph without times cannot be sampled in time");
+    }
+  };
+  if (job_.temporal_time == "node") require(meta.has_node_time, "node", "time: node bounds neighbours by them");
+  if (job_.temporal_time == "edge") require(meta.has_edge_time, "edge", "time: edge bounds neighbours by them");
+  if (job_.link_gnn()) {
+    require(meta.has_edge_time, "edge", "a positive edge's time bounds its ends' neighbourhoods");
+  } else {
+    require(meta.has_node_time, "node", "a seed node's time bounds its neighbourhood");
+  }
+}
+
 std::vector<char> Driver::state_of_first_trainer() {
   std::vector<char> state;
   std::optional<caf::error> failed;
@@ -615,6 +645,7 @@ void Driver::append_metrics(const EpochMetrics& m) {
 
 JobReport Driver::run() {
   if (job_.link_gnn()) check_link_job();
+  if (job_.temporal()) check_temporal_job();
   open_job_output(job_, options_);
 
   spawn_actors();
@@ -705,7 +736,7 @@ void prepare_data(const JobConfig& job, int threads) {
     dataset = read_dataset(job.format, job.dataset);
   }
   if (job.holdout_val > 0 || job.holdout_test > 0) {
-    hold_out_edges(dataset, job.holdout_val, job.holdout_test, job.seed);
+    hold_out_edges(dataset, job.holdout_val, job.holdout_test, job.seed, job.holdout_by_time);
     spdlog::info("held out {} validation and {} test edges", dataset.val_edges.size(), dataset.test_edges.size());
   }
   spdlog::info("{}: {} nodes, {} edges ({:.1f}s); partitioning into {} parts", source.substr(0, source.size() - 1),

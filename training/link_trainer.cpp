@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -47,6 +48,7 @@ constexpr uint64_t kEvalEpoch = ~uint64_t{0};
 struct LinkStep {
   std::vector<int64_t> src, dst;
   std::vector<int32_t> relation;
+  std::vector<int64_t> time;       // temporal sampling: each positive's time bound
   std::vector<int64_t> negatives;  // [positives, k] row-major
   int64_t size() const { return static_cast<int64_t>(src.size()); }
 };
@@ -140,19 +142,32 @@ std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
 }
 
 // Appends `step`'s seeds to `plan` as its next batch: the positives' sources, their
-// destinations, then their negatives (SubgraphBuilder keeps each node once).
-void add_batch(EpochPlan& plan, const LinkStep& step) {
+// destinations, then their negatives (SubgraphBuilder keeps each node once, unless
+// disjoint). Temporal sampling: each seed's time bound is its positive's time.
+void add_batch(EpochPlan& plan, const LinkStep& step, bool temporal) {
   plan.order.insert(plan.order.end(), step.src.begin(), step.src.end());
   plan.order.insert(plan.order.end(), step.dst.begin(), step.dst.end());
   plan.order.insert(plan.order.end(), step.negatives.begin(), step.negatives.end());
   plan.offsets.push_back(static_cast<int64_t>(plan.order.size()));
+  if (!temporal) return;
+  plan.times.insert(plan.times.end(), step.time.begin(), step.time.end());
+  plan.times.insert(plan.times.end(), step.time.begin(), step.time.end());
+  const size_t k = step.src.empty() ? 0 : step.negatives.size() / step.src.size();
+  for (int64_t t : step.time) plan.times.insert(plan.times.end(), k, t);
 }
 
 // The epoch's `steps` batches (training/kg_triples.h: which positives and negatives), each
 // leaving out all of the step's positives, whichever trainer holds them.
 EpochPlan plan_training(LinkReplica& r, uint64_t epoch, int64_t steps) {
   const TripleList& train = r.triples->train();
-  const std::vector<int64_t> order = r.triples->epoch_order(r.job.seed, epoch);
+  const std::vector<int64_t>& times = r.triples->train_times();
+  const bool temporal = r.job.temporal();
+  std::vector<int64_t> order = r.triples->epoch_order(r.job.seed, epoch);
+  if (r.job.time_ordered) {
+    // Batches cut in time order: the edges by time, ties by edge id.
+    std::iota(order.begin(), order.end(), int64_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return times[a] < times[b]; });
+  }
   const int64_t m = train.size(), b = r.job.batch_size;
   EpochPlan plan;
   plan.job_seed = r.job.seed;
@@ -170,6 +185,7 @@ EpochPlan plan_training(LinkReplica& r, uint64_t epoch, int64_t steps) {
       step.src.push_back(train.head[e]);
       step.dst.push_back(train.tail[e]);
       step.relation.push_back(train.relation[e]);
+      if (temporal) step.time.push_back(times[e]);
       const int64_t chunk = p / r.negatives.chunk_size;
       auto it = chunks.find(chunk);
       if (it == chunks.end()) {
@@ -177,7 +193,7 @@ EpochPlan plan_training(LinkReplica& r, uint64_t epoch, int64_t steps) {
       }
       step.negatives.insert(step.negatives.end(), it->second.begin(), it->second.end());
     }
-    add_batch(plan, step);
+    add_batch(plan, step, temporal);
     for (int64_t i = begin; i < end; ++i) {
       plan.excluded_src.push_back(train.head[order[i]]);
       plan.excluded_dst.push_back(train.tail[order[i]]);
@@ -190,7 +206,8 @@ EpochPlan plan_training(LinkReplica& r, uint64_t epoch, int64_t steps) {
 // The split's held-out edges this trainer scores, in batches of eval_batch_size edges of
 // the canonical order (keyed by their position there), each edge against eval.negatives
 // destinations drawn keyed by its position. Held-out edges are not in the graph: nothing
-// is left out.
+// is left out. Temporal sampling bounds them by no time: they have none in a partition
+// folder, and a time split (data.holdout.by: time) puts every training edge before them.
 EpochPlan plan_evaluation(LinkReplica& r, const std::string& split) {
   const TripleList& edges = r.held_out.at(split);
   const uint64_t split_code = split == "valid" ? 1 : 2;
@@ -211,10 +228,11 @@ EpochPlan plan_evaluation(LinkReplica& r, const std::string& split) {
       step.src.push_back(edges.head[i]);
       step.dst.push_back(edges.tail[i]);
       step.relation.push_back(edges.relation[i]);
+      if (r.job.temporal()) step.time.push_back(std::numeric_limits<int64_t>::max());
       const std::vector<int64_t> drawn = r.triples->draw_negatives(negatives, r.job.seed, plan.epoch, split_code, i);
       step.negatives.insert(step.negatives.end(), drawn.begin(), drawn.end());
     }
-    add_batch(plan, step);
+    add_batch(plan, step, r.job.temporal());
   }
   return plan;
 }
