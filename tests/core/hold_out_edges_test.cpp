@@ -69,6 +69,26 @@ TEST(HoldOutEdgesTest, LinksLeaveTheGraphInBothDirectionsAndAreHeldOutOnce) {
   EXPECT_NE(other.test_edges.src, d.test_edges.src);
 }
 
+// A time split: the latest links are the test links, the ones before them validation.
+TEST(HoldOutEdgesTest, ByTimeTheLatestLinksAreHeldOut) {
+  Dataset d = ring();  // link i's edges have times 2i and 2i + 1 (the repeat of link 0: 200)
+  hold_out_edges(d, 0.1, 0.2, 7, true);
+  ASSERT_EQ(d.test_edges.size(), 20);
+  ASSERT_EQ(d.val_edges.size(), 10);
+  // Links 80..99 are the latest 20 (by their first edge's time), then 70..79.
+  for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(d.test_edges.src[i], 80 + i);
+  for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(d.val_edges.src[i], 70 + i);
+  for (int64_t e = 0; e < d.num_edges(); ++e) EXPECT_LT(std::min(d.edges.src[e], d.edges.dst[e]), 70);
+  Dataset untimed = ring();
+  untimed.edge_time.clear();
+  try {
+    hold_out_edges(untimed, 0.1, 0.1, 1, true);
+    ADD_FAILURE() << "a time split without times";
+  } catch (const UsageError& e) {
+    EXPECT_CONTAINS(e.what(), "data.holdout.by: time, but dataset 'ring' has no edge times");
+  }
+}
+
 TEST(HoldOutEdgesTest, BadFractionsAndASplitOfItsOwnAreNamed) {
   Dataset d = ring();
   try {
