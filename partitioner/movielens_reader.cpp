@@ -66,7 +66,8 @@ Movies read_movies(const std::string& path, std::string_view text) {
     }
     int64_t id = 0;
     if (!detail::parse_number(fields[0], &id) || id < 0) {
-      throw file_error(path, lines.line_number(), "movieId '" + std::string(fields[0]) + "' is not a non-negative integer");
+      throw file_error(path, lines.line_number(),
+                       "movieId '" + std::string(fields[0]) + "' is not a non-negative integer");
     }
     auto [it, fresh] = movies.genres.try_emplace(id);
     if (!fresh) throw file_error(path, lines.line_number(), "movie " + std::to_string(id) + " is listed twice");
@@ -74,7 +75,9 @@ Movies read_movies(const std::string& path, std::string_view text) {
     while (true) {
       const size_t bar = g.find('|');
       const std::string_view genre = g.substr(0, bar);
-      if (genre.empty()) throw file_error(path, lines.line_number(), "an empty genre in '" + std::string(fields[2]) + "'");
+      if (genre.empty()) {
+        throw file_error(path, lines.line_number(), "an empty genre in '" + std::string(fields[2]) + "'");
+      }
       it->second.push_back(genre);
       names.emplace(genre, 0);
       if (bar == std::string_view::npos) break;

@@ -166,7 +166,7 @@ void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint6
   EdgeList kept;
   std::vector<float> kept_attr;
   std::vector<int64_t> kept_time;
-  // Held out in link order (their first edge's), so that the result does not depend on the draw's order.
+  // Held out in link order (their first edge's): the result does not depend on the draw's order.
   for (int64_t l = 0; l < links; ++l) {
     if (where[static_cast<size_t>(l)] == 0) continue;
     const int64_t e = first_edge[static_cast<size_t>(l)];
@@ -180,7 +180,9 @@ void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint6
     kept.push_back(d.edges.src[e], d.edges.dst[e]);
     if (typed) kept.type.push_back(d.edges.type[e]);
     if (!d.edge_time.empty()) kept_time.push_back(d.edge_time[e]);
-    if (width > 0) kept_attr.insert(kept_attr.end(), d.edge_attr.begin() + e * width, d.edge_attr.begin() + (e + 1) * width);
+    if (width > 0) {
+      kept_attr.insert(kept_attr.end(), d.edge_attr.begin() + e * width, d.edge_attr.begin() + (e + 1) * width);
+    }
   }
   d.edges = std::move(kept);
   if (!d.edge_time.empty()) d.edge_time = std::move(kept_time);

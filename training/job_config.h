@@ -12,7 +12,8 @@
 //     num_partitions: 2        # for dataset/generate
 //   model: {kind: graphsage, hidden: 128, layers: 2, heads: 4, dropout: 0.5, trim: true}
 //   sampling: {fanouts: [10, 10], batch_size: 512, prefetch: 2, replace: false,
-//              feature_cache_mb: 0, feature_cache_policy: degree}   # cache 0 = off
+//              feature_cache_mb: 0, feature_cache_policy: degree,   # cache 0 = off
+//              temporal: {time: node, strategy: uniform, batches: shuffled}}  # optional
 //   features: {storage: auto}   # auto, memory or mapped (partitioner/partition_stores.h)
 //   train:
 //     epochs: 5

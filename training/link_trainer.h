@@ -22,6 +22,11 @@
 // gives the same step losses on 1 or 2 partitions and any number of trainers, up to the
 // order of float sums, and exactly the same in one process and on daemons.
 //
+// Temporal sampling (sampling.temporal): each seed of a step (both ends and the
+// negatives) is bounded by its positive edge's time, every seed its own tree (disjoint,
+// so the 1-vs-2-partition equality above no longer holds: trees are keyed by position);
+// `batches: time` orders the epoch's edges by time instead of permuting them.
+//
 // Evaluation: the held-out edges of the split (every partition's, in a canonical order by
 // original ids), each against `eval.negatives` sampled destinations keyed by its position;
 // each trainer scores those whose destination its partition owns, in batches of

@@ -107,7 +107,9 @@ trainer_actor::behavior_type trainer(trainer_actor::pointer self, std::shared_pt
       [self, r](train_epoch_atom, uint64_t epoch, int64_t steps, caf::actor& driver) {
         try {
           if (!r->allreduce) throw Error("not set up");
-          const int64_t batches = r->sampler->start_epoch("train", r->plan_seed, epoch, r->job.batch_size, !r->job.time_ordered);
+          // Shuffled, or cut in time order (the sampler holds its seeds by time then).
+          const bool shuffle = !r->job.time_ordered;
+          const int64_t batches = r->sampler->start_epoch("train", r->plan_seed, epoch, r->job.batch_size, shuffle);
           for (int64_t step = 0; step < steps; ++step) {
             // Trainers whose share has run out join the step's allreduce with no seeds.
             const std::array<double, 3> sums = train_step(*r, step < batches, epoch, step);

@@ -1,6 +1,7 @@
 // Link prediction with a GNN encoder (task: link_prediction, encoder: graphsage | gcn | gat):
 // the encoder learns held-out links of a small SBM graph; the same step losses on 1 and 2
 // partitions and 4 trainers, and exactly the same in one process and on two daemons;
+// resuming from a checkpoint ends with the same weights;
 // Cora reaches the published GAE AUC; the metrics computed by hand on a toy; bad input
 // named. (That a step's positives never reach its sampled subgraph: the sampler actor's
 // tests, ALinkPlanLeavesItsExcludedEdgesOutOfEveryHop.)
@@ -104,6 +105,22 @@ TEST_F(GnnLinkJobTest, OneAndTwoPartitionsAndFourTrainersGiveTheSameLosses) {
       expect_same_losses(one, run_in_process(j), 1e-4);
     }
   }
+}
+
+TEST_F(GnnLinkJobTest, ResumingFromACheckpointEndsWithTheSameWeights) {
+  const JobReport uninterrupted = run_in_process(small_job(2, "graphsage", "whole"));
+  const JobConfig parts = small_job(2, "graphsage", "parts-run");
+  RunOptions first;
+  first.stop_after_epoch = 1;
+  run_in_process(parts, first);
+  RunOptions rest;
+  rest.resume = true;
+  const JobReport resumed = run_in_process(parts, rest);
+  ASSERT_EQ(resumed.first_epoch, 2);
+  ASSERT_EQ(resumed.epochs.size(), 1u);
+  EXPECT_EQ(resumed.parameter_hash, uninterrupted.parameter_hash);
+  EXPECT_EQ(resumed.epochs[0].step_losses, uninterrupted.epochs[1].step_losses);
+  EXPECT_EQ(resumed.epochs[0].ranking, uninterrupted.epochs[1].ranking);
 }
 
 TEST_F(GnnLinkJobTest, TwoDaemonsGiveTheSameLossesAsOneProcess) {
