@@ -1,5 +1,6 @@
 #include "actors/actor_types.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -68,6 +69,31 @@ std::shared_ptr<RowCache> node_cache(const std::string& dir, int part, const Par
   return cache;
 }
 
+// Temporal sampling's times: the node times of the whole graph (a neighbour's bound, and
+// a node seed's time), gathered from every part of `dir`, and the part's own edge times.
+// Throws UsageError naming the setting when the folder lacks the times its mode reads.
+void attach_times(SamplerConfig& config, const std::string& dir, const PartitionStores& stores) {
+  if (config.temporal == TemporalMode::kNone) return;
+  const PartitionFolder folder(dir);
+  if (folder.meta().has_node_time) {
+    std::vector<int64_t> times;
+    times.reserve(static_cast<size_t>(folder.meta().num_nodes));
+    for (int p = 0; p < folder.meta().num_parts; ++p) {
+      const PartitionData data = folder.load_part(p);
+      Span<const int64_t> part = data.node_time->as<int64_t>();
+      times.insert(times.end(), part.begin(), part.end());
+    }
+    config.node_time = ArrayRef::from_vector(std::move(times));
+  } else if (config.temporal == TemporalMode::kNodeTime) {
+    throw UsageError("setting 'temporal': node, but " + dir + " has no node times");
+  }
+  if (const ArrayRef* edge = stores.features->get("edge", "time")) {
+    config.edge_time = *edge;
+  } else if (config.temporal == TemporalMode::kEdgeTime) {
+    throw UsageError("setting 'temporal': edge, but " + dir + " has no edge times");
+  }
+}
+
 int part_number(const runtime::Settings& settings) {
   return static_cast<int>(integer_setting(settings, "part", 0, kMaxParts));
 }
@@ -79,6 +105,21 @@ SamplerConfig sampler_config_from(const runtime::Settings& settings) {
   config.fanouts = {parse_fanouts(required_setting(settings, "fanouts"), "setting 'fanouts'")};
   config.replace = flag_setting(settings, "replace", false);
   config.disjoint = flag_setting(settings, "disjoint", false);
+  config.hop_independent = flag_setting(settings, "hop_independent", false);
+  const std::string temporal = runtime::text_setting(settings, "temporal", "none");
+  if (temporal == "node") {
+    config.temporal = TemporalMode::kNodeTime;
+  } else if (temporal == "edge") {
+    config.temporal = TemporalMode::kEdgeTime;
+  } else if (temporal != "none") {
+    throw UsageError("setting 'temporal': '" + temporal + "' is not one of: none, node, edge");
+  }
+  const std::string strategy = runtime::text_setting(settings, "temporal_strategy", "uniform");
+  if (strategy == "last") {
+    config.temporal_strategy = TemporalStrategy::kLast;
+  } else if (strategy != "uniform") {
+    throw UsageError("setting 'temporal_strategy': '" + strategy + "' is not one of: uniform, last");
+  }
   return config;
 }
 
@@ -86,10 +127,12 @@ void register_actor_types(runtime::ActorTypeRegistry& registry) {
   registry.add("partition", [](caf::actor_system& system, const runtime::Settings& settings) {
     PartitionStores stores =
         open_partition_stores(required_setting(settings, "dir"), part_number(settings), storage_setting(settings));
+    SamplerConfig config = sampler_config_from(settings);
+    attach_times(config, required_setting(settings, "dir"), stores);
     PartitionActorOptions options;
     options.channel_host = runtime::text_setting(settings, "channel_host", options.channel_host);
     return caf::actor_cast<caf::actor>(spawn_partition_actor(system, std::move(stores.topology),
-                                                             std::move(stores.features), sampler_config_from(settings),
+                                                             std::move(stores.features), std::move(config),
                                                              std::move(options)));
   });
   registry.add("sampler", [](caf::actor_system& system, const runtime::Settings& settings) {
@@ -104,10 +147,13 @@ void register_actor_types(runtime::ActorTypeRegistry& registry) {
         parse_cache_policy(runtime::text_setting(settings, "feature_cache_policy", "degree"), "setting 'feature_cache_policy'");
     SamplerOptions options;
     options.config = sampler_config_from(settings);
+    // Link prediction reads no labels (and the graph may have none).
+    if (!flag_setting(settings, "labels", true)) options.names.y.clear();
     options.prefetch = static_cast<int>(integer_setting(settings, "prefetch", 1, kMaxPrefetch, options.prefetch));
     options.deadline = std::chrono::milliseconds(
         integer_setting(settings, "deadline_ms", 1, kMaxDeadlineMs, options.deadline.count()));
     PartitionStores stores = open_partition_stores(dir, part, storage);  // shared with a partition actor here
+    attach_times(options.config, dir, stores);
     options.cache = node_cache(dir, part, stores, options.names, cache_mb, policy);
     PartitionFolder folder(dir);
     const PartitionData data = folder.load_part(part);
@@ -118,6 +164,19 @@ void register_actor_types(runtime::ActorTypeRegistry& registry) {
       return std::vector<int64_t>(all.begin() + begin, all.begin() + end);
     };
     SamplerSeeds seeds{slice(data.train_idx), slice(data.val_idx), slice(data.test_idx)};
+    const std::string order = runtime::text_setting(settings, "seed_order", "id");
+    if (order == "time") {
+      // Training batches cut in time order: the seeds by their node time (ties by id).
+      if (options.config.node_time.empty()) {
+        throw UsageError("setting 'seed_order': time, but " + dir + " has no node times");
+      }
+      Span<const int64_t> time = options.config.node_time.as<int64_t>();
+      for (std::vector<int64_t>* split : {&seeds.train, &seeds.val, &seeds.test}) {
+        std::stable_sort(split->begin(), split->end(), [&](int64_t a, int64_t b) { return time[a] < time[b]; });
+      }
+    } else if (order != "id") {
+      throw UsageError("setting 'seed_order': '" + order + "' is not one of: id, time");
+    }
     return caf::actor_cast<caf::actor>(
         spawn_sampler_actor(system, folder.book(), part, std::move(stores), std::move(seeds), std::move(options)));
   });

@@ -9,7 +9,10 @@ namespace partita {
 // Registers:
 //   "partition": one part of a partition folder, served by a partition actor. Settings:
 //     dir (the folder, as the daemon's machine sees it), part, fanouts ("15,10,5"),
-//     replace and disjoint ("true"/"false", default false), channel_host (where its
+//     replace, disjoint and hop_independent ("true"/"false", default false; SamplerConfig),
+//     temporal (none, node or edge: temporal sampling, which needs disjoint; the folder's
+//     node times of every part and the part's edge times are loaded for it) and
+//     temporal_strategy (uniform or last), channel_host (where its
 //     feature channel listens, an address the samplers reach; default 127.0.0.1),
 //     features (where its attributes are kept: auto, memory or mapped, default auto;
 //     partitioner/partition_stores.h).
@@ -22,7 +25,10 @@ namespace partita {
 //     (trainer t of k per partition gets share t % k of k); features as for "partition";
 //     feature_cache_mb (default 0: none) and feature_cache_policy (degree or sieve,
 //     default degree): the node's cache of other partitions' rows (graph/row_cache.h),
-//     one per partition and process, shared by the samplers of that partition.
+//     one per partition and process, shared by the samplers of that partition; labels
+//     (default true; false: batches carry no labels, as link prediction's); seed_order (id,
+//     the default, or time: each split's seeds by their node time, so that an unshuffled
+//     epoch cuts its batches in time order).
 void register_actor_types(runtime::ActorTypeRegistry& registry);
 
 // The sampler config of a partition actor's settings; throws UsageError naming the setting.

@@ -51,6 +51,7 @@ using partition_actor = caf::typed_actor<
 using partitions_atom = caf::atom_constant<caf::atom("p_parts")>;
 using epoch_atom = caf::atom_constant<caf::atom("p_epoch")>;
 using next_atom = caf::atom_constant<caf::atom("p_next")>;
+using link_plan_atom = caf::atom_constant<caf::atom("p_lplan")>;
 
 // The sampler of one trainer (actors/sampler_actor.h): the mini-batches of its partition's
 // training seeds, that partition read by direct call, the others through their actors.
@@ -65,11 +66,17 @@ using next_atom = caf::atom_constant<caf::atom("p_next")>;
 //       its seeds, shuffled with (plan seed, epoch) when `shuffle`, cut into batches keyed
 //       (plan seed, epoch, batch); starts sampling at once, at most `prefetch` batches ahead
 //       of the next messages; supersedes what is left of the previous epoch
+//   (link plan, link plan message) -> sampler ack with its batch count | error reply: an
+//       epoch whose batches the trainer planned (a link-prediction trainer: each batch's
+//       seeds are its edges' endpoints and negatives, keyed (plan seed, epoch, batch), its
+//       hops leaving out the step's positive edges; messages/codec.h link_plan); otherwise
+//       as epoch, and read with next
 //   (next) -> sampled batch (messages/sampled_batch.h): the epoch's next batch in plan
 //       order, or the reason there is none (a failure naming the batch and the partition)
 using sampler_actor = caf::typed_actor<
     caf::replies_to<partitions_atom, std::vector<caf::actor>, std::vector<std::string>>::with<Encoded>,
     caf::replies_to<epoch_atom, std::string, uint64_t, uint64_t, int64_t, bool>::with<Encoded>,
+    caf::replies_to<link_plan_atom, Encoded>::with<Encoded>,
     caf::replies_to<next_atom>::with<SampledBatch>>;
 
 // Training. A trainer is a model replica fed by its sampler; the job driver steers it. Every

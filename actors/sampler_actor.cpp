@@ -52,6 +52,7 @@ sampler_impl::behavior_type unwired(Pointer self) {
         return on_partitions(self, actors, addresses);
       },
       [self](epoch_atom, const std::string&, uint64_t, uint64_t, int64_t, bool) { return not_wired(self); },
+      [self](link_plan_atom, const Encoded&) { return not_wired(self); },
       [](next_atom) { return no_epoch(); },
       [](io_done_atom, uint64_t, int32_t) {},  // no channel yet: not from one
       [](resume_atom) {},
@@ -65,6 +66,7 @@ sampler_impl::behavior_type wiring(Pointer self) {
         return wired_already(self);
       },
       [self](epoch_atom, const std::string&, uint64_t, uint64_t, int64_t, bool) { return not_wired(self); },
+      [self](link_plan_atom, const Encoded&) { return not_wired(self); },
       [](next_atom) { return no_epoch(); },
       [self](io_done_atom, uint64_t, int32_t part) { on_channel_connected(self, part); },
       [](resume_atom) {},
@@ -79,6 +81,7 @@ sampler_impl::behavior_type ready(Pointer self) {
       },
       [self](epoch_atom, const std::string& split, uint64_t plan_seed, uint64_t epoch, int64_t batch_size,
              bool shuffle) { return on_epoch(self, split, plan_seed, epoch, batch_size, shuffle); },
+      [self](link_plan_atom, const Encoded& plan) { return on_link_plan(self, plan); },
       [self](next_atom) { return on_next(self); },
       [self](io_done_atom, uint64_t flight, int32_t part) { on_fetch_done(self, flight, part); },
       [self](resume_atom) {

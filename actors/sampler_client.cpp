@@ -41,6 +41,25 @@ void wire_sampler(caf::actor_system& system, const sampler_actor& sampler, const
   if (!failure.empty()) throw Error(failure);
 }
 
+int64_t SamplerClient::start_link_plan(const EpochPlan& plan) {
+  Encoded message;
+  Encoder().link_plan(plan, message.bytes);
+  std::string failure;
+  int64_t batches = 0;
+  self_->request(sampler_, deadline_, link_plan_atom::value, std::move(message))
+      .receive(
+          [&](Encoded& reply) {
+            try {
+              batches = decode_sampler_ack(Span<const char>(reply.bytes));
+            } catch (const Error& e) {
+              failure = e.what();
+            }
+          },
+          [&](caf::error& e) { failure = transport_failure(system_, e, deadline_); });
+  if (!failure.empty()) throw Error(name_ + ": link plan of epoch " + std::to_string(plan.epoch) + ": " + failure);
+  return batches;
+}
+
 int64_t SamplerClient::start_epoch(const std::string& split, uint64_t plan_seed, uint64_t epoch, int64_t batch_size,
                                    bool shuffle) {
   std::string failure;

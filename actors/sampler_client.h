@@ -15,6 +15,7 @@
 
 #include "actors/protocol.h"
 #include "graph/buffer_pool.h"
+#include "graph/epoch_plan.h"
 #include "graph/mini_batch.h"
 
 namespace partita {
@@ -39,6 +40,9 @@ class SamplerClient {
   // number of batches. Throws Error naming the sampler when it refuses or does not answer.
   int64_t start_epoch(const std::string& split, uint64_t plan_seed, uint64_t epoch, int64_t batch_size,
                       bool shuffle);
+  // Makes `plan` (a trainer's own batches: link prediction; protocol.h, link plan) the
+  // sampler's epoch and returns its number of batches. Throws Error as start_epoch does.
+  int64_t start_link_plan(const EpochPlan& plan);
   // The epoch's next batch, in plan order. Throws Error naming the sampler and why: the
   // sampler's own error (naming the batch and the partition), a deadline, a lost sampler.
   MiniBatch next();

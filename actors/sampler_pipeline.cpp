@@ -268,7 +268,10 @@ void start_flight(Pointer self, int64_t batch) {
   try {
     MiniBatch recycled;
     recycled.x = s.pool->take();
-    flight.assembly.start(s.plan->batch(batch), s.plan->key(batch), std::move(recycled));
+    flight.assembly.start(s.plan->batch(batch), s.plan->key(batch), std::move(recycled), s.plan->times_of(batch));
+    if (s.plan->excludes_edges()) {
+      flight.assembly.exclude_edges(s.plan->excluded_src_of(batch), s.plan->excluded_dst_of(batch));
+    }
     run_hop(self, flight);
   } catch (const Error& e) {
     fail_flight(self, flight, e.what());
@@ -335,6 +338,36 @@ void on_fetch_done(Pointer self, uint64_t flight_id, int32_t part) {
   on_feature_answer(self, *flight);
 }
 
+namespace {
+
+// Makes `plan` the sampler's epoch: what is left of the previous one is superseded, and
+// sampling starts at once, ahead of the first next.
+Encoded begin_epoch(Pointer self, EpochPlan plan) {
+  auto& s = self->state;
+  ++s.generation;
+  std::vector<BatchInFlight*> live;
+  for (auto& [id, flight] : s.flights) {
+    if (!flight->dead) live.push_back(flight.get());
+  }
+  for (BatchInFlight* flight : live) kill(s, *flight);
+  for (auto& [batch, promise] : s.waiting) {
+    promise.deliver(SampledBatch::failed(WireErrorCode::kBadRequest, "sampler: batch " + std::to_string(batch) +
+                                                                         " was superseded by epoch " +
+                                                                         std::to_string(plan.epoch)));
+  }
+  s.waiting.clear();
+  s.ready.clear();
+  s.failure.clear();
+  s.failed_batch = -1;
+  s.plan = std::move(plan);
+  s.next_to_start = 0;
+  s.claimed = 0;
+  top_up(self);
+  return ack(s, s.plan->num_batches());
+}
+
+}  // namespace
+
 Encoded on_epoch(Pointer self, const std::string& split, uint64_t plan_seed, uint64_t epoch, int64_t batch_size,
                  bool shuffle) {
   auto& s = self->state;
@@ -345,27 +378,45 @@ Encoded on_epoch(Pointer self, const std::string& split, uint64_t plan_seed, uin
   if (batch_size < 1) {
     return error_reply(s, WireErrorCode::kBadRequest, "sampler: batch size " + std::to_string(batch_size));
   }
-  // A new epoch supersedes what is left of the last one.
-  ++s.generation;
-  std::vector<BatchInFlight*> live;
-  for (auto& [id, flight] : s.flights) {
-    if (!flight->dead) live.push_back(flight.get());
+  EpochPlan plan = plan_epoch(Span<const int64_t>(*seeds), batch_size, plan_seed, epoch, shuffle);
+  if (s.options.config.temporal != TemporalMode::kNone) {
+    // A node seed's neighbourhood is bounded by its own time.
+    if (s.options.config.node_time.empty()) {
+      return error_reply(s, WireErrorCode::kBadRequest,
+                         "sampler: temporal sampling of node seeds reads each seed's time from the node times, and "
+                         "the graph has none");
+    }
+    Span<const int64_t> time = s.options.config.node_time.as<int64_t>();
+    plan.times.reserve(plan.order.size());
+    for (int64_t seed : plan.order) plan.times.push_back(time[seed]);
   }
-  for (BatchInFlight* flight : live) kill(s, *flight);
-  for (auto& [batch, promise] : s.waiting) {
-    promise.deliver(SampledBatch::failed(WireErrorCode::kBadRequest, "sampler: batch " + std::to_string(batch) +
-                                                                         " was superseded by epoch " +
-                                                                         std::to_string(epoch)));
+  return begin_epoch(self, std::move(plan));
+}
+
+Encoded on_link_plan(Pointer self, const Encoded& message) {
+  auto& s = self->state;
+  EpochPlan plan;
+  try {
+    plan = decode_link_plan(Span<const char>(message.bytes));
+  } catch (const Error& e) {
+    return error_reply(s, WireErrorCode::kBadRequest, std::string("sampler: ") + e.what());
   }
-  s.waiting.clear();
-  s.ready.clear();
-  s.failure.clear();
-  s.failed_batch = -1;
-  s.plan = plan_epoch(Span<const int64_t>(*seeds), batch_size, plan_seed, epoch, shuffle);
-  s.next_to_start = 0;
-  s.claimed = 0;
-  top_up(self);  // sampling starts now, ahead of the first next
-  return ack(s, s.plan->num_batches());
+  // Seeds may be any partition's nodes (a link batch samples around both ends of its
+  // edges and its negatives), but must be the graph's.
+  const int64_t n = s.book.num_nodes();
+  if (s.options.config.temporal != TemporalMode::kNone && plan.times.size() != plan.order.size()) {
+    return error_reply(s, WireErrorCode::kBadRequest, "sampler: link plan: temporal sampling needs a time per seed");
+  }
+  for (const std::vector<int64_t>* ids : {&plan.order, &plan.excluded_src, &plan.excluded_dst}) {
+    for (int64_t id : *ids) {
+      if (id < 0 || id >= n) {
+        return error_reply(s, WireErrorCode::kOutOfRange,
+                           "sampler: link plan: node " + std::to_string(id) + " is outside the graph's " +
+                               std::to_string(n) + " nodes");
+      }
+    }
+  }
+  return begin_epoch(self, std::move(plan));
 }
 
 caf::result<SampledBatch> on_next(Pointer self) {

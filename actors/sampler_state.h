@@ -147,6 +147,8 @@ void check_not_lost(const SamplerState& s, int part);
 // -- Epochs and batches (sampler_pipeline.cpp) ----------------------------------------------
 Encoded on_epoch(Pointer self, const std::string& split, uint64_t plan_seed, uint64_t epoch, int64_t batch_size,
                  bool shuffle);
+// A trainer's own plan (protocol.h, link plan): validated against the book, then as on_epoch.
+Encoded on_link_plan(Pointer self, const Encoded& plan);
 caf::result<SampledBatch> on_next(Pointer self);
 // A channel fetch's report (io_done with a flight).
 void on_fetch_done(Pointer self, uint64_t flight_id, int32_t part);

@@ -66,8 +66,27 @@ void BatchAssembly::start(Span<const int64_t> seeds, const SampleKey& key, MiniB
   key_ = key;
   hop_ = 0;
   recycled_ = std::move(batch);
+  excluded_.clear();
   builder_.start(seeds, seed_times);
   split_.split(book_, builder_.frontier_nodes(), builder_.frontier_trees(), builder_.frontier_times());
+}
+
+void BatchAssembly::exclude_edges(Span<const int64_t> src, Span<const int64_t> dst) {
+  if (src.size() != dst.size()) {
+    throw Error("exclude edges: " + std::to_string(src.size()) + " sources for " + std::to_string(dst.size()) +
+                " destinations");
+  }
+  const int64_t n = book_.num_nodes();
+  for (size_t i = 0; i < src.size(); ++i) {
+    if (src[i] < 0 || src[i] >= n || dst[i] < 0 || dst[i] >= n) {
+      throw Error("exclude edges: edge " + std::to_string(src[i]) + " -> " + std::to_string(dst[i]) +
+                  " is outside the graph's " + std::to_string(n) + " nodes");
+    }
+  }
+  LinkInput edges;
+  edges.src = src;
+  edges.dst = dst;
+  excluded_.reset(edges, true);
 }
 
 void BatchAssembly::sample_local(int part) {
@@ -78,6 +97,7 @@ void BatchAssembly::finish_hop() {
   std::vector<const HopOutput*> answers(local_.size());
   for (int part = 0; part < num_parts(); ++part) answers[part] = split_.empty(part) ? nullptr : &outputs_[part];
   split_.join(answers, joined_);  // validates every answer against its part's frontier
+  excluded_.apply(builder_.frontier_nodes(), joined_);
   builder_.add_hop(joined_);
   if (++hop_ < config_.num_hops()) {
     split_.split(book_, builder_.frontier_nodes(), builder_.frontier_trees(), builder_.frontier_times());

@@ -22,6 +22,7 @@
 #include "graph/batch_features.h"
 #include "graph/frontier_split.h"
 #include "graph/hop_sampler.h"
+#include "graph/link_sampler.h"
 #include "graph/mini_batch.h"
 #include "graph/partition_book.h"
 #include "graph/row_split.h"
@@ -70,6 +71,11 @@ class BatchAssembly {
   // refilled: pages already mapped are cheaper than fresh ones (tens of MB per batch).
   void start(Span<const int64_t> seeds, const SampleKey& key, MiniBatch batch, Span<const int64_t> seed_times = {});
   const SampleKey& key() const { return key_; }
+  // Link batches: every hop of the batch started last leaves out the edges src[i] ->
+  // dst[i] and dst[i] -> src[i] (global ids; GraphBolt's exclude_seed_edges with their
+  // reverses), so that a model cannot read a positive off its own subgraph. Call after
+  // start; the next start clears it.
+  void exclude_edges(Span<const int64_t> src, Span<const int64_t> dst);
 
   // Hops. While sampling(), hop() is the current hop; each part with frontier nodes
   // (hop_needs) is sampled by sample_local (co-located) or gets hop_input and has its
@@ -118,6 +124,7 @@ class BatchAssembly {
   FrontierSplit split_;
   std::vector<HopOutput> outputs_;
   HopOutput joined_;
+  SeedEdgeFilter excluded_;
   MiniBatch batch_;
   MiniBatch recycled_;  // the caller's buffers, until the batch is built
   RowSplit rows_;       // the batch's nodes by owner

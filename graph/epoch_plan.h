@@ -15,13 +15,31 @@ struct EpochPlan {
   std::vector<int64_t> offsets;  // batch b is order[offsets[b], offsets[b+1])
   uint64_t job_seed = 0;
   uint64_t epoch = 0;
+  // Link batches (a trainer's plan, not cut from a split): batch b's hops leave out the
+  // edges excluded_src/dst[excluded_offsets[b], excluded_offsets[b+1]) and their reverses
+  // (BatchAssembly::exclude_edges). Empty: nothing is left out.
+  std::vector<int64_t> excluded_src, excluded_dst, excluded_offsets;
+  // Temporal sampling: each seed's time bound, as `order`; empty otherwise.
+  std::vector<int64_t> times;
 
   int64_t num_batches() const { return static_cast<int64_t>(offsets.size()) - 1; }
   Span<const int64_t> batch(int64_t b) const {
     return {order.data() + offsets[b], static_cast<size_t>(offsets[b + 1] - offsets[b])};
   }
+  bool excludes_edges() const { return !excluded_offsets.empty(); }
+  Span<const int64_t> times_of(int64_t b) const {
+    if (times.empty()) return {};
+    return {times.data() + offsets[b], static_cast<size_t>(offsets[b + 1] - offsets[b])};
+  }
+  Span<const int64_t> excluded_src_of(int64_t b) const { return excluded(excluded_src, b); }
+  Span<const int64_t> excluded_dst_of(int64_t b) const { return excluded(excluded_dst, b); }
   // The key of batch b: what makes its sampling reproducible anywhere.
   SampleKey key(int64_t b) const { return {job_seed, epoch, static_cast<uint64_t>(b)}; }
+
+ private:
+  Span<const int64_t> excluded(const std::vector<int64_t>& ends, int64_t b) const {
+    return {ends.data() + excluded_offsets[b], static_cast<size_t>(excluded_offsets[b + 1] - excluded_offsets[b])};
+  }
 };
 
 // Share `share` of `shares` of `count` seeds: the contiguous slice [count * share / shares,

@@ -83,6 +83,7 @@ uint64_t SamplerConfig::fingerprint() const {
     for (int f : row) h = mix64(h, static_cast<uint64_t>(static_cast<int64_t>(f)));
   }
   h = mix64(h, replace, disjoint);
+  if (hop_independent) h = mix64(h, 0x484F50ull /* "HOP" */);
   h = mix64(h, static_cast<uint64_t>(temporal), static_cast<uint64_t>(temporal_strategy));
   return mix64(h, !edge_weight.empty());
 }
@@ -312,7 +313,7 @@ void sample_hop(const Topology& topology, const SamplerConfig& config, const Sam
   if (hop < 0 || hop >= config.num_hops()) {
     throw Error("sample: hop " + std::to_string(hop) + " of " + std::to_string(config.num_hops()));
   }
-  const uint64_t k = hop_key(key, hop);
+  const uint64_t k = hop_key(key, config.hop_independent ? 0 : hop);
   out.offsets.reserve(input.nodes.size() + 1);
   if (!topology.is_hetero() && config.edge_weight.empty() && !config.replace &&
       config.temporal == TemporalMode::kNone) {

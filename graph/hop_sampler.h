@@ -41,6 +41,11 @@ struct SamplerConfig {
   std::vector<std::vector<int>> fanouts;
   bool replace = false;   // sample with replacement
   bool disjoint = false;  // every seed grows its own tree (required by temporal sampling)
+  // Draws keyed without the hop: a node's neighbours are the same at whichever hop the
+  // batch reaches it (given equal fanouts), so the tree sampled below a node does not
+  // depend on the batch's other seeds. Link-prediction jobs use it: a step's positives are
+  // then encoded alike whether one trainer samples them all or two trainers share them.
+  bool hop_independent = false;
   // Edge weights (float32, by global edge id - edge_begin): neighbours are then drawn with
   // probability proportional to their weight. Empty = uniform.
   ArrayRef edge_weight;

@@ -66,6 +66,7 @@ const char* message_kind_name(MessageKind kind) {
     case MessageKind::kMiniBatch: return "mini-batch";
     case MessageKind::kSamplerAck: return "sampler ack";
     case MessageKind::kFeatureRowsHeader: return "feature rows header";
+    case MessageKind::kLinkPlan: return "link plan";
   }
   return "unknown message";
 }
@@ -380,6 +381,39 @@ void Encoder::sampler_ack(int64_t num_batches, std::vector<char>& out) {
   });
 }
 
+void Encoder::link_plan(const EpochPlan& plan, std::vector<char>& out) {
+  const char* what = "link plan";
+  if (plan.offsets.empty()) fail(what, "no batch offsets");
+  if (plan.excluded_src.size() != plan.excluded_dst.size()) {
+    fail(what, std::to_string(plan.excluded_src.size()) + " excluded sources for " +
+                   std::to_string(plan.excluded_dst.size()) + " destinations");
+  }
+  if (!plan.times.empty() && plan.times.size() != plan.order.size()) {
+    fail(what, std::to_string(plan.times.size()) + " times for " + std::to_string(plan.order.size()) + " seeds");
+  }
+  if (plan.excludes_edges() && plan.excluded_offsets.size() != plan.offsets.size()) {
+    fail(what, "excluded edges given for " + std::to_string(plan.excluded_offsets.size() - 1) + " batches of " +
+                   std::to_string(plan.num_batches()));
+  }
+  impl_->encode(what, out, [&](Envelope::Builder envelope, capnp::Orphanage orphanage) {
+    auto p = envelope.initLinkPlan();
+    p.setSeed(plan.job_seed);
+    p.setEpoch(plan.epoch);
+    impl_->write_tensor(what, "seeds", TensorView::of(Span<const int64_t>(plan.order)), p.initSeeds(), orphanage);
+    impl_->write_tensor(what, "offsets", TensorView::of(Span<const int64_t>(plan.offsets)), p.initOffsets(),
+                        orphanage);
+    impl_->write_tensor(what, "excluded_src", TensorView::of(Span<const int64_t>(plan.excluded_src)),
+                        p.initExcludedSrc(), orphanage);
+    impl_->write_tensor(what, "excluded_dst", TensorView::of(Span<const int64_t>(plan.excluded_dst)),
+                        p.initExcludedDst(), orphanage);
+    impl_->write_tensor(what, "excluded_offsets", TensorView::of(Span<const int64_t>(plan.excluded_offsets)),
+                        p.initExcludedOffsets(), orphanage);
+    if (!plan.times.empty()) {
+      impl_->write_tensor(what, "times", TensorView::of(Span<const int64_t>(plan.times)), p.initTimes(), orphanage);
+    }
+  });
+}
+
 void Encoder::feature_rows_header(uint64_t request_id, DType dtype, const std::vector<int64_t>& shape,
                                   std::vector<char>& out) {
   const char* what = "feature rows header";
@@ -467,6 +501,7 @@ MessageKind kind_of(Envelope::Reader envelope, const char* what) {
     case Envelope::MINI_BATCH: return MessageKind::kMiniBatch;
     case Envelope::SAMPLER_ACK: return MessageKind::kSamplerAck;
     case Envelope::FEATURE_ROWS_HEADER: return MessageKind::kFeatureRowsHeader;
+    case Envelope::LINK_PLAN: return MessageKind::kLinkPlan;
     case Envelope::RETIRED9:  // was a benchmark-only run report: refused like an unset one
     case Envelope::UNSET: break;
   }
@@ -597,6 +632,7 @@ MessageHeader peek_message(Span<const char> bytes) {
       case MessageKind::kChannelOffer:
       case MessageKind::kMiniBatch:
       case MessageKind::kSamplerAck:
+      case MessageKind::kLinkPlan:
         break;
     }
     return header;
@@ -817,6 +853,65 @@ void decode_mini_batch(Span<const char> bytes, MiniBatch& batch, SampleKey* key)
       auto k = m.getKey();
       *key = SampleKey{k.getSeed(), k.getEpoch(), k.getBatch()};
     }
+  });
+}
+
+namespace {
+
+// Offsets of `batches` batches into an array of `size` entries: from 0 to size, never
+// decreasing.
+void check_offsets(const char* what, const char* field, Span<const int64_t> offsets, size_t batches, size_t size) {
+  if (offsets.size() != batches + 1) {
+    fail(what, std::string(field) + " has " + std::to_string(offsets.size()) + " entries for " +
+                   std::to_string(batches) + " batches");
+  }
+  if (offsets[0] != 0 || offsets[batches] != static_cast<int64_t>(size)) {
+    fail(what, std::string(field) + " must run from 0 to " + std::to_string(size));
+  }
+  for (size_t b = 0; b < batches; ++b) {
+    if (offsets[b + 1] < offsets[b]) fail(what, std::string(field) + " decrease at batch " + std::to_string(b));
+  }
+}
+
+}  // namespace
+
+EpochPlan decode_link_plan(Span<const char> bytes) {
+  const char* what = "link plan";
+  return guarded(what, [&] {
+    OwnedBuffers owned;
+    WireReader reader(bytes, what, owned);
+    Envelope::Reader envelope = reader.root();
+    expect_kind(envelope, MessageKind::kLinkPlan);
+    auto p = envelope.getLinkPlan();
+    EpochPlan plan;
+    plan.job_seed = p.getSeed();
+    plan.epoch = p.getEpoch();
+    const auto copy = [&](const char* field, bool present, wire::Tensor::Reader tensor, std::vector<int64_t>& to) {
+      Span<const int64_t> values = read_vector<int64_t>(what, field, present, tensor, owned);
+      to.assign(values.begin(), values.end());
+    };
+    copy("seeds", p.hasSeeds(), p.getSeeds(), plan.order);
+    copy("offsets", p.hasOffsets(), p.getOffsets(), plan.offsets);
+    copy("excluded_src", p.hasExcludedSrc(), p.getExcludedSrc(), plan.excluded_src);
+    copy("excluded_dst", p.hasExcludedDst(), p.getExcludedDst(), plan.excluded_dst);
+    copy("excluded_offsets", p.hasExcludedOffsets(), p.getExcludedOffsets(), plan.excluded_offsets);
+    Span<const int64_t> times =
+        read_optional<int64_t>(what, "times", p.hasTimes(), p.getTimes(), plan.order.size(), owned);
+    plan.times.assign(times.begin(), times.end());
+    if (plan.offsets.empty()) fail(what, "no batch offsets");
+    const size_t batches = plan.offsets.size() - 1;
+    check_offsets(what, "offsets", Span<const int64_t>(plan.offsets), batches, plan.order.size());
+    if (plan.excluded_src.size() != plan.excluded_dst.size()) {
+      fail(what, std::to_string(plan.excluded_src.size()) + " excluded sources for " +
+                     std::to_string(plan.excluded_dst.size()) + " destinations");
+    }
+    if (plan.excludes_edges()) {
+      check_offsets(what, "excluded_offsets", Span<const int64_t>(plan.excluded_offsets), batches,
+                    plan.excluded_src.size());
+    } else if (!plan.excluded_src.empty()) {
+      fail(what, "excluded edges without their offsets");
+    }
+    return plan;
   });
 }
 

@@ -22,6 +22,7 @@
 
 #include "base/error.h"
 #include "base/span.h"
+#include "graph/epoch_plan.h"
 #include "graph/mini_batch.h"
 #include "graph/hop_sampler.h"
 #include "messages/tensor_view.h"
@@ -38,6 +39,7 @@ enum class MessageKind {
   kMiniBatch,
   kSamplerAck,
   kFeatureRowsHeader,
+  kLinkPlan,
 };
 const char* message_kind_name(MessageKind kind);  // "hop request", ...
 
@@ -95,6 +97,9 @@ class Encoder {
   // Copies the batch's arrays (x included) into the message.
   void mini_batch(const SampleKey& key, const MiniBatch& batch, std::vector<char>& out);
   void sampler_ack(int64_t num_batches, std::vector<char>& out);
+  // A plan of link batches (its order, offsets, key and excluded edges; job_seed is sent
+  // as the key's seed). Throws Error if the plan's arrays do not fit together.
+  void link_plan(const EpochPlan& plan, std::vector<char>& out);
   // The head of a feature reply whose rows (`dtype`, `shape`) follow it raw on a channel.
   void feature_rows_header(uint64_t request_id, DType dtype, const std::vector<int64_t>& shape,
                            std::vector<char>& out);
@@ -189,6 +194,9 @@ DecodedChannelOffer decode_channel_offer(Span<const char> bytes);
 // [nodes, feature_dim] float32, y has one int64 label per node.
 void decode_mini_batch(Span<const char> bytes, MiniBatch& batch, SampleKey* key = nullptr);
 int64_t decode_sampler_ack(Span<const char> bytes);  // the number of batches
+// A copy of the plan, after checking that its offsets run from 0 to their array's size
+// without decreasing and that there are as many excluded sources as destinations.
+EpochPlan decode_link_plan(Span<const char> bytes);
 // Checks dtype and shape (at least one dimension, none negative, at most 1 GiB of rows)
 // and, when not negative, the row count.
 DecodedFeatureRowsHeader decode_feature_rows_header(Span<const char> bytes, int64_t expected_rows = -1);

@@ -105,6 +105,21 @@ struct SamplerAck {
   numBatches @0 :Int64;  # after an epoch message: the batches of its plan; otherwise 0
 }
 
+# A trainer's plan of link batches for its sampler (actors/protocol.h, link plan; graph
+# EpochPlan): batch b samples around seeds[offsets[b], offsets[b+1]) keyed (seed, epoch,
+# b), its hops leaving out the edges excludedSrc/Dst[excludedOffsets[b], ...) and their
+# reverses.
+struct LinkPlan {
+  seed @0 :UInt64;
+  epoch @1 :UInt64;
+  seeds @2 :Tensor;            # int64 global ids
+  offsets @3 :Tensor;          # int64 [batches + 1], from 0 to the seed count
+  excludedSrc @4 :Tensor;      # int64 global ids
+  excludedDst @5 :Tensor;      # int64 global ids, as many
+  excludedOffsets @6 :Tensor;  # int64 [batches + 1], from 0 to the excluded count
+  times @7 :Tensor;            # int64 per seed, temporal sampling only; absent or empty otherwise
+}
+
 struct Envelope {
   union {
     unset @0 :Void;  # the default: a zeroed or empty message decodes to this, and is rejected
@@ -118,5 +133,6 @@ struct Envelope {
     samplerAck @8 :SamplerAck;
     retired9 @9 :Void;  # was a sampler's benchmark-only run report; refused
     featureRowsHeader @10 :FeatureRowsHeader;
+    linkPlan @11 :LinkPlan;
   }
 }

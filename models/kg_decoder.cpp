@@ -7,6 +7,7 @@
 namespace partita {
 
 KgDecoder parse_kg_decoder(const std::string& name, int transe_norm, const std::string& field) {
+  if (name == "dot") return KgDecoder::kDot;
   if (name == "distmult") return KgDecoder::kDistMult;
   if (name == "complex") return KgDecoder::kComplEx;
   if (name == "transe") {
@@ -14,11 +15,12 @@ KgDecoder parse_kg_decoder(const std::string& name, int transe_norm, const std::
     if (transe_norm == 2) return KgDecoder::kTransEL2;
     throw UsageError(field + ": TransE's norm must be 1 or 2, got " + std::to_string(transe_norm));
   }
-  throw UsageError(field + ": '" + name + "' is not one of: distmult, complex, transe");
+  throw UsageError(field + ": '" + name + "' is not one of: dot, distmult, complex, transe");
 }
 
 std::string kg_decoder_name(KgDecoder decoder) {
   switch (decoder) {
+    case KgDecoder::kDot: return "dot";
     case KgDecoder::kDistMult: return "distmult";
     case KgDecoder::kComplEx: return "complex";
     case KgDecoder::kTransEL1: return "transe-l1";
@@ -49,6 +51,7 @@ at::Tensor complex_product(const at::Tensor& a, const at::Tensor& b, bool conj_a
 
 at::Tensor kg_query(KgDecoder decoder, KgSide side, const at::Tensor& anchor, const at::Tensor& relation) {
   switch (decoder) {
+    case KgDecoder::kDot: return anchor;
     case KgDecoder::kDistMult: return anchor * relation;
     case KgDecoder::kComplEx:
       // Tail: h r; head: conj(r) t, since Re<h r conj(t)> = Re<conj(r) t conj(h)>.
@@ -61,6 +64,7 @@ at::Tensor kg_query(KgDecoder decoder, KgSide side, const at::Tensor& anchor, co
 
 at::Tensor kg_score_pairs(KgDecoder decoder, const at::Tensor& query, const at::Tensor& entity) {
   switch (decoder) {
+    case KgDecoder::kDot:
     case KgDecoder::kDistMult:
     case KgDecoder::kComplEx: return (query * entity).sum(-1);
     case KgDecoder::kTransEL1: return -(query - entity).abs().sum(-1);
@@ -71,6 +75,7 @@ at::Tensor kg_score_pairs(KgDecoder decoder, const at::Tensor& query, const at::
 
 at::Tensor kg_score_groups(KgDecoder decoder, const at::Tensor& query, const at::Tensor& candidates) {
   switch (decoder) {
+    case KgDecoder::kDot:
     case KgDecoder::kDistMult:
     case KgDecoder::kComplEx: return at::bmm(query, candidates.transpose(1, 2));
     case KgDecoder::kTransEL1: return -at::cdist(query, candidates, 1.0);

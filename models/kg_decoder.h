@@ -6,6 +6,8 @@
 // one product per pair. Predicting the tail of (h, r, ?) uses the query q = q_tail(h, r);
 // predicting the head of (?, r, t) the query q = q_head(r, t); then, for either side,
 // score(q, e) is
+//   Dot        <q, e>                         q_tail = h, q_head = t (no relation: the
+//                                             decoder of homogeneous GNN link prediction)
 //   DistMult   <q, e>                         q_tail = h * r, q_head = r * t
 //   ComplEx    Re<q, conj(e)> = <q, e> on the  q_tail = h * r, q_head = conj(r) * t
 //              [real | imaginary] halves       (complex products on the halves)
@@ -21,9 +23,9 @@
 
 namespace partita {
 
-enum class KgDecoder { kDistMult, kComplEx, kTransEL1, kTransEL2 };
+enum class KgDecoder { kDot, kDistMult, kComplEx, kTransEL1, kTransEL2 };
 
-// "distmult", "complex", "transe" (with norm 1 or 2). Throws UsageError naming `field`.
+// "dot", "distmult", "complex", "transe" (with norm 1 or 2). Throws UsageError naming `field`.
 KgDecoder parse_kg_decoder(const std::string& name, int transe_norm, const std::string& field);
 std::string kg_decoder_name(KgDecoder decoder);
 // Throws UsageError naming `field` when `dim` does not suit the decoder (ComplEx: odd).

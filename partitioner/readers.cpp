@@ -9,7 +9,9 @@ Dataset read_dataset(const std::string& format, const std::string& path, const R
   if (format == "npy") return read_npy_folder(path);
   if (format == "edgelist") return read_edgelist(path);
   if (format == "triples") return read_triples(path);
-  throw UsageError("unknown dataset format '" + format + "' (expected one of: linqs, npy, edgelist, triples)");
+  if (format == "movielens") return read_movielens(path);
+  throw UsageError("unknown dataset format '" + format +
+                   "' (expected one of: linqs, npy, edgelist, triples, movielens)");
 }
 
 }  // namespace partita

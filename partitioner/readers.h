@@ -49,7 +49,20 @@ Dataset read_edgelist(const std::string& path);
 // `edges` holds the train triples; valid/test go to val_edges/test_edges.
 Dataset read_triples(const std::string& dir);
 
-// Dispatches on format: "linqs", "npy", "edgelist", "triples". Unknown format: UsageError.
+// MovieLens (ml-latest-small, PyG's MovieLens): a folder with ratings.csv
+// (userId,movieId,rating,timestamp) and movies.csv (movieId,title,genres; quoted titles
+// may hold commas; genres `|`-separated), each with its header line. Node types `user`
+// (those who rated, by userId) then `movie` (every movie of movies.csv, by movieId); edge
+// types `user rates movie` and its reverse `movie rated_by user`: each rating is both
+// edges, next to each other, with the rating as the edge attribute (float, 1 column) and
+// the timestamp as the edge time (temporal sampling's). Features: the movies' genres
+// multi-hot over the sorted genre names, then a column that is 1 for users (every user the
+// same constant row). No labels or node splits. A rating of a movie movies.csv lacks, a
+// rating outside [0, 5], a malformed line: an Error naming the file and line.
+Dataset read_movielens(const std::string& dir);
+
+// Dispatches on format: "linqs", "npy", "edgelist", "triples", "movielens". Unknown
+// format: UsageError.
 Dataset read_dataset(const std::string& format, const std::string& path,
                      const ReadOptions& options = {});
 

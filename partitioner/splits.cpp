@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
+#include <map>
 
 #include "base/error.h"
 #include "base/random.h"
@@ -108,6 +110,83 @@ void assign_random_split(Dataset& d, int64_t num_candidates, const SplitOptions&
   d.train_idx = std::move(split.train);
   d.val_idx = std::move(split.val);
   d.test_idx = std::move(split.test);
+}
+
+}  // namespace partita
+
+namespace partita {
+
+void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint64_t seed, bool by_time) {
+  check_fraction("data.holdout.val", val_fraction);
+  check_fraction("data.holdout.test", test_fraction);
+  if (val_fraction + test_fraction > 1.0) {
+    throw UsageError("data.holdout: val and test hold out " + std::to_string(val_fraction + test_fraction) +
+                     " of the edges, more than all of them");
+  }
+  if (d.val_edges.size() > 0 || d.test_edges.size() > 0) {
+    throw UsageError("data.holdout: dataset '" + d.name + "' has held-out edges of its own already");
+  }
+  if (by_time && d.edge_time.empty()) {
+    throw UsageError("data.holdout.by: time, but dataset '" + d.name + "' has no edge times");
+  }
+  const int64_t m = d.num_edges();
+  // Links in order of first appearance: an edge and its reverse (and repeats) share one.
+  std::map<std::tuple<int64_t, int64_t, int32_t>, int64_t> link_of_pair;
+  std::vector<int64_t> link(static_cast<size_t>(m));
+  std::vector<int64_t> first_edge;
+  const bool typed = !d.edges.type.empty();
+  for (int64_t e = 0; e < m; ++e) {
+    const auto key = std::make_tuple(std::min(d.edges.src[e], d.edges.dst[e]), std::max(d.edges.src[e], d.edges.dst[e]),
+                                     typed ? d.edges.type[e] : 0);
+    auto [it, fresh] = link_of_pair.emplace(key, static_cast<int64_t>(first_edge.size()));
+    if (fresh) first_edge.push_back(e);
+    link[static_cast<size_t>(e)] = it->second;
+  }
+  const int64_t links = static_cast<int64_t>(first_edge.size());
+  std::vector<int64_t> order(static_cast<size_t>(links));
+  for (int64_t i = 0; i < links; ++i) order[static_cast<size_t>(i)] = i;
+  const int64_t num_val = fraction_of(val_fraction, links), num_test = fraction_of(test_fraction, links);
+  // 0: kept, 1: val, 2: test.
+  std::vector<uint8_t> where(static_cast<size_t>(links), 0);
+  if (by_time) {
+    // Latest first: the test links, then the validation links before them.
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return d.edge_time[first_edge[static_cast<size_t>(a)]] > d.edge_time[first_edge[static_cast<size_t>(b)]];
+    });
+    for (int64_t i = 0; i < num_val + num_test; ++i) {
+      where[static_cast<size_t>(order[static_cast<size_t>(i)])] = i < num_test ? 2 : 1;
+    }
+  } else {
+    Rng rng(mix64(seed, 0x686f6c646f7574ull /* "holdout" */));
+    shuffle(order, rng);
+    for (int64_t i = 0; i < num_val + num_test; ++i) {
+      where[static_cast<size_t>(order[static_cast<size_t>(i)])] = i < num_val ? 1 : 2;
+    }
+  }
+  EdgeList kept;
+  std::vector<float> kept_attr;
+  std::vector<int64_t> kept_time;
+  // Held out in link order (their first edge's): the result does not depend on the draw's order.
+  for (int64_t l = 0; l < links; ++l) {
+    if (where[static_cast<size_t>(l)] == 0) continue;
+    const int64_t e = first_edge[static_cast<size_t>(l)];
+    EdgeList& to = where[static_cast<size_t>(l)] == 1 ? d.val_edges : d.test_edges;
+    to.push_back(d.edges.src[e], d.edges.dst[e]);
+    if (typed) to.type.push_back(d.edges.type[e]);
+  }
+  const int64_t width = d.edge_feature_dim;
+  for (int64_t e = 0; e < m; ++e) {
+    if (where[static_cast<size_t>(link[static_cast<size_t>(e)])] != 0) continue;
+    kept.push_back(d.edges.src[e], d.edges.dst[e]);
+    if (typed) kept.type.push_back(d.edges.type[e]);
+    if (!d.edge_time.empty()) kept_time.push_back(d.edge_time[e]);
+    if (width > 0) {
+      kept_attr.insert(kept_attr.end(), d.edge_attr.begin() + e * width, d.edge_attr.begin() + (e + 1) * width);
+    }
+  }
+  d.edges = std::move(kept);
+  if (!d.edge_time.empty()) d.edge_time = std::move(kept_time);
+  if (width > 0) d.edge_attr = std::move(kept_attr);
 }
 
 }  // namespace partita

@@ -125,7 +125,7 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
   std::string partitions, dataset;
   s.read("partitions", partitions, "a folder");
   s.read("dataset", dataset, "a path");
-  s.read_choice("format", job.format, {"linqs", "npy", "edgelist", "triples"});
+  s.read_choice("format", job.format, {"linqs", "npy", "edgelist", "triples", "movielens"});
   if (s.has("generate")) {
     job.generate = true;
     Section g = s.sub("generate");
@@ -143,6 +143,20 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
   }
   const bool parts_given = s.has("num_partitions");
   s.read_int("num_partitions", job.num_partitions, 1, JobLimits::kMaxPartitions);
+  if (s.has("holdout")) {
+    Section h = s.sub("holdout");
+    h.read_real("val", job.holdout_val, 0, 0.5);
+    h.read_real("test", job.holdout_test, 0, 0.5);
+    std::string by = "random";
+    h.read_choice("by", by, {"random", "time"});
+    job.holdout_by_time = by == "time";
+    h.reject_unknown();
+    if (!job.link_prediction()) s.fail(s.field("holdout"), "holds out edges, for task: link_prediction only");
+    if (!partitions.empty()) {
+      s.fail(s.field("holdout"), "edges are held out when the job partitions a dataset; a partition folder has "
+                                 "its held-out edges already");
+    }
+  }
   s.reject_unknown();
 
   const int sources = !partitions.empty() + !dataset.empty() + job.generate;
@@ -212,6 +226,16 @@ void read_sampling(Section s, JobConfig& job) {
   s.read("replace", job.replace, "true or false");
   s.read_int("feature_cache_mb", job.feature_cache_mb, 0, JobLimits::kMaxFeatureCacheMb);
   s.read_choice("feature_cache_policy", job.feature_cache_policy, {"degree", "frequency", "sieve"});
+  if (s.has("temporal")) {
+    Section t = s.sub("temporal");
+    if (!t.has("time")) t.fail(t.field("time"), "missing: node or edge (which times bound a seed's neighbourhood)");
+    t.read_choice("time", job.temporal_time, {"node", "edge"});
+    t.read_choice("strategy", job.temporal_strategy, {"uniform", "last"});
+    std::string batches = "shuffled";
+    t.read_choice("batches", batches, {"shuffled", "time"});
+    job.time_ordered = batches == "time";
+    t.reject_unknown();
+  }
   s.reject_unknown();
 }
 
@@ -223,7 +247,32 @@ void read_features(Section s, JobConfig& job) {
 void read_link_model(Section s, JobConfig& job) {
   LinkPredictionSpec& link = job.link;
   s.read_choice("encoder", link.encoder, {"none", "graphsage", "gcn", "gat", "rgcn"});
-  s.read_choice("decoder", link.decoder, {"distmult", "complex", "transe"});
+  if (link.encoder == "rgcn") {
+    s.fail(s.field("encoder"), "'rgcn' is not available for link prediction yet; use none, graphsage, gcn or gat");
+  }
+  if (job.link_gnn()) {
+    // A GNN over sampled subgraphs, trained as node classifiers are; its own defaults.
+    job.model = link.encoder;
+    link.decoder = "dot";
+    link.loss = "bce";
+    link.negatives = 1;
+    link.chunk_size = 1;
+    link.eval_negatives = 1;
+    job.optimizer = "adam";
+    job.learning_rate = 0.01;
+    s.read_int("hidden", job.hidden, 1, JobLimits::kMaxWidth);
+    s.read_int("layers", job.layers, 1, JobLimits::kMaxLayers);
+    s.read_int("heads", job.heads, 1, JobLimits::kMaxHeads);
+    s.read_real("dropout", job.dropout, 0.0, 0.99);
+    s.read("trim", job.trim, "true or false");
+    if (job.model == "gat" && job.hidden % job.heads != 0) {
+      s.fail(s.field("hidden"), std::to_string(job.hidden) + " is not a multiple of model.heads (" +
+                                    std::to_string(job.heads) + "): GAT splits the hidden features over its heads");
+    }
+    s.read_choice("decoder", link.decoder, {"dot"});  // DistMult's relation would be a parameter outside the GNN
+  } else {
+    s.read_choice("decoder", link.decoder, {"dot", "distmult", "complex", "transe"});
+  }
   s.read_int("transe_norm", link.transe_norm, 1);
   if (link.transe_norm > 2) s.fail(s.field("transe_norm"), "must be 1 or 2, got " + std::to_string(link.transe_norm));
   s.read_int("dim", link.dim, 1, JobLimits::kMaxWidth);
@@ -232,12 +281,6 @@ void read_link_model(Section s, JobConfig& job) {
   s.reject_unknown();
   if (link.decoder == "complex" && link.dim % 2 != 0) {
     s.fail(s.field("dim"), "ComplEx needs an even dimension (real and imaginary halves), got " + std::to_string(link.dim));
-  }
-  if (link.encoder != "none") {
-    // The GNN encoders for link prediction are not built yet: name what is, rather than
-    // train something else.
-    s.fail(s.field("encoder"), "'" + link.encoder + "' is not available for link prediction yet; use none "
-                                                    "(each entity's embedding is its representation)");
   }
 }
 
@@ -254,6 +297,10 @@ void read_eval(Section s, JobConfig& job) {
   if (s.has("negatives")) {
     YAML::Node n = s.get("negatives");
     if (n.IsScalar() && n.Scalar() == "all") {
+      if (job.link_gnn()) {
+        s.fail(s.field("negatives"), "'all' ranks against every entity, which a GNN encoder does not do (every "
+                                     "node's subgraph would be sampled); give a count of sampled negatives");
+      }
       job.link.eval_negatives = 0;
     } else {
       s.read_int("negatives", job.link.eval_negatives, 1, JobLimits::kMaxBatchSize);
@@ -267,10 +314,18 @@ void read_eval(Section s, JobConfig& job) {
 void read_train(Section s, JobConfig& job) {
   s.read_int("epochs", job.epochs, 1, JobLimits::kMaxEpochs);
   if (job.link_prediction()) {
-    s.read_choice("optimizer", job.optimizer, {"adagrad"});
+    if (job.link_gnn()) {
+      s.read_choice("optimizer", job.optimizer, {"adam", "sgd"});
+    } else {
+      s.read_choice("optimizer", job.optimizer, {"adagrad"});
+    }
     s.read_choice("loss", job.link.loss, {"softmax", "bce", "margin"});
     s.read_real("margin", job.link.margin, 0, 1e6);
-    s.read_choice("regularizer", job.link.regularizer, {"none", "l2", "n3"});
+    if (job.link_gnn()) {
+      s.read_choice("regularizer", job.link.regularizer, {"none"});  // of embedding rows: none here
+    } else {
+      s.read_choice("regularizer", job.link.regularizer, {"none", "l2", "n3"});
+    }
     s.read_real("regularization", job.link.regularization, 0, 1e6);
   } else {
     s.read_choice("optimizer", job.optimizer, {"adam", "sgd"});
@@ -284,8 +339,8 @@ void read_train(Section s, JobConfig& job) {
   s.read_int("eval_batch_size", job.eval_batch_size, 1, JobLimits::kMaxBatchSize);
   s.read_int("max_restarts", job.max_restarts, 0, JobLimits::kMaxRestarts);
   s.read_int("checkpoint_every_steps", job.checkpoint_every_steps, int64_t{0}, JobLimits::kMaxCheckpointEverySteps);
-  if (job.link_prediction() && job.checkpoint_every_steps > 0) {
-    s.fail(s.field("checkpoint_every_steps"), "link_prediction jobs checkpoint at epoch ends only (for now)");
+  if (job.link_prediction() && !job.link_gnn() && job.checkpoint_every_steps > 0) {
+    s.fail(s.field("checkpoint_every_steps"), "encoder: none jobs checkpoint at epoch ends only (for now)");
   }
   s.reject_unknown();
 }
@@ -335,7 +390,13 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
   job.output = absolute(output, base_dir);
   top.reject_unknown();
 
-  if (!job.link_prediction() && static_cast<int>(job.fanouts.size()) != job.layers) {
+  if (job.temporal() && job.link_prediction() && !job.link_gnn()) {
+    top.fail("sampling.temporal", "bounds the sampled neighbourhoods of a GNN encoder; encoder: none samples none");
+  }
+  if (job.holdout_by_time && !job.temporal()) {
+    top.fail("data.holdout.by", "time holds out the latest links, for jobs with sampling.temporal");
+  }
+  if ((!job.link_prediction() || job.link_gnn()) && static_cast<int>(job.fanouts.size()) != job.layers) {
     top.fail("sampling.fanouts", "has " + std::to_string(job.fanouts.size()) + " entries but model.layers is " +
                                      std::to_string(job.layers) + ": one fanout per layer");
   }
@@ -377,7 +438,14 @@ std::string job_to_yaml(const JobConfig& job) {
     out << YAML::Key << "dim" << YAML::Value << link.dim;
     out << YAML::Key << "reciprocal" << YAML::Value << link.reciprocal;
     out << YAML::Key << "init_std" << YAML::Value << link.init_std;
-  } else {
+  }
+  if (job.link_gnn()) {
+    out << YAML::Key << "hidden" << YAML::Value << job.hidden;
+    out << YAML::Key << "layers" << YAML::Value << job.layers;
+    out << YAML::Key << "heads" << YAML::Value << job.heads;
+    out << YAML::Key << "dropout" << YAML::Value << job.dropout;
+    out << YAML::Key << "trim" << YAML::Value << job.trim;
+  } else if (!job.link_prediction()) {
     out << YAML::Key << "kind" << YAML::Value << job.model;
     out << YAML::Key << "hidden" << YAML::Value << job.hidden;
     out << YAML::Key << "layers" << YAML::Value << job.layers;
@@ -410,6 +478,13 @@ std::string job_to_yaml(const JobConfig& job) {
   out << YAML::Key << "replace" << YAML::Value << job.replace;
   out << YAML::Key << "feature_cache_mb" << YAML::Value << job.feature_cache_mb;
   out << YAML::Key << "feature_cache_policy" << YAML::Value << job.feature_cache_policy;
+  if (job.temporal()) {
+    out << YAML::Key << "temporal" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "time" << YAML::Value << job.temporal_time;
+    out << YAML::Key << "strategy" << YAML::Value << job.temporal_strategy;
+    out << YAML::Key << "batches" << YAML::Value << (job.time_ordered ? "time" : "shuffled");
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
   out << YAML::Key << "features" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "storage" << YAML::Value << job.feature_storage;

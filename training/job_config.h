@@ -12,7 +12,8 @@
 //     num_partitions: 2        # for dataset/generate
 //   model: {kind: graphsage, hidden: 128, layers: 2, heads: 4, dropout: 0.5, trim: true}
 //   sampling: {fanouts: [10, 10], batch_size: 512, prefetch: 2, replace: false,
-//              feature_cache_mb: 0, feature_cache_policy: degree}   # cache 0 = off
+//              feature_cache_mb: 0, feature_cache_policy: degree,   # cache 0 = off
+//              temporal: {time: node, strategy: uniform, batches: shuffled}}  # optional
 //   features: {storage: auto}   # auto, memory or mapped (partitioner/partition_stores.h)
 //   train:
 //     epochs: 5
@@ -40,6 +41,12 @@
 //   train: {loss: softmax, margin: 1.0, regularizer: none, regularization: 0.0,
 //           optimizer: adagrad, learning_rate: 0.1, ...}
 //   eval: {negatives: all, block: 4096, every: 1}
+// With a GNN encoder (examples/cora_link.yaml) the model also takes node classification's
+// hidden, layers, heads, dropout and trim, sampling its fanouts, and the defaults differ:
+//   data: {..., holdout: {val: 0.05, test: 0.1}}   # edges held out when partitioning
+//   model: {encoder: graphsage, decoder: dot, dim: 128, hidden: 128, layers: 2, ...}
+//   negatives: {k: 1, chunk_size: 1}   train: {loss: bce, optimizer: adam, learning_rate: 0.01}
+//   eval: {negatives: 1}                # sampled negatives per held-out edge: AUC, MRR, Hits@k
 #pragma once
 
 #include <cstdint>
@@ -123,6 +130,12 @@ struct JobConfig {
   bool generate = false;
   GenerateSpec generate_spec;
   int num_partitions = 2;
+  // Link prediction on a dataset or generated graph: the fractions of its edges held out
+  // for validation and test when the job prepares its partitions (partitioner/splits.h
+  // hold_out_edges); they are then not in the graph the job trains on.
+  double holdout_val = 0.0;
+  double holdout_test = 0.0;
+  bool holdout_by_time = false;  // data.holdout.by: time: the latest links (edge times)
   // model
   std::string model = "graphsage";
   int64_t hidden = 128;
@@ -140,6 +153,13 @@ struct JobConfig {
   // that fills it.
   int64_t feature_cache_mb = 0;
   std::string feature_cache_policy = "degree";
+  // Temporal sampling (sampling.temporal; graph/hop_sampler.h TemporalMode): "" for none,
+  // "node" or "edge" times; "uniform" or "last"; and whether training batches are cut in
+  // time order (seeds by their time) rather than shuffled.
+  std::string temporal_time;
+  std::string temporal_strategy = "uniform";
+  bool time_ordered = false;
+  bool temporal() const { return !temporal_time.empty(); }
   // features
   std::string feature_storage = "auto";  // where each node keeps its partition's attributes
   // train
@@ -167,6 +187,10 @@ struct JobConfig {
   std::string partition_dir() const;
 
   bool link_prediction() const { return task == "link_prediction"; }
+  // Link prediction with a GNN encoder (model.encoder graphsage, gcn or gat) over sampled
+  // subgraphs: the fields of node classification's model and sampling apply, `model` is
+  // the encoder and link.dim its output width (training/link_trainer.h).
+  bool link_gnn() const { return link_prediction() && link.encoder != "none"; }
 
   // Trainers: k per partition; trainer t serves partition t / k and trains on the
   // (t % k)-th of k contiguous shares of that partition's seeds.

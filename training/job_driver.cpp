@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -22,10 +23,13 @@
 #include "partitioner/partition.h"
 #include "partitioner/partition_format.h"
 #include "partitioner/readers.h"
+#include "partitioner/splits.h"
 #include "runtime/address.h"
 #include "runtime/collective/allreduce_group.h"
 #include "runtime/errors.h"
 #include "training/link_driver.h"
+#include "training/link_metrics.h"
+#include "training/link_trainer.h"
 #include "training/metrics_record.h"
 
 namespace partita {
@@ -55,7 +59,11 @@ std::string data_source(const JobConfig& job) {
   } else {
     out << "dataset " << job.format << " " << job.dataset;
   }
-  out << " parts=" << job.num_partitions << " seed=" << job.seed << "\n";
+  out << " parts=" << job.num_partitions << " seed=" << job.seed;
+  if (job.holdout_val > 0 || job.holdout_test > 0) {
+    out << " holdout=" << job.holdout_val << "," << job.holdout_test << (job.holdout_by_time ? ",time" : "");
+  }
+  out << "\n";
   return out.str();
 }
 
@@ -93,8 +101,10 @@ struct JobActors {
   std::vector<caf::actor> partitions;
   std::vector<caf::actor> samplers;  // per trainer
   std::vector<caf::actor> allreduce;
-  std::vector<trainer_actor> trainers;
-  std::vector<int64_t> train_seeds;  // per trainer
+  // trainer_actor, or link_trainer_actor for link prediction with a GNN encoder: the
+  // messages the driver sends are those the two have in common, and link eval.
+  std::vector<caf::actor> trainers;
+  std::vector<int64_t> train_seeds;  // per trainer (node classification)
 };
 
 class Driver {
@@ -149,6 +159,16 @@ class Driver {
   EpochMetrics train_epoch(int epoch, int64_t steps, const ResumePoint& from);
   // (loss, accuracy) over the split's seeds of every trainer.
   std::pair<double, double> evaluate(const std::string& split);
+  // Link prediction: AUC, MRR, Hits@k and loss over the split's held-out edges, scored by
+  // every trainer ("valid" or "test").
+  LinkMetrics evaluate_links(const std::string& split);
+  // What a link-prediction job with a GNN encoder needs of its graph, checked before any
+  // actor starts: UsageError naming the field otherwise.
+  void check_link_job() const;
+  // The times temporal sampling reads: the seeds' (node times for node seeds, edge times
+  // for link seeds) and the neighbours' (of sampling.temporal.time). UsageError naming
+  // sampling.temporal when the graph lacks them.
+  void check_temporal_job() const;
   std::vector<char> state_of_first_trainer();
   void restore_all(const std::vector<char>& state);
   // The state after `at.epoch` epochs and `at.step` steps of the next (0: none of it).
@@ -259,6 +279,10 @@ void Driver::spawn_actors() {
                                {"part", std::to_string(p)},
                                {"fanouts", fanouts},
                                {"replace", job_.replace ? "true" : "false"},
+                               {"hop_independent", job_.link_gnn() ? "true" : "false"},
+                               {"disjoint", job_.temporal() ? "true" : "false"},
+                               {"temporal", job_.temporal() ? job_.temporal_time : "none"},
+                               {"temporal_strategy", job_.temporal_strategy},
                                {"features", job_.feature_storage}};
     // Its feature channel listens where the samplers on other nodes reach its node.
     if (runtime_.is_distributed()) {
@@ -280,8 +304,8 @@ void Driver::spawn_actors() {
   const std::string job_yaml = job_to_yaml(job_);
   for (int t = 0; t < num_trainers; ++t) {
     const int node = node_of_partition(job_.part_of_trainer(t));
-    actors_.trainers.push_back(caf::actor_cast<trainer_actor>(
-        spawn(node, "trainer", {{"job", job_yaml}, {"trainer", std::to_string(t)}})));
+    actors_.trainers.push_back(
+        spawn(node, job_.link_gnn() ? "link_trainer" : "trainer", {{"job", job_yaml}, {"trainer", std::to_string(t)}}));
   }
   for (const auto& a : actors_.partitions) self_->monitor(a);
   for (const auto& a : actors_.samplers) self_->monitor(a);
@@ -310,6 +334,12 @@ void Driver::spawn_samplers(const std::string& fanouts) {
                                       {"part", std::to_string(part)},
                                       {"fanouts", fanouts},
                                       {"replace", job_.replace ? "true" : "false"},
+                                      {"hop_independent", job_.link_gnn() ? "true" : "false"},
+                                      {"disjoint", job_.temporal() ? "true" : "false"},
+                                      {"temporal", job_.temporal() ? job_.temporal_time : "none"},
+                                      {"temporal_strategy", job_.temporal_strategy},
+                                      {"seed_order", job_.time_ordered && !job_.link_gnn() ? "time" : "id"},
+                                      {"labels", job_.link_gnn() ? "false" : "true"},
                                       {"prefetch", std::to_string(job_.prefetch)},
                                       {"features", job_.feature_storage},
                                       {"feature_cache_mb", std::to_string(job_.feature_cache_mb)},
@@ -334,6 +364,12 @@ void Driver::spawn_samplers(const std::string& fanouts) {
 }
 
 int64_t Driver::steps_per_epoch() const {
+  if (job_.link_gnn()) {
+    // Global steps: the s-th slice of batch_size training edges, whoever holds them.
+    const int64_t edges = folder_.meta().num_edges;
+    if (edges == 0) throw UsageError(folder_.dir() + " has no edges to train a link predictor on");
+    return (edges + job_.batch_size - 1) / job_.batch_size;
+  }
   int64_t steps = 0;
   for (int64_t seeds : actors_.train_seeds) steps = std::max(steps, (seeds + job_.batch_size - 1) / job_.batch_size);
   if (steps == 0) throw UsageError(folder_.dir() + " has no training nodes");
@@ -523,6 +559,79 @@ std::pair<double, double> Driver::evaluate(const std::string& split) {
   return {loss / seeds, static_cast<double>(correct) / seeds};
 }
 
+LinkMetrics Driver::evaluate_links(const std::string& split) {
+  for (const auto& trainer : actors_.trainers) self_->send(trainer, link_eval_atom::value, split);
+  // By trainer, so that the metrics' sums run in one order however the replies arrive.
+  std::vector<std::vector<char>> scores(actors_.trainers.size());
+  size_t replies = 0;
+  std::optional<Error> failure;
+  while (replies < actors_.trainers.size() && !failure) {
+    self_->receive(
+        [&](std::vector<char>& bytes) {
+          const caf::actor_addr sender = caf::actor_cast<caf::actor_addr>(self_->current_sender());
+          for (size_t t = 0; t < actors_.trainers.size(); ++t) {
+            if (actors_.trainers[t].address() == sender) scores[t] = std::move(bytes);
+          }
+          ++replies;
+        },
+        [&](caf::error& e) {
+          failure = Error(describe_actor(caf::actor_cast<caf::actor_addr>(self_->current_sender())) + ": evaluating " +
+                          split + " failed: " + runtime::describe(runtime_.system(), e));
+        },
+        [&](caf::down_msg& down) {
+          failure = Error(describe_actor(down.source) + " was lost: " + runtime::describe(runtime_.system(), down.reason));
+        },
+        caf::after(options_.progress_deadline) >> [&] {
+          failure = Error("no evaluation result from the trainers for " +
+                          std::to_string(options_.progress_deadline.count() / 1000) + " s");
+        });
+  }
+  if (failure) fail(*failure);
+  std::vector<float> rows;
+  for (const std::vector<char>& bytes : scores) {
+    const size_t at = rows.size(), n = bytes.size() / sizeof(float);
+    rows.resize(at + n);
+    if (n > 0) std::memcpy(rows.data() + at, bytes.data(), n * sizeof(float));
+  }
+  return link_metrics(Span<const float>(rows), job_.link.eval_negatives);
+}
+
+void Driver::check_link_job() const {
+  const PartitionMeta& meta = folder_.meta();
+  if (meta.feature_dim <= 0) {
+    throw UsageError("model.encoder: " + job_.link.encoder + " reads node features, and " + folder_.dir() +
+                     " has none (use encoder: none for learnt embeddings)");
+  }
+  for (const auto& [field, k] : {std::make_pair("negatives.k", job_.link.negatives),
+                                 std::make_pair("eval.negatives", job_.link.eval_negatives)}) {
+    if (k > meta.num_nodes) {
+      throw UsageError(std::string(field) + ": " + std::to_string(k) + " is more than the graph's " +
+                       std::to_string(meta.num_nodes) + " nodes");
+    }
+  }
+  if (options_.evaluate && !meta.has_edge_splits) {
+    throw UsageError(folder_.dir() + " has no held-out edges to evaluate a link predictor on: give data.holdout "
+                                     "(e.g. {val: 0.05, test: 0.1})");
+  }
+}
+
+void Driver::check_temporal_job() const {
+  const PartitionMeta& meta = folder_.meta();
+  const auto require = [&](bool present, const std::string& what, const std::string& why) {
+    if (!present) {
+      throw UsageError("sampling.temporal: " + folder_.dir() + " has no " + what + " times (" + why +
+                       "); a graph without times cannot be sampled in time");
+    }
+  };
+  if (job_.temporal_time == "node") require(meta.has_node_time, "node", "time: node bounds neighbours by them");
+  if (job_.temporal_time == "edge") require(meta.has_edge_time, "edge", "time: edge bounds neighbours by them");
+  if (job_.link_gnn()) {
+    require(meta.has_edge_time, "edge", "a positive edge's time bounds its ends' neighbourhoods");
+  } else {
+    require(meta.has_node_time, "node", "a seed node's time bounds its neighbourhood");
+  }
+}
+
 std::vector<char> Driver::state_of_first_trainer() {
   std::vector<char> state;
   std::optional<caf::error> failed;
@@ -613,6 +722,8 @@ void Driver::append_metrics(const EpochMetrics& m) {
 }
 
 JobReport Driver::run() {
+  if (job_.link_gnn()) check_link_job();
+  if (job_.temporal()) check_temporal_job();
   open_job_output(job_, options_);
   if (!options_.placement.empty()) {
     if (static_cast<int>(options_.placement.size()) != job_.num_partitions) {
@@ -643,13 +754,26 @@ JobReport Driver::run() {
     if (cancel_requested()) throw_cancelled(epoch, 0);
     EpochMetrics m = train_epoch(epoch, steps, from);
     from = ResumePoint{};
-    if (options_.evaluate) {
-      std::tie(m.val_loss, m.val_accuracy) = evaluate("val");
-      std::tie(m.test_loss, m.test_accuracy) = evaluate("test");
+    if (options_.evaluate && job_.link_gnn()) {
+      const LinkMetrics valid = evaluate_links("valid"), test = evaluate_links("test");
+      m.val_loss = valid.loss;
+      m.test_loss = test.loss;
+      for (const LinkMetrics* split : {&valid, &test}) {
+        for (auto& entry : split->named(split == &valid ? "valid" : "test")) m.ranking.push_back(std::move(entry));
+      }
+      spdlog::info("epoch {}/{}: {:.1f}s, {:.2f} batches/s, train loss {:.4f}, valid auc {:.4f} mrr {:.4f}, test auc "
+                   "{:.4f} mrr {:.4f} hits@10 {:.4f}",
+                   epoch, job_.epochs, m.seconds, m.batches_per_second, m.train_loss, valid.auc, valid.mrr, test.auc,
+                   test.mrr, test.hits10);
+    } else {
+      if (options_.evaluate) {
+        std::tie(m.val_loss, m.val_accuracy) = evaluate("val");
+        std::tie(m.test_loss, m.test_accuracy) = evaluate("test");
+      }
+      spdlog::info("epoch {}/{}: {:.1f}s, {:.2f} batches/s, train loss {:.4f} acc {:.4f}, val acc {:.4f}, test acc {:.4f}",
+                   epoch, job_.epochs, m.seconds, m.batches_per_second, m.train_loss, m.train_accuracy, m.val_accuracy,
+                   m.test_accuracy);
     }
-    spdlog::info("epoch {}/{}: {:.1f}s, {:.2f} batches/s, train loss {:.4f} acc {:.4f}, val acc {:.4f}, test acc {:.4f}",
-                 epoch, job_.epochs, m.seconds, m.batches_per_second, m.train_loss, m.train_accuracy, m.val_accuracy,
-                 m.test_accuracy);
     report.final_state = state_of_first_trainer();
     ResumePoint done;
     done.epoch = epoch;
@@ -705,6 +829,10 @@ void prepare_data(const JobConfig& job, int threads) {
   } else {
     dataset = read_dataset(job.format, job.dataset);
   }
+  if (job.holdout_val > 0 || job.holdout_test > 0) {
+    hold_out_edges(dataset, job.holdout_val, job.holdout_test, job.seed, job.holdout_by_time);
+    spdlog::info("held out {} validation and {} test edges", dataset.val_edges.size(), dataset.test_edges.size());
+  }
   spdlog::info("{}: {} nodes, {} edges ({:.1f}s); partitioning into {} parts", source.substr(0, source.size() - 1),
                dataset.num_nodes, dataset.num_edges(), watch.seconds(), job.num_partitions);
   PartitionOptions options;
@@ -726,7 +854,8 @@ double EpochMetrics::ranking_metric(const std::string& name) const {
 }
 
 JobReport run_job(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options) {
-  if (job.link_prediction()) return run_link_prediction_job(runtime, job, options);
+  // Embedding jobs have their own driver; GNN encoders train as node classifiers do.
+  if (job.link_prediction() && !job.link_gnn()) return run_link_prediction_job(runtime, job, options);
   Driver driver(runtime, job, options);
   return driver.run();
 }

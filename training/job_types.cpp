@@ -4,6 +4,7 @@
 #include "runtime/collective/allreduce_member.h"
 #include "training/embedding_shard.h"
 #include "training/kg_trainer.h"
+#include "training/link_trainer.h"
 #include "training/trainer.h"
 
 namespace partita {
@@ -20,6 +21,7 @@ runtime::ActorTypeRegistry job_actor_types() {
   register_training_types(registry);
   register_embedding_shard_type(registry);
   register_kg_trainer_type(registry);
+  register_link_trainer_type(registry);
   return registry;
 }
 

@@ -57,6 +57,7 @@ KgTriples::KgTriples(const PartitionFolder& folder) {
   train_.head.assign(m, -1);
   train_.tail.assign(m, -1);
   train_.relation.assign(m, 0);
+  if (meta.has_edge_time) train_time_.assign(m, 0);
   valid_.resize(meta.num_parts);
   test_.resize(meta.num_parts);
   for (int p = 0; p < meta.num_parts; ++p) {
@@ -65,6 +66,8 @@ KgTriples::KgTriples(const PartitionFolder& folder) {
                         edge_ids = d.edge_ids.as<int64_t>();
     Span<const int32_t> types;
     if (d.edge_type) types = d.edge_type->as<int32_t>();
+    Span<const int64_t> times;
+    if (!train_time_.empty() && d.edge_time) times = d.edge_time->as<int64_t>();
     for (int64_t c = 0; c < d.num_nodes(); ++c) {
       for (int64_t j = indptr[c]; j < indptr[c + 1]; ++j) {
         const int64_t e = edge_ids[j];
@@ -75,6 +78,7 @@ KgTriples::KgTriples(const PartitionFolder& folder) {
         train_.head[e] = sources[j];
         train_.tail[e] = d.node_begin + c;
         train_.relation[e] = types.empty() ? 0 : types[j];
+        if (!times.empty()) train_time_[e] = times[j];
       }
     }
     valid_[p] = read_split(d.val_edge_index, d.val_edge_type);

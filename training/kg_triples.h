@@ -56,6 +56,8 @@ class KgTriples {
   int32_t num_relations() const { return num_relations_; }
   // Training triples by original edge id.
   const TripleList& train() const { return train_; }
+  // Their edge times by original edge id, when the graph has edge times; empty otherwise.
+  const std::vector<int64_t>& train_times() const { return train_time_; }
   // The held-out triples ("valid" or "test") whose tail partition `part` owns, in the
   // folder's order.
   TripleList held_out(const std::string& split, int part) const;
@@ -92,6 +94,7 @@ class KgTriples {
   int64_t num_entities_ = 0;
   int32_t num_relations_ = 1;
   TripleList train_;
+  std::vector<int64_t> train_time_;
   std::vector<int64_t> to_global_;
   std::vector<TripleList> valid_, test_;  // per part
   // (head, relation) -> sorted true tails; (tail, relation) -> sorted true heads; over all

@@ -24,6 +24,7 @@
 #include "runtime/collective/allreduce_client.h"
 #include "runtime/settings.h"
 #include "training/job_config.h"
+#include "training/replica_step.h"
 
 namespace partita {
 
@@ -89,32 +90,7 @@ std::array<double, 3> train_step(Replica& r, bool has_batch, uint64_t epoch, int
     const GraphBatch batch = to_graph_batch(std::move(sampled), r.sampler->recycler());
     result = forward_backward(*r.model, batch, step_key(r.job.seed, epoch, step, r.index));
   }
-  flatten_gradients(*r.model, r.gradients);
-  const size_t n = r.gradients.size();
-  r.gradients.push_back(static_cast<float>(result.loss_sum));
-  r.gradients.push_back(static_cast<float>(result.seeds));
-  r.gradients.push_back(static_cast<float>(result.correct));
-  r.allreduce->sum(r.gradients.data(), r.gradients.size());
-  // Every replica sees the same sums, so all stop here together (none is left waiting in
-  // the next allreduce) and the weights never take a non-finite step. The gradients are
-  // checked too: ReLU maps a NaN to 0, so NaN features can leave the loss finite while
-  // their gradients poison the weights for every later step.
-  if (!std::all_of(r.gradients.begin(), r.gradients.end(), [](float v) { return std::isfinite(v); })) {
-    throw Error("step " + std::to_string(step) +
-                ": the loss or its gradients are not finite (NaN or Inf): features with NaN or Inf values, or a "
-                "learning rate too high for this model");
-  }
-  const double total_seeds = r.gradients[n + 1];
-  if (total_seeds > 0) {
-    // The mean over every seed of the step: the gradient of one big batch.
-    const float scale = static_cast<float>(1.0 / total_seeds);
-    for (size_t i = 0; i < n; ++i) r.gradients[i] *= scale;
-    assign_gradients(*r.model, r.gradients.data(), n);
-    r.optimizer->step();
-  }
-  std::array<double, 3> sums{r.gradients[n], r.gradients[n + 1], r.gradients[n + 2]};
-  r.gradients.resize(n);
-  return sums;
+  return allreduce_and_step(*r.model, *r.optimizer, *r.allreduce, r.gradients, result, step);
 }
 
 trainer_actor::behavior_type trainer(trainer_actor::pointer self, std::shared_ptr<Replica> r) {
@@ -132,23 +108,17 @@ trainer_actor::behavior_type trainer(trainer_actor::pointer self, std::shared_pt
                 caf::actor& driver) {
         try {
           if (!r->allreduce) throw Error("not set up");
-          if (first_step < 0 || first_step > steps || checkpoint_every < 0) {
-            throw Error("epoch " + std::to_string(epoch) + ": steps [" + std::to_string(first_step) + ", " +
-                        std::to_string(steps) + ") with a checkpoint every " + std::to_string(checkpoint_every) +
-                        " step(s) is not a range of steps");
-          }
-          const int64_t batches = r->sampler->start_epoch("train", r->plan_seed, epoch, r->job.batch_size, true);
+          check_step_range(epoch, first_step, steps, checkpoint_every);
+          // Shuffled, or cut in time order (the sampler holds its seeds by time then).
+          const bool shuffle = !r->job.time_ordered;
+          const int64_t batches = r->sampler->start_epoch("train", r->plan_seed, epoch, r->job.batch_size, shuffle);
           // A resumed epoch: the batches before its checkpoint were trained on already.
           for (int64_t b = 0; b < std::min(first_step, batches); ++b) r->sampler->next();
           for (int64_t step = first_step; step < steps; ++step) {
             // Trainers whose share has run out join the step's allreduce with no seeds.
             const std::array<double, 3> sums = train_step(*r, step < batches, epoch, step);
-            caf::anon_send(driver, train_step_atom::value, static_cast<int32_t>(r->index), epoch, step, steps, sums[0],
-                       sums[1], sums[2], parameter_hash(*r->model));
-            if (r->index == 0 && checkpoint_every > 0 && (step + 1) % checkpoint_every == 0 && step + 1 < steps) {
-              caf::anon_send(driver, train_checkpoint_atom::value, static_cast<int32_t>(r->index), epoch, step,
-                             save_training_state(*r->model, *r->optimizer));
-            }
+            report_step(driver, static_cast<int32_t>(r->index), epoch, step, steps, sums, *r->model, *r->optimizer,
+                        checkpoint_every);
           }
           caf::anon_send(driver, train_done_atom::value, static_cast<int32_t>(r->index), epoch);
         } catch (const std::exception& e) {

@@ -110,6 +110,73 @@ TEST_F(SamplerActorTest, InProcessGivesTheReferenceBatchesWhateverThePrefetch) {
   }
 }
 
+// A trainer's own plan (link prediction): each batch samples around the seeds given (any
+// partition's nodes), and none of its hops holds an excluded edge in either direction,
+// though the same seeds sampled without the exclusion do draw some of them.
+TEST_F(SamplerActorTest, ALinkPlanLeavesItsExcludedEdgesOutOfEveryHop) {
+  testing::Cluster cluster(tmp_ / "parts", config_);
+  Samplers samplers;
+  sampler_actor s = spawn(cluster, samplers, 0);
+  auto& system = cluster.system();
+  ASSERT_EQ(error_of(ask(system, s, partitions_atom::value, cluster.actors(), kNoAddresses)), "");
+  const std::vector<int64_t>& global = reference_->graph().global_of_original();
+  EpochPlan plan;
+  plan.job_seed = 3;
+  plan.epoch = 1;
+  plan.offsets = {0};
+  plan.excluded_offsets = {0};
+  std::vector<std::set<std::pair<int64_t, int64_t>>> excluded;  // per batch, both directions
+  const int64_t m = dataset_.num_edges();
+  for (int64_t b = 0; b < 3; ++b) {
+    excluded.emplace_back();
+    for (int64_t i = 0; i < 40; ++i) {
+      const int64_t e = (b * 40 + i) * 37 % m;
+      const int64_t src = global[dataset_.edges.src[e]], dst = global[dataset_.edges.dst[e]];
+      plan.order.push_back(src);
+      plan.order.push_back(dst);
+      plan.excluded_src.push_back(src);
+      plan.excluded_dst.push_back(dst);
+      excluded.back().insert({src, dst});
+      excluded.back().insert({dst, src});
+    }
+    plan.offsets.push_back(static_cast<int64_t>(plan.order.size()));
+    plan.excluded_offsets.push_back(static_cast<int64_t>(plan.excluded_src.size()));
+  }
+  const auto excluded_edges_drawn = [&](const EpochPlan& p) {
+    Encoded message;
+    Encoder().link_plan(p, message.bytes);
+    const Encoded ack = ask(system, s, link_plan_atom::value, message);
+    EXPECT_EQ(error_of(ack), "");
+    EXPECT_EQ(decode_sampler_ack(Span<const char>(ack.bytes)), 3);
+    int64_t drawn = 0;
+    for (int64_t b = 0; b < 3; ++b) {
+      const SampledBatch reply = next_of(system, s);
+      EXPECT_TRUE(reply.ok()) << reply.error;
+      if (!reply.ok()) return int64_t{-1};
+      const MiniBatch& batch = *reply.batch;
+      const Span<const int64_t> seeds = p.batch(b);
+      EXPECT_EQ(batch.input_ids, std::vector<int64_t>(seeds.begin(), seeds.end()));
+      EXPECT_EQ(reply.key.batch, static_cast<uint64_t>(b));
+      for (size_t k = 0; k < batch.row.size(); ++k) {
+        drawn += excluded[b].count({batch.node_ids[batch.row[k]], batch.node_ids[batch.col[k]]});
+      }
+    }
+    return drawn;
+  };
+  EpochPlan without = plan;
+  without.excluded_src.clear();
+  without.excluded_dst.clear();
+  without.excluded_offsets.clear();
+  EXPECT_GT(excluded_edges_drawn(without), 0);
+  EXPECT_EQ(excluded_edges_drawn(plan), 0);
+  // A node outside the graph is refused, naming it.
+  plan.order[5] = cluster.book().num_nodes();
+  Encoded bad;
+  Encoder().link_plan(plan, bad.bytes);
+  EXPECT_CONTAINS(error_of(ask(system, s, link_plan_atom::value, bad)),
+                  "node " + std::to_string(cluster.book().num_nodes()) + " is outside the graph");
+}
+
 TEST_F(SamplerActorTest, EvaluationSplitsComeInTheirOwnOrderUnshuffled) {
   testing::Cluster cluster(tmp_ / "parts", config_);
   Samplers samplers;

@@ -8,7 +8,9 @@
 #include <chrono>
 #include <thread>
 
+#include "actors/actor_types.h"
 #include "actors/sampler_client.h"
+#include "base/random.h"
 #include "base/error.h"
 #include "cluster.h"
 #include "daemon_process.h"
@@ -182,6 +184,91 @@ TEST_F(TwoDaemonsTest, BadSettingsAreAnErrorNamingTheSetting) {
     }
   }
   EXPECT_NO_THROW(connections_[0].ping(10s)) << "the daemon must keep serving";
+}
+
+// Temporal sampling as a job asks for it (settings temporal, temporal_strategy, disjoint):
+// on every batch of an epoch, no sampled edge is later than the time of the seed whose
+// tree it is in (edge times; with node times, no sampled neighbour is later), with the
+// partition and sampler actors in this process and on two daemons. Without the setting,
+// the same epoch does sample later edges: the check can fail.
+TEST(TemporalSamplingTest, NoBatchHoldsAnEdgeLaterThanItsSeedInOneProcessOrOnDaemons) {
+  testing::TempDir tmp;
+  Dataset dataset = testing::sbm_graph();
+  for (int64_t v = 0; v < dataset.num_nodes; ++v) dataset.node_time.push_back(static_cast<int64_t>(mix64(v) % 1000));
+  for (int64_t e = 0; e < dataset.num_edges(); ++e) {
+    dataset.edge_time.push_back(static_cast<int64_t>(mix64(e, 7) % 1000));
+  }
+  PartitionOptions options;
+  options.num_parts = 2;
+  partition_dataset(dataset, options, tmp / "parts");
+  const testing::PartitionedGraph graph(tmp / "parts");
+
+  runtime::ActorSystem client{testing::actor_test_options(/*networking=*/true)};
+  std::vector<testing::Daemon> daemons;
+  std::vector<runtime::DaemonConnection> connections;
+  std::vector<std::string> addresses;
+  for (int p = 0; p < 2; ++p) {
+    daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(p)}));
+    ASSERT_FALSE(daemons.back().address.empty());
+    connections.push_back(runtime::DaemonConnection::connect(client, daemons.back().address, 10s));
+    addresses.push_back(daemons.back().address);
+  }
+  runtime::ActorTypeRegistry local;
+  register_actor_types(local);
+  // Later edges (or neighbours) drawn over one training epoch of each partition's sampler;
+  // -1 when a batch failed.
+  const auto later_than_seed = [&](const std::string& temporal, const std::string& strategy, bool on_daemons) {
+    runtime::Settings settings{{"dir", tmp / "parts"},           {"fanouts", "10,5"},
+                               {"disjoint", "true"},             {"temporal", temporal},
+                               {"temporal_strategy", strategy},  {"deadline_ms", "20000"}};
+    if (temporal == "none") settings["disjoint"] = "false";
+    std::vector<caf::actor> partitions, spawned;
+    std::vector<sampler_actor> samplers;
+    const auto spawn = [&](int p, const std::string& type) {
+      runtime::Settings s = settings;
+      s["part"] = std::to_string(p);
+      caf::actor a = on_daemons ? connections[p].spawn(type, s, 30s) : (*local.find(type))(client, s);
+      spawned.push_back(a);
+      return a;
+    };
+    for (int p = 0; p < 2; ++p) partitions.push_back(spawn(p, "partition"));
+    for (int p = 0; p < 2; ++p) samplers.push_back(caf::actor_cast<sampler_actor>(spawn(p, "sampler")));
+    int64_t later = 0, edges = 0;
+    for (int p = 0; p < 2 && later >= 0; ++p) {
+      const Encoded wired =
+          testing::ask(client, samplers[p], partitions_atom::value, partitions,
+                       on_daemons ? addresses : std::vector<std::string>{});
+      EXPECT_EQ(testing::error_of(wired), "");
+      SamplerClient consumer(client, samplers[p], 60s, "the sampler of partition " + std::to_string(p));
+      const int64_t batches = consumer.start_epoch("train", 5, 1, 32, true);
+      for (int64_t b = 0; b < batches; ++b) {
+        const MiniBatch batch = consumer.next();
+        for (size_t k = 0; k < batch.row.size(); ++k) {
+          const int64_t col = batch.col[k];
+          // Disjoint: the root of col's tree; otherwise only the seeds' own edges are read.
+          if (temporal == "none" && col >= batch.batch_size) continue;
+          const int64_t root = temporal == "none" ? batch.node_ids[col] : batch.input_ids[batch.batch[col]];
+          const int64_t seed = graph.original_of_global()[root];
+          const int64_t bound = dataset.node_time[seed];
+          const int64_t time = temporal == "node"
+                                   ? dataset.node_time[graph.original_of_global()[batch.node_ids[batch.row[k]]]]
+                                   : dataset.edge_time[graph.original_edge(batch.edge_ids[k])];
+          later += time > bound;
+          ++edges;
+        }
+      }
+    }
+    for (const auto& a : spawned) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    EXPECT_GT(edges, 1000);
+    return later;
+  };
+  for (bool on_daemons : {false, true}) {
+    SCOPED_TRACE(on_daemons ? "on daemons" : "in one process");
+    EXPECT_EQ(later_than_seed("edge", "uniform", on_daemons), 0);
+    EXPECT_EQ(later_than_seed("node", "last", on_daemons), 0);
+  }
+  // Without the setting (and not disjoint): the seeds' own edges include later ones.
+  EXPECT_GT(later_than_seed("none", "uniform", false), 0);
 }
 
 }  // namespace

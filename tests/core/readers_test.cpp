@@ -783,12 +783,20 @@ std::function<void(const std::string&)> reader_for(const std::string& name) {
   if (starts_with("linqs_")) return [](const std::string& p) { read_linqs(p); };
   if (starts_with("triples_")) return [](const std::string& p) { read_triples(p); };
   if (starts_with("npy_")) return [](const std::string& p) { read_npy_folder(p); };
+  if (starts_with("movielens_")) return [](const std::string& p) { read_movielens(p); };
   return nullptr;
 }
 
 // Why each entry must fail: a corpus file rejected for another reason (say, a typo that
 // makes it unreadable) would otherwise pass unnoticed.
 const std::map<std::string, std::string> kCorpusReasons = {
+    {"movielens_bad_header", "ratings.csv:1: expected the header 'userId,movieId,rating,timestamp'"},
+    {"movielens_bad_rating", "ratings.csv:2: rating '7.5' is not a number in [0, 5]"},
+    {"movielens_bad_timestamp", "ratings.csv:2: timestamp 'yesterday' is not an integer"},
+    {"movielens_no_ratings", "ratings.csv"},
+    {"movielens_short_line", "ratings.csv:2: expected 4 comma-separated fields"},
+    {"movielens_unknown_movie", "ratings.csv:3: movie 3 is not in"},
+    {"movielens_unterminated_quote", "movies.csv:2: unterminated quote"},
     {"bad_magic.npy", "not a .npy file"},
     {"big_endian.npy", "big-endian dtype '>f4'"},
     {"empty.npy", "too short to be a .npy file"},

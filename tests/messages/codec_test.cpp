@@ -47,6 +47,65 @@ HopOutput sample_output() {
   return out;
 }
 
+TEST(Codec, LinkPlanRoundTripAndBrokenOffsetsAreNamed) {
+  EpochPlan plan;
+  plan.job_seed = 7;
+  plan.epoch = 3;
+  plan.order = {4, 5, 6, 1, 2};
+  plan.offsets = {0, 3, 3, 5};  // an empty batch in the middle
+  plan.excluded_src = {4, 1};
+  plan.excluded_dst = {5, 2};
+  plan.excluded_offsets = {0, 1, 1, 2};
+  Encoder encoder;
+  std::vector<char> bytes;
+  encoder.link_plan(plan, bytes);
+  EXPECT_EQ(peek_message(Span<const char>(bytes)).kind, MessageKind::kLinkPlan);
+  const EpochPlan back = decode_link_plan(Span<const char>(bytes));
+  EXPECT_EQ(back.job_seed, 7u);
+  EXPECT_EQ(back.epoch, 3u);
+  EXPECT_EQ(back.order, plan.order);
+  EXPECT_EQ(back.offsets, plan.offsets);
+  EXPECT_EQ(back.excluded_src, plan.excluded_src);
+  EXPECT_EQ(back.excluded_dst, plan.excluded_dst);
+  EXPECT_EQ(back.excluded_offsets, plan.excluded_offsets);
+  // Without exclusions.
+  EpochPlan plain = plan;
+  plain.excluded_src.clear();
+  plain.excluded_dst.clear();
+  plain.excluded_offsets.clear();
+  encoder.link_plan(plain, bytes);
+  EXPECT_FALSE(decode_link_plan(Span<const char>(bytes)).excludes_edges());
+
+  // Refused by the encoder, or else by the decoder (the offsets, which only it checks).
+  const auto refused = [&](const EpochPlan& p, const std::string& why) {
+    std::vector<char> raw;
+    try {
+      encoder.link_plan(p, raw);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+      return;
+    }
+    try {
+      decode_link_plan(Span<const char>(raw));
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  EpochPlan p = plan;
+  p.offsets = {0, 4, 3, 5};
+  refused(p, "offsets decrease at batch 1");
+  p = plan;
+  p.offsets = {0, 3, 3, 6};
+  refused(p, "offsets must run from 0 to 5");
+  p = plan;
+  p.excluded_dst.pop_back();
+  refused(p, "2 excluded sources for 1 destinations");
+  p = plan;
+  p.excluded_offsets = {0, 2};
+  refused(p, "excluded edges given for 1 batches of 3");
+}
+
 TEST(Codec, HopRequestRoundTrip) {
   std::vector<int64_t> nodes{5, 3, 9};
   std::vector<int64_t> trees{0, 0, 1};

@@ -93,6 +93,19 @@ bool decode_and_check(MessageKind kind, Span<const char> bytes) {
         sum += static_cast<int64_t>(h.bytes);
         break;
       }
+      case MessageKind::kLinkPlan: {
+        const EpochPlan plan = decode_link_plan(bytes);
+        EXPECT_EQ(plan.offsets.back(), static_cast<int64_t>(plan.order.size()));
+        EXPECT_EQ(plan.excluded_src.size(), plan.excluded_dst.size());
+        for (int64_t b = 0; b < plan.num_batches(); ++b) {
+          for (int64_t v : plan.batch(b)) sum += v;
+          if (plan.excludes_edges()) {
+            for (int64_t v : plan.excluded_src_of(b)) sum += v;
+            for (int64_t v : plan.excluded_dst_of(b)) sum += v;
+          }
+        }
+        break;
+      }
     }
     volatile int64_t sink = sum;  // the reads are the point: keep them
     (void)sink;
@@ -158,6 +171,15 @@ std::vector<Sample> samples() {
   batch.y = {0, 1, 1};
   add(MessageKind::kMiniBatch, [&](auto& b) { encoder.mini_batch({1, 2, 3}, batch, b); });
   add(MessageKind::kSamplerAck, [&](auto& b) { encoder.sampler_ack(3, b); });
+  EpochPlan plan;
+  plan.job_seed = 5;
+  plan.epoch = 2;
+  plan.order = {3, 1, 4, 1, 5};
+  plan.offsets = {0, 2, 5};
+  plan.excluded_src = {3, 4};
+  plan.excluded_dst = {1, 1};
+  plan.excluded_offsets = {0, 1, 2};
+  add(MessageKind::kLinkPlan, [&](auto& b) { encoder.link_plan(plan, b); });
   add(MessageKind::kFeatureRowsHeader,
       [&](auto& b) { encoder.feature_rows_header(8, DType::kFloat32, {1000, 128}, b); });
   return out;

@@ -19,6 +19,7 @@ namespace {
 at::Tensor direct_score(KgDecoder decoder, const at::Tensor& h, const at::Tensor& r, const at::Tensor& t) {
   const int64_t half = h.size(-1) / 2;
   switch (decoder) {
+    case KgDecoder::kDot: return (h * t).sum(-1);  // no relation
     case KgDecoder::kDistMult: return (h * r * t).sum(-1);
     case KgDecoder::kComplEx: {
       auto re = [&](const at::Tensor& x) { return x.narrow(-1, 0, half); };
@@ -34,7 +35,8 @@ at::Tensor direct_score(KgDecoder decoder, const at::Tensor& h, const at::Tensor
 
 TEST(KgDecoderTest, BothQueryFormsGiveTheTriplesScoreAndGroupsMatchPairs) {
   torch::manual_seed(3);
-  for (KgDecoder decoder : {KgDecoder::kDistMult, KgDecoder::kComplEx, KgDecoder::kTransEL1, KgDecoder::kTransEL2}) {
+  for (KgDecoder decoder :
+       {KgDecoder::kDot, KgDecoder::kDistMult, KgDecoder::kComplEx, KgDecoder::kTransEL1, KgDecoder::kTransEL2}) {
     SCOPED_TRACE(kg_decoder_name(decoder));
     const at::Tensor h = torch::randn({6, 8}), r = torch::randn({6, 8}), t = torch::randn({6, 8});
     const at::Tensor expected = direct_score(decoder, h, r, t);

@@ -274,12 +274,13 @@ TEST_F(LinkJobTest, BadInputIsNamed) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("negatives.k"), std::string::npos) << e.what();
   }
-  // An encoder that does not fit: the GNN encoders are refused by name.
+  // An encoder that does not fit: a GNN reads node features, which triples do not have.
   try {
-    job(2, "{encoder: graphsage, decoder: distmult}", "{k: 4}", "{epochs: 1}", "x");
-    ADD_FAILURE() << "a GNN encoder was accepted";
+    run_in_process(job(2, "{encoder: graphsage}", "{k: 4}", "{epochs: 1}", "gnn"));
+    ADD_FAILURE() << "a GNN encoder was accepted on a graph without features";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("model.encoder"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("model.encoder: graphsage reads node features"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(job(2, "{encoder: none, decoder: complex, dim: 7}", "{k: 4}", "{epochs: 1}", "x"), UsageError);
   EXPECT_THROW(job(2, "{encoder: none, decoder: distmult}", "{k: 4}", "{epochs: 1, optimizer: adam}", "x"), UsageError);

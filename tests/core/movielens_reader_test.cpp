@@ -1,0 +1,91 @@
+// The MovieLens reader (format: movielens): users and movies as node types, `rates` and
+// its reverse `rated_by` with the rating as attribute and the timestamp as edge time,
+// genres multi-hot, users a constant row; a small corpus by hand, then the shared
+// ml-latest-small partitioned into 2 parts with each node type balanced. (Broken inputs:
+// tests/corpus/readers/movielens_*, CorpusTest.)
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "partitioner/partition.h"
+#include "partitioner/partition_format.h"
+#include "partitioner/readers.h"
+#include "test_util.h"
+
+namespace partita {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(MovieLensReaderTest, UsersMoviesRatingsAndGenres) {
+  testing::TempDir tmp;
+  fs::create_directories(tmp / "ml");
+  std::ofstream(tmp / "ml/movies.csv") << "movieId,title,genres\r\n"
+                                          "1,Toy Story (1995),Adventure|Animation|Comedy\r\n"
+                                          "5,\"American President, The (1995)\",Comedy|Drama|Romance\r\n"
+                                          "9,\"The \"\"Quoted\"\" (2000)\",(no genres listed)\r\n";
+  std::ofstream(tmp / "ml/ratings.csv") << "userId,movieId,rating,timestamp\n"
+                                           "7,5,4.5,964982703\n"
+                                           "3,1,0.5,964981247\n"
+                                           "7,1,3.0,964982224\n";
+  const Dataset d = read_dataset("movielens", tmp / "ml");
+  EXPECT_EQ(d.name, "ml");
+  // Users 3 and 7 (nodes 0, 1), then movies 1, 5, 9 (nodes 2, 3, 4), the unrated one too.
+  ASSERT_EQ(d.num_nodes, 5);
+  EXPECT_EQ(d.node_type_names, (std::vector<std::string>{"user", "movie"}));
+  EXPECT_EQ(d.node_type, (std::vector<int32_t>{0, 0, 1, 1, 1}));
+  EXPECT_EQ(d.node_names[1], "user 7");
+  EXPECT_EQ(d.node_names[3], "movie 5");
+  ASSERT_EQ(d.edge_types.size(), 2u);
+  EXPECT_EQ(d.edge_types[0].relation, "rates");
+  EXPECT_EQ(d.edge_types[1].relation, "rated_by");
+  // Genres sorted: (no genres listed), Adventure, Animation, Comedy, Drama, Romance; then
+  // the users' column.
+  ASSERT_EQ(d.feature_dim, 7);
+  const auto row = [&](int64_t node) {
+    return std::vector<float>(d.x.begin() + node * 7, d.x.begin() + (node + 1) * 7);
+  };
+  EXPECT_EQ(row(0), (std::vector<float>{0, 0, 0, 0, 0, 0, 1}));
+  EXPECT_EQ(row(1), row(0));
+  EXPECT_EQ(row(2), (std::vector<float>{0, 1, 1, 1, 0, 0, 0}));
+  EXPECT_EQ(row(3), (std::vector<float>{0, 0, 0, 1, 1, 1, 0}));
+  EXPECT_EQ(row(4), (std::vector<float>{1, 0, 0, 0, 0, 0, 0}));
+  // Each rating both ways, in file order, with its rating and time.
+  EXPECT_EQ(d.edges.src, (std::vector<int64_t>{1, 3, 0, 2, 1, 2}));
+  EXPECT_EQ(d.edges.dst, (std::vector<int64_t>{3, 1, 2, 0, 2, 1}));
+  EXPECT_EQ(d.edges.type, (std::vector<int32_t>{0, 1, 0, 1, 0, 1}));
+  EXPECT_EQ(d.edge_feature_dim, 1);
+  EXPECT_EQ(d.edge_attr, (std::vector<float>{4.5f, 4.5f, 0.5f, 0.5f, 3.0f, 3.0f}));
+  EXPECT_EQ(d.edge_time, (std::vector<int64_t>{964982703, 964982703, 964981247, 964981247, 964982224, 964982224}));
+  EXPECT_TRUE(d.y.empty());
+}
+
+TEST(MovieLensReaderTest, TheSharedDataPartitionsInTwoWithEachTypeBalanced) {
+  const Dataset d = read_movielens(testing::dataset_path("movielens-small"));
+  EXPECT_EQ(d.num_nodes, 610 + 9742);
+  EXPECT_EQ(d.num_edges(), 2 * 100836);
+  EXPECT_EQ(d.feature_dim, 21);  // 20 genre labels and the users' column
+  testing::TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 2;
+  const PartitionMeta meta = partition_dataset(d, options, tmp / "parts");
+  EXPECT_TRUE(meta.is_hetero);
+  EXPECT_TRUE(meta.has_edge_time);
+  EXPECT_EQ(meta.edge_feature_dim, 1);
+  const PartitionFolder folder(tmp / "parts");
+  for (int32_t type : {0, 1}) {
+    const int64_t total = type == 0 ? 610 : 9742;
+    for (int p = 0; p < 2; ++p) {
+      const PartitionData data = folder.load_part(p);
+      int64_t count = 0;
+      for (int32_t t : data.node_type->as<int32_t>()) count += t == type;
+      // METIS's default tolerance is 3% per constraint; allow a little more.
+      EXPECT_LE(count, total / 2 * 105 / 100) << "type " << type << ", part " << p;
+      EXPECT_GE(count, total / 2 * 95 / 100) << "type " << type << ", part " << p;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace partita

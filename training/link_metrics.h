@@ -1,0 +1,35 @@
+// The evaluation of a binary link predictor from its scores: each held-out edge's score
+// next to the scores of its K sampled negatives (corrupted destinations), as the trainers
+// of a GNN link-prediction job return them (training/link_trainer.h).
+//   auc       the area under the ROC curve over every (positive, negative) pair of the
+//             split, ties counted half (sklearn's roc_auc_score; what GAE reports)
+//   mrr       the mean of 1 / rank of each positive among itself and its own K negatives,
+//             a tied negative counting half a place (the mean of the tied ranks)
+//   hits@k    the share of positives whose rank is at most k (1, 3, 10)
+//   loss      binary cross-entropy per positive: -log sigmoid(s+) - mean_j log sigmoid(-s-_j)
+// Torch-free, so that the driver computes the metrics of every trainer's scores at once:
+// AUC is not a sum of per-trainer parts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/span.h"
+
+namespace partita {
+
+struct LinkMetrics {
+  int64_t positives = 0;
+  double auc = 0, mrr = 0, hits1 = 0, hits3 = 0, hits10 = 0, loss = 0;
+  // ("PREFIX.auc", value), ... in a fixed order: the names metrics.jsonl uses.
+  std::vector<std::pair<std::string, double>> named(const std::string& prefix) const;
+};
+
+// `rows`: one row of 1 + k floats per positive, its score then its negatives' (k >= 1).
+// Throws Error naming the sizes when rows.size() is not a multiple of 1 + k. No
+// positives: every metric 0.
+LinkMetrics link_metrics(Span<const float> rows, int64_t k);
+
+}  // namespace partita

@@ -1,0 +1,386 @@
+#include "training/link_trainer.h"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "actors/sampler_client.h"
+#include "base/error.h"
+#include "models/batch_tensors.h"
+#include "models/gnn_model.h"
+#include "models/keyed_dropout.h"
+#include "models/kg_decoder.h"
+#include "models/kg_loss.h"
+#include "models/torch_runtime.h"
+#include "models/training.h"
+#include "partitioner/partition_format.h"
+#include "runtime/collective/allreduce_client.h"
+#include "runtime/settings.h"
+#include "training/job_config.h"
+#include "training/kg_triples.h"
+#include "training/replica_step.h"
+
+namespace partita {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+// The slowest replica's step (sampling and compute) must end within this, and so must
+// every batch the sampler hands over.
+constexpr milliseconds kStepDeadline{120000};
+// Evaluation batches and negatives are keyed by this epoch (less the split's number), the
+// same every time: a metric moves only when the weights do.
+constexpr uint64_t kEvalEpoch = ~uint64_t{0};
+
+// One batch of this trainer: its positive edges (global ids, with their relation) and each
+// positive's negative destinations.
+struct LinkStep {
+  std::vector<int64_t> src, dst;
+  std::vector<int32_t> relation;
+  std::vector<int64_t> time;       // temporal sampling: each positive's time bound
+  std::vector<int64_t> negatives;  // [positives, k] row-major
+  int64_t size() const { return static_cast<int64_t>(src.size()); }
+};
+
+// Everything one replica owns. Lives on the trainer's own thread.
+struct LinkReplica {
+  JobConfig job;
+  int index = 0;
+  int part = 0;
+  int share = 0, shares = 1;
+  PartitionBook book;
+  std::unique_ptr<KgTriples> triples;
+  // The held-out edges of every partition by split ("valid", "test"), ordered by the
+  // original ids of their ends: the same order however the graph is partitioned.
+  std::map<std::string, TripleList> held_out;
+  KgNegatives negatives;
+  KgLoss loss = KgLoss::kBce;
+  KgDecoder decoder = KgDecoder::kDot;
+  std::unique_ptr<SamplerClient> sampler;  // after set-up
+  std::unique_ptr<runtime::Allreduce> allreduce;
+  std::shared_ptr<GnnModel> model;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::vector<float> gradients;  // the step's flat buffer, reused
+  std::vector<LinkStep> steps;   // of the plan started last
+};
+
+TripleList canonical_held_out(const KgTriples& triples, const std::string& split, int parts,
+                              const std::vector<int64_t>& original_of) {
+  TripleList all;
+  for (int p = 0; p < parts; ++p) {
+    const TripleList part = triples.held_out(split, p);
+    all.head.insert(all.head.end(), part.head.begin(), part.head.end());
+    all.tail.insert(all.tail.end(), part.tail.begin(), part.tail.end());
+    all.relation.insert(all.relation.end(), part.relation.begin(), part.relation.end());
+  }
+  std::vector<size_t> order(all.head.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::make_tuple(original_of[all.head[a]], original_of[all.tail[a]], all.relation[a]) <
+           std::make_tuple(original_of[all.head[b]], original_of[all.tail[b]], all.relation[b]);
+  });
+  TripleList sorted;
+  for (size_t i : order) {
+    sorted.head.push_back(all.head[i]);
+    sorted.tail.push_back(all.tail[i]);
+    sorted.relation.push_back(all.relation[i]);
+  }
+  return sorted;
+}
+
+std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
+  auto r = std::make_unique<LinkReplica>();
+  r->job = parse_job(runtime::required_setting(settings, "job"), "/", "the job sent by the driver");
+  r->index = static_cast<int>(runtime::integer_setting(settings, "trainer", 0, r->job.num_trainers() - 1));
+  r->part = r->job.part_of_trainer(r->index);
+  r->shares = r->job.trainers_per_partition;
+  r->share = r->index % r->shares;
+  const PartitionFolder folder(r->job.partition_dir());
+  const PartitionMeta& meta = folder.meta();
+  if (meta.feature_dim <= 0) {
+    throw UsageError("model.encoder: " + r->job.link.encoder + " reads node features, and " + folder.dir() +
+                     " has none");
+  }
+  r->book = folder.book();
+  r->triples = std::make_unique<KgTriples>(folder);
+  std::vector<int64_t> original_of(static_cast<size_t>(meta.num_nodes));
+  for (int64_t o = 0; o < meta.num_nodes; ++o) original_of[r->triples->global_of_original(o)] = o;
+  for (const char* split : {"valid", "test"}) {
+    r->held_out[split] = canonical_held_out(*r->triples, split, meta.num_parts, original_of);
+  }
+  r->negatives.k = r->job.link.negatives;
+  r->negatives.chunk_size = r->job.link.chunk_size;
+  r->negatives.degree_fraction = r->job.link.degree_fraction;
+  r->negatives.strict = r->job.link.strict;
+  r->loss = parse_kg_loss(r->job.link.loss, "train.loss");
+  r->decoder = parse_kg_decoder(r->job.link.decoder, r->job.link.transe_norm, "model.decoder");
+  ModelConfig config;
+  config.kind = r->job.model;
+  config.in_dim = meta.feature_dim;
+  config.hidden_dim = r->job.hidden;
+  config.out_dim = r->job.link.dim;
+  config.num_layers = r->job.layers;
+  config.heads = r->job.model == "gat" ? r->job.heads : 1;
+  config.dropout = r->job.dropout;
+  config.trim = r->job.trim;
+  // Every replica draws the same initial weights from the job seed.
+  r->model = make_model(config, r->job.seed);
+  r->optimizer = make_optimizer(r->job.optimizer, r->model->parameters(), r->job.learning_rate, r->job.weight_decay,
+                                r->job.momentum);
+  return r;
+}
+
+// Appends `step`'s seeds to `plan` as its next batch: the positives' sources, their
+// destinations, then their negatives (SubgraphBuilder keeps each node once, unless
+// disjoint). Temporal sampling: each seed's time bound is its positive's time.
+void add_batch(EpochPlan& plan, const LinkStep& step, bool temporal) {
+  plan.order.insert(plan.order.end(), step.src.begin(), step.src.end());
+  plan.order.insert(plan.order.end(), step.dst.begin(), step.dst.end());
+  plan.order.insert(plan.order.end(), step.negatives.begin(), step.negatives.end());
+  plan.offsets.push_back(static_cast<int64_t>(plan.order.size()));
+  if (!temporal) return;
+  plan.times.insert(plan.times.end(), step.time.begin(), step.time.end());
+  plan.times.insert(plan.times.end(), step.time.begin(), step.time.end());
+  const size_t k = step.src.empty() ? 0 : step.negatives.size() / step.src.size();
+  for (int64_t t : step.time) plan.times.insert(plan.times.end(), k, t);
+}
+
+// The epoch's `steps` batches (training/kg_triples.h: which positives and negatives), each
+// leaving out all of the step's positives, whichever trainer holds them.
+EpochPlan plan_training(LinkReplica& r, uint64_t epoch, int64_t steps) {
+  const TripleList& train = r.triples->train();
+  const std::vector<int64_t>& times = r.triples->train_times();
+  const bool temporal = r.job.temporal();
+  std::vector<int64_t> order = r.triples->epoch_order(r.job.seed, epoch);
+  if (r.job.time_ordered) {
+    // Batches cut in time order: the edges by time, ties by edge id.
+    std::iota(order.begin(), order.end(), int64_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return times[a] < times[b]; });
+  }
+  const int64_t m = train.size(), b = r.job.batch_size;
+  EpochPlan plan;
+  plan.job_seed = r.job.seed;
+  plan.epoch = epoch;
+  plan.offsets = {0};
+  plan.excluded_offsets = {0};
+  r.steps.assign(static_cast<size_t>(steps), LinkStep());
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t begin = std::min(m, s * b), end = std::min(m, begin + b);
+    LinkStep& step = r.steps[static_cast<size_t>(s)];
+    std::map<int64_t, std::vector<int64_t>> chunks;
+    for (int64_t p : trainer_positions(*r.triples, r.book, Span<const int64_t>(order), begin, end, r.part, r.share,
+                                       r.shares)) {
+      const int64_t e = order[static_cast<size_t>(begin + p)];
+      step.src.push_back(train.head[e]);
+      step.dst.push_back(train.tail[e]);
+      step.relation.push_back(train.relation[e]);
+      if (temporal) step.time.push_back(times[e]);
+      const int64_t chunk = p / r.negatives.chunk_size;
+      auto it = chunks.find(chunk);
+      if (it == chunks.end()) {
+        it = chunks.emplace(chunk, r.triples->draw_negatives(r.negatives, r.job.seed, epoch, s, chunk)).first;
+      }
+      step.negatives.insert(step.negatives.end(), it->second.begin(), it->second.end());
+    }
+    add_batch(plan, step, temporal);
+    for (int64_t i = begin; i < end; ++i) {
+      plan.excluded_src.push_back(train.head[order[i]]);
+      plan.excluded_dst.push_back(train.tail[order[i]]);
+    }
+    plan.excluded_offsets.push_back(static_cast<int64_t>(plan.excluded_src.size()));
+  }
+  return plan;
+}
+
+// The split's held-out edges this trainer scores, in batches of eval_batch_size edges of
+// the canonical order (keyed by their position there), each edge against eval.negatives
+// destinations drawn keyed by its position. Held-out edges are not in the graph: nothing
+// is left out. Temporal sampling bounds them by no time: they have none in a partition
+// folder, and a time split (data.holdout.by: time) puts every training edge before them.
+EpochPlan plan_evaluation(LinkReplica& r, const std::string& split) {
+  const TripleList& edges = r.held_out.at(split);
+  const uint64_t split_code = split == "valid" ? 1 : 2;
+  const int64_t n = edges.size(), b = r.job.eval_batch_size;
+  KgNegatives negatives;
+  negatives.k = r.job.link.eval_negatives;
+  negatives.chunk_size = 1;
+  EpochPlan plan;
+  plan.job_seed = r.job.seed;
+  plan.epoch = kEvalEpoch - split_code;
+  plan.offsets = {0};
+  const int64_t batches = (n + b - 1) / b;
+  r.steps.assign(static_cast<size_t>(batches), LinkStep());
+  for (int64_t batch = 0; batch < batches; ++batch) {
+    LinkStep& step = r.steps[static_cast<size_t>(batch)];
+    for (int64_t i = batch * b; i < std::min(n, (batch + 1) * b); ++i) {
+      if (r.book.owner(edges.tail[i]) != r.part || i % r.shares != r.share) continue;
+      step.src.push_back(edges.head[i]);
+      step.dst.push_back(edges.tail[i]);
+      step.relation.push_back(edges.relation[i]);
+      if (r.job.temporal()) step.time.push_back(std::numeric_limits<int64_t>::max());
+      const std::vector<int64_t> drawn = r.triples->draw_negatives(negatives, r.job.seed, plan.epoch, split_code, i);
+      step.negatives.insert(step.negatives.end(), drawn.begin(), drawn.end());
+    }
+    add_batch(plan, step, r.job.temporal());
+  }
+  return plan;
+}
+
+struct Scores {
+  at::Tensor positive;  // [P]
+  at::Tensor negative;  // [P, k]
+};
+
+// Encodes the batch's nodes and scores the step's positives and negatives.
+Scores score(LinkReplica& r, MiniBatch&& sampled, const LinkStep& step, bool train, uint64_t dropout_key) {
+  const int64_t p = step.size();
+  const int64_t k = static_cast<int64_t>(step.negatives.size()) / std::max<int64_t>(p, 1);
+  if (static_cast<int64_t>(sampled.input_local.size()) != p * (2 + k)) {
+    throw Error("the sampler's batch has " + std::to_string(sampled.input_local.size()) + " seeds, the step " +
+                std::to_string(p * (2 + k)));
+  }
+  at::Tensor local = torch::tensor(sampled.input_local, torch::kLong);
+  const GraphBatch batch = to_graph_batch(std::move(sampled), r.sampler->recycler());
+  const at::Tensor h = r.model->forward(batch, train, dropout_key);  // [batch's seeds, dim]
+  const at::Tensor src = h.index_select(0, local.slice(0, 0, p));
+  const at::Tensor dst = h.index_select(0, local.slice(0, p, 2 * p));
+  const at::Tensor neg = h.index_select(0, local.slice(0, 2 * p)).view({p, k, h.size(1)});
+  const at::Tensor query = kg_query(r.decoder, KgSide::kTail, src, at::Tensor());
+  return {kg_score_pairs(r.decoder, query, dst), kg_score_groups(r.decoder, query.unsqueeze(1), neg).squeeze(1)};
+}
+
+// Strict negatives: false where a negative destination makes a training edge with the
+// positive's source.
+at::Tensor strict_mask(const LinkReplica& r, const LinkStep& step) {
+  const int64_t p = step.size(), k = r.negatives.k;
+  at::Tensor keep = torch::ones({p, k}, torch::kBool);
+  auto a = keep.accessor<bool, 2>();
+  for (int64_t i = 0; i < p; ++i) {
+    for (int64_t j = 0; j < k; ++j) {
+      a[i][j] = r.triples->keeps_negative(true, step.src[i], step.relation[i], step.dst[i], step.negatives[i * k + j]);
+    }
+  }
+  return keep;
+}
+
+std::array<double, 3> train_step(LinkReplica& r, uint64_t epoch, int64_t s) {
+  r.optimizer->zero_grad();
+  BatchResult result;
+  MiniBatch sampled = r.sampler->next();  // first: it tells the client where buffers go back
+  const LinkStep& step = r.steps[static_cast<size_t>(s)];
+  if (step.size() > 0) {
+    const Scores scores = score(r, std::move(sampled), step, true, step_key(r.job.seed, epoch, s, r.index));
+    const at::Tensor keep = r.negatives.strict ? strict_mask(r, step) : at::Tensor();
+    const at::Tensor loss = kg_loss_sum(r.loss, scores.positive, scores.negative, keep, r.job.link.margin);
+    loss.backward();
+    result.loss_sum = loss.item<double>();
+    result.seeds = step.size();
+    result.correct = (scores.positive.unsqueeze(1) > scores.negative).all(1).sum().item<int64_t>();
+  } else {
+    r.sampler->give_back(std::move(sampled.x));
+  }
+  return allreduce_and_step(*r.model, *r.optimizer, *r.allreduce, r.gradients, result, s);
+}
+
+std::vector<char> evaluate(LinkReplica& r, const std::string& split) {
+  const EpochPlan plan = plan_evaluation(r, split);
+  const int64_t batches = r.sampler->start_link_plan(plan);
+  std::vector<float> rows;
+  torch::NoGradGuard no_grad;
+  for (int64_t b = 0; b < batches; ++b) {
+    MiniBatch sampled = r.sampler->next();
+    const LinkStep& step = r.steps[static_cast<size_t>(b)];
+    if (step.size() == 0) {
+      r.sampler->give_back(std::move(sampled.x));
+      continue;
+    }
+    const Scores scores = score(r, std::move(sampled), step, false, 0);
+    const at::Tensor table = at::cat({scores.positive.unsqueeze(1), scores.negative}, 1).contiguous();
+    rows.insert(rows.end(), table.data_ptr<float>(), table.data_ptr<float>() + table.numel());
+  }
+  std::vector<char> bytes(rows.size() * sizeof(float));
+  if (!rows.empty()) std::memcpy(bytes.data(), rows.data(), bytes.size());
+  return bytes;
+}
+
+link_trainer_actor::behavior_type link_trainer(link_trainer_actor::pointer self, std::shared_ptr<LinkReplica> r) {
+  return {
+      [self, r](train_setup_atom, caf::actor& sampler, caf::actor& member) -> caf::result<bool> {
+        if (!sampler || !member) {
+          return caf::make_error(caf::sec::invalid_argument, "set-up without a sampler or an allreduce member");
+        }
+        r->sampler = std::make_unique<SamplerClient>(self->system(), caf::actor_cast<sampler_actor>(std::move(sampler)),
+                                                     kStepDeadline, "trainer " + std::to_string(r->index) + "'s sampler");
+        r->allreduce = std::make_unique<runtime::Allreduce>(self->system(), std::move(member), kStepDeadline);
+        return true;
+      },
+      [self, r](train_epoch_atom, uint64_t epoch, int64_t first_step, int64_t steps, int64_t checkpoint_every,
+                caf::actor& driver) {
+        try {
+          if (!r->allreduce) throw Error("not set up");
+          check_step_range(epoch, first_step, steps, checkpoint_every);
+          const int64_t batches = r->sampler->start_link_plan(plan_training(*r, epoch, steps));
+          if (batches != steps) {
+            throw Error("the sampler planned " + std::to_string(batches) + " batches for " + std::to_string(steps) +
+                        " steps");
+          }
+          // A resumed epoch: the batches before its checkpoint were trained on already.
+          for (int64_t b = 0; b < first_step; ++b) r->sampler->next();
+          for (int64_t step = first_step; step < steps; ++step) {
+            const std::array<double, 3> sums = train_step(*r, epoch, step);
+            report_step(driver, static_cast<int32_t>(r->index), epoch, step, steps, sums, *r->model, *r->optimizer,
+                        checkpoint_every);
+          }
+          caf::anon_send(driver, train_done_atom::value, static_cast<int32_t>(r->index), epoch);
+        } catch (const std::exception& e) {
+          spdlog::error("trainer {}: epoch {} failed: {}", r->index, epoch, e.what());
+          caf::anon_send(driver, train_failed_atom::value, static_cast<int32_t>(r->index), std::string(e.what()));
+        }
+      },
+      [r](link_eval_atom, const std::string& split) -> caf::result<std::vector<char>> {
+        if (split != "valid" && split != "test") {
+          return caf::make_error(caf::sec::invalid_argument, "no split '" + split + "' (valid or test)");
+        }
+        try {
+          if (!r->sampler) throw Error("not set up");
+          return evaluate(*r, split);
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error, "trainer " + std::to_string(r->index) + ": " + e.what());
+        }
+      },
+      [r](get_state_atom) { return save_training_state(*r->model, *r->optimizer); },
+      [r](set_state_atom, const std::vector<char>& bytes) -> caf::result<bool> {
+        try {
+          load_training_state(*r->model, *r->optimizer, bytes);
+          return true;
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::invalid_argument, "trainer " + std::to_string(r->index) + ": " + e.what());
+        }
+      },
+  };
+}
+
+}  // namespace
+
+void register_link_trainer_type(runtime::ActorTypeRegistry& registry) {
+  registry.add("link_trainer", [](caf::actor_system& system, const runtime::Settings& settings) {
+    std::shared_ptr<LinkReplica> replica = make_replica(settings);
+    set_torch_threads(replica->job.threads);
+    tune_malloc_for_training();
+    // Detached: an epoch blocks its thread in libtorch for a long time.
+    return caf::actor_cast<caf::actor>(system.spawn<caf::detached>(link_trainer, std::move(replica)));
+  });
+}
+
+}  // namespace partita

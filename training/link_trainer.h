@@ -1,0 +1,67 @@
+// The trainer of a link-prediction job with a GNN encoder (task: link_prediction, encoder:
+// graphsage, gcn or gat): a node-classification replica (a GnnModel whose output is the
+// link.dim-wide node representation, its sampler actor, its allreduce member, dense
+// gradients allreduced: training/replica_step.h) trained on edges instead of nodes.
+//
+// A step (training/kg_triples.h says which edges and negatives, as for knowledge-graph
+// jobs): the step's positives are the s-th slice of `sampling.batch_size` edges of the
+// epoch's permutation of every training edge; this trainer takes those whose destination
+// its partition owns (and of those its share), each against the `negatives.k` corrupted
+// destinations of its chunk. The seeds of the step's sampled batch are the positives' ends
+// and the negatives; its hops leave out every positive edge of the step, both directions
+// (GraphBolt's exclude_seed_edges), so the model cannot read a positive off its subgraph.
+// The encoder's output rows of the ends are scored by the decoder (dot product,
+// models/kg_decoder.h), the loss (models/kg_loss.h: bce by default) summed over positives.
+//
+// Determinism: batches are keyed (job seed, epoch, step), the same for every trainer, and
+// sampled with hop-independent draws (SamplerConfig::hop_independent), so a node's sampled
+// tree does not depend on the other seeds of its batch; the step excludes all of its
+// positives in every trainer. So with GraphSAGE or GAT (whose aggregation reads only a
+// node's own sampled in-edges; GCN's normalisation reads the degrees of its neighbours in
+// the batch), equal fanouts and no dropout (whose masks follow batch positions), a job
+// gives the same step losses on 1 or 2 partitions and any number of trainers, up to the
+// order of float sums, and exactly the same in one process and on daemons.
+//
+// Temporal sampling (sampling.temporal): each seed of a step (both ends and the
+// negatives) is bounded by its positive edge's time, every seed its own tree (disjoint,
+// so the 1-vs-2-partition equality above no longer holds: trees are keyed by position);
+// `batches: time` orders the epoch's edges by time instead of permuting them.
+//
+// Evaluation: the held-out edges of the split (every partition's, in a canonical order by
+// original ids), each against `eval.negatives` sampled destinations keyed by its position;
+// each trainer scores those whose destination its partition owns, in batches of
+// `train.eval_batch_size` edges, and returns the scores; the driver computes AUC, MRR and
+// Hits@k over all of them (training/link_metrics.h).
+#pragma once
+
+#include <caf/atom.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <string>
+#include <vector>
+
+#include "actors/protocol.h"
+#include "runtime/host.h"
+
+namespace partita {
+
+using link_eval_atom = caf::atom_constant<caf::atom("t_leval")>;
+
+// trainer_actor's protocol (actors/protocol.h: set-up with its sampler and allreduce member,
+// epochs reported as train_step with seeds = positives and correct = positives scored
+// above all their negatives, state), with evaluation on edges instead of nodes:
+//   (link eval, "valid" | "test") -> its held-out edges' scores: rows of 1 + eval.negatives
+//       float32 (the edge's score, then its negatives'), as bytes in native order (the
+//       driver runs the same build)
+using link_trainer_actor = caf::typed_actor<
+    caf::replies_to<train_setup_atom, caf::actor, caf::actor>::with<bool>,
+    caf::reacts_to<train_epoch_atom, uint64_t, int64_t, int64_t, int64_t, caf::actor>,
+    caf::replies_to<link_eval_atom, std::string>::with<std::vector<char>>,
+    caf::replies_to<get_state_atom>::with<std::vector<char>>,
+    caf::replies_to<set_state_atom, std::vector<char>>::with<bool>>;
+
+// Registers "link_trainer" (settings: job, the job as YAML; trainer, its index).
+void register_link_trainer_type(runtime::ActorTypeRegistry& registry);
+
+}  // namespace partita

@@ -1,0 +1,62 @@
+#include "training/replica_step.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <caf/all.hpp>
+
+#include "actors/protocol.h"
+#include "base/error.h"
+#include "models/checkpoint.h"
+
+namespace partita {
+
+std::array<double, 3> allreduce_and_step(torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+                                         runtime::Allreduce& allreduce, std::vector<float>& gradients,
+                                         const BatchResult& result, int64_t step) {
+  flatten_gradients(model, gradients);
+  const size_t n = gradients.size();
+  gradients.push_back(static_cast<float>(result.loss_sum));
+  gradients.push_back(static_cast<float>(result.seeds));
+  gradients.push_back(static_cast<float>(result.correct));
+  allreduce.sum(gradients.data(), gradients.size());
+  // The gradients are checked too: ReLU maps a NaN to 0, so NaN features can leave the
+  // loss finite while their gradients poison the weights for every later step.
+  if (!std::all_of(gradients.begin(), gradients.end(), [](float v) { return std::isfinite(v); })) {
+    throw Error("step " + std::to_string(step) +
+                ": the loss or its gradients are not finite (NaN or Inf): features with NaN or Inf values, or a "
+                "learning rate too high for this model");
+  }
+  const double total_seeds = gradients[n + 1];
+  if (total_seeds > 0) {
+    // The mean over every seed of the step: the gradient of one big batch.
+    const float scale = static_cast<float>(1.0 / total_seeds);
+    for (size_t i = 0; i < n; ++i) gradients[i] *= scale;
+    assign_gradients(model, gradients.data(), n);
+    optimizer.step();
+  }
+  std::array<double, 3> sums{gradients[n], gradients[n + 1], gradients[n + 2]};
+  gradients.resize(n);
+  return sums;
+}
+
+void check_step_range(uint64_t epoch, int64_t first_step, int64_t steps, int64_t checkpoint_every) {
+  if (first_step < 0 || first_step > steps || checkpoint_every < 0) {
+    throw Error("epoch " + std::to_string(epoch) + ": steps [" + std::to_string(first_step) + ", " +
+                std::to_string(steps) + ") with a checkpoint every " + std::to_string(checkpoint_every) +
+                " step(s) is not a range of steps");
+  }
+}
+
+void report_step(const caf::actor& driver, int32_t trainer, uint64_t epoch, int64_t step, int64_t steps,
+                 const std::array<double, 3>& sums, const GnnModel& model, const torch::optim::Optimizer& optimizer,
+                 int64_t checkpoint_every) {
+  caf::anon_send(driver, train_step_atom::value, trainer, epoch, step, steps, sums[0], sums[1], sums[2],
+                 parameter_hash(model));
+  if (trainer == 0 && checkpoint_every > 0 && (step + 1) % checkpoint_every == 0 && step + 1 < steps) {
+    caf::anon_send(driver, train_checkpoint_atom::value, trainer, epoch, step, save_training_state(model, optimizer));
+  }
+}
+
+}  // namespace partita
