@@ -9,7 +9,8 @@ Dataset read_dataset(const std::string& format, const std::string& path, const R
   if (format == "npy") return read_npy_folder(path);
   if (format == "edgelist") return read_edgelist(path);
   if (format == "triples") return read_triples(path);
-  throw UsageError("unknown dataset format '" + format + "' (expected one of: linqs, npy, edgelist, triples)");
+  if (format == "ntriples") return read_ntriples(path, options);
+  throw UsageError("unknown dataset format '" + format + "' (expected one of: linqs, npy, edgelist, triples, ntriples)");
 }
 
 }  // namespace partita

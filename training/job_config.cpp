@@ -125,7 +125,7 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
   std::string partitions, dataset;
   s.read("partitions", partitions, "a folder");
   s.read("dataset", dataset, "a path");
-  s.read_choice("format", job.format, {"linqs", "npy", "edgelist", "triples"});
+  s.read_choice("format", job.format, {"linqs", "npy", "edgelist", "triples", "ntriples"});
   if (s.has("generate")) {
     job.generate = true;
     Section g = s.sub("generate");
