@@ -69,7 +69,7 @@ void add_partition_command(CLI::App& app, const GlobalOptions& global) {
   auto c = std::make_shared<PartitionCommand>();
   CLI::App* cmd = app.add_subcommand("partition", "partition a dataset into a partition folder");
   cmd->add_option("-i,--input", c->input, "dataset file or folder")->required();
-  cmd->add_option("-f,--format", c->format, "dataset format: linqs, npy, edgelist, triples")
+  cmd->add_option("-f,--format", c->format, "dataset format: linqs, npy, edgelist, triples, ntriples")
       ->check(CLI::IsMember({"linqs", "npy", "edgelist", "triples", "ntriples"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", c->output, "partition folder to write")->required();
