@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/file_util.h"
+#include "partitioner/feature_transforms.h"
 #include "partitioner/partition_format.h"
 
 namespace partita {
@@ -32,6 +33,7 @@ class Section {
     throw UsageError(source_ + ": " + field + ": " + why);
   }
 
+  const std::string& source() const { return source_; }
   std::string field(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
   Section sub(const std::string& key) { return Section(get(key), field(key), source_); }
   bool has(const std::string& key) {
@@ -141,6 +143,19 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
     if (spec.nodes < 2 * spec.classes) g.fail(g.field("nodes"), "needs at least 2 nodes per class");
     g.reject_unknown();
   }
+  if (s.has("transforms")) {
+    YAML::Node list = s.get("transforms");
+    if (!list.IsSequence()) s.fail(s.field("transforms"), "expected a list, e.g. [normalize_features]");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string where = s.field("transforms") + "[" + std::to_string(i) + "]";
+      if (!list[i].IsScalar()) s.fail(where, "expected a transform name");
+      try {
+        job.transforms.push_back(parse_feature_transform(list[i].Scalar(), where).text());
+      } catch (const UsageError& e) {
+        throw UsageError(s.source() + ": " + e.what());
+      }
+    }
+  }
   const bool parts_given = s.has("num_partitions");
   s.read_int("num_partitions", job.num_partitions, 1, JobLimits::kMaxPartitions);
   s.reject_unknown();
@@ -159,6 +174,10 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
                                             std::to_string(folder_parts) + " parts");
     }
     job.num_partitions = folder_parts;
+    if (!job.transforms.empty()) {
+      s.fail(s.field("transforms"), "apply when the job prepares a dataset or generated graph; " + job.partitions +
+                                        " is already partitioned (its META.json lists the transforms it was made with)");
+    }
   }
   if (!dataset.empty()) {
     job.dataset = absolute(dataset, base_dir);

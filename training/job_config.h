@@ -10,6 +10,7 @@
 //     generate: {kind: sbm, nodes: 100000, classes: 8, features: 32, avg_degree: 10,
 //                train_nodes: 0, seed: 1}   # kind: sbm or rmat; train_nodes 0 = 10%
 //     num_partitions: 2        # for dataset/generate
+//     transforms: [normalize_features]   # for dataset/generate; also standardize, multi_hot:COLS
 //   model: {kind: graphsage, hidden: 128, layers: 2, heads: 4, dropout: 0.5, trim: true}
 //   sampling: {fanouts: [10, 10], batch_size: 512, prefetch: 2, replace: false,
 //              feature_cache_mb: 0, feature_cache_policy: degree}   # cache 0 = off
@@ -117,6 +118,9 @@ struct JobConfig {
   bool generate = false;
   GenerateSpec generate_spec;
   int num_partitions = 2;
+  // Feature transforms applied when the job prepares a dataset or generated graph
+  // (partitioner/feature_transforms.h), in their text form: "normalize_features", ...
+  std::vector<std::string> transforms;
   // model
   std::string model = "graphsage";
   int64_t hidden = 128;

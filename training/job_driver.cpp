@@ -17,6 +17,7 @@
 #include "base/file_util.h"
 #include "base/progress.h"
 #include "base/stopwatch.h"
+#include "partitioner/feature_transforms.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_format.h"
@@ -54,6 +55,7 @@ std::string data_source(const JobConfig& job) {
   } else {
     out << "dataset " << job.format << " " << job.dataset;
   }
+  for (const std::string& t : job.transforms) out << " transform=" << t;
   out << " parts=" << job.num_partitions << " seed=" << job.seed << "\n";
   return out.str();
 }
@@ -611,6 +613,9 @@ void prepare_data(const JobConfig& job, int threads) {
   } else {
     dataset = read_dataset(job.format, job.dataset);
   }
+  std::vector<FeatureTransform> transforms;
+  for (const std::string& t : job.transforms) transforms.push_back(parse_feature_transform(t, "data.transforms"));
+  apply_feature_transforms(dataset, transforms);
   spdlog::info("{}: {} nodes, {} edges ({:.1f}s); partitioning into {} parts", source.substr(0, source.size() - 1),
                dataset.num_nodes, dataset.num_edges(), watch.seconds(), job.num_partitions);
   PartitionOptions options;
