@@ -132,7 +132,7 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
     job.generate = true;
     Section g = s.sub("generate");
     GenerateSpec& spec = job.generate_spec;
-    g.read_choice("kind", spec.kind, {"sbm", "rmat"});
+    g.read_choice("kind", spec.kind, {"sbm", "rmat", "hetero"});
     g.read_int("nodes", spec.nodes, 4, JobLimits::kMaxGeneratedNodes);
     g.read_int("classes", spec.classes, 2, JobLimits::kMaxClasses);
     g.read_int("features", spec.features, 1, JobLimits::kMaxWidth);
@@ -186,13 +186,26 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
 }
 
 void read_model(Section s, JobConfig& job) {
-  s.read_choice("kind", job.model, {"graphsage", "gcn", "gat"});
+  s.read_choice("kind", job.model, {"graphsage", "gcn", "gat", "rgcn", "hetero_sage"});
   s.read_int("hidden", job.hidden, 1, JobLimits::kMaxWidth);
   s.read_int("layers", job.layers, 1, JobLimits::kMaxLayers);
   s.read_int("heads", job.heads, 1, JobLimits::kMaxHeads);
   s.read_real("dropout", job.dropout, 0.0, 0.99);
   s.read("trim", job.trim, "true or false");
+  s.read_choice("decomposition", job.decomposition, {"none", "basis", "block"});
+  s.read_int("bases", job.bases, 0, JobLimits::kMaxWidth);
+  s.read_int("blocks", job.blocks, 0, JobLimits::kMaxWidth);
+  s.read("target_type", job.target_type, "a node type name");
   s.reject_unknown();
+  const bool relational = job.model == "rgcn" || job.model == "hetero_sage";
+  if (!relational && !job.target_type.empty()) {
+    s.fail(s.field("target_type"), "applies to the relational kinds (rgcn, hetero_sage), not " + job.model);
+  }
+  if (job.decomposition != "none" && job.model != "rgcn") {
+    s.fail(s.field("decomposition"), "applies to rgcn only, not " + job.model);
+  }
+  if (job.decomposition == "basis" && job.bases == 0) s.fail(s.field("bases"), "basis decomposition needs bases > 0");
+  if (job.decomposition == "block" && job.blocks == 0) s.fail(s.field("blocks"), "block decomposition needs blocks > 0");
   if (job.model == "gat" && job.hidden % job.heads != 0) {
     s.fail(s.field("hidden"), std::to_string(job.hidden) + " is not a multiple of model.heads (" +
                                   std::to_string(job.heads) + "): GAT splits the hidden features over its heads");
@@ -392,6 +405,10 @@ std::string job_to_yaml(const JobConfig& job) {
     out << YAML::Key << "heads" << YAML::Value << job.heads;
     out << YAML::Key << "dropout" << YAML::Value << job.dropout;
     out << YAML::Key << "trim" << YAML::Value << job.trim;
+    out << YAML::Key << "decomposition" << YAML::Value << job.decomposition;
+    out << YAML::Key << "bases" << YAML::Value << job.bases;
+    out << YAML::Key << "blocks" << YAML::Value << job.blocks;
+    out << YAML::Key << "target_type" << YAML::Value << job.target_type;
   }
   out << YAML::EndMap;
   if (job.link_prediction()) {

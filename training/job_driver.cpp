@@ -76,6 +76,19 @@ Options generator_options(const GenerateSpec& spec, int threads) {
 
 Dataset generate(const GenerateSpec& spec, int threads) {
   if (spec.kind == "rmat") return generate_rmat(generator_options<RmatOptions>(spec, threads));
+  if (spec.kind == "hetero") {
+    HeteroOptions options;
+    options.num_papers = spec.nodes;
+    options.num_authors = std::max(spec.classes, spec.nodes / 2);
+    options.num_venues = std::max(spec.classes, spec.nodes / 400);
+    options.num_classes = spec.classes;
+    options.feature_dim = spec.features;
+    options.citations_per_paper = spec.avg_degree;
+    options.split.num_train = spec.train_nodes;
+    options.seed = spec.seed;
+    options.threads = threads;
+    return generate_hetero(options);
+  }
   return generate_sbm(generator_options<SbmOptions>(spec, threads));
 }
 
