@@ -134,6 +134,15 @@ void lay_out_relations(const MiniBatch& b, const HeteroLayout& hetero, GraphBatc
     src[r].push_back(b.row[e]);
     dst[r].push_back(b.col[e]);
   }
+  // Relation by relation: make_csc's stable sort then groups each destination's in-edges by
+  // relation, in batch order within one.
+  std::vector<int64_t> all_src, all_dst;
+  all_src.reserve(b.row.size());
+  all_dst.reserve(b.row.size());
+  for (int r = 0; r < r_count; ++r) {
+    all_src.insert(all_src.end(), src[r].begin(), src[r].end());
+    all_dst.insert(all_dst.end(), dst[r].begin(), dst[r].end());
+  }
   for (int r = 0; r < r_count; ++r) {
     CscEdges csc = make_csc(n, std::move(src[r]), std::move(dst[r]));
     const int64_t* colptr = csc.colptr.data_ptr<int64_t>();
@@ -145,6 +154,23 @@ void lay_out_relations(const MiniBatch& b, const HeteroLayout& hetero, GraphBatc
     g.relations.push_back(std::move(csc));
     g.relation_mean_weight.push_back(to_tensor(std::move(mean_weight)));
   }
+  g.typed_edges = make_csc(n, std::move(all_src), std::move(all_dst));
+  std::vector<int64_t> relation(g.typed_edges.num_edges());
+  std::vector<float> weight(g.typed_edges.num_edges());
+  int64_t at = 0;
+  for (int64_t d = 0; d < n; ++d) {
+    for (int r = 0; r < r_count; ++r) {
+      const int64_t* colptr = g.relations[r].colptr.data_ptr<int64_t>();
+      const int64_t count = colptr[d + 1] - colptr[d];
+      const float w = count > 0 ? 1.0f / static_cast<float>(count) : 0.0f;
+      for (int64_t k = 0; k < count; ++k, ++at) {
+        relation[at] = r;
+        weight[at] = w;
+      }
+    }
+  }
+  g.typed_edge_relation = to_tensor(std::move(relation));
+  g.typed_edge_mean_weight = to_tensor(std::move(weight));
   const std::vector<int32_t>& types = *hetero.node_type;
   std::vector<int64_t> node_type(n);
   for (int64_t i = 0; i < n; ++i) {

@@ -62,6 +62,13 @@ struct GraphBatch {
   at::Tensor node_type;  // int64 [num_nodes]
   std::vector<CscEdges> relations;
   std::vector<at::Tensor> relation_mean_weight;
+  // The same edges in one CSC, each destination's in-edges grouped by relation, with each
+  // edge's relation (int64) and its relation's mean weight (float32): what a per-edge
+  // combination of the relations' weights (R-GCN's basis coefficients) aggregates over in
+  // one pass.
+  CscEdges typed_edges;
+  at::Tensor typed_edge_relation;
+  at::Tensor typed_edge_mean_weight;
   bool is_hetero() const { return !relations.empty(); }
 
   // Per hop (index 0 = the seeds), as the sampler counted them; empty when unknown.

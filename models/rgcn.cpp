@@ -71,12 +71,23 @@ class Rgcn : public GnnModel {
                    AggregatePath path) override {
     const RgcnConv& conv = *convs_[index];
     check_relational_batch(batch, conv.relations, "rgcn");
-    const at::Tensor w = conv.relation_weights();
     if (conv.one_hot) {
       const at::Tensor ids = batch.node_ids;
-      const at::Tensor self = conv.root.index_select(0, ids.narrow(0, 0, num_dst));
-      return sum_relation_means(w.index_select(1, ids), batch, num_dst, path) + self + conv.bias;
+      const at::Tensor self = conv.root.index_select(0, ids.narrow(0, 0, num_dst)) + conv.bias;
+      if (conv.decomposition == "basis") {
+        // sum_r mean_r(W_r[id]) = sum over edges e of (a_{r_e, b} / |N_{r_e}(d)|) V_b[id_src],
+        // over the bases b: one pass over every edge with a weight per edge and basis (the
+        // bases as heads), never W_r itself: B x N x out numbers instead of R x N x out.
+        const int64_t edges = batch.typed_edges.edges_before(num_dst);
+        if (edges == 0) return self;
+        const at::Tensor weight = conv.comp.index_select(0, batch.typed_edge_relation.narrow(0, 0, edges)) *
+                                  batch.typed_edge_mean_weight.narrow(0, 0, edges).unsqueeze(1);
+        const at::Tensor x_bases = conv.bases.index_select(1, ids).transpose(0, 1).contiguous();  // [n, B, out]
+        return aggregate(x_bases, weight, batch.typed_edges, num_dst, path).sum(1) + self;
+      }
+      return sum_relation_means(conv.relation_weights().index_select(1, ids), batch, num_dst, path) + self;
     }
+    const at::Tensor w = conv.relation_weights();
     const at::Tensor out = at::addmm(conv.bias, x.narrow(0, 0, num_dst), conv.root);
     return at::addmm(out, relation_means(x, batch, num_dst, path), w.reshape({-1, conv.out_dim}));
   }
