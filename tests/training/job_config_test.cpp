@@ -179,6 +179,29 @@ TEST_F(JobConfigTest, PreparedDataHoldsTheTransformedFeaturesAndSaysSo) {
   EXPECT_EQ(PartitionFolder(other.partition_dir()).meta().transforms, std::vector<std::string>{"standardize"});
 }
 
+TEST_F(JobConfigTest, RelationalModelFieldsRoundTripAndAreCheckedPerKind) {
+  JobConfig job = parse(job_text("model: {kind: rgcn, decomposition: basis, bases: 30, target_type: entity}\n"));
+  EXPECT_EQ(job.model, "rgcn");
+  EXPECT_EQ(job.decomposition, "basis");
+  EXPECT_EQ(job.bases, 30);
+  EXPECT_EQ(job.target_type, "entity");
+  const JobConfig again = parse_job(job_to_yaml(job), "/", "again");
+  EXPECT_EQ(again.decomposition, "basis");
+  EXPECT_EQ(again.bases, 30);
+  EXPECT_EQ(again.blocks, 0);
+  EXPECT_EQ(again.target_type, "entity");
+  EXPECT_EQ(parse_job(job_to_yaml(parse(job_text(""))), "/", "again").target_type, "");
+  EXPECT_CONTAINS(error_of(job_text("model: {kind: graphsage, target_type: paper}\n")),
+                  "job.yaml: model.target_type: applies to the relational kinds (rgcn, hetero_sage), not graphsage");
+  EXPECT_CONTAINS(error_of(job_text("model: {kind: hetero_sage, decomposition: block, blocks: 2}\n")),
+                  "job.yaml: model.decomposition: applies to rgcn only, not hetero_sage");
+  EXPECT_CONTAINS(error_of(job_text("model: {kind: rgcn, decomposition: basis}\n")),
+                  "job.yaml: model.bases: basis decomposition needs bases > 0");
+  EXPECT_CONTAINS(error_of(job_text("model: {kind: rgcn, decomposition: tucker}\n")),
+                  "job.yaml: model.decomposition: 'tucker' is not one of: none, basis, block");
+  EXPECT_CONTAINS(error_of(job_text("model: {kind: rgcnn}\n")), "graphsage, gcn, gat, rgcn, hetero_sage");
+}
+
 TEST_F(JobConfigTest, BadFilesNameTheField) {
   EXPECT_NE(error_of(job_text("sampling: {feature_cache_mb: -5}\n")).find("sampling.feature_cache_mb: must be at least 0"),
             std::string::npos);
