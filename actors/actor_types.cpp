@@ -100,9 +100,12 @@ int part_number(const runtime::Settings& settings) {
 
 }  // namespace
 
-SamplerConfig sampler_config_from(const runtime::Settings& settings) {
+SamplerConfig sampler_config_from(const runtime::Settings& settings, const Topology& topology) {
   SamplerConfig config;
-  config.fanouts = {parse_fanouts(required_setting(settings, "fanouts"), "setting 'fanouts'")};
+  // One list for every edge type (PyG's num_neighbors given as a list): the hetero kernel
+  // samples that many neighbours per node and hop over each edge type ending in the node.
+  config.fanouts.assign(static_cast<size_t>(std::max(1, topology.num_edge_types())),
+                        parse_fanouts(required_setting(settings, "fanouts"), "setting 'fanouts'"));
   config.replace = flag_setting(settings, "replace", false);
   config.disjoint = flag_setting(settings, "disjoint", false);
   config.hop_independent = flag_setting(settings, "hop_independent", false);
@@ -127,7 +130,7 @@ void register_actor_types(runtime::ActorTypeRegistry& registry) {
   registry.add("partition", [](caf::actor_system& system, const runtime::Settings& settings) {
     PartitionStores stores =
         open_partition_stores(required_setting(settings, "dir"), part_number(settings), storage_setting(settings));
-    SamplerConfig config = sampler_config_from(settings);
+    SamplerConfig config = sampler_config_from(settings, *stores.topology);
     attach_times(config, required_setting(settings, "dir"), stores);
     PartitionActorOptions options;
     options.channel_host = runtime::text_setting(settings, "channel_host", options.channel_host);
@@ -146,14 +149,16 @@ void register_actor_types(runtime::ActorTypeRegistry& registry) {
     const CachePolicy policy =
         parse_cache_policy(runtime::text_setting(settings, "feature_cache_policy", "degree"), "setting 'feature_cache_policy'");
     SamplerOptions options;
-    options.config = sampler_config_from(settings);
     // Link prediction reads no labels (and the graph may have none).
     if (!flag_setting(settings, "labels", true)) options.names.y.clear();
     options.prefetch = static_cast<int>(integer_setting(settings, "prefetch", 1, kMaxPrefetch, options.prefetch));
     options.deadline = std::chrono::milliseconds(
         integer_setting(settings, "deadline_ms", 1, kMaxDeadlineMs, options.deadline.count()));
     PartitionStores stores = open_partition_stores(dir, part, storage);  // shared with a partition actor here
+    options.config = sampler_config_from(settings, *stores.topology);
     attach_times(options.config, dir, stores);
+    // A featureless graph (an RDF graph's one-hot input): batches carry no feature rows.
+    if (stores.features->get("node", options.names.x) == nullptr) options.names.x.clear();
     options.cache = node_cache(dir, part, stores, options.names, cache_mb, policy);
     PartitionFolder folder(dir);
     const PartitionData data = folder.load_part(part);

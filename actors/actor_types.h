@@ -31,7 +31,8 @@ namespace partita {
 //     epoch cuts its batches in time order).
 void register_actor_types(runtime::ActorTypeRegistry& registry);
 
-// The sampler config of a partition actor's settings; throws UsageError naming the setting.
-SamplerConfig sampler_config_from(const runtime::Settings& settings);
+// The sampler config of a partition actor's settings for its part's topology (the one
+// fanout list applies to each of its edge types); throws UsageError naming the setting.
+SamplerConfig sampler_config_from(const runtime::Settings& settings, const Topology& topology);
 
 }  // namespace partita

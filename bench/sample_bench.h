@@ -17,11 +17,20 @@ struct SampleBenchOptions {
   std::vector<int> threads{1, 2};
   int num_batches = 64;  // measured batches per configuration (after warm-up)
   int64_t feature_dim = 128;  // float32 features gathered per sampled node; 0 skips it
+  // Instead of the above: the heterogeneous generator's graph with `hetero_papers` papers
+  // (authors, venues and edges in its default proportions), sampled by the hetero kernel
+  // (every fanout per edge type) and, on the very same edges with the types dropped, by the
+  // homogeneous kernel, in `rounds` interleaved rounds (issue 12 §5; goal: hetero edges/s
+  // >= 0.8 x homogeneous).
+  bool hetero = false;
+  int64_t hetero_papers = 200000;
+  int rounds = 5;
 };
 
 // Prints, per fanout and thread count, batches/s and sampled edges/s, the scaling against
 // one thread measured in the same run, and the topology's bytes per edge; then the gather
 // of the sampled nodes' features next to a memcpy of the same bytes (bench/gather_bench.h).
 void run_sample_bench(const SampleBenchOptions& options);
+void run_hetero_sample_bench(const SampleBenchOptions& options);
 
 }  // namespace partita::bench

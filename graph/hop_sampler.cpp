@@ -298,6 +298,72 @@ void sample_uniform_homogeneous(const Topology& t, uint64_t key, int fanout, con
   }
 }
 
+// The common heterogeneous case (uniform, no replacement, no time): the general path's draws
+// (keyed by node and edge type, picks in canonical order), without building a candidate
+// list per column, which costs a node's whole in-degree of every type (a venue's hundreds
+// of papers) where a fanout of them is drawn; software-pipelined in blocks of nodes as
+// sample_uniform_homogeneous is: a block's picks are found and their entries prefetched,
+// then read.
+void sample_uniform_hetero(const Topology& t, const SamplerConfig& config, uint64_t key, int hop,
+                           const std::vector<std::vector<int32_t>>& types_into, const HopInput& input,
+                           HopOutput& out, std::vector<int64_t>& picks) {
+  struct Column {
+    const int64_t* indptr;
+    const int64_t* indices;
+    const int64_t* edge_ids;  // null: edge_begin + position
+  };
+  std::vector<Column> columns;
+  for (int type = 0; type < t.num_edge_types(); ++type) {
+    const CscColumns& csc = t.csc(type);
+    columns.push_back({csc.indptr.as<int64_t>().data(), csc.indices.as<int64_t>().data(),
+                       csc.edge_ids.empty() ? nullptr : csc.edge_ids.as<int64_t>().data()});
+  }
+  const int64_t* orig = t.orig_node_ids().data();
+  const size_t n = input.nodes.size();
+  constexpr size_t kBlock = 32;
+  std::vector<std::pair<int32_t, int64_t>> entries;  // a block's (type, position) picks, in order
+  std::vector<int64_t> ends;                         // each node's end in `entries`
+  for (size_t block = 0; block < n; block += kBlock) {
+    const size_t block_end = std::min(n, block + kBlock);
+    entries.clear();
+    ends.clear();
+    for (size_t i = block; i < block_end; ++i) {
+      const int64_t node = input.nodes[i], local = node - t.node_begin();
+      const int32_t node_type = t.node_type(node);
+      if (node_type < static_cast<int32_t>(types_into.size())) {
+        uint64_t node_key = mix64(key, static_cast<uint64_t>(orig[local]));
+        if (!input.trees.empty()) node_key = mix64(node_key, static_cast<uint64_t>(input.trees[i]));
+        for (int32_t type : types_into[node_type]) {
+          const Column& col = columns[type];
+          const int64_t begin = col.indptr[local], degree = col.indptr[local + 1] - begin;
+          const int fanout = config.fanouts[type][hop];
+          auto pick = [&](int64_t pos) {
+            entries.emplace_back(type, pos);
+            __builtin_prefetch(col.indices + pos);
+            if (col.edge_ids != nullptr) __builtin_prefetch(col.edge_ids + pos);
+          };
+          if (fanout < 0 || degree <= fanout) {
+            for (int64_t pos = begin; pos < begin + degree; ++pos) pick(pos);
+          } else {
+            Rng rng(mix64(node_key, static_cast<uint64_t>(type)));
+            choose_distinct(rng, degree, fanout, picks);
+            for (int64_t p : picks) pick(begin + p);
+          }
+        }
+      }
+      ends.push_back(static_cast<int64_t>(entries.size()));
+    }
+    const int64_t emitted = static_cast<int64_t>(out.neighbors.size());
+    for (const auto& [type, pos] : entries) {
+      const Column& col = columns[type];
+      out.neighbors.push_back(col.indices[pos]);
+      out.edge_ids.push_back(col.edge_ids != nullptr ? col.edge_ids[pos] : t.edge_begin() + pos);
+      out.edge_types.push_back(type);
+    }
+    for (int64_t e : ends) out.offsets.push_back(emitted + e);
+  }
+}
+
 }  // namespace
 
 void sample_hop(const Topology& topology, const SamplerConfig& config, const SampleKey& key,
@@ -339,6 +405,11 @@ void sample_hop(const Topology& topology, const SamplerConfig& config, const Sam
     c.types_into.resize(std::max<size_t>(c.types_into.size(), 1));
   } else {
     c.types_into = {{0}};
+  }
+  if (topology.is_hetero() && config.edge_weight.empty() && !config.replace &&
+      config.temporal == TemporalMode::kNone) {
+    sample_uniform_hetero(topology, config, k, hop, c.types_into, input, out, c.picks);
+    return;
   }
   for (size_t i = 0; i < input.nodes.size(); ++i) {
     int64_t tree = input.trees.empty() ? -1 : input.trees[i];

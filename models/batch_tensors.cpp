@@ -114,11 +114,84 @@ bool is_hop_ordered(const std::vector<int64_t>& row, const std::vector<int64_t>&
   return true;
 }
 
+// One CSC per relation, each with its mean weights; the edges of a relation keep their
+// batch order, so each relation's sums run in a fixed order.
+void lay_out_relations(const MiniBatch& b, const HeteroLayout& hetero, GraphBatch& g) {
+  const int64_t n = static_cast<int64_t>(b.node_ids.size());
+  if (b.edge_types.size() != b.row.size()) {
+    throw Error("mini-batch: " + std::to_string(b.edge_types.size()) + " edge types for " +
+                std::to_string(b.row.size()) + " edges: a heterogeneous model needs the type of every edge");
+  }
+  if (hetero.node_type == nullptr) throw Error("mini-batch: a heterogeneous layout needs the graph's node types");
+  const int r_count = hetero.num_relations;
+  std::vector<std::vector<int64_t>> src(r_count), dst(r_count);
+  for (size_t e = 0; e < b.row.size(); ++e) {
+    const int32_t r = b.edge_types[e];
+    if (r < 0 || r >= r_count) {
+      throw Error("mini-batch: edge " + std::to_string(e) + " has edge type " + std::to_string(r) + ", the graph has " +
+                  std::to_string(r_count));
+    }
+    src[r].push_back(b.row[e]);
+    dst[r].push_back(b.col[e]);
+  }
+  // Relation by relation: make_csc's stable sort then groups each destination's in-edges by
+  // relation, in batch order within one.
+  std::vector<int64_t> all_src, all_dst;
+  all_src.reserve(b.row.size());
+  all_dst.reserve(b.row.size());
+  for (int r = 0; r < r_count; ++r) {
+    all_src.insert(all_src.end(), src[r].begin(), src[r].end());
+    all_dst.insert(all_dst.end(), dst[r].begin(), dst[r].end());
+  }
+  for (int r = 0; r < r_count; ++r) {
+    CscEdges csc = make_csc(n, std::move(src[r]), std::move(dst[r]));
+    const int64_t* colptr = csc.colptr.data_ptr<int64_t>();
+    std::vector<float> mean_weight(csc.num_edges());
+    for (int64_t d = 0; d < n; ++d) {
+      const float w = 1.0f / static_cast<float>(std::max<int64_t>(1, colptr[d + 1] - colptr[d]));
+      std::fill(mean_weight.begin() + colptr[d], mean_weight.begin() + colptr[d + 1], w);
+    }
+    g.relations.push_back(std::move(csc));
+    g.relation_mean_weight.push_back(to_tensor(std::move(mean_weight)));
+  }
+  g.typed_edges = make_csc(n, std::move(all_src), std::move(all_dst));
+  std::vector<int64_t> relation(g.typed_edges.num_edges());
+  std::vector<float> weight(g.typed_edges.num_edges());
+  int64_t at = 0;
+  for (int64_t d = 0; d < n; ++d) {
+    for (int r = 0; r < r_count; ++r) {
+      const int64_t* colptr = g.relations[r].colptr.data_ptr<int64_t>();
+      const int64_t count = colptr[d + 1] - colptr[d];
+      const float w = count > 0 ? 1.0f / static_cast<float>(count) : 0.0f;
+      for (int64_t k = 0; k < count; ++k, ++at) {
+        relation[at] = r;
+        weight[at] = w;
+      }
+    }
+  }
+  g.typed_edge_relation = to_tensor(std::move(relation));
+  g.typed_edge_mean_weight = to_tensor(std::move(weight));
+  const std::vector<int32_t>& types = *hetero.node_type;
+  std::vector<int64_t> node_type(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t id = b.node_ids[i];
+    if (id < 0 || id >= static_cast<int64_t>(types.size())) {
+      throw Error("mini-batch: node id " + std::to_string(id) + " is outside the graph's " +
+                  std::to_string(types.size()) + " typed nodes");
+    }
+    node_type[i] = types[id];
+  }
+  g.node_type = to_tensor(std::move(node_type));
+}
+
 template <typename Batch>
-GraphBatch lay_out(Batch&& b, std::function<void(std::vector<float>&&)> recycle_x = {}) {
+GraphBatch lay_out(Batch&& b, std::function<void(std::vector<float>&&)> recycle_x = {},
+                   const HeteroLayout& hetero = {}) {
   validate(b);
   GraphBatch g;
   const int64_t n = static_cast<int64_t>(b.node_ids.size());
+  g.node_ids = to_tensor(std::vector<int64_t>(b.node_ids));
+  if (hetero.num_relations > 0) lay_out_relations(b, hetero, g);
   g.num_nodes = n;
   g.batch_size = b.batch_size;
   g.x = to_tensor(std::vector<float>(std::forward<Batch>(b).x), std::move(recycle_x)).view({n, b.feature_dim});
@@ -211,9 +284,10 @@ int64_t GraphBatch::layer_rows(int layer, int num_layers, bool trim) const {
   return std::accumulate(num_sampled_nodes.begin(), num_sampled_nodes.begin() + hops + 1, int64_t{0});
 }
 
-GraphBatch to_graph_batch(MiniBatch&& batch, std::function<void(std::vector<float>&&)> recycle_x) {
-  return lay_out(std::move(batch), std::move(recycle_x));
+GraphBatch to_graph_batch(MiniBatch&& batch, std::function<void(std::vector<float>&&)> recycle_x,
+                          const HeteroLayout& hetero) {
+  return lay_out(std::move(batch), std::move(recycle_x), hetero);
 }
-GraphBatch to_graph_batch(const MiniBatch& batch) { return lay_out(batch); }
+GraphBatch to_graph_batch(const MiniBatch& batch, const HeteroLayout& hetero) { return lay_out(batch, {}, hetero); }
 
 }  // namespace partita

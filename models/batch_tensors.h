@@ -49,6 +49,28 @@ struct GraphBatch {
   CscEdges edges_with_self_loops;
   at::Tensor gcn_weight;
 
+  // The global id of every node (the one-hot input of featureless graphs is indexed by it).
+  at::Tensor node_ids;  // int64 [num_nodes]
+
+  // Heterogeneous batches (laid out with a HeteroLayout): every node's type, and the
+  // sampled edges split by edge type (relation r = edge type r of the graph), each in CSC
+  // with its own mean weights 1 / |N_r(d)| (the in-edges of d of relation r: R-GCN's
+  // per-relation normalisation, and the mean of each SAGEConv of PyG's to_hetero). Empty
+  // (undefined) for homogeneous batches. Each relation's edges are a subset of `edges`, so
+  // layer_rows trims them alike: a relation's edges into the first num_dst nodes are the
+  // prefix edges_before(num_dst).
+  at::Tensor node_type;  // int64 [num_nodes]
+  std::vector<CscEdges> relations;
+  std::vector<at::Tensor> relation_mean_weight;
+  // The same edges in one CSC, each destination's in-edges grouped by relation, with each
+  // edge's relation (int64) and its relation's mean weight (float32): what a per-edge
+  // combination of the relations' weights (R-GCN's basis coefficients) aggregates over in
+  // one pass.
+  CscEdges typed_edges;
+  at::Tensor typed_edge_relation;
+  at::Tensor typed_edge_mean_weight;
+  bool is_hetero() const { return !relations.empty(); }
+
   // Per hop (index 0 = the seeds), as the sampler counted them; empty when unknown.
   std::vector<int64_t> num_sampled_nodes;
   std::vector<int64_t> num_sampled_edges;
@@ -63,11 +85,20 @@ struct GraphBatch {
   int64_t layer_rows(int layer, int num_layers, bool trim) const;
 };
 
+// What a heterogeneous batch needs beside the batch itself: the graph's number of edge
+// types and every node's type by global id (int32 [N], from the partition folder).
+struct HeteroLayout {
+  int num_relations = 0;
+  const std::vector<int32_t>* node_type = nullptr;
+};
+
 // Validates the batch (sizes agree, indices in range; Error naming the first problem) and
-// lays it out. The rvalue overload takes over the feature buffer instead of copying it,
+// lays it out. With a `hetero` layout the batch must carry an edge type per edge, each
+// below num_relations (Error otherwise), and every node id must be below node_type's size. The rvalue overload takes over the feature buffer instead of copying it,
 // and hands it to `recycle_x` (when given) once the tensors are done with it, on the
 // thread that drops the last of them: a sampler fills it again (graph/buffer_pool.h).
-GraphBatch to_graph_batch(MiniBatch&& batch, std::function<void(std::vector<float>&&)> recycle_x = {});
-GraphBatch to_graph_batch(const MiniBatch& batch);
+GraphBatch to_graph_batch(MiniBatch&& batch, std::function<void(std::vector<float>&&)> recycle_x = {},
+                          const HeteroLayout& hetero = {});
+GraphBatch to_graph_batch(const MiniBatch& batch, const HeteroLayout& hetero = {});
 
 }  // namespace partita

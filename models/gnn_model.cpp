@@ -58,9 +58,11 @@ int64_t GnnModel::layer_out_dim(int index) const {
 
 std::shared_ptr<GnnModel> make_model(const ModelConfig& config, uint64_t seed) {
   config.validate();
-  std::shared_ptr<GnnModel> model = config.kind == "graphsage" ? make_graphsage(config)
-                                    : config.kind == "gcn"     ? make_gcn(config)
-                                                               : make_gat(config);
+  std::shared_ptr<GnnModel> model = config.kind == "graphsage"     ? make_graphsage(config)
+                                    : config.kind == "gcn"         ? make_gcn(config)
+                                    : config.kind == "rgcn"        ? make_rgcn(config)
+                                    : config.kind == "hetero_sage" ? make_hetero_sage(config)
+                                                                   : make_gat(config);
   model->reset_parameters(seed);
   return model;
 }

@@ -13,10 +13,45 @@ namespace {
 }  // namespace
 
 void ModelConfig::validate() const {
-  if (kind != "graphsage" && kind != "gcn" && kind != "gat") {
-    bad("kind", "must be graphsage, gcn or gat (got \"" + kind + "\")");
+  if (kind != "graphsage" && kind != "gcn" && kind != "gat" && kind != "rgcn" && kind != "hetero_sage") {
+    bad("kind", "must be graphsage, gcn, gat, rgcn or hetero_sage (got \"" + kind + "\")");
   }
-  if (in_dim <= 0) bad("in_dim", "must be positive (got " + std::to_string(in_dim) + ")");
+  const bool relational = is_relational();
+  if (in_dim < 0 || (in_dim == 0 && !relational)) {
+    bad("in_dim", "must be positive (got " + std::to_string(in_dim) + ")");
+  }
+  if (relational) {
+    if (num_relations <= 0 || num_node_types <= 0) {
+      bad("kind", kind + " needs a heterogeneous graph (node and edge types); this one has " +
+                      std::to_string(num_relations) + " edge types");
+    }
+    if (static_cast<int>(relation_dst_type.size()) != num_relations) {
+      bad("relation_dst_type", "has " + std::to_string(relation_dst_type.size()) + " entries for " +
+                                   std::to_string(num_relations) + " relations");
+    }
+    for (int32_t t : relation_dst_type) {
+      if (t < 0 || t >= num_node_types) bad("relation_dst_type", "node type " + std::to_string(t) + " out of range");
+    }
+    if (in_dim == 0 && num_nodes <= 0) bad("num_nodes", "a featureless graph's one-hot input needs the node count");
+  }
+  if (decomposition != "none" && decomposition != "basis" && decomposition != "block") {
+    bad("decomposition", "must be none, basis or block (got \"" + decomposition + "\")");
+  }
+  if (decomposition != "none" && kind != "rgcn") bad("decomposition", "applies to rgcn only");
+  if (decomposition == "basis" && num_bases <= 0) bad("bases", "basis decomposition needs bases > 0");
+  if (decomposition == "block") {
+    if (num_blocks <= 0) bad("blocks", "block decomposition needs blocks > 0");
+    if (in_dim == 0) {
+      bad("decomposition", "block needs node features: a one-hot input (featureless graph) has no blocks; use basis");
+    }
+    for (int i = 0; i < num_layers; ++i) {
+      const int64_t in = i == 0 ? in_dim : hidden_dim, out = i + 1 == num_layers ? out_dim : hidden_dim;
+      if (in % num_blocks != 0 || out % num_blocks != 0) {
+        bad("blocks", std::to_string(num_blocks) + " blocks do not divide layer " + std::to_string(i) + "'s " +
+                          std::to_string(in) + " x " + std::to_string(out) + " weights");
+      }
+    }
+  }
   if (out_dim <= 0) bad("out_dim", "must be positive (got " + std::to_string(out_dim) + ")");
   if (num_layers <= 0) bad("num_layers", "must be positive (got " + std::to_string(num_layers) + ")");
   if (num_layers > 1 && hidden_dim <= 0) {
@@ -37,6 +72,12 @@ std::string ModelConfig::structure() const {
   if (num_layers > 1) s += " hidden=" + std::to_string(hidden_dim);
   s += " out=" + std::to_string(out_dim) + " layers=" + std::to_string(num_layers);
   if (kind == "gat") s += " heads=" + std::to_string(heads);
+  if (is_relational()) {
+    s += " relations=" + std::to_string(num_relations) + " node_types=" + std::to_string(num_node_types);
+    if (in_dim == 0) s += " one_hot_nodes=" + std::to_string(num_nodes);
+    if (decomposition == "basis") s += " bases=" + std::to_string(num_bases);
+    if (decomposition == "block") s += " blocks=" + std::to_string(num_blocks);
+  }
   return s;
 }
 

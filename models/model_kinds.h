@@ -14,6 +14,8 @@ namespace partita {
 std::shared_ptr<GnnModel> make_graphsage(const ModelConfig& config);
 std::shared_ptr<GnnModel> make_gcn(const ModelConfig& config);
 std::shared_ptr<GnnModel> make_gat(const ModelConfig& config);
+std::shared_ptr<GnnModel> make_rgcn(const ModelConfig& config);
+std::shared_ptr<GnnModel> make_hetero_sage(const ModelConfig& config);
 
 // Uniform in [-bound, bound].
 void init_uniform(at::Tensor& t, double bound, at::Generator& generator);

@@ -62,6 +62,10 @@ struct Dataset {
   EdgeList val_edges;
   EdgeList test_edges;
 
+  // The feature transforms applied to x, in order (partitioner/feature_transforms.h), as
+  // META.json records them.
+  std::vector<std::string> transforms;
+
   // The dataset's own string ids where its format has them (LINQS paper ids, Freebase
   // entity ids); empty otherwise.
   std::vector<std::string> node_names;

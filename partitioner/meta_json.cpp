@@ -20,6 +20,7 @@ PartitionMeta describe_dataset(const Dataset& d) {
   meta.node_types = d.node_type_names;
   meta.edge_types = d.edge_types;
   meta.feature_dim = d.feature_dim;
+  meta.transforms = d.transforms;
   meta.edge_feature_dim = d.edge_feature_dim;
   meta.has_labels = !d.y.empty();
   meta.num_classes = d.num_classes;
@@ -68,6 +69,7 @@ void write_meta_json(const PartitionMeta& meta, const std::string& path) {
   j["edge_types"] = json::array();
   for (const auto& t : meta.edge_types) j["edge_types"].push_back({t.src_type, t.relation, t.dst_type});
   add_feature_shapes(meta, j);
+  j["transforms"] = meta.transforms;
   j["labels"] = meta.has_labels ? json{{"y", {{"dtype", "int64"}, {"num_classes", meta.num_classes}}}}
                                 : json::object();
   j["has_node_time"] = meta.has_node_time;
@@ -170,6 +172,14 @@ PartitionMeta parse_meta(const std::string& path) {
   const json& node_features = r.field(j, "node_features", "");
   if (node_features.contains("x")) {
     meta.feature_dim = r.field(node_features["x"], "shape", "node_features.x.").at(1).get<int64_t>();
+  }
+  if (j.contains("transforms")) {  // absent in folders written before transforms existed
+    const json& transforms = j["transforms"];
+    if (!transforms.is_array()) r.fail("transforms", "expected an array of strings");
+    for (const auto& t : transforms) {
+      if (!t.is_string()) r.fail("transforms", "expected an array of strings");
+      meta.transforms.push_back(t.get<std::string>());
+    }
   }
   const json& edge_features = r.field(j, "edge_features", "");
   if (edge_features.contains("edge_attr")) {

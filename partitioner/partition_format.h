@@ -44,6 +44,7 @@ struct PartitionMeta {
   std::vector<std::string> node_types;
   std::vector<EdgeType> edge_types;
   int64_t feature_dim = 0;       // x.bin [n, feature_dim] when > 0
+  std::vector<std::string> transforms;  // applied to x before partitioning, in order
   int64_t edge_feature_dim = 0;  // edge_attr.bin [m, edge_feature_dim] when > 0
   bool has_labels = false;       // y.bin
   int64_t num_classes = 0;

@@ -75,7 +75,9 @@ std::string format_report_table(const PartitionMeta& meta) {
   std::snprintf(line, sizeof(line), "balance (largest / mean): nodes %.3f, edges %.3f, train %.3f\n",
                 b.nodes, b.edges, b.train);
   out << line;
-  out << "node features: " << (meta.feature_dim > 0 ? "x float32 " + shape_text(meta.num_nodes, meta.feature_dim) : "none") << "\n";
+  out << "node features: " << (meta.feature_dim > 0 ? "x float32 " + shape_text(meta.num_nodes, meta.feature_dim) : "none");
+  for (size_t i = 0; i < meta.transforms.size(); ++i) out << (i == 0 ? ", transformed by " : ", then ") << meta.transforms[i];
+  out << "\n";
   out << "edge features: "
       << (meta.edge_feature_dim > 0 ? "edge_attr float32 " + shape_text(meta.num_edges, meta.edge_feature_dim) : "none")
       << "\n";
@@ -110,6 +112,7 @@ std::string format_report_json(const PartitionMeta& meta) {
   BalanceFigures b = balance_of(meta);
   j["balance"] = {{"nodes", b.nodes}, {"edges", b.edges}, {"train", b.train}};
   add_feature_shapes(meta, j);
+  j["transforms"] = meta.transforms;
   j["num_classes"] = meta.num_classes;
   j["node_types"] = meta.node_types;
   j["num_edge_types"] = meta.edge_types.size();

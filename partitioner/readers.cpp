@@ -10,8 +10,9 @@ Dataset read_dataset(const std::string& format, const std::string& path, const R
   if (format == "edgelist") return read_edgelist(path);
   if (format == "triples") return read_triples(path);
   if (format == "movielens") return read_movielens(path);
+  if (format == "ntriples") return read_ntriples(path, options);
   throw UsageError("unknown dataset format '" + format +
-                   "' (expected one of: linqs, npy, edgelist, triples, movielens)");
+                   "' (expected one of: linqs, npy, edgelist, triples, movielens, ntriples)");
 }
 
 }  // namespace partita

@@ -61,8 +61,28 @@ Dataset read_triples(const std::string& dir);
 // rating outside [0, 5], a malformed line: an Error naming the file and line.
 Dataset read_movielens(const std::string& dir);
 
-// Dispatches on format: "linqs", "npy", "edgelist", "triples", "movielens". Unknown
-// format: UsageError.
+// RDF entity classification as the R-GCN benchmarks ship it (AIFB): a folder with one
+// N-Triples graph (`*.nt`, or gzipped `*.nt.gz`) and `trainingSet.tsv` / `testSet.tsv`
+// (header `entity<TAB>id<TAB>label_NAME`, one labelled entity IRI per line).
+// - Nodes: every IRI, blank node and distinct literal (as written, datatype or language
+//   included), in order of first appearance. Node types: `class` (an IRI that is the object
+//   of some rdf:type triple), `literal`, and `entity` (every other IRI or blank node).
+// - Edges: each triple s -p-> o once (a repeated triple is merged) with edge type
+//   (type(s), p, type(o)) named by p's IRI, and its inverse o -> s with type
+//   (type(o), ^p, type(s)) (SPARQL's inverse path), as R-GCN adds inverse relations.
+//   Triples of the label predicate (local name NAME of the label column) and its known
+//   inverse (affiliation: employs) are removed, as R-GCN's AIFB setup does, or the task
+//   would be read off the graph.
+// - Labels: classes numbered in sorted order of the label IRIs; the train file's entities
+//   split 80/20 (seeded by `split_seed`) into train and validation (the release has no
+//   validation split), the test file's entities are the test split.
+// Errors name the file and line: a malformed N-Triples line, a literal where an entity is
+// expected (a triple's subject or predicate, a labelled entity), an entity of a split file
+// that is not in the graph or is labelled twice.
+Dataset read_ntriples(const std::string& dir, const ReadOptions& options = {});
+
+// Dispatches on format: "linqs", "npy", "edgelist", "triples", "movielens", "ntriples".
+// Unknown format: UsageError.
 Dataset read_dataset(const std::string& format, const std::string& path,
                      const ReadOptions& options = {});
 

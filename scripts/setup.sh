@@ -11,6 +11,8 @@ PACKAGES=(
   libcaf-dev libtorch-dev libmetis-dev libcapnp-dev capnproto
   libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev
   nlohmann-json3-dev libcli11-dev
+  # `format: ntriples`: the R-GCN datasets (AIFB) ship as gzipped N-Triples.
+  zlib1g-dev
   # The baseline of `partita bench allreduce` only.
   libgloo-dev
   # Debian's libtorch calls the reference BLAS unless OpenBLAS provides libblas.so.3:

@@ -75,12 +75,19 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   sample->add_option("--threads-list", s->threads, "thread counts to measure (default 1 2)")->check(cli::in_range(1, cli::kMaxThreads));
   sample->add_option("--batches", s->num_batches, "measured batches per configuration")->check(cli::positive())->capture_default_str();
   sample->add_option("--features", s->feature_dim, "float32 features per node for the gather (0: skip)")->check(cli::at_least(0))->capture_default_str();
+  sample->add_flag("--hetero", s->hetero, "the hetero kernel on the hetero generator's graph against the homogeneous kernel on the same edges");
+  sample->add_option("--papers", s->hetero_papers, "--hetero: papers of the generated graph")->check(cli::positive())->capture_default_str();
+  sample->add_option("--rounds", s->rounds, "--hetero: interleaved rounds (medians reported)")->check(cli::positive())->capture_default_str();
   sample->callback([s, fanouts] {
     if (!fanouts->empty()) {
       s->fanouts.clear();
       for (const auto& text : *fanouts) s->fanouts.push_back(parse_fanouts(text, "--fanouts"));
     }
-    bench::run_sample_bench(*s);
+    if (s->hetero) {
+      bench::run_hetero_sample_bench(*s);
+    } else {
+      bench::run_sample_bench(*s);
+    }
   });
 
   auto g = std::make_shared<bench::GatherBenchOptions>();

@@ -6,6 +6,7 @@
 
 #include "base/staging_dir.h"
 #include "base/stopwatch.h"
+#include "partitioner/feature_transforms.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_format.h"
 #include "partitioner/partition_report.h"
@@ -27,6 +28,7 @@ struct PartitionCommand {
   bool overwrite = false;
   bool no_balance_train = false;
   bool json = false;
+  std::vector<std::string> transforms;
 };
 
 // METIS allocates and frees arrays of tens of megabytes at every coarsening level. glibc
@@ -44,6 +46,8 @@ void run(const PartitionCommand& c, const GlobalOptions& global) {
   options.seed = c.seed;
   options.balance_train = !c.no_balance_train;
   options.threads = global.threads;
+  std::vector<FeatureTransform> transforms;
+  for (const std::string& t : c.transforms) transforms.push_back(parse_feature_transform(t, "--transform"));
 
   // Fail on an unusable --output now, not after reading and partitioning.
   StagingDir::check_target(c.output, c.overwrite, kMetaFile);
@@ -54,6 +58,7 @@ void run(const PartitionCommand& c, const GlobalOptions& global) {
   Dataset dataset = read_dataset(c.format, c.input, read_options);
   spdlog::info("read {} ({}): {} nodes, {} directed edges in {:.2f}s", c.input, c.format,
                dataset.num_nodes, dataset.num_edges(), watch.seconds());
+  apply_feature_transforms(dataset, transforms);
 
   WriteOptions write_options;
   write_options.overwrite = c.overwrite;
@@ -69,8 +74,8 @@ void add_partition_command(CLI::App& app, const GlobalOptions& global) {
   auto c = std::make_shared<PartitionCommand>();
   CLI::App* cmd = app.add_subcommand("partition", "partition a dataset into a partition folder");
   cmd->add_option("-i,--input", c->input, "dataset file or folder")->required();
-  cmd->add_option("-f,--format", c->format, "dataset format: linqs, npy, edgelist, triples, movielens")
-      ->check(CLI::IsMember({"linqs", "npy", "edgelist", "triples", "movielens"}))
+  cmd->add_option("-f,--format", c->format, "dataset format: linqs, npy, edgelist, triples, movielens, ntriples")
+      ->check(CLI::IsMember({"linqs", "npy", "edgelist", "triples", "movielens", "ntriples"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", c->output, "partition folder to write")->required();
   cmd->add_option("-k,--parts", c->parts, "number of partitions")->check(cli::positive())->capture_default_str();
@@ -78,8 +83,11 @@ void add_partition_command(CLI::App& app, const GlobalOptions& global) {
       ->check(CLI::IsMember({"metis", "random"}))
       ->capture_default_str();
   cmd->add_option("--seed", c->seed, "partitioning seed")->capture_default_str();
-  cmd->add_option("--split-seed", c->split_seed, "seed of the node split for formats without one (linqs)")
+  cmd->add_option("--split-seed", c->split_seed, "seed of the node split for formats without one (linqs; ntriples' validation cut)")
       ->capture_default_str();
+  cmd->add_option("--transform", c->transforms,
+                  "feature transform applied before partitioning, recorded in META.json; repeat for several, applied "
+                  "in order: normalize_features, standardize, multi_hot:COLUMNS");
   cmd->add_flag("--no-balance-train", c->no_balance_train,
                 "do not balance training nodes across parts (one METIS constraint fewer)");
   cmd->add_flag("--overwrite", c->overwrite, "replace the output folder if it exists");

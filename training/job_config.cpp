@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/file_util.h"
+#include "partitioner/feature_transforms.h"
 #include "partitioner/partition_format.h"
 
 namespace partita {
@@ -32,6 +33,7 @@ class Section {
     throw UsageError(source_ + ": " + field + ": " + why);
   }
 
+  const std::string& source() const { return source_; }
   std::string field(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
   Section sub(const std::string& key) { return Section(get(key), field(key), source_); }
   bool has(const std::string& key) {
@@ -125,12 +127,12 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
   std::string partitions, dataset;
   s.read("partitions", partitions, "a folder");
   s.read("dataset", dataset, "a path");
-  s.read_choice("format", job.format, {"linqs", "npy", "edgelist", "triples", "movielens"});
+  s.read_choice("format", job.format, {"linqs", "npy", "edgelist", "triples", "movielens", "ntriples"});
   if (s.has("generate")) {
     job.generate = true;
     Section g = s.sub("generate");
     GenerateSpec& spec = job.generate_spec;
-    g.read_choice("kind", spec.kind, {"sbm", "rmat"});
+    g.read_choice("kind", spec.kind, {"sbm", "rmat", "hetero"});
     g.read_int("nodes", spec.nodes, 4, JobLimits::kMaxGeneratedNodes);
     g.read_int("classes", spec.classes, 2, JobLimits::kMaxClasses);
     g.read_int("features", spec.features, 1, JobLimits::kMaxWidth);
@@ -140,6 +142,19 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
     if (spec.train_nodes > spec.nodes) g.fail(g.field("train_nodes"), "is more than the nodes");
     if (spec.nodes < 2 * spec.classes) g.fail(g.field("nodes"), "needs at least 2 nodes per class");
     g.reject_unknown();
+  }
+  if (s.has("transforms")) {
+    YAML::Node list = s.get("transforms");
+    if (!list.IsSequence()) s.fail(s.field("transforms"), "expected a list, e.g. [normalize_features]");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string where = s.field("transforms") + "[" + std::to_string(i) + "]";
+      if (!list[i].IsScalar()) s.fail(where, "expected a transform name");
+      try {
+        job.transforms.push_back(parse_feature_transform(list[i].Scalar(), where).text());
+      } catch (const UsageError& e) {
+        throw UsageError(s.source() + ": " + e.what());
+      }
+    }
   }
   const bool parts_given = s.has("num_partitions");
   s.read_int("num_partitions", job.num_partitions, 1, JobLimits::kMaxPartitions);
@@ -173,6 +188,10 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
                                             std::to_string(folder_parts) + " parts");
     }
     job.num_partitions = folder_parts;
+    if (!job.transforms.empty()) {
+      s.fail(s.field("transforms"), "apply when the job prepares a dataset or generated graph; " + job.partitions +
+                                        " is already partitioned (its META.json lists the transforms it was made with)");
+    }
   }
   if (!dataset.empty()) {
     job.dataset = absolute(dataset, base_dir);
@@ -181,13 +200,26 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
 }
 
 void read_model(Section s, JobConfig& job) {
-  s.read_choice("kind", job.model, {"graphsage", "gcn", "gat"});
+  s.read_choice("kind", job.model, {"graphsage", "gcn", "gat", "rgcn", "hetero_sage"});
   s.read_int("hidden", job.hidden, 1, JobLimits::kMaxWidth);
   s.read_int("layers", job.layers, 1, JobLimits::kMaxLayers);
   s.read_int("heads", job.heads, 1, JobLimits::kMaxHeads);
   s.read_real("dropout", job.dropout, 0.0, 0.99);
   s.read("trim", job.trim, "true or false");
+  s.read_choice("decomposition", job.decomposition, {"none", "basis", "block"});
+  s.read_int("bases", job.bases, 0, JobLimits::kMaxWidth);
+  s.read_int("blocks", job.blocks, 0, JobLimits::kMaxWidth);
+  s.read("target_type", job.target_type, "a node type name");
   s.reject_unknown();
+  const bool relational = job.model == "rgcn" || job.model == "hetero_sage";
+  if (!relational && !job.target_type.empty()) {
+    s.fail(s.field("target_type"), "applies to the relational kinds (rgcn, hetero_sage), not " + job.model);
+  }
+  if (job.decomposition != "none" && job.model != "rgcn") {
+    s.fail(s.field("decomposition"), "applies to rgcn only, not " + job.model);
+  }
+  if (job.decomposition == "basis" && job.bases == 0) s.fail(s.field("bases"), "basis decomposition needs bases > 0");
+  if (job.decomposition == "block" && job.blocks == 0) s.fail(s.field("blocks"), "block decomposition needs blocks > 0");
   if (job.model == "gat" && job.hidden % job.heads != 0) {
     s.fail(s.field("hidden"), std::to_string(job.hidden) + " is not a multiple of model.heads (" +
                                   std::to_string(job.heads) + "): GAT splits the hidden features over its heads");
@@ -452,6 +484,10 @@ std::string job_to_yaml(const JobConfig& job) {
     out << YAML::Key << "heads" << YAML::Value << job.heads;
     out << YAML::Key << "dropout" << YAML::Value << job.dropout;
     out << YAML::Key << "trim" << YAML::Value << job.trim;
+    out << YAML::Key << "decomposition" << YAML::Value << job.decomposition;
+    out << YAML::Key << "bases" << YAML::Value << job.bases;
+    out << YAML::Key << "blocks" << YAML::Value << job.blocks;
+    out << YAML::Key << "target_type" << YAML::Value << job.target_type;
   }
   out << YAML::EndMap;
   if (job.link_prediction()) {

@@ -6,11 +6,13 @@
 //   data:
 //     partitions: DIR          # a folder written by `partita partition`, or else:
 //     dataset: PATH            # a dataset, partitioned when the job starts into
-//     format: npy              #   OUTPUT/partitions (linqs, npy, edgelist)
+//     format: npy              #   OUTPUT/partitions (linqs, npy, edgelist, triples, movielens, ntriples)
 //     generate: {kind: sbm, nodes: 100000, classes: 8, features: 32, avg_degree: 10,
-//                train_nodes: 0, seed: 1}   # kind: sbm or rmat; train_nodes 0 = 10%
+//                train_nodes: 0, seed: 1}   # kind: sbm, rmat or hetero; train_nodes 0 = 10%
 //     num_partitions: 2        # for dataset/generate
-//   model: {kind: graphsage, hidden: 128, layers: 2, heads: 4, dropout: 0.5, trim: true}
+//     transforms: [normalize_features]   # for dataset/generate; also standardize, multi_hot:COLS
+//   model: {kind: graphsage, hidden: 128, layers: 2, heads: 4, dropout: 0.5, trim: true,
+//           decomposition: none, bases: 0, blocks: 0, target_type: ""}   # the last four: rgcn, hetero_sage
 //   sampling: {fanouts: [10, 10], batch_size: 512, prefetch: 2, replace: false,
 //              feature_cache_mb: 0, feature_cache_policy: degree,   # cache 0 = off
 //              temporal: {time: node, strategy: uniform, batches: shuffled}}  # optional
@@ -59,8 +61,10 @@
 namespace partita {
 
 // A synthetic graph made by the project's generators (partitioner/generators.h): "sbm",
-// whose labels are learnable, or "rmat", a power-law graph with random labels for
-// measuring speed.
+// whose labels are learnable, "rmat", a power-law graph with random labels for measuring
+// speed, or "hetero", the academic graph (papers, authors, venues) whose paper fields a
+// relational model learns: `nodes` papers, nodes / 2 authors, nodes / 400 venues (at least
+// `classes` each), `avg_degree` citations per paper, `features` on papers only.
 struct GenerateSpec {
   std::string kind = "sbm";
   int64_t nodes = 100000;
@@ -136,6 +140,9 @@ struct JobConfig {
   double holdout_val = 0.0;
   double holdout_test = 0.0;
   bool holdout_by_time = false;  // data.holdout.by: time: the latest links (edge times)
+  // Feature transforms applied when the job prepares a dataset or generated graph
+  // (partitioner/feature_transforms.h), in their text form: "normalize_features", ...
+  std::vector<std::string> transforms;
   // model
   std::string model = "graphsage";
   int64_t hidden = 128;
@@ -143,6 +150,13 @@ struct JobConfig {
   int heads = 4;
   double dropout = 0.5;
   bool trim = true;
+  // Relational models (rgcn, hetero_sage; heterogeneous graphs): R-GCN's weight
+  // decomposition and its size, and the node type classified (empty: any; else every seed of
+  // every split must have it).
+  std::string decomposition = "none";
+  int bases = 0;
+  int blocks = 0;
+  std::string target_type;
   // sampling
   std::vector<int64_t> fanouts = {10, 10};
   int64_t batch_size = 512;

@@ -19,6 +19,7 @@
 #include "base/file_util.h"
 #include "base/progress.h"
 #include "base/stopwatch.h"
+#include "partitioner/feature_transforms.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_format.h"
@@ -59,6 +60,7 @@ std::string data_source(const JobConfig& job) {
   } else {
     out << "dataset " << job.format << " " << job.dataset;
   }
+  for (const std::string& t : job.transforms) out << " transform=" << t;
   out << " parts=" << job.num_partitions << " seed=" << job.seed;
   if (job.holdout_val > 0 || job.holdout_test > 0) {
     out << " holdout=" << job.holdout_val << "," << job.holdout_test << (job.holdout_by_time ? ",time" : "");
@@ -83,6 +85,19 @@ Options generator_options(const GenerateSpec& spec, int threads) {
 
 Dataset generate(const GenerateSpec& spec, int threads) {
   if (spec.kind == "rmat") return generate_rmat(generator_options<RmatOptions>(spec, threads));
+  if (spec.kind == "hetero") {
+    HeteroOptions options;
+    options.num_papers = spec.nodes;
+    options.num_authors = std::max(spec.classes, spec.nodes / 2);
+    options.num_venues = std::max(spec.classes, spec.nodes / 400);
+    options.num_classes = spec.classes;
+    options.feature_dim = spec.features;
+    options.citations_per_paper = spec.avg_degree;
+    options.split.num_train = spec.train_nodes;
+    options.seed = spec.seed;
+    options.threads = threads;
+    return generate_hetero(options);
+  }
   return generate_sbm(generator_options<SbmOptions>(spec, threads));
 }
 
@@ -829,6 +844,9 @@ void prepare_data(const JobConfig& job, int threads) {
   } else {
     dataset = read_dataset(job.format, job.dataset);
   }
+  std::vector<FeatureTransform> transforms;
+  for (const std::string& t : job.transforms) transforms.push_back(parse_feature_transform(t, "data.transforms"));
+  apply_feature_transforms(dataset, transforms);
   if (job.holdout_val > 0 || job.holdout_test > 0) {
     hold_out_edges(dataset, job.holdout_val, job.holdout_test, job.seed, job.holdout_by_time);
     spdlog::info("held out {} validation and {} test edges", dataset.val_edges.size(), dataset.test_edges.size());

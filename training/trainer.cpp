@@ -50,7 +50,66 @@ struct Replica {
   std::shared_ptr<GnnModel> model;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<float> gradients;  // the step's flat buffer, reused
+  // Heterogeneous graphs (relational models): every node's type by global id, and the
+  // layout that gives batches their relations and node types.
+  std::vector<int32_t> node_type;
+  HeteroLayout hetero;
 };
+
+// Every node's type by global id, from each part's node_type.bin (4 bytes a node).
+std::vector<int32_t> global_node_types(const PartitionFolder& folder) {
+  std::vector<int32_t> types(static_cast<size_t>(folder.meta().num_nodes));
+  for (int p = 0; p < folder.meta().num_parts; ++p) {
+    const PartitionData part = folder.load_part(p);
+    if (!part.node_type) throw Error(folder.dir() + ": part " + std::to_string(p) + " has no node types");
+    const Span<const int32_t> t = part.node_type->as<int32_t>();
+    std::copy(t.begin(), t.end(), types.begin() + part.node_begin);
+  }
+  return types;
+}
+
+// Node classification on one node type: every seed of the trainer's part must have it.
+void check_target_type(const JobConfig& job, const PartitionFolder& folder, int part,
+                       const std::vector<int32_t>& node_type) {
+  const auto& names = folder.meta().node_types;
+  const int32_t target = static_cast<int32_t>(std::find(names.begin(), names.end(), job.target_type) - names.begin());
+  const PartitionData data = folder.load_part(part);
+  const std::pair<const char*, const MappedArray*> splits[] = {
+      {"train", &data.train_idx}, {"val", &data.val_idx}, {"test", &data.test_idx}};
+  for (const auto& [split, ids] : splits) {
+    int64_t others = 0, first = -1;
+    for (int64_t v : ids->as<int64_t>()) {
+      if (node_type[v] != target && others++ == 0) first = v;
+    }
+    if (others > 0) {
+      throw UsageError("model.target_type: " + std::to_string(others) + " " + split + " node(s) of part " +
+                       std::to_string(part) + " are not of type '" + job.target_type + "' (node " +
+                       std::to_string(first) + " is '" + names[node_type[first]] + "')");
+    }
+  }
+}
+
+// A model kind that needs what the graph lacks, or a target type it does not have, is the
+// job's mistake: UsageError naming the field.
+void check_model_fits(const JobConfig& job, const PartitionMeta& meta) {
+  const bool relational = job.model == "rgcn" || job.model == "hetero_sage";
+  if (!meta.has_labels) throw UsageError(job.partition_dir() + " has no labels to train a classifier on");
+  if (relational && (!meta.is_hetero || meta.node_types.empty() || meta.edge_types.empty())) {
+    throw UsageError("model.kind: " + job.model + " needs a heterogeneous graph (node and edge types); " +
+                     job.partition_dir() + " is homogeneous: use graphsage, gcn or gat");
+  }
+  if (!relational && meta.feature_dim <= 0) {
+    throw UsageError(job.partition_dir() + " has no node features: " + job.model +
+                     " needs them (the relational kinds rgcn and hetero_sage take a one-hot input instead)");
+  }
+  if (!job.target_type.empty() &&
+      std::find(meta.node_types.begin(), meta.node_types.end(), job.target_type) == meta.node_types.end()) {
+    std::string known;
+    for (const auto& t : meta.node_types) known += (known.empty() ? "" : ", ") + t;
+    throw UsageError("model.target_type: '" + job.target_type + "' is not a node type of " + job.partition_dir() +
+                     " (its types: " + known + ")");
+  }
+}
 
 std::unique_ptr<Replica> make_replica(const runtime::Settings& settings) {
   auto r = std::make_unique<Replica>();
@@ -60,9 +119,7 @@ std::unique_ptr<Replica> make_replica(const runtime::Settings& settings) {
   r->plan_seed = mix64(r->job.seed, static_cast<uint64_t>(r->index));
   const PartitionFolder folder(r->job.partition_dir());
   const PartitionMeta& meta = folder.meta();
-  if (meta.feature_dim <= 0 || !meta.has_labels) {
-    throw UsageError(r->job.partition_dir() + " has no node features or labels to train a classifier on");
-  }
+  check_model_fits(r->job, meta);
   ModelConfig config;
   config.kind = r->job.model;
   config.in_dim = meta.feature_dim;
@@ -72,6 +129,21 @@ std::unique_ptr<Replica> make_replica(const runtime::Settings& settings) {
   config.heads = r->job.model == "gat" ? r->job.heads : 1;
   config.dropout = r->job.dropout;
   config.trim = r->job.trim;
+  if (config.is_relational()) {
+    config.num_nodes = meta.num_nodes;
+    config.num_node_types = static_cast<int>(meta.node_types.size());
+    config.num_relations = static_cast<int>(meta.edge_types.size());
+    for (const EdgeType& t : meta.edge_types) {
+      const auto it = std::find(meta.node_types.begin(), meta.node_types.end(), t.dst_type);
+      config.relation_dst_type.push_back(static_cast<int32_t>(it - meta.node_types.begin()));
+    }
+    config.decomposition = r->job.decomposition;
+    config.num_bases = r->job.bases;
+    config.num_blocks = r->job.blocks;
+    r->node_type = global_node_types(folder);
+    r->hetero = HeteroLayout{config.num_relations, &r->node_type};
+    if (!r->job.target_type.empty()) check_target_type(r->job, folder, r->part, r->node_type);
+  }
   // Every replica draws the same initial weights from the job seed.
   r->model = make_model(config, r->job.seed);
   r->optimizer = make_optimizer(r->job.optimizer, r->model->parameters(), r->job.learning_rate, r->job.weight_decay,
@@ -87,7 +159,7 @@ std::array<double, 3> train_step(Replica& r, bool has_batch, uint64_t epoch, int
   BatchResult result;
   if (has_batch) {
     MiniBatch sampled = r.sampler->next();  // first: it tells the client where buffers go back
-    const GraphBatch batch = to_graph_batch(std::move(sampled), r.sampler->recycler());
+    const GraphBatch batch = to_graph_batch(std::move(sampled), r.sampler->recycler(), r.hetero);
     result = forward_backward(*r.model, batch, step_key(r.job.seed, epoch, step, r.index));
   }
   return allreduce_and_step(*r.model, *r.optimizer, *r.allreduce, r.gradients, result, step);
@@ -140,7 +212,7 @@ trainer_actor::behavior_type trainer(trainer_actor::pointer self, std::shared_pt
             r->model->eval();
             for (int64_t b = 0; b < batches; ++b) {
               MiniBatch sampled = r->sampler->next();
-              GraphBatch batch = to_graph_batch(std::move(sampled), r->sampler->recycler());
+              GraphBatch batch = to_graph_batch(std::move(sampled), r->sampler->recycler(), r->hetero);
               at::Tensor logits = r->model->forward(batch, false);
               at::Tensor y = batch.y.slice(0, 0, batch.batch_size);
               loss += cross_entropy_sum(logits, y).item<double>();

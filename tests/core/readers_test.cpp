@@ -342,6 +342,112 @@ TEST(EdgelistTest, EmptyAndMissingFilesAreErrors) {
 }
 
 // ---------------------------------------------------------------------------------------
+// RDF entity classification (N-Triples)
+
+TEST(NTriplesTest, AifbHasThePublishedCountsAndNoLabelPredicate) {
+  Dataset d = read_ntriples(testing::dataset_path("aifb"));
+  EXPECT_EQ(d.name, "aifb");
+  // The data README: 29,043 triples, 8,285 distinct subjects and objects, 5,450 literals.
+  EXPECT_EQ(d.num_nodes, 8285);
+  EXPECT_EQ(d.num_edges(), 2 * 29043);
+  EXPECT_EQ(std::count(d.node_type.begin(), d.node_type.end(), 2), 5450);
+  EXPECT_EQ(d.node_type_names, (std::vector<std::string>{"entity", "class", "literal"}));
+  EXPECT_EQ(d.num_classes, 4);
+  EXPECT_EQ(d.train_idx.size() + d.val_idx.size(), 140u);
+  EXPECT_EQ(d.val_idx.size(), 28u);
+  EXPECT_EQ(d.test_idx.size(), 36u);
+  std::set<std::string> predicates;
+  for (const EdgeType& t : d.edge_types) predicates.insert(t.relation);
+  // 45 predicates, each with its inverse.
+  std::set<std::string> forward;
+  for (const std::string& p : predicates) {
+    if (p[0] != '^') forward.insert(p);
+  }
+  EXPECT_EQ(forward.size(), 45u);
+  for (const std::string& p : forward) EXPECT_TRUE(predicates.count("^" + p)) << p;
+  EXPECT_FALSE(predicates.count("http://swrc.ontoware.org/ontology#affiliation"));
+  EXPECT_FALSE(predicates.count("http://swrc.ontoware.org/ontology#employs"));
+  // Every labelled node is an entity.
+  for (const auto* split : {&d.train_idx, &d.val_idx, &d.test_idx}) {
+    for (int64_t v : *split) {
+      EXPECT_EQ(d.node_type[v], 0);
+      EXPECT_GE(d.y[v], 0);
+    }
+  }
+}
+
+void write_rdf(const TempDir& dir, const std::string& graph, const std::string& train, const std::string& test) {
+  write_text(dir / "g.nt", graph);
+  write_text(dir / "trainingSet.tsv", "person\tid\tlabel_affiliation\n" + train);
+  write_text(dir / "testSet.tsv", "person\tid\tlabel_affiliation\n" + test);
+}
+
+TEST(NTriplesTest, NodesTypesInversesAndLabels) {
+  TempDir dir;
+  write_rdf(dir,
+            "# a comment\n"
+            "<http://x/a> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://x/Person> .\n"
+            "<http://x/a> <http://x/name> \"A \\\"quoted\\\" name\"@en .\n"
+            "<http://x/b> <http://x/name> \"B\" .\n"
+            "<http://x/b> <http://x/year> \"B\"^^<http://www.w3.org/2001/XMLSchema#string> .\n"
+            "_:n1 <http://x/knows> <http://x/a> .\n"
+            "<http://x/a> <http://x/ontology#affiliation> <http://x/g1> .\n"
+            "<http://x/g2> <http://x/ontology#employs> <http://x/b> .\n"
+            "\r\n"
+            "<http://x/b> <http://x/name> \"B\" .\n",
+            "http://x/a\t1.0\thttp://x/g1\n", "http://x/b\t2.0\thttp://x/g2\n");
+  Dataset d = read_ntriples(dir.path());
+  // Nodes in order of first appearance; the label triples never make their nodes.
+  EXPECT_EQ(d.node_names, (std::vector<std::string>{"<http://x/a>", "<http://x/Person>",
+                                                    "\"A \\\"quoted\\\" name\"@en", "<http://x/b>", "\"B\"",
+                                                    "\"B\"^^<http://www.w3.org/2001/XMLSchema#string>", "_:n1"}));
+  EXPECT_EQ(d.node_type, (std::vector<int32_t>{0, 1, 2, 0, 2, 2, 0}));
+  // 5 distinct triples (the repeated one merged), each with its inverse.
+  ASSERT_EQ(d.num_edges(), 10);
+  ASSERT_EQ(d.edge_types.size(), 8u);
+  EXPECT_EQ(d.edge_types[0].relation, "http://www.w3.org/1999/02/22-rdf-syntax-ns#type");
+  EXPECT_EQ(d.edge_types[0].src_type, "entity");
+  EXPECT_EQ(d.edge_types[0].dst_type, "class");
+  EXPECT_EQ(d.edge_types[1].relation, "^http://www.w3.org/1999/02/22-rdf-syntax-ns#type");
+  EXPECT_EQ(d.edge_types[1].src_type, "class");
+  EXPECT_EQ(d.edge_types[2].relation, "http://x/name");
+  EXPECT_EQ(d.edge_types[2].dst_type, "literal");
+  // Forward edges first, then the inverses in the same order.
+  EXPECT_EQ(d.edges.src[1], 0);
+  EXPECT_EQ(d.edges.dst[1], 2);
+  EXPECT_EQ(d.edges.type[1], 2);
+  EXPECT_EQ(d.edges.src[6], 2);
+  EXPECT_EQ(d.edges.dst[6], 0);
+  EXPECT_EQ(d.edges.type[6], 3);
+  EXPECT_EQ(d.num_classes, 2);
+  EXPECT_EQ(d.y[0], 0);
+  EXPECT_EQ(d.y[3], 1);
+  EXPECT_EQ(d.test_idx, std::vector<int64_t>{3});
+  EXPECT_EQ(d.train_idx.size() + d.val_idx.size(), 1u);
+}
+
+TEST(NTriplesTest, ReadsGzippedGraphsAndNamesBadLabelFiles) {
+  TempDir dir;
+  write_rdf(dir, "", "http://x/a\t1\tg\n", "http://x/a\t1\tg\n");
+  std::filesystem::remove(dir / "g.nt");
+  const std::string graph = "<http://x/a> <http://x/p> <http://x/b> .\n<http://x/b> <http://x/p> <http://x/c> .\n";
+  write_text(dir / "plain", graph);
+  ASSERT_EQ(std::system(("gzip -c " + (dir / "plain") + " > " + (dir / "g.nt.gz")).c_str()), 0);
+  EXPECT_CONTAINS(error_of([&] { read_ntriples(dir.path()); }),
+                  dir / "testSet.tsv:2: entity 'http://x/a' is labelled more than once");
+  write_text(dir / "testSet.tsv", "person\tid\tlabel_affiliation\nhttp://x/c\t1\th\n");
+  Dataset d = read_ntriples(dir.path());
+  EXPECT_EQ(d.num_nodes, 3);
+  EXPECT_EQ(d.num_edges(), 4);
+  write_text(dir / "testSet.tsv", "person\tid\tlabel_other\nhttp://x/c\t1\th\n");
+  EXPECT_CONTAINS(error_of([&] { read_ntriples(dir.path()); }), dir / "testSet.tsv:1: label column 'label_other' differs");
+  write_text(dir / "testSet.tsv", "person\tid\n");
+  EXPECT_CONTAINS(error_of([&] { read_ntriples(dir.path()); }),
+                  dir / "testSet.tsv:1: expected the header entity<TAB>id<TAB>label_NAME");
+  EXPECT_CONTAINS(error_of([&] { read_dataset("ntriples", dir.path() + "/"); }), "expected the header");
+}
+
+// ---------------------------------------------------------------------------------------
 // Knowledge-graph triples
 
 TEST(TriplesTest, Fb15k237HasThePublishedCounts) {
@@ -768,7 +874,7 @@ TEST(ReaderTest, UnknownFormatIsAUsageErrorListingTheFormats) {
     FAIL() << "expected a UsageError";
   } catch (const UsageError& e) {
     EXPECT_CONTAINS(e.what(), "unknown dataset format 'csv'");
-    EXPECT_CONTAINS(e.what(), "linqs, npy, edgelist, triples");
+    EXPECT_CONTAINS(e.what(), "linqs, npy, edgelist, triples, ntriples");
   }
 }
 
@@ -782,6 +888,7 @@ std::function<void(const std::string&)> reader_for(const std::string& name) {
   if (starts_with("edgelist_")) return [](const std::string& p) { read_edgelist(p); };
   if (starts_with("linqs_")) return [](const std::string& p) { read_linqs(p); };
   if (starts_with("triples_")) return [](const std::string& p) { read_triples(p); };
+  if (starts_with("ntriples_")) return [](const std::string& p) { read_ntriples(p); };
   if (starts_with("npy_")) return [](const std::string& p) { read_npy_folder(p); };
   if (starts_with("movielens_")) return [](const std::string& p) { read_movielens(p); };
   return nullptr;
@@ -838,6 +945,14 @@ const std::map<std::string, std::string> kCorpusReasons = {
     {"npy_no_edge_index", "edge_index.npy: missing"},
     {"npy_shape_mismatch", "y.npy: has 2 entries, but x.npy has 3 rows"},
     {"npy_types_without_json", "node_type.npy: needs types.json"},
+    {"ntriples_bad_gzip", "g.nt.gz: not a readable gzip file"},
+    {"ntriples_literal_label", "testSet.tsv:2: a literal where an entity is expected: 'http://x/b' is a literal"},
+    {"ntriples_literal_predicate", "g.nt:1: a literal where an entity is expected: the predicate \"p\" must be an IRI"},
+    {"ntriples_literal_subject", "g.nt:2: a literal where an entity is expected: the subject \"lit\""},
+    {"ntriples_malformed", "g.nt:4: unterminated literal in the object"},
+    {"ntriples_no_dot", "g.nt:1: expected '.' after the object"},
+    {"ntriples_no_graph", "expected exactly one N-Triples file (*.nt or *.nt.gz), found 0"},
+    {"ntriples_unknown_entity", "testSet.tsv:2: entity 'http://x/b' does not occur in"},
     {"triples_empty_field", "valid.txt:1: empty head"},
     {"triples_missing_test", "test.txt: cannot open"},
     {"triples_two_fields", "train.txt:2: expected 3 tab-separated fields (head, relation, tail), found 2"},

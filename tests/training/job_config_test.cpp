@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "partitioned_graph.h"
 #include "partitioner/partition_format.h"
+#include "training/job_driver.h"
 #include "test_util.h"
 
 namespace partita {
@@ -150,6 +151,63 @@ TEST_F(JobConfigTest, GeneratedDataTrainsOnTheOutputsPartitions) {
   EXPECT_EQ(job.generate_spec.nodes, 1000);
   EXPECT_EQ(job.num_partitions, 3);
   EXPECT_EQ(job.partition_dir(), (fs::path(dir_.path()) / "out" / "partitions").string());
+}
+
+TEST_F(JobConfigTest, TransformsApplyToPreparedDataOnly) {
+  JobConfig job = parse("data: {generate: {nodes: 1000, classes: 4}, transforms: [normalize_features, 'multi_hot:0']}\n");
+  EXPECT_EQ(job.transforms, (std::vector<std::string>{"normalize_features", "multi_hot:0"}));
+  EXPECT_CONTAINS(error_of("data: {generate: {nodes: 1000}, transforms: [normalize_features, normalise]}\n"),
+                  "job.yaml: data.transforms[1]: unknown transform 'normalise' (known: normalize_features, standardize");
+  EXPECT_CONTAINS(error_of("data: {generate: {nodes: 1000}, transforms: normalize_features}\n"),
+                  "job.yaml: data.transforms: expected a list");
+  EXPECT_CONTAINS(error_of("data: {partitions: parts, transforms: [standardize]}\n"),
+                  "job.yaml: data.transforms: apply when the job prepares a dataset or generated graph");
+}
+
+TEST_F(JobConfigTest, PreparedDataHoldsTheTransformedFeaturesAndSaysSo) {
+  JobConfig job = parse("data: {generate: {nodes: 400, classes: 4, features: 8}, num_partitions: 1, "
+                        "transforms: [normalize_features]}\noutput: out\n");
+  prepare_data(job, 1);
+  const PartitionFolder folder(job.partition_dir());
+  EXPECT_EQ(folder.meta().transforms, std::vector<std::string>{"normalize_features"});
+  const PartitionData part = folder.load_part(0);
+  const Span<const float> x = part.x->as<float>();
+  for (int64_t i = 0; i < 400; ++i) {
+    double sum = 0;
+    for (int64_t c = 0; c < 8; ++c) {
+      ASSERT_GE(x[i * 8 + c], 0.0f);
+      sum += x[i * 8 + c];
+    }
+    ASSERT_LE(sum, 1.0 + 1e-5) << "row " << i;
+  }
+  // Other transforms are other data: the folder is made again, not reused.
+  JobConfig other = parse("data: {generate: {nodes: 400, classes: 4, features: 8}, num_partitions: 1, "
+                          "transforms: [standardize]}\noutput: out\n");
+  prepare_data(other, 1);
+  EXPECT_EQ(PartitionFolder(other.partition_dir()).meta().transforms, std::vector<std::string>{"standardize"});
+}
+
+TEST_F(JobConfigTest, RelationalModelFieldsRoundTripAndAreCheckedPerKind) {
+  JobConfig job = parse(job_text("model: {kind: rgcn, decomposition: basis, bases: 30, target_type: entity}\n"));
+  EXPECT_EQ(job.model, "rgcn");
+  EXPECT_EQ(job.decomposition, "basis");
+  EXPECT_EQ(job.bases, 30);
+  EXPECT_EQ(job.target_type, "entity");
+  const JobConfig again = parse_job(job_to_yaml(job), "/", "again");
+  EXPECT_EQ(again.decomposition, "basis");
+  EXPECT_EQ(again.bases, 30);
+  EXPECT_EQ(again.blocks, 0);
+  EXPECT_EQ(again.target_type, "entity");
+  EXPECT_EQ(parse_job(job_to_yaml(parse(job_text(""))), "/", "again").target_type, "");
+  EXPECT_CONTAINS(error_of(job_text("model: {kind: graphsage, target_type: paper}\n")),
+                  "job.yaml: model.target_type: applies to the relational kinds (rgcn, hetero_sage), not graphsage");
+  EXPECT_CONTAINS(error_of(job_text("model: {kind: hetero_sage, decomposition: block, blocks: 2}\n")),
+                  "job.yaml: model.decomposition: applies to rgcn only, not hetero_sage");
+  EXPECT_CONTAINS(error_of(job_text("model: {kind: rgcn, decomposition: basis}\n")),
+                  "job.yaml: model.bases: basis decomposition needs bases > 0");
+  EXPECT_CONTAINS(error_of(job_text("model: {kind: rgcn, decomposition: tucker}\n")),
+                  "job.yaml: model.decomposition: 'tucker' is not one of: none, basis, block");
+  EXPECT_CONTAINS(error_of(job_text("model: {kind: rgcnn}\n")), "graphsage, gcn, gat, rgcn, hetero_sage");
 }
 
 TEST_F(JobConfigTest, BadFilesNameTheField) {

@@ -1,0 +1,51 @@
+#include "models/relational.h"
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+
+namespace partita {
+
+namespace {
+
+at::Tensor relation_mean(const at::Tensor& x, const GraphBatch& batch, size_t r, int64_t num_dst,
+                         AggregatePath path) {
+  const CscEdges& edges = batch.relations[r];
+  const int64_t count = edges.edges_before(num_dst);
+  if (count == 0) return at::zeros({num_dst, x.size(1)}, x.options());
+  return aggregate(x, batch.relation_mean_weight[r].narrow(0, 0, count), edges, num_dst, path);
+}
+
+}  // namespace
+
+at::Tensor relation_means(const at::Tensor& h, const GraphBatch& batch, int64_t num_dst, AggregatePath path) {
+  std::vector<at::Tensor> means;
+  means.reserve(batch.relations.size());
+  for (size_t r = 0; r < batch.relations.size(); ++r) means.push_back(relation_mean(h, batch, r, num_dst, path));
+  return at::cat(means, 1);
+}
+
+at::Tensor sum_relation_means(const at::Tensor& messages, const GraphBatch& batch, int64_t num_dst,
+                              AggregatePath path) {
+  at::Tensor sum = at::zeros({num_dst, messages.size(2)}, messages.options());
+  for (size_t r = 0; r < batch.relations.size(); ++r) {
+    if (batch.relations[r].edges_before(num_dst) == 0) continue;
+    sum = sum + relation_mean(messages.select(0, static_cast<int64_t>(r)), batch, r, num_dst, path);
+  }
+  return sum;
+}
+
+void check_relational_batch(const GraphBatch& batch, int num_relations, const std::string& kind) {
+  if (!batch.is_hetero() || !batch.node_type.defined()) {
+    throw Error("model: " + kind + " needs a heterogeneous batch (edge types and node types); this batch has none");
+  }
+  if (static_cast<int>(batch.relations.size()) != num_relations) {
+    throw Error("model: the batch has " + std::to_string(batch.relations.size()) + " relations; the " + kind +
+                " model was built for " + std::to_string(num_relations));
+  }
+}
+
+}  // namespace partita
