@@ -11,6 +11,8 @@ PACKAGES=(
   libcaf-dev libtorch-dev libmetis-dev libcapnp-dev capnproto
   libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev
   nlohmann-json3-dev libcli11-dev
+  # TLS on every port (runtime/tls/): OpenSSL 3's C API.
+  libssl-dev
   # The baseline of `partita bench allreduce` only.
   libgloo-dev
   # Debian's libtorch calls the reference BLAS unless OpenBLAS provides libblas.so.3:

@@ -12,6 +12,7 @@
 #include "bench/train_bench.h"
 #include "bench/transfer_bench.h"
 #include "base/error.h"
+#include "runtime/tls/temporary_cluster.h"
 #include "tools/commands.h"
 
 namespace partita::cli {
@@ -20,6 +21,16 @@ namespace partita::cli {
 void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   CLI::App* bench = app.add_subcommand("bench", "run a benchmark (see BENCHMARKS.md)");
   bench->require_subcommand(1);
+  // Benchmarks start daemons of their own: they share a CA made for this run (TLS, as a
+  // cluster runs), or run plaintext with --insecure.
+  bench->parse_complete_callback([&global] {
+    static std::unique_ptr<runtime::tls::TemporaryCluster> cluster;
+    if (global.insecure || !global.tls_dir.empty()) {
+      install_credentials(global);
+    } else {
+      cluster = std::make_unique<runtime::tls::TemporaryCluster>();
+    }
+  });
 
   auto db = std::make_shared<bench::DashboardBenchOptions>();
   CLI::App* dash = bench->add_subcommand(

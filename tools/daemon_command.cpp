@@ -47,6 +47,7 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
                   "0 picks a free port, printed)");
   cmd->callback([o, &global] {
     if (!o->dashboard.empty() && !o->head) throw UsageError("--dashboard needs --head: the head serves the cluster's page");
+    install_credentials(global);
     std::shared_ptr<dashboard::StatusBoard> board;
     std::unique_ptr<dashboard::StatusServer> server;
     if (!o->dashboard.empty()) {

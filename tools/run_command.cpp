@@ -58,6 +58,7 @@ void run(const JobOptions& o, const GlobalOptions& global) {
     std::cout << "status page on " << server->url() << std::endl;  // a line for scripts, as the daemon's
   }
 
+  install_credentials(global, o.daemons.empty());
   runtime::ActorSystemOptions system;
   system.threads = global.threads;
   add_protocol_types(system);
