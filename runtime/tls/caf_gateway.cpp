@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -73,118 +74,313 @@ struct Fd {
   int release() { return std::exchange(fd, -1); }
 };
 
-// Moves bytes both ways between an established TLS session (on `net`) and CAF's end of a
-// local socket until either side closes, the session breaks, or `stop` is notified.
-// Non-blocking on both sockets, one thread, two bounded buffers.
-void pump(Session& tls, int net, int local, const Wakeup& stop) {
-  constexpr size_t kBuffer = 256 * 1024;
-  std::vector<char> in(kBuffer), out(kBuffer);  // in: network to CAF; out: CAF to network
-  size_t in_begin = 0, in_end = 0, out_begin = 0, out_end = 0;
-  short read_wants = POLLIN, write_wants = POLLOUT;
-  for (;;) {
-    bool progress = false;
-    if (in_end < kBuffer) {
-      const size_t n = tls.read_some(in.data() + in_end, kBuffer - in_end);
-      in_end += n;
-      progress |= n > 0;
-      if (n == 0) read_wants = tls.wants();
-    }
-    if (in_end > in_begin) {
-      const ssize_t n = ::send(local, in.data() + in_begin, in_end - in_begin, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return;  // CAF closed its end
-      if (n > 0) {
-        in_begin += static_cast<size_t>(n);
-        progress = true;
-        if (in_begin == in_end) in_begin = in_end = 0;
-      }
-    }
-    if (out_end < kBuffer) {
-      const ssize_t n = ::recv(local, out.data() + out_end, kBuffer - out_end, MSG_DONTWAIT);
-      if (n == 0) return;  // CAF closed the connection
-      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return;
-      if (n > 0) {
-        out_end += static_cast<size_t>(n);
-        progress = true;
-      }
-    }
-    if (out_end > out_begin) {
-      const size_t n = tls.write_some(out.data() + out_begin, out_end - out_begin);
-      if (n == 0) write_wants = tls.wants();
-      out_begin += n;
-      progress |= n > 0;
-      if (out_begin == out_end) out_begin = out_end = 0;
-    }
-    if (progress) continue;
-    pollfd fds[2] = {
-        {net, static_cast<short>((in_end < kBuffer ? read_wants : 0) | (out_end > out_begin ? write_wants : 0)), 0},
-        {local, static_cast<short>((out_end < kBuffer ? POLLIN : 0) | (in_end > in_begin ? POLLOUT : 0)), 0}};
-    wait_ready(fds, 2, kNoDeadline, &stop, "bridging a TLS connection");
-  }
+// Runs the handshake of `session` on `fd` until done or `deadline`.
+void complete_handshake(Session& session, int fd, Deadline deadline) {
+  while (!session.handshake()) wait_ready(fd, session.wants(), deadline, nullptr, "the TLS handshake");
 }
 
-// The bridge threads of one gateway side: started with a cap, stopped and joined together.
-class Bridges {
- public:
-  ~Bridges() {
-    stop_.notify();
-    std::lock_guard lock(mutex_);
-    for (Entry& e : entries_) e.thread.join();
+// One TLS connection of the gateway: its handshake (accepted ones), then the bridge between
+// the session and CAF's end of a local socket, both ways, with two bounded buffers.
+struct Link {
+  static constexpr size_t kBuffer = 256 * 1024;
+
+  Fd net, local;
+  std::unique_ptr<Session> tls;
+  std::string address;      // the peer's, for the log
+  std::string where;        // the gate's endpoint ("" for outgoing links)
+  std::string local_path;   // accepted: CAF's Unix socket, connected after the handshake
+  Deadline deadline;        // of the handshake
+  std::vector<char> in, out;  // in: network to CAF; out: CAF to network
+  size_t in_begin = 0, in_end = 0, out_begin = 0, out_end = 0;
+  short read_wants = POLLIN, write_wants = POLLOUT;
+  // An end that closed: what it sent before is still delivered to the other, then the
+  // link closes (a down message written just before a shutdown must arrive).
+  bool net_eof = false, local_eof = false;
+
+  bool bridging() const { return local.fd >= 0; }
+
+  short net_events() const {
+    if (!bridging()) return tls->wants() != 0 ? tls->wants() : POLLIN;
+    return static_cast<short>((in_end < kBuffer && !net_eof ? read_wants : 0) |
+                              (out_end > out_begin ? write_wants : 0));
+  }
+  short local_events() const {
+    return static_cast<short>((out_end < kBuffer && !local_eof ? POLLIN : 0) | (in_end > in_begin ? POLLOUT : 0));
   }
 
-  const Wakeup& stop() const { return stop_; }
+  // Connects CAF's side once the handshake is done.
+  void start_bridge() {
+    local = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un to{};
+    to.sun_family = AF_UNIX;
+    std::strncpy(to.sun_path, local_path.c_str(), sizeof(to.sun_path) - 1);
+    if (local.fd < 0 || ::connect(local.fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+      throw Error("cannot hand the connection to the actor system: " + errno_string(errno));
+    }
+    set_nonblocking(local.fd);
+    allocate();
+  }
+  void allocate() {
+    in.resize(kBuffer);
+    out.resize(kBuffer);
+  }
 
-  // Runs `work` on a thread of its own; false (and nothing runs) at kMaxBridges.
-  bool start(std::function<void()> work) {
-    std::lock_guard lock(mutex_);
-    reap();
-    if (entries_.size() >= kMaxBridges) return false;
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    entries_.push_back({std::thread([work = std::move(work), done] {
-                          work();
-                          done->store(true);
-                        }),
-                        done});
+  // Moves what can move now, without blocking. False once an end closed and what it sent
+  // was delivered, or an end broke.
+  bool pump() {
+    for (int round = 0; round < 16; ++round) {
+      bool progress = false;
+      if (in_end < kBuffer && !net_eof) {
+        try {
+          const size_t n = tls->read_some(in.data() + in_end, kBuffer - in_end);
+          in_end += n;
+          progress |= n > 0;
+          if (n == 0) read_wants = tls->wants();
+        } catch (const SessionClosed&) {
+          net_eof = true;
+        }
+      }
+      if (in_end > in_begin) {
+        const ssize_t n = ::send(local.fd, in.data() + in_begin, in_end - in_begin, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;  // CAF closed its end
+        if (n > 0) {
+          in_begin += static_cast<size_t>(n);
+          progress = true;
+          if (in_begin == in_end) in_begin = in_end = 0;
+        }
+      }
+      if (out_end < kBuffer && !local_eof) {
+        const ssize_t n = ::recv(local.fd, out.data() + out_end, kBuffer - out_end, MSG_DONTWAIT);
+        if (n == 0) local_eof = true;  // CAF closed the connection
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+        if (n > 0) {
+          out_end += static_cast<size_t>(n);
+          progress = true;
+        }
+      }
+      if (out_end > out_begin) {
+        const size_t n = tls->write_some(out.data() + out_begin, out_end - out_begin);
+        if (n == 0) write_wants = tls->wants();
+        out_begin += n;
+        progress |= n > 0;
+        if (out_begin == out_end) out_begin = out_end = 0;
+      }
+      if ((local_eof && out_end == out_begin) || (net_eof && in_end == in_begin)) return false;
+      if (!progress) break;
+    }
+    return true;
+  }
+};
+
+// The gateway's one thread: accepts on every gate's TCP port, runs the handshakes of
+// accepted connections (deadline, cap) and bridges every established connection, all with
+// non-blocking sockets and one poll. Other threads hand it work through post().
+class Loop {
+ public:
+  explicit Loop(std::shared_ptr<const Credentials> credentials)
+      : credentials_(std::move(credentials)), thread_([this] { run(); }) {}
+  ~Loop() {
+    stop_.notify();
+    thread_.join();
+    ::close(wake_);
+  }
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
+
+  // Accepts on `tcp` for a gate at `where`, handing connections to CAF at `local_path`.
+  void add_listener(int tcp, std::string where, std::string local_path) {
+    post([this, tcp, where = std::move(where), local_path = std::move(local_path)] {
+      listeners_.push_back({Fd(tcp), where, local_path});
+    });
+  }
+  // Stops accepting on `tcp` (the gate went); its open connections stay.
+  void remove_listener(int tcp) {
+    post([this, tcp] {
+      listeners_.remove_if([tcp](const Listening& l) { return l.tcp.fd == tcp; });
+    });
+  }
+  // Bridges an established outgoing connection. False at kMaxBridges.
+  bool add_link(std::unique_ptr<Link> link) {
+    if (bridges_.load() >= kMaxBridges) return false;
+    ++bridges_;
+    auto shared = std::make_shared<std::unique_ptr<Link>>(std::move(link));
+    post([this, shared] { links_.push_back(std::move(*shared)); });
     return true;
   }
 
  private:
-  struct Entry {
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> done;
+  struct Listening {
+    Fd tcp;
+    std::string where, local_path;
   };
-  void reap() {
-    for (auto it = entries_.begin(); it != entries_.end();) {
-      if (it->done->load()) {
-        it->thread.join();
-        it = entries_.erase(it);
-      } else {
-        ++it;
+
+  void post(std::function<void()> task) {
+    {
+      std::lock_guard lock(mutex_);
+      tasks_.push_back(std::move(task));
+    }
+    const uint64_t one = 1;
+    if (::write(wake_, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+      spdlog::error("TLS gateway: cannot wake its thread: {}", errno_string(errno));
+    }
+  }
+
+  void run() {
+    for (;;) {
+      std::vector<pollfd> fds{{stop_.fd(), POLLIN, 0}, {wake_, POLLIN, 0}};
+      for (const auto& l : listeners_) fds.push_back({l.tcp.fd, POLLIN, 0});
+      Deadline wake_at = kNoDeadline;
+      for (const auto& link : links_) {
+        fds.push_back({link->net.fd, link->net_events(), 0});
+        fds.push_back({link->local.fd, link->bridging() ? link->local_events() : short{0}, 0});
+        if (!link->bridging()) wake_at = std::min(wake_at, link->deadline);
+      }
+      int timeout_ms = -1;
+      if (wake_at != kNoDeadline) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake_at - Clock::now());
+        timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
+      }
+      if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
+        spdlog::error("TLS gateway: poll failed: {}", errno_string(errno));
+        return;
+      }
+      if (fds[0].revents != 0) return;  // stopped: the links close with the loop
+      if (fds[1].revents != 0) run_tasks();
+      size_t at = 2;
+      for (auto& l : listeners_) {
+        if (at < fds.size() && fds[at].fd == l.tcp.fd && fds[at].revents != 0) accept_all(l);
+        ++at;
+      }
+      (void)at;
+      const Deadline now = Clock::now();
+      for (auto it = links_.begin(); it != links_.end();) {
+        // Every link is stepped (non-blocking): a TLS session may hold read-ahead bytes
+        // the poll cannot see, and links accepted just now have no entry in fds yet.
+        Link& link = **it;
+        if (step(link, now)) {
+          ++it;
+        } else {
+          if (link.bridging()) --bridges_;
+          it = links_.erase(it);
+        }
       }
     }
   }
+
+  void run_tasks() {
+    uint64_t count;
+    while (::read(wake_, &count, sizeof(count)) > 0) {
+    }
+    std::vector<std::function<void()>> tasks;
+    {
+      std::lock_guard lock(mutex_);
+      tasks.swap(tasks_);
+    }
+    for (auto& task : tasks) task();
+  }
+
+  void accept_all(Listening& l) {
+    for (int i = 0; i < 64; ++i) {
+      Fd fd(::accept4(l.tcp.fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (fd.fd < 0) return;
+      const int one = 1;
+      ::setsockopt(fd.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      auto link = std::make_unique<Link>();
+      link->address = peer_address(fd.fd);
+      link->where = l.where;
+      link->local_path = l.local_path;
+      link->deadline = Clock::now() + kHandshakeDeadline;
+      link->tls = std::make_unique<Session>(credentials_, fd.fd, Session::Role::server);
+      link->net = std::move(fd);
+      if (handshakes_ >= kMaxHandshakes || bridges_.load() >= kMaxBridges) cut_oldest_handshake(link->address);
+      ++handshakes_;
+      links_.push_back(std::move(link));
+    }
+  }
+
+  // At the cap of pending handshakes the oldest is cut, so that a flood of silent
+  // connections delays a real peer by one round of handshakes, not by the deadline. Said
+  // at most once a second.
+  void cut_oldest_handshake(const std::string& newest) {
+    for (auto it = links_.begin(); it != links_.end(); ++it) {
+      if ((*it)->bridging() || (*it)->where.empty()) continue;
+      links_.erase(it);
+      --handshakes_;
+      ++cut_;
+      break;
+    }
+    if (Clock::now() - last_warning_ > std::chrono::seconds(1)) {
+      spdlog::warn("TLS gateway: {} handshakes pending: cut the oldest ({} since the last warning); the newest from {}",
+                   kMaxHandshakes, cut_, newest);
+      last_warning_ = Clock::now();
+      cut_ = 0;
+    }
+  }
+
+  // One non-blocking step of a link. False: close it.
+  bool step(Link& link, Deadline now) {
+    if (!link.bridging()) {
+      try {
+        if (!link.tls->handshake()) {
+          if (now < link.deadline) return true;
+          --handshakes_;
+          spdlog::warn("{}: refused a connection from {}: no TLS handshake within {} s", link.where, link.address,
+                       kHandshakeDeadline.count());
+          return false;
+        }
+        --handshakes_;
+        if (bridges_.load() >= kMaxBridges) {
+          spdlog::warn("{}: refused a connection from {} ({}): {} connections already open", link.where, link.address,
+                       link.tls->peer_name(), kMaxBridges);
+          return false;
+        }
+        ++bridges_;
+        link.start_bridge();
+        spdlog::debug("{}: {} is {} (a certificate of the cluster)", link.where, link.address, link.tls->peer_name());
+      } catch (const Error& e) {
+        if (!link.bridging()) {
+          --handshakes_;
+          spdlog::warn("{}: refused a connection from {}: {}", link.where, link.address, e.what());
+        } else {
+          spdlog::error("{}: {}", link.where, e.what());
+        }
+        return false;
+      }
+    }
+    try {
+      return link.pump();
+    } catch (const Error& e) {
+      spdlog::debug("connection with {} ended: {}", link.address, e.what());
+      return false;
+    }
+  }
+
+  std::shared_ptr<const Credentials> credentials_;
   Wakeup stop_;
+  int wake_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   std::mutex mutex_;
-  std::list<Entry> entries_;
+  std::vector<std::function<void()>> tasks_;
+  std::list<Listening> listeners_;            // the loop thread's
+  std::list<std::unique_ptr<Link>> links_;    // the loop thread's
+  size_t handshakes_ = 0;                     // the loop thread's
+  std::atomic<size_t> bridges_{0};
+  size_t cut_ = 0;
+  Clock::time_point last_warning_{};
+  std::thread thread_;  // last: started once the rest exists
 };
 
-// Runs the handshake of `session` on `fd` until done, `deadline` or `stop`.
-void complete_handshake(Session& session, int fd, Deadline deadline, const Wakeup* stop) {
-  while (!session.handshake()) wait_ready(fd, session.wants(), deadline, stop, "the TLS handshake");
-}
-
-// The listening side: a TCP port on the network, CAF's doorman on a Unix socket behind it.
+// The listening side: a TCP port on the network, accepted by the loop; CAF's doorman on a
+// Unix socket behind it, in a fresh folder only this user may enter.
 class Gate {
  public:
-  Gate(std::shared_ptr<const Credentials> credentials, const std::string& host, uint16_t port, bool reuse)
-      : credentials_(std::move(credentials)) {
-    listen_tcp(host, port, reuse);
+  Gate(std::shared_ptr<Loop> loop, const std::string& host, uint16_t port, bool reuse) : loop_(std::move(loop)) {
+    Fd tcp = listen_tcp(host, port, reuse);
     listen_local();
-    acceptor_ = std::thread([this] { accept_loop(); });
+    tcp_ = tcp.fd;
+    loop_->add_listener(tcp.release(), endpoint_.to_string(), path_);
   }
   ~Gate() {
-    stop_.notify();
-    if (acceptor_.joinable()) acceptor_.join();
-    bridges_.reset();  // joins every bridge before the sockets go
+    loop_->remove_listener(tcp_);
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
@@ -196,7 +392,7 @@ class Gate {
   const Endpoint& endpoint() const { return endpoint_; }
 
  private:
-  void listen_tcp(const std::string& host, uint16_t port, bool reuse) {
+  Fd listen_tcp(const std::string& host, uint16_t port, bool reuse) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -207,7 +403,8 @@ class Gate {
       throw Error("cannot resolve '" + host + "': " + ::gai_strerror(rc));
     }
     std::string last_error = "no address";
-    for (addrinfo* a = list; a != nullptr && tcp_.fd < 0; a = a->ai_next) {
+    Fd result;
+    for (addrinfo* a = list; a != nullptr && result.fd < 0; a = a->ai_next) {
       Fd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol));
       if (fd.fd < 0) continue;
       const int one = 1;
@@ -222,13 +419,13 @@ class Gate {
       const uint16_t p = bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                                      : reinterpret_cast<sockaddr_in*>(&bound)->sin_port;
       endpoint_ = Endpoint{host, ntohs(p)};
-      tcp_ = std::move(fd);
+      result = std::move(fd);
     }
     ::freeaddrinfo(list);
-    if (tcp_.fd < 0) throw Error("cannot listen on " + host + ":" + std::to_string(port) + ": " + last_error);
+    if (result.fd < 0) throw Error("cannot listen on " + host + ":" + std::to_string(port) + ": " + last_error);
+    return result;
   }
 
-  // A Unix socket in a fresh folder only this user may enter.
   void listen_local() {
     char pattern[] = "/tmp/partita-caf-XXXXXX";
     if (::mkdtemp(pattern) == nullptr) throw Error("cannot create a private socket folder: " + errno_string(errno));
@@ -244,102 +441,11 @@ class Gate {
     }
   }
 
-  void accept_loop() {
-    for (;;) {
-      try {
-        wait_ready(tcp_.fd, POLLIN, kNoDeadline, &stop_, "accepting on " + endpoint_.to_string());
-      } catch (const Error&) {
-        return;  // stopped
-      }
-      Fd fd(::accept4(tcp_.fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-      if (fd.fd < 0) continue;
-      const std::string address = peer_address(fd.fd);
-      const int one = 1;
-      ::setsockopt(fd.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      admit(fd.fd, address);
-      auto shared_fd = std::make_shared<Fd>(std::move(fd));
-      const bool started = bridges_->start([this, shared_fd, address] { serve(shared_fd->fd, address); });
-      if (!started) {
-        settle(shared_fd->fd);
-        spdlog::warn("{}: refused a connection from {}: {} connections already open", endpoint_.to_string(), address,
-                     kMaxBridges);
-      }
-    }
-  }
-
-  // Counts `fd` among the pending handshakes; at kMaxHandshakes the oldest is cut (its
-  // thread sees the socket end), so that a flood of silent connections delays a real peer
-  // by at most one round of handshakes, not by the deadline.
-  void admit(int fd, const std::string& address) {
-    std::lock_guard lock(pending_mutex_);
-    if (pending_.size() >= kMaxHandshakes) {
-      ::shutdown(pending_.front(), SHUT_RDWR);
-      pending_.pop_front();
-      ++evicted_;
-      if (Clock::now() - last_warning_ > std::chrono::seconds(1)) {
-        spdlog::warn("{}: {} TLS handshakes pending: cut the oldest ({} since the last warning); the newest from {}",
-                     endpoint_.to_string(), kMaxHandshakes, evicted_, address);
-        last_warning_ = Clock::now();
-        evicted_ = 0;
-      }
-    }
-    pending_.push_back(fd);
-  }
-  // Its handshake ended (either way): no longer pending. Before the socket is closed, so
-  // that admit() never cuts a reused descriptor.
-  void settle(int fd) {
-    std::lock_guard lock(pending_mutex_);
-    auto it = std::find(pending_.begin(), pending_.end(), fd);
-    if (it != pending_.end()) pending_.erase(it);
-  }
-
-  // One accepted connection: the handshake within its deadline, then CAF's side.
-  void serve(int fd, const std::string& address) {
-    Session session(credentials_, fd, Session::Role::server);
-    try {
-      complete_handshake(session, fd, Clock::now() + kHandshakeDeadline, &bridges_->stop());
-    } catch (const Interrupted&) {
-      settle(fd);
-      return;
-    } catch (const TimedOut&) {
-      settle(fd);
-      spdlog::warn("{}: refused a connection from {}: no TLS handshake within {} s", endpoint_.to_string(), address,
-                   kHandshakeDeadline.count());
-      return;
-    } catch (const Error& e) {
-      settle(fd);
-      spdlog::warn("{}: refused a connection from {}: {}", endpoint_.to_string(), address, e.what());
-      return;
-    }
-    settle(fd);
-    spdlog::debug("{}: {} is {} (certificate of the cluster)", endpoint_.to_string(), address, session.peer_name());
-    Fd local(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_un to{};
-    to.sun_family = AF_UNIX;
-    std::strncpy(to.sun_path, path_.c_str(), sizeof(to.sun_path) - 1);
-    if (local.fd < 0 || ::connect(local.fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
-      spdlog::error("{}: cannot hand {} to the actor system: {}", endpoint_.to_string(), address, errno_string(errno));
-      return;
-    }
-    try {
-      set_nonblocking(local.fd);
-      pump(session, fd, local.fd, bridges_->stop());
-    } catch (const Error& e) {
-      spdlog::debug("{}: connection from {} ended: {}", endpoint_.to_string(), address, e.what());
-    }
-  }
-
-  std::shared_ptr<const Credentials> credentials_;
+  std::shared_ptr<Loop> loop_;
   Endpoint endpoint_;
-  Fd tcp_, local_;
+  int tcp_ = -1;  // the loop's
+  Fd local_;
   std::string dir_, path_;
-  Wakeup stop_;
-  std::mutex pending_mutex_;
-  std::deque<int> pending_;  // sockets in their handshake, oldest first
-  size_t evicted_ = 0;
-  Clock::time_point last_warning_{};
-  std::unique_ptr<Bridges> bridges_ = std::make_unique<Bridges>();
-  std::thread acceptor_;  // last: started once the rest exists
 };
 
 // CAF's doorman on the Unix socket, reporting the gate's TCP address: BASP files the
@@ -400,39 +506,38 @@ Fd connect_tcp(const std::string& host, uint16_t port, Deadline deadline) {
 class GatewayActor : public caf::io::middleman_actor_impl {
  public:
   GatewayActor(caf::actor_config& cfg, caf::actor broker, std::shared_ptr<const Credentials> credentials)
-      : middleman_actor_impl(cfg, std::move(broker)), credentials_(std::move(credentials)) {}
+      : middleman_actor_impl(cfg, std::move(broker)),
+        credentials_(credentials),
+        loop_(std::make_shared<Loop>(std::move(credentials))) {}
 
   const char* name() const override { return "partita_tls_gateway"; }
 
   void on_exit() override {
-    outgoing_.reset();
+    loop_.reset();  // the gates' doormen keep it while CAF holds them
     middleman_actor_impl::on_exit();
   }
 
  protected:
+  // Blocks this actor for the handshake (at most kHandshakeDeadline), as CAF's own connect
+  // blocks for the TCP connection.
   caf::expected<caf::io::scribe_ptr> connect(const std::string& host, uint16_t port) override {
     const std::string where = host + ":" + std::to_string(port);
     try {
       const Deadline deadline = Clock::now() + kHandshakeDeadline;
-      Fd net = connect_tcp(host, port, deadline);
-      auto session = std::make_shared<Session>(credentials_, net.fd, Session::Role::client);
-      complete_handshake(*session, net.fd, deadline, nullptr);
+      auto link = std::make_unique<Link>();
+      link->net = connect_tcp(host, port, deadline);
+      link->address = where;
+      link->tls = std::make_unique<Session>(credentials_, link->net.fd, Session::Role::client);
+      complete_handshake(*link->tls, link->net.fd, deadline);
       int pair[2];
       if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
         throw Error("cannot create a socket pair: " + errno_string(errno));
       }
-      Fd caf_end(pair[0]), bridge_end(pair[1]);
-      set_nonblocking(bridge_end.fd);
-      auto sockets = std::make_shared<std::pair<Fd, Fd>>(std::move(net), std::move(bridge_end));
-      const Wakeup* stop = &outgoing_->stop();
-      const bool started = outgoing_->start([session, sockets, stop, where] {
-        try {
-          pump(*session, sockets->first.fd, sockets->second.fd, *stop);
-        } catch (const Error& e) {
-          spdlog::debug("connection to {} ended: {}", where, e.what());
-        }
-      });
-      if (!started) throw Error(std::to_string(kMaxBridges) + " connections already open");
+      Fd caf_end(pair[0]);
+      link->local = Fd(pair[1]);
+      set_nonblocking(link->local.fd);
+      link->allocate();
+      if (!loop_->add_link(std::move(link))) throw Error(std::to_string(kMaxBridges) + " connections already open");
       return system().middleman().backend().new_scribe(caf_end.release());
     } catch (const Error& e) {
       return make_runtime_error(RuntimeErrc::refused, "cannot connect to " + where + " over TLS: " + e.what());
@@ -441,7 +546,7 @@ class GatewayActor : public caf::io::middleman_actor_impl {
 
   caf::expected<caf::io::doorman_ptr> open(uint16_t port, const char* addr, bool reuse) override {
     try {
-      auto gate = std::make_unique<Gate>(credentials_, addr != nullptr ? addr : "", port, reuse);
+      auto gate = std::make_unique<Gate>(loop_, addr != nullptr ? addr : "", port, reuse);
       auto& backend = static_cast<caf::io::network::default_multiplexer&>(system().middleman().backend());
       return caf::make_counted<GatedDoorman>(backend, std::move(gate));
     } catch (const Error& e) {
@@ -451,7 +556,7 @@ class GatewayActor : public caf::io::middleman_actor_impl {
 
  private:
   std::shared_ptr<const Credentials> credentials_;
-  std::unique_ptr<Bridges> outgoing_ = std::make_unique<Bridges>();
+  std::shared_ptr<Loop> loop_;
 };
 
 }  // namespace

@@ -11,16 +11,17 @@
 //
 //   listening: the gateway accepts on HOST:PORT; each connection gets kHandshakeDeadline to
 //     complete a TLS 1.3 handshake with a certificate of the cluster, at most
-//     kMaxHandshakes at once (a new one cuts the oldest), and a refusal is logged (warn)
-//     with the peer's address. Only then is it connected to CAF's doorman, which listens on
-//     a Unix socket in a folder only this user can enter (mode 0700): no other user's bytes
-//     reach BASP, and the BASP handshake itself comes from an authenticated peer.
+//     kMaxHandshakes are pending at once (a new one cuts the oldest, so a flood delays a
+//     member by one round of handshakes, not by the deadline), and a refusal is logged
+//     (warn) with the peer's address. Only then is it connected to CAF's doorman, which
+//     listens on a Unix socket in a folder only this user can enter (mode 0700): no other
+//     user's bytes reach BASP, and the BASP handshake itself comes from an authenticated peer.
 //   connecting: the TLS session to the peer is made first (same deadline); CAF gets one end
-//     of a socket pair as its connection, and a bridge thread moves bytes between the pair
-//     and the session.
+//     of a socket pair as its connection, the gateway bridges the other to the session.
 //
-// Each authenticated connection has one bridge thread (nodes, drivers and CLI commands make
-// a handful per process), with 2 × 256 KiB of buffers. kMaxBridges bounds them.
+// One thread per process does all of it (accepts, handshakes, bridges) with non-blocking
+// sockets and one poll, so a process's thread count does not grow with its connections;
+// each established connection has 2 × 256 KiB of buffers, and kMaxBridges bounds them.
 //
 // Use middleman_actor(system) wherever CAF's middleman().actor_handle() would be used
 // (connect_atom requests) and publish() instead of middleman().publish(): both fall back to
