@@ -26,6 +26,7 @@
 #include "runtime/tls/certificates.h"
 #include "runtime/tls/credentials.h"
 #include "runtime/transport/connection.h"
+#include "runtime/transport/wire_format.h"
 
 namespace partita::runtime {
 namespace {
@@ -131,6 +132,47 @@ TEST(TlsTest, InsecureDaemonRefusesANonLoopbackListenWithANamedError) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_CONTAINS(result.err, "plaintext (--insecure) listens on loopback addresses only");
   EXPECT_CONTAINS(result.err, "--insecure: no TLS");
+}
+
+TEST(TlsTest, TransportRefusesAPlaintextHelloAndServesAMemberOfTheCluster) {
+  Listener listener("127.0.0.1");
+  const uint64_t token = 7;
+  // A client that speaks the transport's plaintext protocol, a valid hello included: its
+  // bytes are not a TLS handshake (OpenSSL may wait for the rest of what it takes for a
+  // record, then the hello deadline ends it) and it is never accepted.
+  const int raw = raw_connect(listener.endpoint().to_string());
+  ASSERT_GE(raw, 0);
+  unsigned char hello[wire::kHelloBytes];
+  wire::encode_hello({token, 1}, hello);
+  ASSERT_EQ(::send(raw, hello, sizeof(hello), MSG_NOSIGNAL), static_cast<ssize_t>(sizeof(hello)));
+  // spdlog's default logger (this test process never sets one up) writes to stdout.
+  ::testing::internal::CaptureStdout();
+  EXPECT_THROW(listener.accept(token, 1, 0, "member",
+                               std::chrono::steady_clock::now() + Listener::kHelloDeadline + seconds(2), nullptr),
+               TimedOut);
+  const std::string log = ::testing::internal::GetCapturedStdout();
+  EXPECT_CONTAINS(log, "refused a connection from 127.0.0.1:");
+  ::close(raw);
+
+  // A member of the cluster is accepted and its bytes arrive.
+  std::string error;
+  std::thread member([&] {
+    try {
+      const auto until = std::chrono::steady_clock::now() + seconds(10);
+      Connection c = Connection::connect(listener.endpoint(), token, 1, "listener", until, nullptr);
+      c.confirm(token, 0, until, nullptr);
+      const char byte = 42;
+      c.send_all(&byte, 1, until, nullptr, "sending");
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  Connection accepted = listener.accept(token, 1, 0, "member", std::chrono::steady_clock::now() + seconds(10), nullptr);
+  char byte = 0;
+  accepted.recv_all(&byte, 1, std::chrono::steady_clock::now() + seconds(10), nullptr, "receiving");
+  member.join();
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(byte, 42);
 }
 
 TEST(TlsTest, DaemonSurvivesThe32BytePacketAndLogsThePeer) {
