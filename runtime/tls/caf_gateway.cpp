@@ -46,18 +46,6 @@ void set_nonblocking(int fd) {
   }
 }
 
-std::string peer_address(int fd) {
-  sockaddr_storage peer{};
-  socklen_t len = sizeof(peer);
-  char host[NI_MAXHOST], port[NI_MAXSERV];
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0 ||
-      ::getnameinfo(reinterpret_cast<sockaddr*>(&peer), len, host, sizeof(host), port, sizeof(port),
-                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-    return "an unknown address";
-  }
-  return std::string(host) + ":" + port;
-}
-
 // A file descriptor closed on destruction.
 struct Fd {
   int fd = -1;

@@ -37,19 +37,6 @@ std::string check_hello(const HelloBytes& bytes, uint64_t token, uint32_t peer) 
   return "";
 }
 
-// "10.0.0.7:41234": who is at the other end of an accepted socket, for the log.
-std::string peer_address(int fd) {
-  sockaddr_storage peer{};
-  socklen_t len = sizeof(peer);
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return "an unknown address";
-  char host[NI_MAXHOST], port[NI_MAXSERV];
-  if (::getnameinfo(reinterpret_cast<sockaddr*>(&peer), len, host, sizeof(host), port, sizeof(port),
-                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-    return "an unknown address";
-  }
-  return std::string(host) + ":" + port;
-}
-
 void set_nonblocking_nodelay(int fd) {
   const int flags = ::fcntl(fd, F_GETFL, 0);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
