@@ -10,6 +10,7 @@
 
 #include "actors/sampler_state.h"
 #include "base/error.h"
+#include "runtime/tls/caf_gateway.h"
 
 namespace partita::sampler_internal {
 
@@ -52,7 +53,7 @@ void connect_directly(Pointer self, int part, const runtime::Endpoint& address, 
   auto& s = self->state;
   ++s.connecting;
   const std::string where = address.to_string();
-  self->request(self->system().middleman().actor_handle(), s.options.deadline, caf::connect_atom::value, address.host,
+  self->request(runtime::tls::middleman_actor(self->system()), s.options.deadline, caf::connect_atom::value, address.host,
                 address.port)
       .then(
           [self, part, where, expected](const caf::node_id& node, caf::strong_actor_ptr&, std::set<std::string>&) {

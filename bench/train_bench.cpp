@@ -25,6 +25,7 @@
 #include "partitioner/partition_stores.h"
 #include "runtime/daemon_child.h"
 #include "runtime/runtime.h"
+#include "runtime/tls/credentials.h"
 #include "training/job_driver.h"
 #include "training/job_types.h"
 
@@ -220,6 +221,37 @@ double print_profile(const std::vector<ProfiledStep>& steps, const TrainBenchOpt
   return floor;
 }
 
+// Configuration (b), secure and plaintext in alternating rounds.
+void compare_tls(const JobConfig& job, const TrainBenchOptions& o, int per_daemon) {
+  const std::shared_ptr<const runtime::tls::Credentials> tls = runtime::tls::process_credentials();
+  if (!tls) throw UsageError("--compare-tls compares TLS with plaintext: run it without --insecure");
+  std::printf("\n(b) 2 partitions on 2 daemons, 1 trainer each: %d rounds per mode, alternating\n", o.compare_tls);
+  std::printf("%-6s %-6s %10s %8s\n", "round", "mode", "s/epoch", "s/step");
+  std::vector<double> plain, secure;
+  for (int round = 1; round <= o.compare_tls; ++round) {
+    for (bool use_tls : {false, true}) {
+      runtime::tls::set_process_credentials(use_tls ? tls : nullptr);
+      std::vector<std::string> global{"--log-level", "warn", "--threads", std::to_string(per_daemon)};
+      if (!use_tls) global.push_back("--insecure");
+      std::vector<runtime::DaemonChild> daemons;
+      std::vector<std::string> addresses;
+      for (int d = 0; d < 2; ++d) {
+        daemons.push_back(runtime::start_daemon_child(self_executable(), {}, global));
+        addresses.push_back(daemons.back().address);
+      }
+      auto rt = runtime::Runtime::connect(system_options(), addresses, std::chrono::seconds(10));
+      const EpochTime t = measure(*rt, job, o);
+      (use_tls ? secure : plain).push_back(t.seconds_per_epoch);
+      std::printf("%-6d %-6s %10.2f %8.3f\n", round, use_tls ? "TLS" : "plain", t.seconds_per_epoch,
+                  t.seconds_per_step());
+      std::fflush(stdout);
+    }
+  }
+  runtime::tls::set_process_credentials(tls);
+  std::printf("\nmedian s/epoch: plaintext %.2f, TLS %.2f; TLS / plaintext %.3f (goal <= 1.15)\n", median(plain),
+              median(secure), median(secure) / median(plain));
+}
+
 }  // namespace
 
 void run_train_bench(const TrainBenchOptions& o) {
@@ -252,6 +284,7 @@ void run_train_bench(const TrainBenchOptions& o) {
     std::fflush(stdout);
   }
   if (!o.epochs) return;
+  if (o.compare_tls > 0) return compare_tls(two, o, per_daemon);
 
   EpochTime a;
   {

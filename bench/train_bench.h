@@ -25,6 +25,7 @@ struct TrainBenchOptions {
   bool epochs = true;      // false: only the step profile
   std::string work_dir;    // keeps the partitions between runs; default under /tmp
   uint64_t seed = 1;
+  int compare_tls = 0;     // > 0: only (b), this many rounds over TLS and over plaintext each
 };
 
 // GraphSAGE with fanouts.size() layers on `input` or on RMAT with random labels,
@@ -40,6 +41,10 @@ struct TrainBenchOptions {
 // Epochs: seconds per epoch for (a) 1 partition, 1 trainer with `threads` torch threads in
 // this process and (b) 2 partitions on 2 `partita daemon` processes, 1 trainer each with
 // threads / 2 torch threads; next to PyG's quoted epoch times.
+//
+// With compare_tls = R: only (b), R rounds each with the daemons and this driver over TLS
+// (the process's credentials) and over plaintext (`--insecure` daemons, no credentials
+// here), alternating, fresh daemons per round; prints each round and the medians.
 void run_train_bench(const TrainBenchOptions& options);
 
 }  // namespace partita::bench

@@ -7,6 +7,7 @@
 
 #include "runtime/cluster/cluster_protocol.h"
 #include "runtime/errors.h"
+#include "runtime/tls/caf_gateway.h"
 
 namespace partita::runtime {
 
@@ -46,9 +47,13 @@ ActorSystem::ActorSystem(const ActorSystemOptions& options)
     : config_(std::make_unique<caf::actor_system_config>()) {
   configure(*config_, options);
   system_ = std::make_unique<caf::actor_system>(*config_);
+  if (options.networking) {
+    if (auto credentials = tls::process_credentials()) gateway_ = tls::start_gateway(*system_, std::move(credentials));
+  }
 }
 
 ActorSystem::~ActorSystem() {
+  if (gateway_) tls::stop_gateway(*system_, std::move(gateway_));
   system_.reset();  // before the config it refers to
 }
 

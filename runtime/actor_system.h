@@ -3,6 +3,7 @@
 // features, over loopback or a LAN. See actor_system.cpp for the measured reasons.
 #pragma once
 
+#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
 #include <chrono>
@@ -33,6 +34,9 @@ void configure(caf::actor_system_config& config, const ActorSystemOptions& optio
 
 // An actor system together with the config it refers to, destroyed in the right order.
 // Destruction waits for every actor to finish, so stop them first.
+// With networking and the process's TLS credentials (runtime/tls/credentials.h), every
+// connection and published port goes through the TLS gateway (runtime/tls/caf_gateway.h);
+// without credentials CAF speaks plaintext, and publishes on loopback only.
 class ActorSystem {
  public:
   explicit ActorSystem(const ActorSystemOptions& options = {});
@@ -46,6 +50,7 @@ class ActorSystem {
  private:
   std::unique_ptr<caf::actor_system_config> config_;
   std::unique_ptr<caf::actor_system> system_;
+  caf::actor gateway_;  // with networking and credentials
 };
 
 }  // namespace partita::runtime

@@ -1,5 +1,8 @@
 #include "runtime/address.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <cctype>
 
 #include "base/error.h"
@@ -46,6 +49,19 @@ Endpoint parse_endpoint(const std::string& text, const std::string& what) {
   if (value > 65535) throw bad("port out of range 0..65535");
   result.port = static_cast<uint16_t>(value);
   return result;
+}
+
+std::string peer_address(int fd) {
+  sockaddr_storage peer{};
+  socklen_t len = sizeof(peer);
+  char host[NI_MAXHOST], port[NI_MAXSERV];
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0 ||
+      ::getnameinfo(reinterpret_cast<sockaddr*>(&peer), len, host, sizeof(host), port, sizeof(port),
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    return "an unknown address";
+  }
+  const std::string h = host;
+  return (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;
 }
 
 }  // namespace partita::runtime

@@ -20,4 +20,8 @@ struct Endpoint {
 // Whether the host resolves is only known when binding or connecting.
 Endpoint parse_endpoint(const std::string& text, const std::string& what);
 
+// "10.0.0.7:41234": the other end of a connected socket, numeric, for logs; "an unknown
+// address" if the system does not say.
+std::string peer_address(int fd);
+
 }  // namespace partita::runtime

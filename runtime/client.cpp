@@ -5,6 +5,7 @@
 
 #include "runtime/address.h"
 #include "runtime/errors.h"
+#include "runtime/tls/caf_gateway.h"
 
 namespace partita::runtime {
 
@@ -13,7 +14,7 @@ PublishedActor connect_published(caf::actor_system& system, const Endpoint& endp
   caf::scoped_actor self{system};
   PublishedActor result;
   std::optional<caf::error> failed;
-  self->request(system.middleman().actor_handle(), timeout, caf::connect_atom::value, endpoint.host, endpoint.port)
+  self->request(tls::middleman_actor(system), timeout, caf::connect_atom::value, endpoint.host, endpoint.port)
       .receive(
           [&](const caf::node_id&, caf::strong_actor_ptr& p, std::set<std::string>& ifs) {
             result.actor = std::move(p);

@@ -23,6 +23,7 @@
 #include "runtime/cluster/head_client.h"
 #include "runtime/cluster/node_agent.h"
 #include "runtime/errors.h"
+#include "runtime/tls/caf_gateway.h"
 
 namespace partita::runtime {
 
@@ -255,12 +256,12 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
       stop = [main] { caf::anon_send_exit(main, caf::exit_reason::user_shutdown); };
       // reuse=true sets SO_REUSEADDR only: a restarted daemon can bind its port while old
       // connections linger in TIME_WAIT, but a port another process listens on stays refused.
-      port = system.get().middleman().publish(head, endpoint.port, endpoint.host.c_str(), true);
+      port = tls::publish(system.get(), head, endpoint, true);
     } else {
       host_actor host = spawn_host(system, HostInfo{name, partita_version()}, std::move(registry));
       main = caf::actor_cast<caf::actor>(host);
       stop = [host] { caf::anon_send(host, shutdown_atom::value); };
-      port = system.get().middleman().publish(host, endpoint.port, endpoint.host.c_str(), true);
+      port = tls::publish(system.get(), host, endpoint, true);
     }
     if (!port) {
       caf::anon_send_exit(main, caf::exit_reason::user_shutdown);

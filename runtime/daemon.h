@@ -15,8 +15,9 @@
 namespace partita::runtime {
 
 struct DaemonOptions {
-  // HOST:PORT to listen on. Loopback unless told otherwise: the protocol has no
-  // authentication, so exposing it is the operator's explicit choice. Port 0: any free port.
+  // HOST:PORT to listen on; port 0: any free port. Loopback unless told otherwise. With the
+  // process's TLS credentials any address may be given (peers need a certificate of the
+  // cluster); in insecure mode only loopback (PlaintextNotLoopback otherwise).
   // A node that joins a cluster tells the head this address: others must reach it there.
   std::string listen = "127.0.0.1:0";
   std::string name;  // empty: the machine's host name

@@ -13,6 +13,8 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev
   # `format: ntriples`: the R-GCN datasets (AIFB) ship as gzipped N-Triples.
   zlib1g-dev
+  # TLS on every port (runtime/tls/): OpenSSL 3's C API.
+  libssl-dev
   # The baseline of `partita bench allreduce` only.
   libgloo-dev
   # Debian's libtorch calls the reference BLAS unless OpenBLAS provides libblas.so.3:

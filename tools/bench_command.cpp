@@ -1,4 +1,6 @@
 // partita bench ...: the benchmarks of BENCHMARKS.md.
+#include <cstdlib>
+
 #include "bench/aggregate_bench.h"
 #include "bench/allreduce_bench.h"
 #include "bench/codec_bench.h"
@@ -13,6 +15,8 @@
 #include "bench/train_bench.h"
 #include "bench/transfer_bench.h"
 #include "base/error.h"
+#include "bench/tls_bench.h"
+#include "runtime/tls/temporary_cluster.h"
 #include "tools/commands.h"
 
 namespace partita::cli {
@@ -21,6 +25,29 @@ namespace partita::cli {
 void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   CLI::App* bench = app.add_subcommand("bench", "run a benchmark (see BENCHMARKS.md)");
   bench->require_subcommand(1);
+  // Benchmarks start daemons of their own: they share a CA made for this run (TLS, as a
+  // cluster runs), or run plaintext with --insecure.
+  // The hidden subcommands (a benchmark's child processes) find the parent's CA in
+  // PARTITA_TLS_DIR.
+  bench->parse_complete_callback([&global] {
+    static std::unique_ptr<runtime::tls::TemporaryCluster> cluster;
+    const char* env = std::getenv("PARTITA_TLS_DIR");
+    if (global.insecure || !global.tls_dir.empty() || (env != nullptr && *env != '\0')) {
+      install_credentials(global);
+    } else {
+      cluster = std::make_unique<runtime::tls::TemporaryCluster>();
+    }
+  });
+
+  auto tb = std::make_shared<bench::TlsBenchOptions>();
+  CLI::App* tls = bench->add_subcommand(
+      "tls", "bulk transfer and ring allreduce over TLS next to plaintext, interleaved rounds");
+  tls->add_option("--transfer-mb", tb->transfer_mb, "MiB streamed per round")->check(cli::positive())->capture_default_str();
+  tls->add_option("--floats", tb->floats, "float32 per allreduce")->check(cli::positive())->capture_default_str();
+  tls->add_option("--members", tb->members, "ring members")->check(cli::in_range(2, 16))->capture_default_str();
+  tls->add_option("--operations", tb->operations, "allreduces per round")->check(cli::positive())->capture_default_str();
+  tls->add_option("--rounds", tb->rounds, "rounds per mode (medians are reported)")->check(cli::positive())->capture_default_str();
+  tls->callback([tb] { bench::run_tls_bench(*tb); });
 
   auto db = std::make_shared<bench::DashboardBenchOptions>();
   CLI::App* dash = bench->add_subcommand(
@@ -224,6 +251,9 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   auto train_fanouts = std::make_shared<std::string>("15,10,5");
   CLI::App* train = bench->add_subcommand(
       "train", "seconds per GraphSAGE epoch, in one process and with 2 partitions on 2 daemons; a step against its floor");
+  train->add_option("--compare-tls", t->compare_tls,
+                    "only (b), this many rounds each over TLS and plaintext (--insecure daemons), alternating")
+      ->check(cli::at_least(0));
   train->add_option("--input", t->input, "npy folder with features, labels and a split (default: generate RMAT)");
   train->add_option("--nodes", t->num_nodes, "RMAT nodes")->check(cli::positive())->capture_default_str();
   train->add_option("--avg-degree", t->avg_degree, "RMAT directed edges per node")->check(cli::positive())->capture_default_str();

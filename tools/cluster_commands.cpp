@@ -95,7 +95,7 @@ void print_table(const runtime::ClusterStatus& s, const std::string& head) {
 
 }  // namespace
 
-void add_status_command(CLI::App& app, const GlobalOptions&) {
+void add_status_command(CLI::App& app, const GlobalOptions& global) {
   struct Options : HeadOptions {
     bool json = false;
   };
@@ -103,8 +103,9 @@ void add_status_command(CLI::App& app, const GlobalOptions&) {
   CLI::App* cmd = app.add_subcommand("status", "show a cluster's nodes and jobs (asks its head)");
   add_head_options(cmd, *o);
   cmd->add_flag("--json", o->json, "print the status as JSON");
-  cmd->callback([o] {
+  cmd->callback([o, &global] {
     const runtime::Endpoint head = runtime::parse_endpoint(o->address, "--address");
+    install_credentials(global);
     runtime::ActorSystem system(client_options());
     const auto timeout = std::chrono::seconds(o->timeout_s);
     const runtime::ClusterStatus status =
@@ -117,7 +118,7 @@ void add_status_command(CLI::App& app, const GlobalOptions&) {
   });
 }
 
-void add_stop_command(CLI::App& app, const GlobalOptions&) {
+void add_stop_command(CLI::App& app, const GlobalOptions& global) {
   struct Options : HeadOptions {
     std::string job;
   };
@@ -126,8 +127,9 @@ void add_stop_command(CLI::App& app, const GlobalOptions&) {
   CLI::App* cmd = app.add_subcommand("stop", "stop a cluster (every node, then its head), or one job on it");
   cmd->add_option("job", o->job, "a job's id: cancel that job only (its output keeps its last checkpoint)");
   add_head_options(cmd, *o);
-  cmd->callback([o] {
+  cmd->callback([o, &global] {
     const runtime::Endpoint head = runtime::parse_endpoint(o->address, "--address");
+    install_credentials(global);
     runtime::ActorSystem system(client_options());
     const auto timeout = std::chrono::seconds(o->timeout_s);
     const runtime::head_actor handle = runtime::connect_head(system, head, timeout);

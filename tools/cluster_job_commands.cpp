@@ -155,6 +155,7 @@ void drive(const std::string& head_address, const std::string& id, const std::st
   job.output = fs::absolute(output).lexically_normal().string();
   const runtime::Endpoint head_endpoint = runtime::parse_endpoint(head_address, "--head");
   const std::string where = head_endpoint.to_string();
+  install_credentials(global);  // the head's: it passes on its --tls-dir or --insecure
   runtime::ActorSystem client(client_options());
   caf::actor_system& system = client.get();
   const runtime::head_actor head = runtime::connect_head(system, head_endpoint, kHeadTimeout);
@@ -266,10 +267,12 @@ void drive(const std::string& head_address, const std::string& id, const std::st
 
 }  // namespace
 
-void submit_to_head(const std::string& address, const std::string& job_file, const std::string& output, bool detach) {
+void submit_to_head(const std::string& address, const std::string& job_file, const std::string& output, bool detach,
+                    const GlobalOptions& global) {
   JobConfig job = load_job(job_file);  // checked here, with the user's paths resolved
   if (!output.empty()) throw UsageError("--output with --address: a submitted job's output goes to the head's runs folder");
   const runtime::Endpoint endpoint = runtime::parse_endpoint(address, "--address");
+  install_credentials(global);
   runtime::ActorSystem client(client_options());
   caf::actor_system& system = client.get();
   const runtime::head_actor head = runtime::connect_head(system, endpoint, kHeadTimeout);
@@ -284,7 +287,7 @@ void submit_to_head(const std::string& address, const std::string& job_file, con
   finish(system, head, where, id, print_logs(system, head, where, id, true));
 }
 
-void add_logs_command(CLI::App& app, const GlobalOptions&) {
+void add_logs_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
     std::string job;
     std::string address = kDefaultHeadAddress;
@@ -295,8 +298,9 @@ void add_logs_command(CLI::App& app, const GlobalOptions&) {
   cmd->add_option("job", o->job, "the job's id (partita status lists them)")->required();
   cmd->add_option("--address", o->address, "HOST:PORT of the head")->capture_default_str();
   cmd->add_flag("-f,--follow", o->follow, "keep printing until the job ends (Ctrl-C detaches)");
-  cmd->callback([o] {
+  cmd->callback([o, &global] {
     const runtime::Endpoint endpoint = runtime::parse_endpoint(o->address, "--address");
+    install_credentials(global);
     runtime::ActorSystem client(client_options());
     caf::actor_system& system = client.get();
     const runtime::head_actor head = runtime::connect_head(system, endpoint, kHeadTimeout);

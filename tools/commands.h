@@ -13,7 +13,15 @@ namespace partita::cli {
 struct GlobalOptions {
   std::string log_level = "info";
   int threads = 0;  // 0 = all cores
+  std::string tls_dir;    // --tls-dir: the TLS credentials folder (runtime/tls/credentials.h)
+  bool insecure = false;  // --insecure: plaintext, loopback only
 };
+
+// Installs the process's TLS credentials for a command that opens or connects to ports:
+// none with --insecure (and a warning), else the folder of --tls-dir, $PARTITA_TLS_DIR or
+// ~/.partita/tls. A command whose ports stay inside the process (`run` without --daemons)
+// passes `in_process`: it uses a CA of its own memory, so it needs no set-up.
+void install_credentials(const GlobalOptions& global, bool in_process = false);
 
 void add_generate_command(CLI::App& app, const GlobalOptions& global);
 void add_partition_command(CLI::App& app, const GlobalOptions& global);
@@ -27,10 +35,12 @@ void add_status_command(CLI::App& app, const GlobalOptions& global);
 void add_stop_command(CLI::App& app, const GlobalOptions& global);
 void add_logs_command(CLI::App& app, const GlobalOptions& global);
 void add_job_driver_command(CLI::App& app, const GlobalOptions& global);
+void add_cluster_command(CLI::App& app, const GlobalOptions& global);
 
 // `partita submit JOB --address HEAD`: submits the job to the head, then (unless `detach`)
 // prints its log until it ends; Ctrl-C detaches. Throws Error when the job fails.
-void submit_to_head(const std::string& address, const std::string& job_file, const std::string& output, bool detach);
+void submit_to_head(const std::string& address, const std::string& job_file, const std::string& output, bool detach,
+                    const GlobalOptions& global);
 
 // Where a head listens unless told otherwise, and where `status` and `stop` look for it.
 inline constexpr const char* kDefaultHeadAddress = "127.0.0.1:7070";

@@ -1,6 +1,7 @@
 // partita daemon [--listen HOST:PORT] [--name NAME] [--head [--dashboard PORT] | --join HEAD:PORT]:
 // the node daemon (runtime/daemon.h), the head of a cluster (runtime/cluster/head.h) with
 // its status page (dashboard/), or a node that joins one (runtime/cluster/node_agent.h).
+#include <filesystem>
 #include <iostream>
 
 #include "actors/protocol.h"
@@ -55,6 +56,7 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     o->runs_given = runs->count() > 0;
     if (!o->dashboard.empty() && !o->head) throw UsageError("--dashboard needs --head: the head serves the cluster's page");
     if (o->runs_given && !o->head) throw UsageError("--runs needs --head: the head keeps the submitted jobs' outputs");
+    install_credentials(global);
     std::shared_ptr<dashboard::StatusBoard> board;
     std::unique_ptr<dashboard::StatusServer> server;
     if (!o->dashboard.empty()) {
@@ -76,8 +78,14 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
       // A job's driver: this program again, a child of the head (runtime/cluster/head.h).
       options.driver_command = [exe = self_executable(), &global](const std::string& head, const std::string& id,
                                                                   const std::string& file, const std::string& output) {
-        return std::vector<std::string>{exe, "--log-level", global.log_level, "--threads", std::to_string(global.threads),
-                                        "job-driver", "--head", head, "--job", id, "--output", output, file};
+        std::vector<std::string> command{exe, "--log-level", global.log_level, "--threads", std::to_string(global.threads)};
+        // The head's credentials (or its --insecure): the driver connects to the head and the nodes.
+        if (global.insecure) command.push_back("--insecure");
+        if (!global.tls_dir.empty()) {
+          command.insert(command.end(), {"--tls-dir", std::filesystem::absolute(global.tls_dir).string()});
+        }
+        command.insert(command.end(), {"job-driver", "--head", head, "--job", id, "--output", output, file});
+        return command;
       };
     }
     add_protocol_types(options.system);

@@ -37,6 +37,10 @@ int main(int argc, char** argv) {
   app.add_option("--threads", global.threads, "worker threads of the parallel kernels (0 = all cores)")
       ->check(cli::in_range(0, cli::kMaxThreads))
       ->capture_default_str();
+  app.add_option("--tls-dir", global.tls_dir,
+                 "TLS credentials folder (ca.crt, node.crt, node.key) [default: $PARTITA_TLS_DIR, else ~/.partita/tls]");
+  app.add_flag("--insecure", global.insecure,
+               "no TLS: plaintext on loopback addresses only (a warning on every start)");
   app.parse_complete_callback([&] { init_logging(global.log_level); });
   cli::add_generate_command(app, global);
   cli::add_partition_command(app, global);
@@ -50,6 +54,7 @@ int main(int argc, char** argv) {
   cli::add_stop_command(app, global);
   cli::add_logs_command(app, global);
   cli::add_job_driver_command(app, global);
+  cli::add_cluster_command(app, global);
   cli::check_number_syntax(app);
 
   try {
@@ -57,7 +62,7 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       std::string arg = argv[i];
       if (arg.rfind("-", 0) == 0) {
-        if (arg.find('=') == std::string::npos && (arg == "--log-level" || arg == "--threads")) ++i;
+        if (arg.find('=') == std::string::npos && (arg == "--log-level" || arg == "--threads" || arg == "--tls-dir")) ++i;
         continue;
       }
       auto commands = app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == arg; });

@@ -62,6 +62,7 @@ void run(const JobOptions& o, const GlobalOptions& global) {
     std::cout << "status page on " << server->url() << std::endl;  // a line for scripts, as the daemon's
   }
 
+  install_credentials(global, o.daemons.empty());
   runtime::ActorSystemOptions system;
   system.threads = global.threads;
   add_protocol_types(system);
@@ -159,7 +160,7 @@ void add_submit_command(CLI::App& app, const GlobalOptions& global) {
       throw UsageError("--resume, --overwrite and --dashboard are for --daemons; a submitted job gets a fresh folder on "
                        "the head, whose status page (daemon --head --dashboard) shows it");
     }
-    submit_to_head(o->address, o->job_file, o->output, o->detach);
+    submit_to_head(o->address, o->job_file, o->output, o->detach, global);
   });
 }
 

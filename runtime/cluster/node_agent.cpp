@@ -11,6 +11,7 @@
 
 #include "base/system_memory.h"
 #include "runtime/errors.h"
+#include "runtime/tls/caf_gateway.h"
 
 namespace partita::runtime {
 
@@ -108,7 +109,7 @@ void join(AgentPointer self) {
 void connect_and_join(AgentPointer self) {
   auto& s = self->state;
   const uint64_t generation = s.generation;
-  self->request(self->system().middleman().actor_handle(), s.deadline, caf::connect_atom::value, s.options.head.host,
+  self->request(tls::middleman_actor(self->system()), s.deadline, caf::connect_atom::value, s.options.head.host,
                 s.options.head.port)
       .then(
           [self, generation](const caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>& interface) {

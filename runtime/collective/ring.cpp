@@ -1,6 +1,7 @@
 #include "runtime/collective/ring.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "runtime/transport/wire_format.h"
 
@@ -87,11 +88,31 @@ void Ring::rethrow(const Error& e, const std::string& waiting_for) const {
 }
 
 void Ring::wire(Listener& listener, const Endpoint& right, uint64_t group, Deadline deadline) {
+  // Connecting includes the TLS handshake, which needs the right neighbour to be accepting
+  // meanwhile; every member connects and accepts at once, so both run side by side (on a
+  // thread of their own that ends here), or a ring of members would wait in a circle. A
+  // failure of either aborts the other through wakeup_.
+  std::string connect_error;
+  std::thread connecting([&] {
+    try {
+      right_ = Connection::connect(right, group, static_cast<uint32_t>(rank_), rank_name(right_rank_), deadline,
+                                   &wakeup_);
+    } catch (const Error& e) {
+      connect_error = e.what();
+      abort(connect_error);
+    }
+  });
   try {
-    right_ = Connection::connect(right, group, static_cast<uint32_t>(rank_), rank_name(right_rank_), deadline,
-                                 &wakeup_);
     left_ = listener.accept(group, static_cast<uint32_t>(left_rank_), static_cast<uint32_t>(rank_),
                             rank_name(left_rank_), deadline, &wakeup_);
+  } catch (const Error& e) {
+    abort(e.what());
+    connecting.join();
+    throw Error(abort_reason());
+  }
+  connecting.join();
+  try {
+    if (!connect_error.empty()) throw Error(connect_error);
     right_.confirm(group, static_cast<uint32_t>(right_rank_), deadline, &wakeup_);
   } catch (const Error& e) {
     if (aborted()) throw Error(abort_reason());

@@ -10,6 +10,12 @@
 // each end is), so a connection from anyone else (another program on a reused port, a
 // stale peer) is refused before any data flows.
 //
+// With the process's TLS credentials (runtime/tls/credentials.h; every process but an
+// --insecure one has them) each connection is a TLS 1.3 session first: both ends present a
+// certificate of the cluster, or the handshake fails and the connection is closed before a
+// byte of hello or data is read. The hello then still proves which group and member the
+// peer is. Without credentials the transport is plaintext and listens on loopback only.
+//
 // Every wait goes through wait_ready (one poll loop): it ends when the socket is ready, at
 // its deadline (TimedOut) or when a Wakeup is notified from another thread (Interrupted: an
 // actor abandoning the work, a server stopping). kNoDeadline is for the one wait that may
@@ -22,10 +28,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "base/error.h"
 #include "runtime/address.h"
+#include "runtime/tls/session.h"
 
 namespace partita::runtime {
 
@@ -71,7 +79,8 @@ void wait_ready(pollfd* fds, size_t count, Deadline deadline, const Wakeup* wake
 // The same for one socket; returns its revents.
 short wait_ready(int fd, short events, Deadline deadline, const Wakeup* wakeup, const std::string& doing);
 
-// One connected TCP stream (TCP_NODELAY, non-blocking). Movable, closed on destruction.
+// One connected TCP stream (TCP_NODELAY, non-blocking), over TLS when the process has
+// credentials. Movable, closed on destruction.
 // Errors are partita::Error naming the peer as `peer_name` ("allreduce rank 2").
 class Connection {
  public:
@@ -80,9 +89,10 @@ class Connection {
   Connection(Connection&& other) noexcept;
   Connection& operator=(Connection&& other) noexcept;
 
-  // Connects to `to` and sends the hello {token, self}. Does not wait for the peer to
-  // accept (a ring of peers that each connect before accepting would wait in a circle);
-  // confirm() reads its answer later. Throws Error naming the peer and the address if the
+  // Connects to `to`, completes the TLS handshake (with credentials) and sends the hello
+  // {token, self}. The handshake needs the peer to be accepting meanwhile (a ring of peers
+  // connects and accepts on two threads, runtime/collective/ring.cpp); confirm() reads its
+  // answer later. Throws Error naming the peer and the address if the
   // connection is refused or not made by the deadline, or when `wakeup` is notified.
   static Connection connect(const Endpoint& to, uint64_t token, uint32_t self, std::string peer_name,
                             Deadline deadline, const Wakeup* wakeup);
@@ -102,7 +112,8 @@ class Connection {
   // IOV_MAX pieces per call: several frames in one system call.
   void send_all(iovec* pieces, size_t count, Deadline deadline, const Wakeup* wakeup, const char* doing);
   void recv_all(void* data, size_t bytes, Deadline deadline, const Wakeup* wakeup, const char* doing);
-  // Waits until bytes (or the peer's hang-up) arrive, taking none.
+  // Waits until bytes (or the peer's hang-up) arrive, taking none. Returns at once while
+  // the TLS session holds bytes not yet taken.
   void wait_readable(Deadline deadline, const Wakeup* wakeup, const char* doing) const;
 
   // Fixes the socket's send and receive buffers at `bytes` each (the kernel caps them at
@@ -118,14 +129,24 @@ class Connection {
   friend class Listener;
   Connection(int fd, std::string peer_name) : fd_(fd), peer_name_(std::move(peer_name)) {}
   void close();
+  // Completes the TLS handshake as `role` (no credentials: nothing to do).
+  void secure(tls::Session::Role role, Deadline deadline, const Wakeup* wakeup);
+  // The readiness a transfer that made no progress waits for: `plain`, or what TLS wants.
+  short wants(short plain) const { return tls_ ? tls_->wants() : plain; }
 
   int fd_ = -1;
   std::string peer_name_;
+  std::unique_ptr<tls::Session> tls_;  // refers to fd_
 };
 
 // A listening socket on `host`, any free port, for the connections of known peers.
 class Listener {
  public:
+  // How long a connection may take from accept to a complete hello (TLS handshake
+  // included): a half-open or silent one is dropped after it.
+  static constexpr std::chrono::seconds kHelloDeadline{10};
+  // Throws PlaintextNotLoopback (runtime/tls/credentials.h) for a host other than loopback
+  // in insecure mode.
   // Throws Error naming the host if it does not resolve or nothing can listen there.
   explicit Listener(const std::string& host);
   ~Listener();
@@ -136,8 +157,9 @@ class Listener {
   const Endpoint& endpoint() const { return endpoint_; }
 
   // Accepts connections until one says hello {token, peer}, answers it with {token, self}
-  // and returns it. Connections with another hello (or none) are closed and logged; at most
-  // 16 silent ones are kept at once (the oldest goes). Throws TimedOut at the deadline,
+  // and returns it. Connections with another hello, a failed TLS handshake, or no hello
+  // within kHelloDeadline are closed and logged with the peer's address; at most 16 are
+  // handled at once (the oldest goes). Throws TimedOut at the deadline,
   // Interrupted when `wakeup` is notified, both naming `peer_name` and the endpoint.
   Connection accept(uint64_t token, uint32_t peer, uint32_t self, std::string peer_name, Deadline deadline,
                     const Wakeup* wakeup);

@@ -87,7 +87,7 @@ check_output in-process
 # its address.
 addresses=()
 for d in 0 1; do
-  "$prefix/bin/partita" daemon --listen 127.0.0.1:0 > "$work/daemon-$d.out" 2> "$work/daemon-$d.err" &
+  "$prefix/bin/partita" --insecure daemon --listen 127.0.0.1:0 > "$work/daemon-$d.out" 2> "$work/daemon-$d.err" &
   daemons+=($!)
 done
 for d in 0 1; do

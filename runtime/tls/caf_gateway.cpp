@@ -1,0 +1,584 @@
+#include "runtime/tls/caf_gateway.h"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <caf/io/middleman_actor_impl.hpp>
+#include <caf/io/network/default_multiplexer.hpp>
+#include <caf/io/network/doorman_impl.hpp>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <list>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "runtime/errors.h"
+#include "runtime/tls/session.h"
+#include "runtime/transport/connection.h"
+
+namespace partita::runtime::tls {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+const caf::atom_value kRegistryName = caf::atom("tlsgateway");
+
+std::string errno_string(int err) { return std::strerror(err); }
+
+void set_nonblocking(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL, 0);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    throw Error("cannot make a socket non-blocking: " + errno_string(errno));
+  }
+}
+
+// A file descriptor closed on destruction.
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+  Fd& operator=(Fd&& o) noexcept {
+    std::swap(fd, o.fd);
+    return *this;
+  }
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  int release() { return std::exchange(fd, -1); }
+};
+
+// Runs the handshake of `session` on `fd` until done or `deadline`.
+void complete_handshake(Session& session, int fd, Deadline deadline) {
+  while (!session.handshake()) wait_ready(fd, session.wants(), deadline, nullptr, "the TLS handshake");
+}
+
+// One TLS connection of the gateway: its handshake (accepted ones), then the bridge between
+// the session and CAF's end of a local socket, both ways, with two bounded buffers.
+struct Link {
+  static constexpr size_t kBuffer = 256 * 1024;
+
+  Fd net, local;
+  std::unique_ptr<Session> tls;
+  std::string address;      // the peer's, for the log
+  std::string where;        // the gate's endpoint ("" for outgoing links)
+  std::string local_path;   // accepted: CAF's Unix socket, connected after the handshake
+  Deadline deadline;        // of the handshake
+  std::vector<char> in, out;  // in: network to CAF; out: CAF to network
+  size_t in_begin = 0, in_end = 0, out_begin = 0, out_end = 0;
+  short read_wants = POLLIN, write_wants = POLLOUT;
+  // An end that closed: what it sent before is still delivered to the other, then the
+  // link closes (a down message written just before a shutdown must arrive).
+  bool net_eof = false, local_eof = false;
+
+  bool bridging() const { return local.fd >= 0; }
+
+  short net_events() const {
+    if (!bridging()) return tls->wants() != 0 ? tls->wants() : POLLIN;
+    return static_cast<short>((in_end < kBuffer && !net_eof ? read_wants : 0) |
+                              (out_end > out_begin ? write_wants : 0));
+  }
+  short local_events() const {
+    return static_cast<short>((out_end < kBuffer && !local_eof ? POLLIN : 0) | (in_end > in_begin ? POLLOUT : 0));
+  }
+
+  // Connects CAF's side once the handshake is done.
+  void start_bridge() {
+    local = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un to{};
+    to.sun_family = AF_UNIX;
+    std::strncpy(to.sun_path, local_path.c_str(), sizeof(to.sun_path) - 1);
+    if (local.fd < 0 || ::connect(local.fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+      throw Error("cannot hand the connection to the actor system: " + errno_string(errno));
+    }
+    set_nonblocking(local.fd);
+    allocate();
+  }
+  void allocate() {
+    in.resize(kBuffer);
+    out.resize(kBuffer);
+  }
+
+  // Moves what can move now, without blocking. False once an end closed and what it sent
+  // was delivered, or an end broke.
+  bool pump() {
+    for (int round = 0; round < 16; ++round) {
+      bool progress = false;
+      if (in_end < kBuffer && !net_eof) {
+        try {
+          const size_t n = tls->read_some(in.data() + in_end, kBuffer - in_end);
+          in_end += n;
+          progress |= n > 0;
+          if (n == 0) read_wants = tls->wants();
+        } catch (const SessionClosed&) {
+          net_eof = true;
+        }
+      }
+      if (in_end > in_begin) {
+        const ssize_t n = ::send(local.fd, in.data() + in_begin, in_end - in_begin, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;  // CAF closed its end
+        if (n > 0) {
+          in_begin += static_cast<size_t>(n);
+          progress = true;
+          if (in_begin == in_end) in_begin = in_end = 0;
+        }
+      }
+      if (out_end < kBuffer && !local_eof) {
+        const ssize_t n = ::recv(local.fd, out.data() + out_end, kBuffer - out_end, MSG_DONTWAIT);
+        if (n == 0) local_eof = true;  // CAF closed the connection
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+        if (n > 0) {
+          out_end += static_cast<size_t>(n);
+          progress = true;
+        }
+      }
+      if (out_end > out_begin) {
+        const size_t n = tls->write_some(out.data() + out_begin, out_end - out_begin);
+        if (n == 0) write_wants = tls->wants();
+        out_begin += n;
+        progress |= n > 0;
+        if (out_begin == out_end) out_begin = out_end = 0;
+      }
+      if ((local_eof && out_end == out_begin) || (net_eof && in_end == in_begin)) return false;
+      if (!progress) break;
+    }
+    return true;
+  }
+};
+
+// The gateway's one thread: accepts on every gate's TCP port, runs the handshakes of
+// accepted connections (deadline, cap) and bridges every established connection, all with
+// non-blocking sockets and one poll. Other threads hand it work through post().
+class Loop {
+ public:
+  explicit Loop(std::shared_ptr<const Credentials> credentials)
+      : credentials_(std::move(credentials)), thread_([this] { run(); }) {}
+  ~Loop() {
+    stop_.notify();
+    thread_.join();
+    ::close(wake_);
+  }
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
+
+  // Accepts on `tcp` for a gate at `where`, handing connections to CAF at `local_path`.
+  void add_listener(int tcp, std::string where, std::string local_path) {
+    post([this, tcp, where = std::move(where), local_path = std::move(local_path)] {
+      listeners_.push_back({Fd(tcp), where, local_path});
+    });
+  }
+  // Stops accepting on `tcp` (the gate went); its open connections stay.
+  void remove_listener(int tcp) {
+    post([this, tcp] {
+      listeners_.remove_if([tcp](const Listening& l) { return l.tcp.fd == tcp; });
+    });
+  }
+  // Bridges an established outgoing connection. False at kMaxBridges.
+  bool add_link(std::unique_ptr<Link> link) {
+    if (bridges_.load() >= kMaxBridges) return false;
+    ++bridges_;
+    auto shared = std::make_shared<std::unique_ptr<Link>>(std::move(link));
+    post([this, shared] { links_.push_back(std::move(*shared)); });
+    return true;
+  }
+
+ private:
+  struct Listening {
+    Fd tcp;
+    std::string where, local_path;
+  };
+
+  void post(std::function<void()> task) {
+    {
+      std::lock_guard lock(mutex_);
+      tasks_.push_back(std::move(task));
+    }
+    const uint64_t one = 1;
+    if (::write(wake_, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+      spdlog::error("TLS gateway: cannot wake its thread: {}", errno_string(errno));
+    }
+  }
+
+  void run() {
+    for (;;) {
+      std::vector<pollfd> fds{{stop_.fd(), POLLIN, 0}, {wake_, POLLIN, 0}};
+      for (const auto& l : listeners_) fds.push_back({l.tcp.fd, POLLIN, 0});
+      Deadline wake_at = kNoDeadline;
+      for (const auto& link : links_) {
+        fds.push_back({link->net.fd, link->net_events(), 0});
+        fds.push_back({link->local.fd, link->bridging() ? link->local_events() : short{0}, 0});
+        if (!link->bridging()) wake_at = std::min(wake_at, link->deadline);
+      }
+      int timeout_ms = -1;
+      if (wake_at != kNoDeadline) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake_at - Clock::now());
+        timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
+      }
+      if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
+        spdlog::error("TLS gateway: poll failed: {}", errno_string(errno));
+        return;
+      }
+      if (fds[0].revents != 0) return;  // stopped: the links close with the loop
+      if (fds[1].revents != 0) run_tasks();
+      size_t at = 2;
+      for (auto& l : listeners_) {
+        if (at < fds.size() && fds[at].fd == l.tcp.fd && fds[at].revents != 0) accept_all(l);
+        ++at;
+      }
+      (void)at;
+      const Deadline now = Clock::now();
+      for (auto it = links_.begin(); it != links_.end();) {
+        // Every link is stepped (non-blocking): a TLS session may hold read-ahead bytes
+        // the poll cannot see, and links accepted just now have no entry in fds yet.
+        Link& link = **it;
+        if (step(link, now)) {
+          ++it;
+        } else {
+          if (link.bridging()) --bridges_;
+          it = links_.erase(it);
+        }
+      }
+    }
+  }
+
+  void run_tasks() {
+    uint64_t count;
+    while (::read(wake_, &count, sizeof(count)) > 0) {
+    }
+    std::vector<std::function<void()>> tasks;
+    {
+      std::lock_guard lock(mutex_);
+      tasks.swap(tasks_);
+    }
+    for (auto& task : tasks) task();
+  }
+
+  void accept_all(Listening& l) {
+    for (int i = 0; i < 64; ++i) {
+      Fd fd(::accept4(l.tcp.fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (fd.fd < 0) return;
+      const int one = 1;
+      ::setsockopt(fd.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      auto link = std::make_unique<Link>();
+      link->address = peer_address(fd.fd);
+      link->where = l.where;
+      link->local_path = l.local_path;
+      link->deadline = Clock::now() + kHandshakeDeadline;
+      link->tls = std::make_unique<Session>(credentials_, fd.fd, Session::Role::server);
+      link->net = std::move(fd);
+      if (handshakes_ >= kMaxHandshakes || bridges_.load() >= kMaxBridges) cut_oldest_handshake(link->address);
+      ++handshakes_;
+      links_.push_back(std::move(link));
+    }
+  }
+
+  // At the cap of pending handshakes the oldest is cut, so that a flood of silent
+  // connections delays a real peer by one round of handshakes, not by the deadline. Said
+  // at most once a second.
+  void cut_oldest_handshake(const std::string& newest) {
+    for (auto it = links_.begin(); it != links_.end(); ++it) {
+      if ((*it)->bridging() || (*it)->where.empty()) continue;
+      links_.erase(it);
+      --handshakes_;
+      ++cut_;
+      break;
+    }
+    if (Clock::now() - last_warning_ > std::chrono::seconds(1)) {
+      spdlog::warn("TLS gateway: {} handshakes pending: cut the oldest ({} since the last warning); the newest from {}",
+                   kMaxHandshakes, cut_, newest);
+      last_warning_ = Clock::now();
+      cut_ = 0;
+    }
+  }
+
+  // One non-blocking step of a link. False: close it.
+  bool step(Link& link, Deadline now) {
+    if (!link.bridging()) {
+      try {
+        if (!link.tls->handshake()) {
+          if (now < link.deadline) return true;
+          --handshakes_;
+          spdlog::warn("{}: refused a connection from {}: no TLS handshake within {} s", link.where, link.address,
+                       kHandshakeDeadline.count());
+          return false;
+        }
+        --handshakes_;
+        if (bridges_.load() >= kMaxBridges) {
+          spdlog::warn("{}: refused a connection from {} ({}): {} connections already open", link.where, link.address,
+                       link.tls->peer_name(), kMaxBridges);
+          return false;
+        }
+        ++bridges_;
+        link.start_bridge();
+        spdlog::debug("{}: {} is {} (a certificate of the cluster)", link.where, link.address, link.tls->peer_name());
+      } catch (const Error& e) {
+        if (!link.bridging()) {
+          --handshakes_;
+          spdlog::warn("{}: refused a connection from {}: {}", link.where, link.address, e.what());
+        } else {
+          spdlog::error("{}: {}", link.where, e.what());
+        }
+        return false;
+      }
+    }
+    try {
+      return link.pump();
+    } catch (const Error& e) {
+      spdlog::debug("connection with {} ended: {}", link.address, e.what());
+      return false;
+    }
+  }
+
+  std::shared_ptr<const Credentials> credentials_;
+  Wakeup stop_;
+  int wake_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  std::mutex mutex_;
+  std::vector<std::function<void()>> tasks_;
+  std::list<Listening> listeners_;            // the loop thread's
+  std::list<std::unique_ptr<Link>> links_;    // the loop thread's
+  size_t handshakes_ = 0;                     // the loop thread's
+  std::atomic<size_t> bridges_{0};
+  size_t cut_ = 0;
+  Clock::time_point last_warning_{};
+  std::thread thread_;  // last: started once the rest exists
+};
+
+// The listening side: a TCP port on the network, accepted by the loop; CAF's doorman on a
+// Unix socket behind it, in a fresh folder only this user may enter.
+class Gate {
+ public:
+  Gate(std::shared_ptr<Loop> loop, const std::string& host, uint16_t port, bool reuse) : loop_(std::move(loop)) {
+    Fd tcp = listen_tcp(host, port, reuse);
+    listen_local();
+    tcp_ = tcp.fd;
+    loop_->add_listener(tcp.release(), endpoint_.to_string(), path_);
+  }
+  ~Gate() {
+    loop_->remove_listener(tcp_);
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
+
+  int take_local_listener() { return local_.release(); }
+  uint16_t port() const { return endpoint_.port; }
+  const Endpoint& endpoint() const { return endpoint_; }
+
+ private:
+  Fd listen_tcp(const std::string& host, uint16_t port, bool reuse) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    addrinfo* list = nullptr;
+    const std::string service = std::to_string(port);
+    if (int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &list); rc != 0) {
+      throw Error("cannot resolve '" + host + "': " + ::gai_strerror(rc));
+    }
+    std::string last_error = "no address";
+    Fd result;
+    for (addrinfo* a = list; a != nullptr && result.fd < 0; a = a->ai_next) {
+      Fd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol));
+      if (fd.fd < 0) continue;
+      const int one = 1;
+      if (reuse) ::setsockopt(fd.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+      sockaddr_storage bound{};
+      socklen_t len = sizeof(bound);
+      if (::bind(fd.fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd.fd, 128) != 0 ||
+          ::getsockname(fd.fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
+        last_error = errno_string(errno);
+        continue;
+      }
+      const uint16_t p = bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                                     : reinterpret_cast<sockaddr_in*>(&bound)->sin_port;
+      endpoint_ = Endpoint{host, ntohs(p)};
+      result = std::move(fd);
+    }
+    ::freeaddrinfo(list);
+    if (result.fd < 0) throw Error("cannot listen on " + host + ":" + std::to_string(port) + ": " + last_error);
+    return result;
+  }
+
+  void listen_local() {
+    char pattern[] = "/tmp/partita-caf-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) throw Error("cannot create a private socket folder: " + errno_string(errno));
+    dir_ = pattern;
+    path_ = dir_ + "/basp.sock";
+    local_ = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, path_.c_str(), sizeof(address.sun_path) - 1);
+    if (local_.fd < 0 || ::bind(local_.fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+        ::listen(local_.fd, 128) != 0) {
+      throw Error("cannot listen on " + path_ + ": " + errno_string(errno));
+    }
+  }
+
+  std::shared_ptr<Loop> loop_;
+  Endpoint endpoint_;
+  int tcp_ = -1;  // the loop's
+  Fd local_;
+  std::string dir_, path_;
+};
+
+// CAF's doorman on the Unix socket, reporting the gate's TCP address: BASP files the
+// published actor under the port peers connect to. Owns the gate.
+class GatedDoorman : public caf::io::network::doorman_impl {
+ public:
+  GatedDoorman(caf::io::network::default_multiplexer& backend, std::unique_ptr<Gate> gate)
+      : doorman_impl(backend, gate->take_local_listener()), gate_(std::move(gate)) {}
+  std::string addr() const override { return gate_->endpoint().host; }
+  uint16_t port() const override { return gate_->port(); }
+
+ private:
+  std::unique_ptr<Gate> gate_;
+};
+
+Fd connect_tcp(const std::string& host, uint16_t port, Deadline deadline) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* list = nullptr;
+  const std::string service = std::to_string(port);
+  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &list); rc != 0) {
+    throw Error("cannot resolve '" + host + "': " + ::gai_strerror(rc));
+  }
+  std::string last_error = "no address";
+  Fd result;
+  for (addrinfo* a = list; a != nullptr && result.fd < 0; a = a->ai_next) {
+    Fd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol));
+    if (fd.fd < 0) continue;
+    if (::connect(fd.fd, a->ai_addr, a->ai_addrlen) != 0) {
+      if (errno != EINPROGRESS) {
+        last_error = errno_string(errno);
+        continue;
+      }
+      try {
+        wait_ready(fd.fd, POLLOUT, deadline, nullptr, "connecting");
+      } catch (const Error& e) {
+        last_error = e.what();
+        continue;
+      }
+      int err = 0;
+      socklen_t len = sizeof(err);
+      ::getsockopt(fd.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err != 0) {
+        last_error = errno_string(err);
+        continue;
+      }
+    }
+    const int one = 1;
+    ::setsockopt(fd.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    result = std::move(fd);
+  }
+  ::freeaddrinfo(list);
+  if (result.fd < 0) throw Error(last_error);
+  return result;
+}
+
+class GatewayActor : public caf::io::middleman_actor_impl {
+ public:
+  GatewayActor(caf::actor_config& cfg, caf::actor broker, std::shared_ptr<const Credentials> credentials)
+      : middleman_actor_impl(cfg, std::move(broker)),
+        credentials_(credentials),
+        loop_(std::make_shared<Loop>(std::move(credentials))) {}
+
+  const char* name() const override { return "partita_tls_gateway"; }
+
+  void on_exit() override {
+    loop_.reset();  // the gates' doormen keep it while CAF holds them
+    middleman_actor_impl::on_exit();
+  }
+
+ protected:
+  // Blocks this actor for the handshake (at most kHandshakeDeadline), as CAF's own connect
+  // blocks for the TCP connection.
+  caf::expected<caf::io::scribe_ptr> connect(const std::string& host, uint16_t port) override {
+    const std::string where = host + ":" + std::to_string(port);
+    try {
+      const Deadline deadline = Clock::now() + kHandshakeDeadline;
+      auto link = std::make_unique<Link>();
+      link->net = connect_tcp(host, port, deadline);
+      link->address = where;
+      link->tls = std::make_unique<Session>(credentials_, link->net.fd, Session::Role::client);
+      complete_handshake(*link->tls, link->net.fd, deadline);
+      int pair[2];
+      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+        throw Error("cannot create a socket pair: " + errno_string(errno));
+      }
+      Fd caf_end(pair[0]);
+      link->local = Fd(pair[1]);
+      set_nonblocking(link->local.fd);
+      link->allocate();
+      if (!loop_->add_link(std::move(link))) throw Error(std::to_string(kMaxBridges) + " connections already open");
+      return system().middleman().backend().new_scribe(caf_end.release());
+    } catch (const Error& e) {
+      return make_runtime_error(RuntimeErrc::refused, "cannot connect to " + where + " over TLS: " + e.what());
+    }
+  }
+
+  caf::expected<caf::io::doorman_ptr> open(uint16_t port, const char* addr, bool reuse) override {
+    try {
+      auto gate = std::make_unique<Gate>(loop_, addr != nullptr ? addr : "", port, reuse);
+      auto& backend = static_cast<caf::io::network::default_multiplexer&>(system().middleman().backend());
+      return caf::make_counted<GatedDoorman>(backend, std::move(gate));
+    } catch (const Error& e) {
+      return make_runtime_error(RuntimeErrc::refused, e.what());
+    }
+  }
+
+ private:
+  std::shared_ptr<const Credentials> credentials_;
+  std::shared_ptr<Loop> loop_;
+};
+
+}  // namespace
+
+caf::actor start_gateway(caf::actor_system& system, std::shared_ptr<const Credentials> credentials) {
+  caf::actor broker = system.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
+  auto gateway = system.spawn<GatewayActor, caf::detached + caf::hidden>(std::move(broker), std::move(credentials));
+  caf::actor handle = caf::actor_cast<caf::actor>(gateway);
+  system.registry().put(kRegistryName, caf::actor_cast<caf::strong_actor_ptr>(handle));
+  return handle;
+}
+
+void stop_gateway(caf::actor_system& system, caf::actor gateway) {
+  system.registry().erase(kRegistryName);
+  // As CAF stops its own middleman actor: `kill`, which no handler can intercept.
+  caf::anon_send_exit(gateway, caf::exit_reason::kill);
+}
+
+caf::io::middleman_actor middleman_actor(caf::actor_system& system) {
+  if (auto gateway = system.registry().get(kRegistryName)) {
+    return caf::actor_cast<caf::io::middleman_actor>(gateway);
+  }
+  return system.middleman().actor_handle();
+}
+
+caf::expected<uint16_t> publish(caf::actor_system& system, caf::strong_actor_ptr actor,
+                                std::set<std::string> interface, const Endpoint& endpoint, bool reuse) {
+  check_plaintext_bind(endpoint.host, "--listen");
+  caf::scoped_actor self{system, true};
+  caf::expected<uint16_t> result{caf::sec::runtime_error};
+  self->request(middleman_actor(system), std::chrono::seconds(30), caf::publish_atom::value, endpoint.port, std::move(actor),
+                std::move(interface), endpoint.host, reuse)
+      .receive([&](uint16_t port) { result = port; }, [&](caf::error& error) { result = std::move(error); });
+  return result;
+}
+
+}  // namespace partita::runtime::tls

@@ -1,0 +1,74 @@
+// CAF's actor port behind TLS: the gateway between the network and CAF 0.17's BASP.
+//
+// Why not CAF's own openssl module: CAF 0.17's caf::openssl does require client
+// certificates once `openssl.certificate`/`openssl.key`/`openssl.cafile` are set (its
+// session sets SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT and trusts the cafile), so
+// unauthenticated bytes would not reach BASP either. But it builds a new SSL_CTX (reading
+// every file again) per connection, allows TLS 1.2 with any HIGH cipher, keeps a half-open
+// handshake for ever, accepts any number of them, and logs nothing about a refused peer
+// (issue 14 asks for all four). So the process's own TLS code (runtime/tls/session.h) owns
+// every socket on the network side, and CAF speaks BASP only over local sockets:
+//
+//   listening: the gateway accepts on HOST:PORT; each connection gets kHandshakeDeadline to
+//     complete a TLS 1.3 handshake with a certificate of the cluster, at most
+//     kMaxHandshakes are pending at once (a new one cuts the oldest, so a flood delays a
+//     member by one round of handshakes, not by the deadline), and a refusal is logged
+//     (warn) with the peer's address. Only then is it connected to CAF's doorman, which
+//     listens on a Unix socket in a folder only this user can enter (mode 0700): no other
+//     user's bytes reach BASP, and the BASP handshake itself comes from an authenticated peer.
+//   connecting: the TLS session to the peer is made first (same deadline); CAF gets one end
+//     of a socket pair as its connection, the gateway bridges the other to the session.
+//
+// One thread per process does all of it (accepts, handshakes, bridges) with non-blocking
+// sockets and one poll, so a process's thread count does not grow with its connections;
+// each established connection has 2 × 256 KiB of buffers, and kMaxBridges bounds them.
+//
+// Use middleman_actor(system) wherever CAF's middleman().actor_handle() would be used
+// (connect_atom requests) and publish() instead of middleman().publish(): both fall back to
+// CAF's own in insecure mode (no credentials).
+#pragma once
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+#include <caf/fwd.hpp>
+#include <caf/io/middleman_actor.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "runtime/address.h"
+#include "runtime/tls/credentials.h"
+
+namespace partita::runtime::tls {
+
+inline constexpr std::chrono::seconds kHandshakeDeadline{10};
+inline constexpr size_t kMaxHandshakes = 64;
+inline constexpr size_t kMaxBridges = 256;
+
+// Spawns the gateway's middleman actor for `system` (with networking) and registers it.
+// Called by ActorSystem (runtime/actor_system.h) when the process has credentials.
+caf::actor start_gateway(caf::actor_system& system, std::shared_ptr<const Credentials> credentials);
+
+// Stops it (before the actor system goes: it waits for the gateway's thread).
+void stop_gateway(caf::actor_system& system, caf::actor gateway);
+
+// The middleman actor of connect_atom requests: the gateway's, or CAF's own without one.
+caf::io::middleman_actor middleman_actor(caf::actor_system& system);
+
+// Publishes `actor` on `endpoint` (port 0: any free port) through middleman_actor(system);
+// `reuse` sets SO_REUSEADDR. Returns the bound port or CAF's error. In insecure mode,
+// throws PlaintextNotLoopback for an address other than loopback.
+caf::expected<uint16_t> publish(caf::actor_system& system, caf::strong_actor_ptr actor,
+                                std::set<std::string> interface, const Endpoint& endpoint, bool reuse);
+template <class Handle>
+caf::expected<uint16_t> publish(caf::actor_system& system, const Handle& actor, const Endpoint& endpoint, bool reuse) {
+  caf::detail::type_list<Handle> handle_type;
+  return publish(system, caf::actor_cast<caf::strong_actor_ptr>(actor), system.message_types(handle_type), endpoint,
+                 reuse);
+}
+
+}  // namespace partita::runtime::tls
