@@ -874,7 +874,7 @@ TEST(ReaderTest, UnknownFormatIsAUsageErrorListingTheFormats) {
     FAIL() << "expected a UsageError";
   } catch (const UsageError& e) {
     EXPECT_CONTAINS(e.what(), "unknown dataset format 'csv'");
-    EXPECT_CONTAINS(e.what(), "linqs, npy, edgelist, triples, ntriples");
+    EXPECT_CONTAINS(e.what(), "linqs, npy, edgelist, triples, movielens, ntriples");
   }
 }
 
