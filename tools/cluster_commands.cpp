@@ -30,12 +30,6 @@ void add_head_options(CLI::App* cmd, HeadOptions& o) {
       ->capture_default_str();
 }
 
-runtime::ActorSystemOptions client_options() {
-  runtime::ActorSystemOptions options;
-  options.threads = 2;
-  return options;
-}
-
 std::string gib(int64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
@@ -95,6 +89,13 @@ void print_table(const runtime::ClusterStatus& s, const std::string& head) {
 
 }  // namespace
 
+runtime::ActorSystemOptions head_client_options() {
+  runtime::ActorSystemOptions options;
+  options.threads = 2;
+  options.networking = true;
+  return options;
+}
+
 void add_status_command(CLI::App& app, const GlobalOptions&) {
   struct Options : HeadOptions {
     bool json = false;
@@ -105,7 +106,7 @@ void add_status_command(CLI::App& app, const GlobalOptions&) {
   cmd->add_flag("--json", o->json, "print the status as JSON");
   cmd->callback([o] {
     const runtime::Endpoint head = runtime::parse_endpoint(o->address, "--address");
-    runtime::ActorSystem system(client_options());
+    runtime::ActorSystem system(head_client_options());
     const auto timeout = std::chrono::seconds(o->timeout_s);
     const runtime::ClusterStatus status =
         runtime::cluster_status(system, runtime::connect_head(system, head, timeout), head.to_string(), timeout);
@@ -128,7 +129,7 @@ void add_stop_command(CLI::App& app, const GlobalOptions&) {
   add_head_options(cmd, *o);
   cmd->callback([o] {
     const runtime::Endpoint head = runtime::parse_endpoint(o->address, "--address");
-    runtime::ActorSystem system(client_options());
+    runtime::ActorSystem system(head_client_options());
     const auto timeout = std::chrono::seconds(o->timeout_s);
     const runtime::head_actor handle = runtime::connect_head(system, head, timeout);
     if (o->job.empty()) {

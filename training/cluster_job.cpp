@@ -102,6 +102,9 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
         connect_deadline = std::chrono::steady_clock::now() + options.placement_wait;
       }
       if (std::chrono::steady_clock::now() >= connect_deadline) throw;
+      if (options.run.cancel && options.run.cancel->cancelled()) {
+        throw JobCancelled("job cancelled while connecting to its nodes", 0, 0, 0);
+      }
       spdlog::info("{}; placing the job again", e.what());
       std::this_thread::sleep_for(options.poll);
       continue;
