@@ -4,7 +4,6 @@
 
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
@@ -25,15 +24,6 @@ std::vector<NodeOffer> usable(const std::vector<NodeOffer>& live, const std::map
     if (it == lost.end() || n.member > it->second) nodes.push_back(n);
   }
   return nodes;
-}
-
-// (epoch, step) of the checkpoint OUTPUT holds (job_driver.h), or none.
-std::optional<std::pair<int, int64_t>> checkpoint_point(const std::string& output) {
-  const std::string text = read_file_if_exists((fs::path(output) / kCheckpointFileName).string());
-  if (text.empty()) return std::nullopt;
-  const nlohmann::json meta = nlohmann::json::parse(text, nullptr, false);
-  if (!meta.is_object() || !meta.contains("epoch")) return std::nullopt;
-  return std::make_pair(meta["epoch"].get<int>(), meta.value("step", int64_t{0}));
 }
 
 }  // namespace
@@ -131,11 +121,16 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
       }
       ++restarts;
       // Resume from what the attempts wrote; with no checkpoint yet, start again.
-      const std::optional<std::pair<int, int64_t>> point = checkpoint_point(job.output);
+      const std::optional<CheckpointPointer> point = read_checkpoint_pointer(job.output);
       run.resume = point.has_value();
       run.overwrite = !run.resume;
-      const auto [epoch, step] = point.value_or(std::make_pair(0, int64_t{0}));
-      const int64_t redo = (static_cast<int64_t>(last_epoch) - 1 - epoch) * steps_per_epoch + last_step - step;
+      const int epoch = point ? point->epoch : 0;
+      const int64_t step = point ? point->step : 0;
+      // The steps every trainer reported since the checkpoint, and the one in flight when
+      // the loss came inside an epoch (its work is lost too).
+      const int64_t in_flight = last_step < steps_per_epoch ? 1 : 0;
+      const int64_t redo =
+          (static_cast<int64_t>(last_epoch) - 1 - epoch) * steps_per_epoch + last_step - step + in_flight;
       const std::string what = "lost " + names + "; restart " + std::to_string(restarts) + " of at most " +
                                std::to_string(job.max_restarts) + ": resuming after epoch " + std::to_string(epoch) +
                                (step > 0 ? " and step " + std::to_string(step) + " of the next" : "") + ", " +

@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -137,6 +139,21 @@ struct RunOptions {
 // A run's checkpoint pointer inside OUTPUT (JSON naming its epoch and its state files in
 // OUTPUT/checkpoints/): what --resume reads, whichever driver wrote it.
 inline constexpr const char* kCheckpointFileName = "checkpoint.json";
+
+// A checkpoint pointer as read: where it is, the epochs it holds whole, the steps of the
+// next one it holds (0: none; node-classification jobs checkpoint inside an epoch), and
+// its JSON, for the driver that wrote it to read the rest.
+struct CheckpointPointer {
+  std::string path;
+  int epoch = 0;
+  int64_t step = 0;
+  nlohmann::json meta;
+};
+
+// OUTPUT's checkpoint pointer, or none when OUTPUT has none. Throws Error naming the file
+// when it is damaged (not JSON, no epoch, a negative epoch or step). The one reader of the
+// pointer: --resume and a cluster job's recovery both use it.
+std::optional<CheckpointPointer> read_checkpoint_pointer(const std::string& output);
 
 // Opens OUTPUT for a run: refuses one that holds a run unless options.resume or
 // options.overwrite (UsageError naming both flags), clears the old run's checkpoint and

@@ -145,7 +145,7 @@ trainer_actor::behavior_type trainer(trainer_actor::pointer self, std::shared_pt
             const std::array<double, 3> sums = train_step(*r, step < batches, epoch, step);
             caf::anon_send(driver, train_step_atom::value, static_cast<int32_t>(r->index), epoch, step, steps, sums[0],
                        sums[1], sums[2], parameter_hash(*r->model));
-            if (r->index == 0 && checkpoint_every > 0 && (step + 1) % checkpoint_every == 0 && step + 1 < steps) {
+            if (r->index == 0 && checkpoint_every > 0 && (step + 1) % checkpoint_every == 0) {
               caf::anon_send(driver, train_checkpoint_atom::value, static_cast<int32_t>(r->index), epoch, step,
                              save_training_state(*r->model, *r->optimizer));
             }

@@ -46,14 +46,7 @@ constexpr milliseconds kAsk{10000};
   } while (false)
 constexpr auto kBound = std::chrono::seconds(30);
 
-// Whether process `pid` still runs (a zombie does not).
-bool process_runs(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  std::getline(stat, text);
-  const size_t close = text.rfind(')');
-  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
-}
+using testing::process_runs;
 
 class HeadJobsTest : public ::testing::Test {
  protected:
