@@ -1,7 +1,6 @@
 // partita status [--address HEAD] [--json]: the cluster's nodes and jobs, as the head knows them.
-// partita stop [JOB] [--address HEAD]: stops the cluster (every live node, then the head), or
+// partita stop [JOB] [--address HEAD]: stops the cluster (its jobs, every live node, then the head), or
 // cancels one job submitted to the head.
-#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -59,11 +58,7 @@ void print_table(const runtime::ClusterStatus& s, const std::string& head) {
     // What runs there: its actors, and the jobs they belong to.
     std::string what = n.alive ? actor_summary(n.load.actor_types) : n.lost;
     std::string jobs;
-    for (const auto& j : s.jobs) {
-      if (n.alive && std::find(j.nodes.begin(), j.nodes.end(), n.info.name) != j.nodes.end()) {
-        jobs += (jobs.empty() ? "" : ", ") + j.id;
-      }
-    }
+    for (const std::string& id : runtime::jobs_on_node(s, n)) jobs += (jobs.empty() ? "" : ", ") + id;
     if (!jobs.empty()) what += " (jobs " + jobs + ")";
     std::printf("  %-6llu %-16s %-22s %-6s %5d %10s %10s %10s  %s\n", static_cast<unsigned long long>(n.member),
                 n.info.name.c_str(), n.info.address.c_str(), n.alive ? "alive" : "dead", n.info.cores,

@@ -36,6 +36,9 @@ constexpr milliseconds kHeadTimeout{10000};
 constexpr milliseconds kFollowPoll{300};
 // Step reports to the head at most this often (epoch ends and state changes always).
 constexpr milliseconds kReportEvery{250};
+// How long the report of a job's end waits for the head: one that does not answer in this
+// time is taken as gone (a live head answers at once).
+constexpr milliseconds kEndReportTimeout{3000};
 
 // Ctrl-C while following a job's log: detach (the job goes on). The handler only sets a flag.
 std::atomic<bool> g_interrupted{false};
@@ -108,8 +111,10 @@ class HeadReporter {
   // Updates the status under the lock and sends it: at once (`now` or a new state, waiting
   // for the head's answer), or if the last send is kReportEvery old (without waiting: a
   // step report may be lost; the next one carries the same fields).
+  // Returns false when a report sent at once was not taken (the head is gone, or did not
+  // answer within `timeout`).
   template <typename Update>
-  void update(Update&& change, bool now) {
+  bool update(Update&& change, bool now, std::chrono::milliseconds timeout = kHeadTimeout) {
     runtime::JobStatus copy;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -117,18 +122,19 @@ class HeadReporter {
       change(status_);
       now = now || status_.state != before;  // a state change goes at once
       const auto t = std::chrono::steady_clock::now();
-      if (!now && t - last_ < kReportEvery) return;
+      if (!now && t - last_ < kReportEvery) return true;
       last_ = t;
       copy = status_;
     }
     if (!now) {
       caf::anon_send(head_, runtime::job_report_atom::value, id_, token_, copy);
-      return;
+      return true;
     }
     try {
-      runtime::report_job(system_, head_, where_, id_, token_, copy, kHeadTimeout);
+      return runtime::report_job(system_, head_, where_, id_, token_, copy, timeout);
     } catch (const Error& e) {
       spdlog::warn("cannot report to the head: {}", e.what());
+      return false;
     }
   }
 
@@ -247,13 +253,17 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
         },
         true);
   };
+  // The job's end, told to the head; false when the head did not take it (gone).
   auto end = [&](const std::string& state, const std::string& message) {
-    reporter.update(
+    return reporter.update(
         [&](runtime::JobStatus& s) {
           s.state = state;
           s.message = message;
         },
-        true);
+        true, kEndReportTimeout);
+  };
+  const auto head_gone = [&] {
+    return "the head at " + where + " was lost; the job stops (its last checkpoint is in " + job.output + ")";
   };
   try {
     check_cancel("before it started");
@@ -267,11 +277,10 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
     }
     end("done", "");
   } catch (const JobCancelled& e) {
-    if (head_lost->load() || head_process_gone()) {
-      const std::string why = "the head at " + where + " was lost; the job stops (its last checkpoint is in " + job.output + ")";
-      throw Error(why);
-    }
-    end("cancelled", e.what());
+    // A cancel from the head, or the head's process dying (its SIGTERM may come while the
+    // head's threads are still going down, so the parent pid has not changed yet): the
+    // head that takes the end asked for it.
+    if (head_lost->load() || head_process_gone() || !end("cancelled", e.what())) throw Error(head_gone());
     throw;
   } catch (const std::exception& e) {
     if (!head_lost->load() && !head_process_gone()) end("failed", e.what());
