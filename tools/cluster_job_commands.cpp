@@ -238,11 +238,16 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
     }
     return offers;
   };
-  options.on_placed = [&](const std::vector<std::string>& partitions) {
+  options.on_placed = [&](const std::vector<std::string>& partitions, const std::vector<int64_t>& bytes) {
     std::string text;
     for (size_t p = 0; p < partitions.size(); ++p) text += (p ? ", " : "") + std::to_string(p) + " on " + partitions[p];
     spdlog::info("job {}: partitions {}", id, text);
-    reporter.update([&](runtime::JobStatus& s) { s.partitions = partitions; }, true);
+    reporter.update(
+        [&](runtime::JobStatus& s) {
+          s.partitions = partitions;
+          s.partition_bytes = bytes;
+        },
+        true);
   };
   options.on_restart = [&](int restarts, const std::string& why) {
     reporter.update(

@@ -78,7 +78,7 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
     std::vector<std::string> addresses, where;
     for (const NodeOffer& n : used) addresses.push_back(n.address);
     for (int n : placement) where.push_back(used[n].address);
-    if (options.on_placed) options.on_placed(where);
+    if (options.on_placed) options.on_placed(where, bytes);
     std::unique_ptr<runtime::Runtime> rt;
     try {
       rt = runtime::Runtime::connect(options.system, addresses, options.connect_timeout);

@@ -617,17 +617,7 @@ void Driver::append_metrics(const EpochMetrics& m) {
 
 JobReport Driver::run() {
   open_job_output(job_, options_);
-  if (!options_.placement.empty()) {
-    if (static_cast<int>(options_.placement.size()) != job_.num_partitions) {
-      throw UsageError("a placement of " + std::to_string(options_.placement.size()) + " partition(s) for a job of " +
-                       std::to_string(job_.num_partitions));
-    }
-    for (int node : options_.placement) {
-      if (node < 0 || node >= runtime_.num_nodes()) {
-        throw UsageError("a placement on node " + std::to_string(node) + " of " + std::to_string(runtime_.num_nodes()));
-      }
-    }
-  }
+  check_placement(options_.placement, job_.num_partitions, runtime_.num_nodes());
 
   if (options_.on_owner) options_.on_owner(runtime::owner_key(caf::actor_cast<caf::actor_addr>(self_)));
   spawn_actors();
@@ -678,6 +668,19 @@ JobReport Driver::run() {
 }
 
 }  // namespace
+
+void check_placement(const std::vector<int>& placement, int partitions, int nodes) {
+  if (placement.empty()) return;
+  if (static_cast<int>(placement.size()) != partitions) {
+    throw UsageError("a placement of " + std::to_string(placement.size()) + " partition(s) for a job of " +
+                     std::to_string(partitions));
+  }
+  for (int node : placement) {
+    if (node < 0 || node >= nodes) {
+      throw UsageError("a placement on node " + std::to_string(node) + " of " + std::to_string(nodes));
+    }
+  }
+}
 
 std::optional<CheckpointPointer> read_checkpoint_pointer(const std::string& output) {
   CheckpointPointer p;

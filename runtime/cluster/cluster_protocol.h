@@ -87,6 +87,7 @@ struct JobStatus {
   std::string output;              // its output folder, on the head's machine
   std::string owner;               // its current driver's owner key (runtime/host.h)
   std::vector<std::string> partitions;  // the address of each partition's node
+  std::vector<int64_t> partition_bytes;  // what each partition takes in memory there
   int32_t epoch = 0, epochs = 0;
   int64_t step = 0, steps = 0;
   double steps_per_second = 0, loss = 0, accuracy = 0;
@@ -101,7 +102,7 @@ struct JobStatus {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, JobStatus& x) {
   return f(caf::meta::type_name("partita.JobStatus"), x.id, x.state, x.nodes, x.actors, x.submitted, x.message,
-           x.output, x.owner, x.partitions, x.epoch, x.epochs, x.step, x.steps, x.steps_per_second, x.loss,
+           x.output, x.owner, x.partitions, x.partition_bytes, x.epoch, x.epochs, x.step, x.steps, x.steps_per_second, x.loss,
            x.accuracy, x.restarts);
 }
 

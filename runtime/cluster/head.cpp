@@ -55,6 +55,9 @@ struct Job {
   // Once cancelled: by when its driver must have exited, or it is killed.
   std::optional<Clock::time_point> cancel_by;
   bool killed = false;
+  // The memory its placement takes on each node (by address), until that node's heartbeat
+  // lists the job's actors (its available memory reflects them from then on).
+  std::map<std::string, int64_t> reserved;
 };
 
 struct HeadState {
@@ -144,6 +147,26 @@ std::vector<JobStatus> jobs_of(const HeadState& s) {
   std::vector<JobStatus> result;
   for (auto& [key, job] : jobs) result.push_back(std::move(job));
   return result;
+}
+
+// The memory that placed jobs take on `node` beyond what its last heartbeat reported: the
+// reservations of the running jobs whose actors it does not list yet. Placement reads the
+// available memory net of them, so two jobs placed between heartbeats do not both count on
+// the same bytes.
+int64_t reserved_on(HeadState& s, const NodeStatus& node) {
+  int64_t bytes = 0;
+  for (auto& [id, job] : s.jobs) {
+    auto r = job.reserved.find(node.info.address);
+    if (r == job.reserved.end()) continue;
+    const std::vector<std::string>& listed = node.load.actor_jobs;
+    if (job.status.finished() ||
+        (!job.status.owner.empty() && std::find(listed.begin(), listed.end(), job.status.owner) != listed.end())) {
+      job.reserved.erase(r);  // ended, or reflected in the node's own figure
+      continue;
+    }
+    bytes += r->second;
+  }
+  return bytes;
 }
 
 // A job id: the name's letters, digits, '-' and '_' (at most 40; "job" if none), then the
@@ -285,6 +308,7 @@ void continue_stop(HeadPointer self) {
 std::string invalid_report(const JobStatus& r) {
   static const std::set<std::string> states = {"starting", "running", "recovering", "done", "failed", "cancelled"};
   if (!states.count(r.state)) return "unknown state '" + r.state.substr(0, 40) + "'";
+  if (r.partition_bytes.size() > r.partitions.size()) return "more partition sizes than partitions";
   size_t bytes = r.message.size() + r.owner.size() + r.id.size() + r.output.size();
   for (const auto& p : r.partitions) bytes += p.size() + 1;
   for (const auto& n : r.nodes) bytes += n.size() + 1;
@@ -352,6 +376,7 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
         for (auto& [id, m] : s.members) {
           NodeStatus node = m.status;
           node.ms_since_heartbeat = std::chrono::duration_cast<milliseconds>(now - m.last_heartbeat).count();
+          if (node.alive) node.load.memory_available_bytes -= reserved_on(s, node);
           status.nodes.push_back(std::move(node));
         }
         status.jobs = jobs_of(s);
@@ -371,7 +396,17 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
           spdlog::warn("head: a report on job {} refused: {}", id, why);
           return caf::make_error(caf::sec::invalid_argument, "report on job " + id + " refused: " + why);
         }
-        JobStatus& status = it->second.status;
+        Job& job = it->second;
+        JobStatus& status = job.status;
+        if (report.partitions != status.partitions || report.owner != status.owner) {
+          // A new placement (an attempt): reserve its memory on its nodes.
+          job.reserved.clear();
+          if (report.partition_bytes.size() == report.partitions.size()) {
+            for (size_t p = 0; p < report.partitions.size(); ++p) {
+              job.reserved[report.partitions[p]] += std::max<int64_t>(0, report.partition_bytes[p]);
+            }
+          }
+        }
         if (report.state != status.state) spdlog::info("head: job {}: {}", id, report.state);
         report.id = status.id;
         report.output = status.output;

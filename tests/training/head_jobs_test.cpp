@@ -209,5 +209,51 @@ TEST_F(HeadJobsTest, SubmissionsWaitForTheAddressStopAtMaxJobsAndAFailedStartLea
   EXPECT_FALSE(fs::exists(tmp_ / "runs/never-1")) << "no folder of a job that never ran";
 }
 
+// Placement reads each node's available memory from its last heartbeat: the head takes off
+// what jobs placed since then reserve there, until the node lists their actors, so a second
+// job placed before the next heartbeat does not count on the same bytes.
+TEST_F(HeadJobsTest, PlacedJobsReserveTheirMemoryUntilTheNodesHeartbeatListsThem) {
+  const head_actor head = start("exec sleep 60");
+  caf::scoped_actor self{system_};
+  auto agent = system_.get().spawn([]() -> caf::behavior { return {[](stop_node_atom) {}}; });
+  uint64_t member = 0;
+  NodeInfo info{"node-a", "127.0.0.1:5001", "test", 2, int64_t{1} << 30};
+  self->request(head, kAsk, join_atom::value, info, caf::actor_cast<caf::actor>(agent))
+      .receive([&](uint64_t id, int64_t, int64_t) { member = id; }, [&](caf::error& e) { FAIL() << system_.get().render(e); });
+  auto beat = [&](int64_t available, std::vector<std::string> jobs) {
+    NodeLoad load;
+    load.memory_available_bytes = available;
+    load.actor_types.assign(jobs.size(), "partition");
+    load.actor_jobs = std::move(jobs);
+    self->request(head, kAsk, heartbeat_atom::value, member, load).receive([](bool) {}, [](caf::error&) {});
+  };
+  auto available = [&] { return cluster_status(system_, head, "head", kAsk).nodes.at(0).load.memory_available_bytes; };
+  beat(1000, {});
+  EXPECT_EQ(available(), 1000);
+  auto place = [&](size_t launch_index, const std::string& owner, int64_t bytes) {
+    const DriverLaunch d = launch(launch_index);
+    JobStatus r;
+    r.state = "running";
+    r.owner = owner;
+    r.partitions = {info.address};
+    r.partition_bytes = {bytes};
+    EXPECT_TRUE(report_job(system_, head, "head", d.id, d.token, r, kAsk));
+  };
+  const std::string first = submit(head, "first");
+  place(0, "owner-1", 400);
+  EXPECT_EQ(available(), 600) << "the first job's partition is reserved";
+  const std::string second = submit(head, "second");
+  place(1, "owner-2", 300);
+  EXPECT_EQ(available(), 300) << "both jobs' partitions are reserved";
+  beat(600, {"owner-1"});  // the node runs the first job's actors now; its figure has them
+  EXPECT_EQ(available(), 300) << "only the second job's is still reserved";
+  cancel_job(system_, head, "head", second, kAsk);
+  wait_until_finished(head, second);
+  EXPECT_EQ(available(), 600) << "an ended job reserves nothing";
+  cancel_job(system_, head, "head", first, kAsk);
+  wait_until_finished(head, first);
+  caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
+}
+
 }  // namespace
 }  // namespace partita::runtime
