@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "base/file_util.h"
@@ -32,6 +33,9 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
   if (!options.live_nodes) throw UsageError("run_cluster_job needs a source of live nodes");
   const std::vector<int64_t> bytes = partition_bytes(job.partition_dir(), job.num_partitions);
   std::map<std::string, uint64_t> lost;  // address -> the member id it had when lost
+  // The nodes the last attempt could not connect to (a node dead since the head last heard
+  // of it): the next placement leaves them out if the job fits without them.
+  std::set<std::string> unreachable;
   RunOptions run = options.run;
   int restarts = 0;
   // While connecting fails: until when it may go on failing (max: it has not failed).
@@ -53,6 +57,20 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
     for (;;) {
       nodes = usable(options.live_nodes(), lost);
       try {
+        // Without the nodes the last attempt could not reach, if the job fits without them.
+        std::vector<NodeOffer> reachable;
+        for (const NodeOffer& n : nodes) {
+          if (!unreachable.count(n.address)) reachable.push_back(n);
+        }
+        if (reachable.size() < nodes.size()) {
+          try {
+            placement = place_partitions(bytes, reachable, job.partitions_per_node);
+            nodes = std::move(reachable);
+            break;
+          } catch (const PlacementError&) {
+            // Not without them: they may only have been closing an old connection.
+          }
+        }
         placement = place_partitions(bytes, nodes, job.partitions_per_node);
         break;
       } catch (const PlacementError& e) {
@@ -95,11 +113,16 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
       if (options.run.cancel && options.run.cancel->cancelled()) {
         throw JobCancelled("job cancelled while connecting to its nodes", 0, 0, 0);
       }
+      unreachable.clear();
+      for (const std::string& a : addresses) {
+        if (std::string(e.what()).find(a) != std::string::npos) unreachable.insert(a);  // the error names it
+      }
       spdlog::info("{}; placing the job again", e.what());
       std::this_thread::sleep_for(options.poll);
       continue;
     }
     connect_deadline = std::chrono::steady_clock::time_point::max();
+    unreachable.clear();
     run.placement = placement;
     try {
       return run_job(*rt, job, run);
