@@ -88,8 +88,9 @@ using sampler_actor = caf::typed_actor<
 //   (train_epoch_done, trainer, epoch) at the end of the epoch;
 //   (train_failed, trainer, message) when the epoch cannot go on;
 //   (train_checkpoint, trainer, epoch, step, state) from trainer 0 only, after every
-//       `checkpoint every`-th step of an epoch but its last: the model and optimiser state
-//       after that step (every replica holds the same), for a checkpoint inside the epoch.
+//       `checkpoint every`-th step of an epoch (its last too, so that a loss during the
+//       evaluation that follows re-does no step): the model and optimiser state after that
+//       step (every replica holds the same), for a checkpoint inside the epoch.
 using train_setup_atom = caf::atom_constant<caf::atom("t_setup")>;
 using train_epoch_atom = caf::atom_constant<caf::atom("t_epoch")>;
 using train_step_atom = caf::atom_constant<caf::atom("t_step")>;

@@ -66,6 +66,9 @@ pid_t spawn_with_output(const std::vector<std::string>& args, const std::string&
   } else {
     posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), flags, 0644);
   }
+  // Nothing else of the parent's: not its listening sockets (a head's port, its status
+  // page), connections or files, which would stay open while the child lives.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   std::vector<std::string> storage(args);
   std::vector<char*> argv;
   for (auto& a : storage) argv.push_back(a.data());

@@ -21,7 +21,8 @@ struct ProcessResult {
 };
 
 // A started child whose stdout and stderr go to temporary files. The destructor kills and
-// reaps a child still running, so no test or benchmark leaves processes behind.
+// reaps a child still running, so no test or benchmark leaves processes behind. The child
+// inherits no file descriptor beyond 0-2 (not the parent's sockets or files).
 class ChildProcess {
  public:
   // Starts argv[0] (a path) with the arguments; throws Error if it cannot be started.

@@ -135,6 +135,23 @@ void run_recovery_bench(const RecoveryBenchOptions& o) {
   ProcessResult submitted =
       run_process({exe, "--log-level", "warn", "submit", job_file, "--address", head.address, "--detach"}, 60);
   if (submitted.exit_code != 0) throw Error("recovery bench: submit failed: " + submitted.err);
+  std::smatch submitted_id;
+  if (!std::regex_search(submitted.out, submitted_id, std::regex("job (\\S+) submitted to"))) {
+    throw Error("recovery bench: submit printed no job id: " + submitted.out);
+  }
+  // The job ends with the benchmark, however it ends (its driver also dies with the head).
+  struct CancelOnExit {
+    runtime::ActorSystem& client;
+    const runtime::head_actor& head;
+    std::string where, id;
+    ~CancelOnExit() {
+      try {
+        runtime::cancel_job(client.get(), head, where, id, std::chrono::seconds(10));
+      } catch (const Error& e) {
+        spdlog::warn("recovery bench: cannot cancel job {}: {}", id, e.what());
+      }
+    }
+  } cancel_on_exit{client, handle, head.address, submitted_id[1]};
   std::printf("head %s, 4 nodes, job on %s (2 partitions, a checkpoint every %lld steps); %d trials per signal\n",
               head.address.c_str(), parts.c_str(), static_cast<long long>(o.checkpoint_every), o.trials);
 
@@ -197,11 +214,6 @@ void run_recovery_bench(const RecoveryBenchOptions& o) {
   }
   print_summary(trials, "SIGKILL");
   print_summary(trials, "SIGSTOP");
-  // The job ends with the benchmark; the nodes and the head are stopped with their children.
-  const runtime::ClusterStatus last = status();
-  if (const runtime::JobStatus* j = job_in(last)) {
-    runtime::cancel_job(client.get(), handle, head.address, j->id, std::chrono::seconds(10));
-  }
 }
 
 }  // namespace partita::bench

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <iterator>
 
 #include "base/error.h"
 #include "training/metrics_record.h"
@@ -10,6 +11,17 @@
 namespace partita::dashboard {
 
 void ClusterJobsFeed::update(const runtime::ClusterStatus& status) {
+  // What the head no longer lists (it keeps its most recent finished jobs) is forgotten:
+  // the head's list bounds this feed's.
+  std::set<std::string> listed;
+  for (const runtime::JobStatus& j : status.jobs) listed.insert(j.id);
+  for (auto it = ended_.begin(); it != ended_.end();) it = listed.count(*it) ? std::next(it) : ended_.erase(it);
+  for (auto it = epochs_published_.begin(); it != epochs_published_.end();) {
+    it = listed.count(it->first) ? std::next(it) : epochs_published_.erase(it);
+  }
+  for (auto it = last_step_.begin(); it != last_step_.end();) {
+    it = listed.count(it->first) ? std::next(it) : last_step_.erase(it);
+  }
   for (const runtime::JobStatus& j : status.jobs) {
     if (!j.submitted || ended_.count(j.id) || !is_valid_job_id(j.id)) continue;
     try {
@@ -20,6 +32,13 @@ void ClusterJobsFeed::update(const runtime::ClusterStatus& status) {
       ended_.insert(j.id);
     }
   }
+}
+
+size_t ClusterJobsFeed::jobs_tracked() const {
+  std::set<std::string> ids(ended_);
+  for (const auto& [id, e] : epochs_published_) ids.insert(id);
+  for (const auto& [id, at] : last_step_) ids.insert(id);
+  return ids.size();
 }
 
 void ClusterJobsFeed::update_job(const runtime::JobStatus& j) {

@@ -26,6 +26,10 @@ class ClusterJobsFeed {
   // keeps (Limits::jobs) are not added again.
   void update(const runtime::ClusterStatus& status);
 
+  // The jobs this feed keeps anything of: at most those of the last status (the head
+  // bounds its list), however many came and went before.
+  size_t jobs_tracked() const;
+
  private:
   void update_job(const runtime::JobStatus& job);
 

@@ -237,20 +237,13 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
     head_actor head;  // with options.head
     std::function<void()> stop;
     caf::expected<uint16_t> port{uint16_t{0}};
-    auto head_address = std::make_shared<std::string>();  // where drivers reach the head
     if (options.head) {
       HeadOptions head_options;
       head_options.heartbeat_period = options.heartbeat_period;
       head_options.heartbeat_timeout = options.heartbeat_timeout;
       head_options.runs_dir = options.runs_dir;
-      if (options.driver_command) {
-        // Drivers run on this machine and reach the head at its bound address (loopback
-        // for a wildcard one), known once it is published below.
-        head_options.driver_command = [command = options.driver_command, bound = head_address](
-                                          const std::string& id, const std::string& file, const std::string& output) {
-          return command(*bound, id, file, output);
-        };
-      }
+      head_options.driver_command = options.driver_command;
+      head_options.max_running_jobs = options.max_jobs;
       head = spawn_head(system, head_options);
       main = caf::actor_cast<caf::actor>(head);
       stop = [main] { caf::anon_send_exit(main, caf::exit_reason::user_shutdown); };
@@ -268,10 +261,18 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
       throw Error("cannot listen on " + endpoint.to_string() + ": " + describe(system, port.error()));
     }
     endpoint.port = *port;
-    *head_address = Endpoint{endpoint.host == "0.0.0.0" || endpoint.host == "::" || endpoint.host.empty() ? "127.0.0.1"
-                                                                                                        : endpoint.host,
-                             endpoint.port}
-                        .to_string();
+    if (options.head) {
+      // Drivers run on this machine and reach the head at its bound address (loopback for
+      // a wildcard one), known only now; the head refuses submissions until it is told.
+      const bool wildcard = endpoint.host == "0.0.0.0" || endpoint.host == "::" || endpoint.host.empty();
+      try {
+        tell_head_its_address(system, head, Endpoint{wildcard ? "127.0.0.1" : endpoint.host, endpoint.port}.to_string(),
+                              std::chrono::seconds(10));
+      } catch (...) {
+        caf::anon_send_exit(main, caf::exit_reason::user_shutdown);
+        throw;
+      }
+    }
     // If anything below throws, the main actor must still stop (the system's destructor
     // waits for it) and the signal handler must let go of it.
     struct StopOnUnwind {

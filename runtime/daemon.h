@@ -10,6 +10,7 @@
 #include "runtime/actor_system.h"
 #include "runtime/address.h"
 #include "runtime/cluster/cluster_protocol.h"
+#include "runtime/cluster/head.h"
 #include "runtime/host.h"
 
 namespace partita::runtime {
@@ -33,12 +34,11 @@ struct DaemonOptions {
   std::chrono::milliseconds join_timeout{10000};
   std::string data_dir = ".";  // whose free space a joined node reports
   // With `head`: the jobs submitted to it (head.h): their output folders go under runs_dir,
-  // and driver_command gives the command of a job's driver from the address it reaches the
-  // head at, the job's id, its job file and its output folder (empty: no jobs).
+  // driver_command gives the command of a job's driver (empty: no jobs), and at most
+  // max_jobs run at once.
   std::string runs_dir = "partita-runs";
-  std::function<std::vector<std::string>(const std::string& head, const std::string& id, const std::string& job_file,
-                                         const std::string& output)>
-      driver_command;
+  std::function<std::vector<std::string>(const DriverLaunch&)> driver_command;
+  size_t max_jobs = 4;
   // With `head`: called with the cluster's status once per heartbeat period, on the
   // daemon's main thread, from start-up to shutdown (what a status page shows; see
   // `partita daemon --head --dashboard`). A status the head does not give within the

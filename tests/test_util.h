@@ -13,6 +13,9 @@
 
 namespace partita::testing {
 
+// Whether process `pid` still runs (a zombie does not).
+bool process_runs(int pid);
+
 // A fresh folder under $TMPDIR, removed with everything in it on destruction.
 class TempDir {
  public:

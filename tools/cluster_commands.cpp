@@ -1,7 +1,6 @@
 // partita status [--address HEAD] [--json]: the cluster's nodes and jobs, as the head knows them.
-// partita stop [JOB] [--address HEAD]: stops the cluster (every live node, then the head), or
+// partita stop [JOB] [--address HEAD]: stops the cluster (its jobs, every live node, then the head), or
 // cancels one job submitted to the head.
-#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -28,12 +27,6 @@ void add_head_options(CLI::App* cmd, HeadOptions& o) {
   cmd->add_option("--timeout", o.timeout_s, "seconds to wait for the head")
       ->check(cli::positive())
       ->capture_default_str();
-}
-
-runtime::ActorSystemOptions client_options() {
-  runtime::ActorSystemOptions options;
-  options.threads = 2;
-  return options;
 }
 
 std::string gib(int64_t bytes) {
@@ -65,11 +58,7 @@ void print_table(const runtime::ClusterStatus& s, const std::string& head) {
     // What runs there: its actors, and the jobs they belong to.
     std::string what = n.alive ? actor_summary(n.load.actor_types) : n.lost;
     std::string jobs;
-    for (const auto& j : s.jobs) {
-      if (n.alive && std::find(j.nodes.begin(), j.nodes.end(), n.info.name) != j.nodes.end()) {
-        jobs += (jobs.empty() ? "" : ", ") + j.id;
-      }
-    }
+    for (const std::string& id : runtime::jobs_on_node(s, n)) jobs += (jobs.empty() ? "" : ", ") + id;
     if (!jobs.empty()) what += " (jobs " + jobs + ")";
     std::printf("  %-6llu %-16s %-22s %-6s %5d %10s %10s %10s  %s\n", static_cast<unsigned long long>(n.member),
                 n.info.name.c_str(), n.info.address.c_str(), n.alive ? "alive" : "dead", n.info.cores,
@@ -95,6 +84,13 @@ void print_table(const runtime::ClusterStatus& s, const std::string& head) {
 
 }  // namespace
 
+runtime::ActorSystemOptions head_client_options() {
+  runtime::ActorSystemOptions options;
+  options.threads = 2;
+  options.networking = true;
+  return options;
+}
+
 void add_status_command(CLI::App& app, const GlobalOptions& global) {
   struct Options : HeadOptions {
     bool json = false;
@@ -106,7 +102,7 @@ void add_status_command(CLI::App& app, const GlobalOptions& global) {
   cmd->callback([o, &global] {
     const runtime::Endpoint head = runtime::parse_endpoint(o->address, "--address");
     install_credentials(global);
-    runtime::ActorSystem system(client_options());
+    runtime::ActorSystem system(head_client_options());
     const auto timeout = std::chrono::seconds(o->timeout_s);
     const runtime::ClusterStatus status =
         runtime::cluster_status(system, runtime::connect_head(system, head, timeout), head.to_string(), timeout);
@@ -130,7 +126,7 @@ void add_stop_command(CLI::App& app, const GlobalOptions& global) {
   cmd->callback([o, &global] {
     const runtime::Endpoint head = runtime::parse_endpoint(o->address, "--address");
     install_credentials(global);
-    runtime::ActorSystem system(client_options());
+    runtime::ActorSystem system(head_client_options());
     const auto timeout = std::chrono::seconds(o->timeout_s);
     const runtime::head_actor handle = runtime::connect_head(system, head, timeout);
     if (o->job.empty()) {

@@ -3,6 +3,7 @@
 // and `partita job-driver`, the hidden command the head runs as a job's driver process
 // (training/cluster_job.h does the work; this wires it to the head).
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 #include <spdlog/spdlog.h>
 
@@ -35,13 +36,9 @@ constexpr milliseconds kHeadTimeout{10000};
 constexpr milliseconds kFollowPoll{300};
 // Step reports to the head at most this often (epoch ends and state changes always).
 constexpr milliseconds kReportEvery{250};
-
-runtime::ActorSystemOptions client_options() {
-  runtime::ActorSystemOptions options;
-  options.threads = 2;
-  options.networking = true;
-  return options;
-}
+// How long the report of a job's end waits for the head: one that does not answer in this
+// time is taken as gone (a live head answers at once).
+constexpr milliseconds kEndReportTimeout{3000};
 
 // Ctrl-C while following a job's log: detach (the job goes on). The handler only sets a flag.
 std::atomic<bool> g_interrupted{false};
@@ -68,7 +65,7 @@ std::string print_logs(caf::actor_system& system, const runtime::head_actor& hea
     runtime::JobLogChunk chunk = runtime::job_logs(system, head, where, id, offset, kHeadTimeout);
     std::cout << chunk.bytes << std::flush;
     offset = chunk.next_offset;
-    const bool ended = chunk.state == "done" || chunk.state == "failed" || chunk.state == "cancelled";
+    const bool ended = runtime::JobStatus::finished_state(chunk.state);
     if (!chunk.bytes.empty() && static_cast<int64_t>(chunk.bytes.size()) == runtime::kMaxLogChunkBytes) continue;
     if (!follow || ended) return chunk.state;
     for (auto waited = milliseconds(0); waited < kFollowPoll; waited += milliseconds(50)) {
@@ -103,16 +100,21 @@ void finish(caf::actor_system& system, const runtime::head_actor& head, const st
   throw Error("job " + id + " " + job.state + (job.message.empty() ? "" : ": " + job.message));
 }
 
-// The driver process's link to the head: its progress as a JobStatus, sent to the head.
+// The driver process's link to the head: its progress as a JobStatus, sent to the head
+// with the token the head gave this driver.
 class HeadReporter {
  public:
-  HeadReporter(caf::actor_system& system, runtime::head_actor head, std::string id)
-      : system_(system), head_(std::move(head)), id_(std::move(id)) {}
+  HeadReporter(caf::actor_system& system, runtime::head_actor head, std::string where, std::string id,
+               std::string token)
+      : system_(system), head_(std::move(head)), where_(std::move(where)), id_(std::move(id)), token_(std::move(token)) {}
 
   // Updates the status under the lock and sends it: at once (`now` or a new state, waiting
-  // for the head's answer), or if the last send is kReportEvery old.
+  // for the head's answer), or if the last send is kReportEvery old (without waiting: a
+  // step report may be lost; the next one carries the same fields).
+  // Returns false when a report sent at once was not taken (the head is gone, or did not
+  // answer within `timeout`).
   template <typename Update>
-  void update(Update&& change, bool now) {
+  bool update(Update&& change, bool now, std::chrono::milliseconds timeout = kHeadTimeout) {
     runtime::JobStatus copy;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -120,53 +122,70 @@ class HeadReporter {
       change(status_);
       now = now || status_.state != before;  // a state change goes at once
       const auto t = std::chrono::steady_clock::now();
-      if (!now && t - last_ < kReportEvery) return;
+      if (!now && t - last_ < kReportEvery) return true;
       last_ = t;
       copy = status_;
     }
-    if (now) {
-      caf::scoped_actor self{system_};
-      self->request(head_, kHeadTimeout, runtime::job_report_atom::value, id_, copy)
-          .receive([](bool) {}, [&](caf::error& e) { spdlog::warn("cannot report to the head: {}", system_.render(e)); });
-    } else {
-      caf::anon_send(head_, runtime::job_report_atom::value, id_, copy);
+    if (!now) {
+      caf::anon_send(head_, runtime::job_report_atom::value, id_, token_, copy);
+      return true;
+    }
+    try {
+      return runtime::report_job(system_, head_, where_, id_, token_, copy, timeout);
+    } catch (const Error& e) {
+      spdlog::warn("cannot report to the head: {}", e.what());
+      return false;
     }
   }
 
  private:
   caf::actor_system& system_;
   runtime::head_actor head_;
-  std::string id_;
+  std::string where_, id_, token_;
   std::mutex mutex_;
   runtime::JobStatus status_;
   std::chrono::steady_clock::time_point last_{};
 };
 
-// SIGTERM (the head cancelling the job) or SIGINT: cancel. CancelToken::cancel is one
-// atomic store, safe in a handler.
-CancelToken* g_cancel = nullptr;
-extern "C" void on_cancel_signal(int) {
-  if (g_cancel != nullptr) g_cancel->cancel();
-}
+// SIGTERM (the head cancelling the job, or the head's process gone: PR_SET_PDEATHSIG) or
+// SIGINT: cancel. The token is static, so the handler, installed for the rest of the
+// process's life, never reaches freed memory; CancelToken::cancel is one lock-free atomic
+// store, safe in a handler. One driver per process.
+CancelToken g_cancel;
+extern "C" void on_cancel_signal(int) { g_cancel.cancel(); }
 
-void drive(const std::string& head_address, const std::string& id, const std::string& job_file, const std::string& output,
-           const GlobalOptions& global) {
-  JobConfig job = load_job(job_file);
-  job.output = fs::absolute(output).lexically_normal().string();
-  const runtime::Endpoint head_endpoint = runtime::parse_endpoint(head_address, "--head");
-  const std::string where = head_endpoint.to_string();
-  install_credentials(global);  // the head's: it passes on its --tls-dir or --insecure
-  runtime::ActorSystem client(client_options());
-  caf::actor_system& system = client.get();
-  const runtime::head_actor head = runtime::connect_head(system, head_endpoint, kHeadTimeout);
+struct DriverArgs {
+  std::string head, id, job_file, output, token;
+  pid_t head_pid = 0;
+};
 
-  auto cancel = std::make_shared<CancelToken>();
-  g_cancel = cancel.get();
+void drive(const DriverArgs& args, const GlobalOptions& global) {
+  // First of all, so that a cancel as early as the head can send one is one.
   struct sigaction action {};
   action.sa_handler = on_cancel_signal;
   sigemptyset(&action.sa_mask);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
+  // Die with the head's process, even when it is killed (then nobody else would stop this
+  // job). It may have died before this call: then the parent is another process already.
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  const auto head_process_gone = [&] { return ::getppid() != args.head_pid; };
+  if (head_process_gone()) g_cancel.cancel();
+  const std::shared_ptr<CancelToken> cancel(&g_cancel, [](CancelToken*) {});  // static: never deleted
+  const auto check_cancel = [&](const char* during) {
+    if (cancel->cancelled()) throw JobCancelled(std::string("job cancelled ") + during, 0, 0, 0);
+  };
+
+  JobConfig job = load_job(args.job_file);
+  job.output = fs::absolute(args.output).lexically_normal().string();
+  const std::string& id = args.id;
+  const runtime::Endpoint head_endpoint = runtime::parse_endpoint(args.head, "--head");
+  const std::string where = head_endpoint.to_string();
+  install_credentials(global);  // the head's: it passes on its --tls-dir or --insecure
+  runtime::ActorSystem client(head_client_options());
+  caf::actor_system& system = client.get();
+  const runtime::head_actor head = runtime::connect_head(system, head_endpoint, kHeadTimeout);
+
   // A lost head: the job fails (cleanly: cancelled at its next step, its actors stopped).
   auto head_lost = std::make_shared<std::atomic<bool>>(false);
   auto watcher = system.spawn([head, cancel, head_lost](caf::event_based_actor* self) -> caf::behavior {
@@ -182,9 +201,9 @@ void drive(const std::string& head_address, const std::string& id, const std::st
     ~StopWatcher() { caf::anon_send_exit(a, caf::exit_reason::user_shutdown); }
   } stop_watcher{watcher};
 
-  HeadReporter reporter(system, head, id);
+  HeadReporter reporter(system, head, where, id, args.token);
   reporter.update([](runtime::JobStatus& s) { s.state = "starting"; }, true);
-  spdlog::info("job {}: driver (pid {}) of {} (head {}), output {}", id, ::getpid(), job_file, where, job.output);
+  spdlog::info("job {}: driver (pid {}) of {} (head {}), output {}", id, ::getpid(), args.job_file, where, job.output);
 
   ClusterJobOptions options;
   options.system.threads = global.threads;
@@ -220,11 +239,16 @@ void drive(const std::string& head_address, const std::string& id, const std::st
     }
     return offers;
   };
-  options.on_placed = [&](const std::vector<std::string>& partitions) {
+  options.on_placed = [&](const std::vector<std::string>& partitions, const std::vector<int64_t>& bytes) {
     std::string text;
     for (size_t p = 0; p < partitions.size(); ++p) text += (p ? ", " : "") + std::to_string(p) + " on " + partitions[p];
     spdlog::info("job {}: partitions {}", id, text);
-    reporter.update([&](runtime::JobStatus& s) { s.partitions = partitions; }, true);
+    reporter.update(
+        [&](runtime::JobStatus& s) {
+          s.partitions = partitions;
+          s.partition_bytes = bytes;
+        },
+        true);
   };
   options.on_restart = [&](int restarts, const std::string& why) {
     reporter.update(
@@ -235,16 +259,22 @@ void drive(const std::string& head_address, const std::string& id, const std::st
         },
         true);
   };
+  // The job's end, told to the head; false when the head did not take it (gone).
   auto end = [&](const std::string& state, const std::string& message) {
-    reporter.update(
+    return reporter.update(
         [&](runtime::JobStatus& s) {
           s.state = state;
           s.message = message;
         },
-        true);
+        true, kEndReportTimeout);
+  };
+  const auto head_gone = [&] {
+    return "the head at " + where + " was lost; the job stops (its last checkpoint is in " + job.output + ")";
   };
   try {
+    check_cancel("before it started");
     prepare_data(job, global.threads);
+    check_cancel("while its data was prepared");
     JobReport report = run_cluster_job(job, options);
     if (!report.epochs.empty()) {
       const EpochMetrics& last = report.epochs.back();
@@ -253,14 +283,13 @@ void drive(const std::string& head_address, const std::string& id, const std::st
     }
     end("done", "");
   } catch (const JobCancelled& e) {
-    if (head_lost->load()) {
-      const std::string why = "the head at " + where + " was lost; the job stops (its last checkpoint is in " + job.output + ")";
-      throw Error(why);
-    }
-    end("cancelled", e.what());
+    // A cancel from the head, or the head's process dying (its SIGTERM may come while the
+    // head's threads are still going down, so the parent pid has not changed yet): the
+    // head that takes the end asked for it.
+    if (head_lost->load() || head_process_gone() || !end("cancelled", e.what())) throw Error(head_gone());
     throw;
   } catch (const std::exception& e) {
-    if (!head_lost->load()) end("failed", e.what());
+    if (!head_lost->load() && !head_process_gone()) end("failed", e.what());
     throw;
   }
 }
@@ -273,7 +302,7 @@ void submit_to_head(const std::string& address, const std::string& job_file, con
   if (!output.empty()) throw UsageError("--output with --address: a submitted job's output goes to the head's runs folder");
   const runtime::Endpoint endpoint = runtime::parse_endpoint(address, "--address");
   install_credentials(global);
-  runtime::ActorSystem client(client_options());
+  runtime::ActorSystem client(head_client_options());
   caf::actor_system& system = client.get();
   const runtime::head_actor head = runtime::connect_head(system, endpoint, kHeadTimeout);
   const std::string where = endpoint.to_string();
@@ -301,7 +330,7 @@ void add_logs_command(CLI::App& app, const GlobalOptions& global) {
   cmd->callback([o, &global] {
     const runtime::Endpoint endpoint = runtime::parse_endpoint(o->address, "--address");
     install_credentials(global);
-    runtime::ActorSystem client(client_options());
+    runtime::ActorSystem client(head_client_options());
     caf::actor_system& system = client.get();
     const runtime::head_actor head = runtime::connect_head(system, endpoint, kHeadTimeout);
     const std::string state = print_logs(system, head, endpoint.to_string(), o->job, o->follow);
@@ -310,16 +339,15 @@ void add_logs_command(CLI::App& app, const GlobalOptions& global) {
 }
 
 void add_job_driver_command(CLI::App& app, const GlobalOptions& global) {
-  struct Options {
-    std::string head, id, job_file, output;
-  };
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<DriverArgs>();
   CLI::App* cmd = app.add_subcommand("job-driver", "");  // no description: hidden; the head runs it
   cmd->add_option("--head", o->head, "HOST:PORT of the head")->required();
+  cmd->add_option("--head-pid", o->head_pid, "the head's process id (this driver's parent)")->required();
   cmd->add_option("--job", o->id, "the job's id")->required();
+  cmd->add_option("--token", o->token, "the token of the job's reports")->required();
   cmd->add_option("--output", o->output, "the job's output folder")->required();
   cmd->add_option("job_file", o->job_file, "the submitted job")->required();
-  cmd->callback([o, &global] { drive(o->head, o->id, o->job_file, o->output, global); });
+  cmd->callback([o, &global] { drive(*o, global); });
 }
 
 }  // namespace partita::cli

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "runtime/actor_system.h"
 #include "runtime/host.h"
 #include "tools/cli_checks.h"
 
@@ -41,6 +42,10 @@ void add_cluster_command(CLI::App& app, const GlobalOptions& global);
 // prints its log until it ends; Ctrl-C detaches. Throws Error when the job fails.
 void submit_to_head(const std::string& address, const std::string& job_file, const std::string& output, bool detach,
                     const GlobalOptions& global);
+
+// The actor system of a command that talks to a head (status, stop, submit, logs, a job's
+// driver): two threads, networking on.
+runtime::ActorSystemOptions head_client_options();
 
 // Where a head listens unless told otherwise, and where `status` and `stop` look for it.
 inline constexpr const char* kDefaultHeadAddress = "127.0.0.1:7070";

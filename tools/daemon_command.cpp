@@ -1,6 +1,8 @@
 // partita daemon [--listen HOST:PORT] [--name NAME] [--head [--dashboard PORT] | --join HEAD:PORT]:
 // the node daemon (runtime/daemon.h), the head of a cluster (runtime/cluster/head.h) with
 // its status page (dashboard/), or a node that joins one (runtime/cluster/node_agent.h).
+#include <unistd.h>
+
 #include <filesystem>
 #include <iostream>
 
@@ -28,6 +30,7 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     std::string dashboard;
     std::string runs = "partita-runs";
     bool runs_given = false;
+    size_t max_jobs = 4;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("daemon", "run the node daemon that hosts actors for distributed jobs, or a cluster's head");
@@ -50,13 +53,17 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--dashboard", o->dashboard,
                   "with --head: serve the cluster's status page on [HOST:]PORT (loopback unless a host is given; "
                   "0 picks a free port, printed)");
+  CLI::Option* max_jobs = cmd->add_option("--max-jobs", o->max_jobs, "with --head: the most submitted jobs that run at once")
+      ->check(cli::positive())
+      ->capture_default_str();
   CLI::Option* runs = cmd->add_option("--runs", o->runs, "with --head: the folder of the submitted jobs' outputs and logs")
                           ->capture_default_str();
-  cmd->callback([o, runs, &global] {
+  cmd->callback([o, runs, max_jobs, &global] {
     o->runs_given = runs->count() > 0;
     if (!o->dashboard.empty() && !o->head) throw UsageError("--dashboard needs --head: the head serves the cluster's page");
     if (o->runs_given && !o->head) throw UsageError("--runs needs --head: the head keeps the submitted jobs' outputs");
     install_credentials(global);
+    if (max_jobs->count() > 0 && !o->head) throw UsageError("--max-jobs needs --head: the head runs the submitted jobs");
     std::shared_ptr<dashboard::StatusBoard> board;
     std::unique_ptr<dashboard::StatusServer> server;
     if (!o->dashboard.empty()) {
@@ -75,16 +82,18 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     options.system.threads = global.threads;
     if (o->head) {
       options.runs_dir = o->runs;
-      // A job's driver: this program again, a child of the head (runtime/cluster/head.h).
-      options.driver_command = [exe = self_executable(), &global](const std::string& head, const std::string& id,
-                                                                  const std::string& file, const std::string& output) {
+      options.max_jobs = o->max_jobs;
+      // A job's driver: this program again, a child of the head (runtime/cluster/head.h);
+      // --head-pid lets it tell whether the head died before it asked to die with it.
+      options.driver_command = [exe = self_executable(), &global](const runtime::DriverLaunch& d) {
         std::vector<std::string> command{exe, "--log-level", global.log_level, "--threads", std::to_string(global.threads)};
         // The head's credentials (or its --insecure): the driver connects to the head and the nodes.
         if (global.insecure) command.push_back("--insecure");
         if (!global.tls_dir.empty()) {
           command.insert(command.end(), {"--tls-dir", std::filesystem::absolute(global.tls_dir).string()});
         }
-        command.insert(command.end(), {"job-driver", "--head", head, "--job", id, "--output", output, file});
+        command.insert(command.end(), {"job-driver", "--head", d.head, "--head-pid", std::to_string(::getpid()),
+                                       "--job", d.id, "--token", d.token, "--output", d.output, d.job_file});
         return command;
       };
     }

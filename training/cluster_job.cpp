@@ -4,8 +4,8 @@
 
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "base/file_util.h"
@@ -27,21 +27,15 @@ std::vector<NodeOffer> usable(const std::vector<NodeOffer>& live, const std::map
   return nodes;
 }
 
-// (epoch, step) of the checkpoint OUTPUT holds (job_driver.h), or none.
-std::optional<std::pair<int, int64_t>> checkpoint_point(const std::string& output) {
-  const std::string text = read_file_if_exists((fs::path(output) / kCheckpointFileName).string());
-  if (text.empty()) return std::nullopt;
-  const nlohmann::json meta = nlohmann::json::parse(text, nullptr, false);
-  if (!meta.is_object() || !meta.contains("epoch")) return std::nullopt;
-  return std::make_pair(meta["epoch"].get<int>(), meta.value("step", int64_t{0}));
-}
-
 }  // namespace
 
 JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options) {
   if (!options.live_nodes) throw UsageError("run_cluster_job needs a source of live nodes");
   const std::vector<int64_t> bytes = partition_bytes(job.partition_dir(), job.num_partitions);
   std::map<std::string, uint64_t> lost;  // address -> the member id it had when lost
+  // The nodes the last attempt could not connect to (a node dead since the head last heard
+  // of it): the next placement leaves them out if the job fits without them.
+  std::set<std::string> unreachable;
   RunOptions run = options.run;
   int restarts = 0;
   // While connecting fails: until when it may go on failing (max: it has not failed).
@@ -63,6 +57,20 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
     for (;;) {
       nodes = usable(options.live_nodes(), lost);
       try {
+        // Without the nodes the last attempt could not reach, if the job fits without them.
+        std::vector<NodeOffer> reachable;
+        for (const NodeOffer& n : nodes) {
+          if (!unreachable.count(n.address)) reachable.push_back(n);
+        }
+        if (reachable.size() < nodes.size()) {
+          try {
+            placement = place_partitions(bytes, reachable, job.partitions_per_node);
+            nodes = std::move(reachable);
+            break;
+          } catch (const PlacementError&) {
+            // Not without them: they may only have been closing an old connection.
+          }
+        }
         placement = place_partitions(bytes, nodes, job.partitions_per_node);
         break;
       } catch (const PlacementError& e) {
@@ -88,7 +96,7 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
     std::vector<std::string> addresses, where;
     for (const NodeOffer& n : used) addresses.push_back(n.address);
     for (int n : placement) where.push_back(used[n].address);
-    if (options.on_placed) options.on_placed(where);
+    if (options.on_placed) options.on_placed(where, bytes);
     std::unique_ptr<runtime::Runtime> rt;
     try {
       rt = runtime::Runtime::connect(options.system, addresses, options.connect_timeout);
@@ -102,11 +110,19 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
         connect_deadline = std::chrono::steady_clock::now() + options.placement_wait;
       }
       if (std::chrono::steady_clock::now() >= connect_deadline) throw;
+      if (options.run.cancel && options.run.cancel->cancelled()) {
+        throw JobCancelled("job cancelled while connecting to its nodes", 0, 0, 0);
+      }
+      unreachable.clear();
+      for (const std::string& a : addresses) {
+        if (std::string(e.what()).find(a) != std::string::npos) unreachable.insert(a);  // the error names it
+      }
       spdlog::info("{}; placing the job again", e.what());
       std::this_thread::sleep_for(options.poll);
       continue;
     }
     connect_deadline = std::chrono::steady_clock::time_point::max();
+    unreachable.clear();
     run.placement = placement;
     try {
       return run_job(*rt, job, run);
@@ -128,11 +144,16 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
       }
       ++restarts;
       // Resume from what the attempts wrote; with no checkpoint yet, start again.
-      const std::optional<std::pair<int, int64_t>> point = checkpoint_point(job.output);
+      const std::optional<CheckpointPointer> point = read_checkpoint_pointer(job.output);
       run.resume = point.has_value();
       run.overwrite = !run.resume;
-      const auto [epoch, step] = point.value_or(std::make_pair(0, int64_t{0}));
-      const int64_t redo = (static_cast<int64_t>(last_epoch) - 1 - epoch) * steps_per_epoch + last_step - step;
+      const int epoch = point ? point->epoch : 0;
+      const int64_t step = point ? point->step : 0;
+      // The steps every trainer reported since the checkpoint, and the one in flight when
+      // the loss came inside an epoch (its work is lost too).
+      const int64_t in_flight = last_step < steps_per_epoch ? 1 : 0;
+      const int64_t redo =
+          (static_cast<int64_t>(last_epoch) - 1 - epoch) * steps_per_epoch + last_step - step + in_flight;
       const std::string what = "lost " + names + "; restart " + std::to_string(restarts) + " of at most " +
                                std::to_string(job.max_restarts) + ": resuming after epoch " + std::to_string(epoch) +
                                (step > 0 ? " and step " + std::to_string(step) + " of the next" : "") + ", " +

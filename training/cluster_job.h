@@ -37,8 +37,9 @@ struct ClusterJobOptions {
   // joins meanwhile counts), asking every `poll`.
   std::chrono::milliseconds placement_wait{30000};
   std::chrono::milliseconds poll{500};
-  // Told each attempt's placement: the address of each partition's node.
-  std::function<void(const std::vector<std::string>&)> on_placed;
+  // Told each attempt's placement: the address of each partition's node, and the bytes of
+  // each partition (what it takes there: the head reserves them, see runtime/cluster/head.h).
+  std::function<void(const std::vector<std::string>&, const std::vector<int64_t>&)> on_placed;
   // Told each restart: its number (1, 2, ...) and what happened: "lost NODE (ADDRESS); restart
   // N of at most M: resuming after epoch E [and step S of the next], K step(s) to re-do".
   std::function<void(int, const std::string&)> on_restart;

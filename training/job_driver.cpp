@@ -206,7 +206,8 @@ class Driver {
   PartitionFolder folder_;
   JobActors actors_;
   uint64_t last_hash_ = 0;
-  int checkpoint_epoch_ = 0;  // the epoch OUTPUT's checkpoint holds; 0: none
+  // What OUTPUT's checkpoint holds (epoch and step only; {0, 0}: none).
+  ResumePoint checkpointed_;
   std::exception_ptr host_error_;
 };
 
@@ -248,13 +249,16 @@ void Driver::stop_trainers(int epoch, std::vector<bool> stopped) {
 
 void Driver::throw_cancelled(int epoch, int64_t steps_done) const {
   std::string what = "job cancelled in epoch " + std::to_string(epoch) + " after " + std::to_string(steps_done) + " step(s); ";
-  if (checkpoint_epoch_ > 0) {
-    what += (fs::path(job_.output) / kCheckpointFile).string() + " holds epoch " + std::to_string(checkpoint_epoch_) +
+  if (checkpointed_.epoch > 0 || checkpointed_.step > 0) {
+    what += (fs::path(job_.output) / kCheckpointFile).string() + " holds " +
+            (checkpointed_.step > 0 ? "step " + std::to_string(checkpointed_.step) + " of epoch " +
+                                          std::to_string(checkpointed_.epoch + 1)
+                                    : "epoch " + std::to_string(checkpointed_.epoch)) +
             " (resume to continue)";
   } else {
-    what += "no epoch was checkpointed";
+    what += "nothing was checkpointed";
   }
-  throw JobCancelled(what, epoch, steps_done, checkpoint_epoch_);
+  throw JobCancelled(what, epoch, steps_done, checkpointed_.epoch);
 }
 
 std::string Driver::describe_trainer(int trainer) const {
@@ -482,7 +486,7 @@ EpochMetrics Driver::train_epoch(int epoch, int64_t steps, const ResumePoint& fr
         },
         [&](train_checkpoint_atom, int32_t, uint64_t e, int64_t step, std::vector<char>& state) {
           // Trainer 0's state after `step`; its report of that step came before (one sender).
-          if (e != static_cast<uint64_t>(epoch) || step < first || step + 1 >= steps || reports[step] == 0) return;
+          if (e != static_cast<uint64_t>(epoch) || step < first || step >= steps || reports[step] == 0) return;
           ResumePoint at;
           at.epoch = epoch - 1;
           at.step = step + 1;
@@ -685,7 +689,8 @@ void Driver::checkpoint(const ResumePoint& at, const std::vector<char>& state) {
   }
   // The pointer moves last: a crash in between leaves the previous checkpoint in force.
   write_file_atomically((fs::path(job_.output) / kCheckpointFile).string(), meta.dump() + "\n");
-  checkpoint_epoch_ = at.epoch;
+  checkpointed_.epoch = at.epoch;
+  checkpointed_.step = at.step;
   // One checkpoint to resume from is enough; older ones only fill the disk.
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().filename() != name) fs::remove(entry.path());
@@ -694,16 +699,14 @@ void Driver::checkpoint(const ResumePoint& at, const std::vector<char>& state) {
 }
 
 ResumePoint Driver::resume_point() {
-  const fs::path pointer = fs::path(job_.output) / kCheckpointFile;
   if (!options_.resume) return {};
-  if (!fs::exists(pointer)) throw UsageError("cannot resume: " + job_.output + " holds no checkpoint (" + kCheckpointFile + ")");
-  nlohmann::json meta;
+  const std::optional<CheckpointPointer> pointer = read_checkpoint_pointer(job_.output);
+  if (!pointer) throw UsageError("cannot resume: " + job_.output + " holds no checkpoint (" + kCheckpointFile + ")");
+  const nlohmann::json& meta = pointer->meta;
   try {
-    meta = nlohmann::json::parse(read_file(pointer.string()));
     ResumePoint at;
-    at.epoch = meta.at("epoch").get<int>();
-    at.step = meta.value("step", int64_t{0});
-    if (at.epoch < 0 || at.step < 0) throw Error("cannot resume: " + pointer.string() + " names a negative epoch or step");
+    at.epoch = pointer->epoch;
+    at.step = pointer->step;
     if (at.step > 0) {
       const nlohmann::json& partial = meta.at("partial");
       at.loss_sum = partial.at("loss_sum").get<double>();
@@ -727,7 +730,7 @@ ResumePoint Driver::resume_point() {
     }
     return at;
   } catch (const nlohmann::json::exception& e) {
-    throw Error("cannot resume: " + pointer.string() + " is damaged: " + e.what());
+    throw Error("cannot resume: " + pointer->path + " is damaged: " + e.what());
   }
 }
 
@@ -740,17 +743,7 @@ JobReport Driver::run() {
   if (job_.link_gnn()) check_link_job();
   if (job_.temporal()) check_temporal_job();
   open_job_output(job_, options_);
-  if (!options_.placement.empty()) {
-    if (static_cast<int>(options_.placement.size()) != job_.num_partitions) {
-      throw UsageError("a placement of " + std::to_string(options_.placement.size()) + " partition(s) for a job of " +
-                       std::to_string(job_.num_partitions));
-    }
-    for (int node : options_.placement) {
-      if (node < 0 || node >= runtime_.num_nodes()) {
-        throw UsageError("a placement on node " + std::to_string(node) + " of " + std::to_string(runtime_.num_nodes()));
-      }
-    }
-  }
+  check_placement(options_.placement, job_.num_partitions, runtime_.num_nodes());
 
   if (options_.on_owner) options_.on_owner(runtime::owner_key(caf::actor_cast<caf::actor_addr>(self_)));
   spawn_actors();
@@ -764,7 +757,8 @@ JobReport Driver::run() {
   report.first_epoch = done_epochs + 1;
   report.steps_per_epoch = full_steps;
   const int last_epoch = options_.stop_after_epoch > 0 ? std::min(options_.stop_after_epoch, job_.epochs) : job_.epochs;
-  checkpoint_epoch_ = done_epochs;
+  checkpointed_.epoch = from.epoch;
+  checkpointed_.step = from.step;
   for (int epoch = done_epochs + 1; epoch <= last_epoch; ++epoch) {
     if (cancel_requested()) throw_cancelled(epoch, 0);
     EpochMetrics m = train_epoch(epoch, steps, from);
@@ -813,6 +807,35 @@ JobReport Driver::run() {
 }
 
 }  // namespace
+
+void check_placement(const std::vector<int>& placement, int partitions, int nodes) {
+  if (placement.empty()) return;
+  if (static_cast<int>(placement.size()) != partitions) {
+    throw UsageError("a placement of " + std::to_string(placement.size()) + " partition(s) for a job of " +
+                     std::to_string(partitions));
+  }
+  for (int node : placement) {
+    if (node < 0 || node >= nodes) {
+      throw UsageError("a placement on node " + std::to_string(node) + " of " + std::to_string(nodes));
+    }
+  }
+}
+
+std::optional<CheckpointPointer> read_checkpoint_pointer(const std::string& output) {
+  CheckpointPointer p;
+  p.path = (fs::path(output) / kCheckpointFileName).string();
+  const std::string text = read_file_if_exists(p.path);
+  if (text.empty()) return std::nullopt;
+  try {
+    p.meta = nlohmann::json::parse(text);
+    p.epoch = p.meta.at("epoch").get<int>();
+    p.step = p.meta.value("step", int64_t{0});
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("the checkpoint pointer " + p.path + " is damaged: " + e.what());
+  }
+  if (p.epoch < 0 || p.step < 0) throw Error("the checkpoint pointer " + p.path + " names a negative epoch or step");
+  return p;
+}
 
 void open_job_output(const JobConfig& job, const RunOptions& options) {
   fs::create_directories(job.output);

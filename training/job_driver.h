@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -138,10 +140,30 @@ struct RunOptions {
 // OUTPUT/checkpoints/): what --resume reads, whichever driver wrote it.
 inline constexpr const char* kCheckpointFileName = "checkpoint.json";
 
+// A checkpoint pointer as read: where it is, the epochs it holds whole, the steps of the
+// next one it holds (0: none; node-classification jobs checkpoint inside an epoch), and
+// its JSON, for the driver that wrote it to read the rest.
+struct CheckpointPointer {
+  std::string path;
+  int epoch = 0;
+  int64_t step = 0;
+  nlohmann::json meta;
+};
+
+// OUTPUT's checkpoint pointer, or none when OUTPUT has none. Throws Error naming the file
+// when it is damaged (not JSON, no epoch, a negative epoch or step). The one reader of the
+// pointer: --resume and a cluster job's recovery both use it.
+std::optional<CheckpointPointer> read_checkpoint_pointer(const std::string& output);
+
 // Opens OUTPUT for a run: refuses one that holds a run unless options.resume or
 // options.overwrite (UsageError naming both flags), clears the old run's checkpoint and
 // metrics unless resuming, and writes job.yaml. Every driver starts with it.
 void open_job_output(const JobConfig& job, const RunOptions& options);
+
+// Checks RunOptions::placement against the job and the runtime: empty, or one node in
+// [0, nodes) per partition. Throws UsageError naming what is wrong. Every driver starts
+// with it.
+void check_placement(const std::vector<int>& placement, int partitions, int nodes);
 
 // Writes the job's partition folder when the job names a dataset or a generator and
 // OUTPUT/partitions does not already hold that data partitioned that way.

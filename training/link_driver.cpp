@@ -21,6 +21,7 @@
 #include "runtime/address.h"
 #include "runtime/collective/allreduce_group.h"
 #include "runtime/errors.h"
+#include "runtime/host.h"
 #include "training/embedding_shard.h"
 #include "training/kg_trainer.h"
 #include "training/metrics_record.h"
@@ -381,6 +382,9 @@ JobReport LinkDriver::run() {
     throw UsageError("negatives.k: " + std::to_string(job_.link.negatives) + " is more than " + folder_.dir() + "'s " +
                      std::to_string(folder_.meta().num_nodes) + " entities");
   }
+  check_placement(options_.placement, job_.num_partitions, runtime_.num_nodes());
+  // The key its nodes list its actors under: how a head matches them to the job.
+  if (options_.on_owner) options_.on_owner(runtime::owner_key(caf::actor_cast<caf::actor_addr>(self_)));
   spawn_actors();
   const int done_epochs = resume_point();
   const int64_t full_steps = (folder_.meta().num_edges + job_.batch_size - 1) / job_.batch_size;

@@ -54,7 +54,7 @@ void report_step(const caf::actor& driver, int32_t trainer, uint64_t epoch, int6
                  int64_t checkpoint_every) {
   caf::anon_send(driver, train_step_atom::value, trainer, epoch, step, steps, sums[0], sums[1], sums[2],
                  parameter_hash(model));
-  if (trainer == 0 && checkpoint_every > 0 && (step + 1) % checkpoint_every == 0 && step + 1 < steps) {
+  if (trainer == 0 && checkpoint_every > 0 && (step + 1) % checkpoint_every == 0) {
     caf::anon_send(driver, train_checkpoint_atom::value, trainer, epoch, step, save_training_state(model, optimizer));
   }
 }

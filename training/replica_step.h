@@ -39,7 +39,7 @@ std::array<double, 3> allreduce_and_step(torch::nn::Module& model, torch::optim:
 void check_step_range(uint64_t epoch, int64_t first_step, int64_t steps, int64_t checkpoint_every);
 
 // Reports a finished step to the driver (train_step with `sums` and the parameter hash)
-// and, from trainer 0 after every `checkpoint_every`-th step but the epoch's last, the
+// and, from trainer 0 after every `checkpoint_every`-th step (the epoch's last too), the
 // state after it (train_checkpoint); checkpoint_every 0 sends none.
 void report_step(const caf::actor& driver, int32_t trainer, uint64_t epoch, int64_t step, int64_t steps,
                  const std::array<double, 3>& sums, const GnnModel& model, const torch::optim::Optimizer& optimizer,

@@ -87,23 +87,31 @@ struct JobStatus {
   std::string output;              // its output folder, on the head's machine
   std::string owner;               // its current driver's owner key (runtime/host.h)
   std::vector<std::string> partitions;  // the address of each partition's node
+  std::vector<int64_t> partition_bytes;  // what each partition takes in memory there
   int32_t epoch = 0, epochs = 0;
   int64_t step = 0, steps = 0;
   double steps_per_second = 0, loss = 0, accuracy = 0;
   int32_t restarts = 0;
-  bool finished() const { return state == "done" || state == "failed" || state == "cancelled"; }
+  bool finished() const { return finished_state(state); }
+  // "done", "failed" or "cancelled": the states a job ends in.
+  static bool finished_state(const std::string& state) {
+    return state == "done" || state == "failed" || state == "cancelled";
+  }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, JobStatus& x) {
   return f(caf::meta::type_name("partita.JobStatus"), x.id, x.state, x.nodes, x.actors, x.submitted, x.message,
-           x.output, x.owner, x.partitions, x.epoch, x.epochs, x.step, x.steps, x.steps_per_second, x.loss,
+           x.output, x.owner, x.partitions, x.partition_bytes, x.epoch, x.epochs, x.step, x.steps, x.steps_per_second, x.loss,
            x.accuracy, x.restarts);
 }
 
 // The largest job file the head accepts, and the most log bytes one `logs` answer carries.
 inline constexpr size_t kMaxSubmittedJobBytes = 256 * 1024;
 inline constexpr int64_t kMaxLogChunkBytes = 64 * 1024;
+// The most bytes of text a driver's report carries (its message, owner and partitions'
+// addresses together): more is not a driver's report.
+inline constexpr size_t kMaxReportBytes = 64 * 1024;
 
 // Everything `status` shows.
 struct ClusterStatus {
@@ -146,8 +154,10 @@ using node_agent_actor = caf::typed_actor<caf::reacts_to<stop_node_atom>>;
 //   (submit_job, name, job YAML) -> job id | error: starts the job's driver process, its
 //       output folder RUNS/ID on the head's machine (DaemonOptions::runs_dir), its log
 //       RUNS/ID/driver.log
-//   (job_report, job id, status) -> true, false for a job the head does not run: from
-//       the job's driver, at every step (throttled) and state change
+//   (job_report, job id, token, status) -> true, false for a job the head does not run (or
+//       runs no more) | error for a token that is not the job's (head.h) or a status no
+//       driver sends (an unknown state, sizes over kMaxReportBytes): from the job's
+//       driver, at every step (throttled) and state change
 //   (job_logs, job id, offset) -> (bytes of the job's log from offset, at most
 //       kMaxLogChunkBytes; the next offset; the job's state) | error for an unknown job
 //   (cancel_job, job id) -> the job's state | error for an unknown job: asks its driver to
@@ -158,7 +168,7 @@ using head_actor = caf::typed_actor<
     caf::replies_to<status_atom>::with<ClusterStatus>,
     caf::replies_to<stop_cluster_atom>::with<int32_t>,
     caf::replies_to<submit_job_atom, std::string, std::string>::with<std::string>,
-    caf::replies_to<job_report_atom, std::string, JobStatus>::with<bool>,
+    caf::replies_to<job_report_atom, std::string, std::string, JobStatus>::with<bool>,
     caf::replies_to<job_logs_atom, std::string, int64_t>::with<std::string, int64_t, std::string>,
     caf::replies_to<cancel_job_atom, std::string>::with<std::string>>;
 

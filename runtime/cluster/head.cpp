@@ -13,6 +13,7 @@
 #include <signal.h>
 
 #include <cctype>
+#include <random>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -33,7 +34,10 @@ using std::chrono::milliseconds;
 // wait of a cluster stop.
 using check_atom = caf::atom_constant<caf::atom("c_check")>;
 using stop_deadline_atom = caf::atom_constant<caf::atom("c_stopdl")>;
-using head_impl = head_actor::extend<caf::reacts_to<check_atom>, caf::reacts_to<stop_deadline_atom>>;
+// The address drivers reach the head at, from the daemon that published it.
+using own_address_atom = caf::atom_constant<caf::atom("c_ownaddr")>;
+using head_impl = head_actor::extend<caf::reacts_to<check_atom>, caf::reacts_to<stop_deadline_atom>,
+                                     caf::replies_to<own_address_atom, std::string>::with<bool>>;
 
 struct Member {
   NodeStatus status;
@@ -47,6 +51,13 @@ struct Job {
   std::unique_ptr<ChildProcess> driver;  // reaped and dropped once it exits
   std::string log;
   uint64_t order = 0;  // submission order
+  std::string token;   // its driver's reports carry it
+  // Once cancelled: by when its driver must have exited, or it is killed.
+  std::optional<Clock::time_point> cancel_by;
+  bool killed = false;
+  // The memory its placement takes on each node (by address), until that node's heartbeat
+  // lists the job's actors (its available memory reflects them from then on).
+  std::map<std::string, int64_t> reserved;
 };
 
 struct HeadState {
@@ -57,8 +68,12 @@ struct HeadState {
   std::optional<caf::typed_response_promise<int32_t>> stopping;
   std::set<uint64_t> stopping_members;
   int32_t told_to_stop = 0;
+  // A cluster stop first cancels the jobs and waits for their drivers (draining), then
+  // tells the nodes to stop.
+  bool draining = false;
   std::map<std::string, Job> jobs;  // by id
   uint64_t submitted = 0;
+  std::string address;  // where drivers reach the head; "" until the daemon told it
   static inline const char* name = "partita.head";
 };
 
@@ -79,7 +94,7 @@ void forget_old_dead(HeadState& s) {
 
 void finish_stop_if_done(HeadPointer self) {
   auto& s = self->state;
-  if (!s.stopping || !s.stopping_members.empty()) return;
+  if (!s.stopping || s.draining || !s.stopping_members.empty()) return;
   s.stopping->deliver(s.told_to_stop);
   s.stopping.reset();
   spdlog::info("head: cluster stopped; stopping the head");
@@ -134,6 +149,26 @@ std::vector<JobStatus> jobs_of(const HeadState& s) {
   return result;
 }
 
+// The memory that placed jobs take on `node` beyond what its last heartbeat reported: the
+// reservations of the running jobs whose actors it does not list yet. Placement reads the
+// available memory net of them, so two jobs placed between heartbeats do not both count on
+// the same bytes.
+int64_t reserved_on(HeadState& s, const NodeStatus& node) {
+  int64_t bytes = 0;
+  for (auto& [id, job] : s.jobs) {
+    auto r = job.reserved.find(node.info.address);
+    if (r == job.reserved.end()) continue;
+    const std::vector<std::string>& listed = node.load.actor_jobs;
+    if (job.status.finished() ||
+        (!job.status.owner.empty() && std::find(listed.begin(), listed.end(), job.status.owner) != listed.end())) {
+      job.reserved.erase(r);  // ended, or reflected in the node's own figure
+      continue;
+    }
+    bytes += r->second;
+  }
+  return bytes;
+}
+
 // A job id: the name's letters, digits, '-' and '_' (at most 40; "job" if none), then the
 // first -N whose folder does not exist under the runs folder (ids stay unique across head
 // restarts that keep the folder).
@@ -159,15 +194,27 @@ void forget_old_jobs(HeadState& s) {
   for (size_t i = 0; i + s.options.finished_jobs_kept < finished.size(); ++i) s.jobs.erase(finished[i].second);
 }
 
-// Reaps the drivers that exited; a job whose driver did not report its end failed.
+// Kills the drivers of cancelled jobs that are past their deadline, and reaps the drivers
+// that exited: a job whose driver did not report its end is cancelled if it was cancelled,
+// failed otherwise.
 void reap_drivers(HeadState& s) {
+  const auto now = Clock::now();
+  for (auto& [id, job] : s.jobs) {
+    if (!job.driver || job.killed || !job.cancel_by || now < *job.cancel_by) continue;
+    spdlog::warn("head: the driver of job {} did not stop within {} ms of its cancel; killing it", id,
+                 s.options.cancel_deadline.count());
+    job.driver->kill();
+    job.killed = true;
+  }
   for (auto& [id, job] : s.jobs) {
     if (!job.driver || job.driver->running()) continue;
     const int code = job.driver->exit_code();
     job.driver.reset();
     if (!job.status.finished()) {
-      job.status.state = code == 0 ? "done" : "failed";
-      job.status.message = "its driver exited with status " + std::to_string(code) + " (see " + job.log + ")";
+      job.status.state = job.cancel_by ? "cancelled" : code == 0 ? "done" : "failed";
+      job.status.message = job.killed ? "cancelled; its driver did not stop within " +
+                                            std::to_string(s.options.cancel_deadline.count()) + " ms and was killed"
+                                      : "its driver exited with status " + std::to_string(code) + " (see " + job.log + ")";
     }
     spdlog::info("head: job {} ended: {}{}", id, job.status.state,
                  job.status.message.empty() ? "" : " (" + job.status.message + ")");
@@ -175,8 +222,22 @@ void reap_drivers(HeadState& s) {
   forget_old_jobs(s);
 }
 
+// 128 random bits as hex.
+std::string new_token() {
+  std::random_device random;
+  std::string token;
+  for (int i = 0; i < 4; ++i) {
+    char part[9];
+    std::snprintf(part, sizeof(part), "%08x", static_cast<unsigned>(random()));
+    token += part;
+  }
+  return token;
+}
+
 caf::result<std::string> submit(HeadState& s, const std::string& name, const std::string& yaml) {
   if (!s.options.driver_command) return caf::make_error(caf::sec::invalid_argument, "this head runs no jobs");
+  if (s.stopping) return caf::make_error(caf::sec::invalid_argument, "the cluster is stopping");
+  if (s.address.empty()) return caf::make_error(caf::sec::invalid_argument, "the head is still starting; submit again");
   if (yaml.size() > kMaxSubmittedJobBytes) {
     return caf::make_error(caf::sec::invalid_argument, "the job is " + std::to_string(yaml.size()) +
                                                            " bytes; a job file is at most " +
@@ -191,13 +252,17 @@ caf::result<std::string> submit(HeadState& s, const std::string& name, const std
   const std::string id = new_job_id(s, name);
   const std::filesystem::path dir = std::filesystem::absolute(std::filesystem::path(s.options.runs_dir) / id);
   Job job;
+  job.token = new_token();
   try {
     std::filesystem::create_directories(dir);
     const std::string file = (dir / "submitted.yaml").string();
     write_file_atomically(file, yaml);
     job.log = (dir / "driver.log").string();
-    job.driver = std::make_unique<ChildProcess>(s.options.driver_command(id, file, dir.string()), job.log);
+    job.driver = std::make_unique<ChildProcess>(
+        s.options.driver_command(DriverLaunch{s.address, id, file, dir.string(), job.token}), job.log);
   } catch (const std::exception& e) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);  // no folder of a job that never ran
     return caf::make_error(caf::sec::runtime_error, "cannot start job " + id + ": " + e.what());
   }
   job.status.id = id;
@@ -208,6 +273,49 @@ caf::result<std::string> submit(HeadState& s, const std::string& name, const std
   spdlog::info("head: job {} submitted; its driver (pid {}) logs to {}", id, job.driver->pid(), job.log);
   s.jobs.emplace(id, std::move(job));
   return id;
+}
+
+// Asks the job's driver to stop (SIGTERM); reap_drivers kills it past the deadline.
+void cancel(HeadState& s, const std::string& id, Job& job) {
+  if (!job.driver || job.status.finished() || job.cancel_by) return;
+  spdlog::info("head: cancelling job {}", id);
+  job.driver->signal(SIGTERM);
+  job.cancel_by = Clock::now() + s.options.cancel_deadline;
+}
+
+// A cluster stop: once no driver runs any more, tell the live nodes to stop.
+void continue_stop(HeadPointer self) {
+  auto& s = self->state;
+  if (!s.stopping || !s.draining) return;
+  reap_drivers(s);
+  for (const auto& [id, job] : s.jobs) {
+    if (job.driver) return;  // the next check comes back
+  }
+  s.draining = false;
+  s.told_to_stop = 0;
+  for (auto& [id, m] : s.members) {
+    if (!m.status.alive) continue;
+    self->send(m.agent, stop_node_atom::value);
+    s.stopping_members.insert(id);
+    ++s.told_to_stop;
+  }
+  spdlog::info("head: stopping the cluster: {} node(s)", s.told_to_stop);
+  self->delayed_send(self, s.options.stop_deadline, stop_deadline_atom::value);
+  finish_stop_if_done(self);
+}
+
+// Why a driver's report is not one: "" if it is.
+std::string invalid_report(const JobStatus& r) {
+  static const std::set<std::string> states = {"starting", "running", "recovering", "done", "failed", "cancelled"};
+  if (!states.count(r.state)) return "unknown state '" + r.state.substr(0, 40) + "'";
+  if (r.partition_bytes.size() > r.partitions.size()) return "more partition sizes than partitions";
+  size_t bytes = r.message.size() + r.owner.size() + r.id.size() + r.output.size();
+  for (const auto& p : r.partitions) bytes += p.size() + 1;
+  for (const auto& n : r.nodes) bytes += n.size() + 1;
+  if (bytes > kMaxReportBytes) {
+    return "a report of " + std::to_string(bytes) + " bytes of text; at most " + std::to_string(kMaxReportBytes);
+  }
+  return "";
 }
 
 caf::error unknown_job(const std::string& id) {
@@ -268,6 +376,7 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
         for (auto& [id, m] : s.members) {
           NodeStatus node = m.status;
           node.ms_since_heartbeat = std::chrono::duration_cast<milliseconds>(now - m.last_heartbeat).count();
+          if (node.alive) node.load.memory_available_bytes -= reserved_on(s, node);
           status.nodes.push_back(std::move(node));
         }
         status.jobs = jobs_of(s);
@@ -276,10 +385,28 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
       [self](submit_job_atom, const std::string& name, const std::string& yaml) {
         return submit(self->state, name, yaml);
       },
-      [self](job_report_atom, const std::string& id, JobStatus& report) {
+      [self](job_report_atom, const std::string& id, const std::string& token, JobStatus& report) -> caf::result<bool> {
         auto it = self->state.jobs.find(id);
         if (it == self->state.jobs.end() || it->second.status.finished()) return false;
-        JobStatus& status = it->second.status;
+        if (token != it->second.token) {
+          spdlog::warn("head: a report on job {} without its driver's token: refused", id);
+          return caf::make_error(caf::sec::invalid_argument, "a report on job " + id + " without its driver's token");
+        }
+        if (const std::string why = invalid_report(report); !why.empty()) {
+          spdlog::warn("head: a report on job {} refused: {}", id, why);
+          return caf::make_error(caf::sec::invalid_argument, "report on job " + id + " refused: " + why);
+        }
+        Job& job = it->second;
+        JobStatus& status = job.status;
+        if (report.partitions != status.partitions || report.owner != status.owner) {
+          // A new placement (an attempt): reserve its memory on its nodes.
+          job.reserved.clear();
+          if (report.partition_bytes.size() == report.partitions.size()) {
+            for (size_t p = 0; p < report.partitions.size(); ++p) {
+              job.reserved[report.partitions[p]] += std::max<int64_t>(0, report.partition_bytes[p]);
+            }
+          }
+        }
         if (report.state != status.state) spdlog::info("head: job {}: {}", id, report.state);
         report.id = status.id;
         report.output = status.output;
@@ -308,29 +435,30 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
       [self](cancel_job_atom, const std::string& id) -> caf::result<std::string> {
         auto it = self->state.jobs.find(id);
         if (it == self->state.jobs.end()) return unknown_job(id);
-        Job& job = it->second;
-        if (job.driver && !job.status.finished()) {
-          spdlog::info("head: cancelling job {}", id);
-          job.driver->signal(SIGTERM);
-        }
-        return job.status.state;
+        cancel(self->state, id, it->second);
+        return it->second.status.state;
       },
       [self](stop_cluster_atom) -> caf::result<int32_t> {
         auto& s = self->state;
         if (s.stopping) return caf::make_error(caf::sec::invalid_argument, "the cluster is already stopping");
-        s.told_to_stop = 0;
-        for (auto& [id, m] : s.members) {
-          if (!m.status.alive) continue;
-          self->send(m.agent, stop_node_atom::value);
-          s.stopping_members.insert(id);
-          ++s.told_to_stop;
+        size_t running = 0;
+        for (auto& [id, job] : s.jobs) {
+          cancel(s, id, job);
+          running += job.driver ? 1 : 0;
         }
-        spdlog::info("head: stopping the cluster: {} node(s)", s.told_to_stop);
+        if (running > 0) spdlog::info("head: stopping the cluster: its {} job(s) first", running);
         s.stopping = self->make_response_promise<int32_t>();
-        self->delayed_send(self, s.options.stop_deadline, stop_deadline_atom::value);
+        s.draining = true;
         auto promise = *s.stopping;
-        finish_stop_if_done(self);
+        continue_stop(self);
         return promise;
+      },
+      [self](own_address_atom, const std::string& address) {
+        auto& s = self->state;
+        const caf::strong_actor_ptr& sender = self->current_sender();
+        if (!s.address.empty() || !sender || sender->node() != self->node() || address.empty()) return false;
+        s.address = address;
+        return true;
       },
       [self](check_atom) {
         auto& s = self->state;
@@ -347,6 +475,7 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
           declare_dead(self, it->second, "no heartbeat for " + std::to_string(quiet) + " ms");
         }
         reap_drivers(s);
+        continue_stop(self);
         self->delayed_send(self, std::max(milliseconds(1), s.options.heartbeat_period / 2), check_atom::value);
       },
       [self](stop_deadline_atom) {
@@ -374,6 +503,17 @@ void check_heartbeat_settings(milliseconds period, milliseconds timeout) {
 head_actor spawn_head(caf::actor_system& system, const HeadOptions& options) {
   check_heartbeat_settings(options.heartbeat_period, options.heartbeat_timeout);
   return caf::actor_cast<head_actor>(system.spawn(head, options));
+}
+
+void tell_head_its_address(caf::actor_system& system, const head_actor& head, const std::string& address,
+                           milliseconds timeout) {
+  caf::scoped_actor self{system};
+  bool taken = false;
+  std::string failure;
+  self->request(caf::actor_cast<caf::actor>(head), timeout, own_address_atom::value, address)
+      .receive([&](bool ok) { taken = ok; }, [&](caf::error& e) { failure = system.render(e); });
+  if (!failure.empty()) throw Error("the head did not take its address " + address + ": " + failure);
+  if (!taken) throw Error("the head already has an address; not " + address);
 }
 
 }  // namespace partita::runtime

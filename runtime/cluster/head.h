@@ -8,9 +8,18 @@
 // when it reaps the child. The driver places the job on the live nodes, reports its
 // progress to the head (job_report) and writes its output and log under RUNS/ID on the
 // head's machine; the head serves the log (job_logs) and cancels a job by SIGTERM to its
-// driver. The head checks its drivers every half heartbeat period: one that exited without
-// reporting an end is a failed job. Drivers still running when the head stops are killed;
-// their actors on the nodes stop when their owner goes (runtime/host.h).
+// driver, then SIGKILL if it has not exited within HeadOptions::cancel_deadline (the job is
+// cancelled either way). The head checks its drivers every half heartbeat period: one that
+// exited without reporting an end is a failed job. A cluster stop cancels every job first
+// and stops the nodes only once their drivers are gone (a node stopping under a running job
+// would look like a lost node and cost it a restart). Drivers still running when the head's
+// process ends are killed; a driver also ends when its head's process dies (it asks the
+// kernel for SIGTERM then: PR_SET_PDEATHSIG), and its actors on the nodes stop when their
+// owner goes (runtime/host.h).
+//
+// A driver's reports carry a random token the head gave it on its command line: a report
+// without it (another process that reaches the head) is refused, and so is one with a state
+// or sizes no driver sends.
 //
 // Members are alive from their join until their agent's connection drops or no heartbeat
 // came for the heartbeat timeout; then they are dead for good (a node that comes back joins
@@ -29,6 +38,17 @@
 
 namespace partita::runtime {
 
+// What a job's driver command is made of: the address the driver reaches the head at (its
+// bound address; loopback for a wildcard one), the job's id, its job file and output folder,
+// and the token its reports must carry.
+struct DriverLaunch {
+  std::string head;
+  std::string id;
+  std::string job_file;
+  std::string output;
+  std::string token;
+};
+
 struct HeadOptions {
   std::chrono::milliseconds heartbeat_period{1000};
   std::chrono::milliseconds heartbeat_timeout{5000};
@@ -37,13 +57,15 @@ struct HeadOptions {
   size_t dead_members_kept = 64;
   // How long `stop_cluster` waits for the nodes it told to stop to go.
   std::chrono::milliseconds stop_deadline{10000};
-  // Jobs: where their output folders go, and the command that runs a job's driver, given
-  // its id, its job file and its output folder (empty: the head refuses submissions).
+  // Jobs: where their output folders go, and the command that runs a job's driver (empty:
+  // the head refuses submissions).
   std::string runs_dir = "partita-runs";
-  std::function<std::vector<std::string>(const std::string& id, const std::string& job_file, const std::string& output)>
-      driver_command;
-  size_t max_running_jobs = 64;    // more submissions are refused
+  std::function<std::vector<std::string>(const DriverLaunch&)> driver_command;
+  size_t max_running_jobs = 4;     // more submissions are refused (`partita daemon --max-jobs`)
   size_t finished_jobs_kept = 64;  // the most recent ones, for the status
+  // How long a cancelled driver (`partita stop JOB`, or a cluster stop) may take to stop its
+  // job's actors and exit before the head kills it.
+  std::chrono::milliseconds cancel_deadline{15000};
 };
 
 // Throws UsageError unless 0 < period < timeout <= 1 hour.
@@ -51,5 +73,12 @@ void check_heartbeat_settings(std::chrono::milliseconds period, std::chrono::mil
 
 // Spawns a head (checks `options` first, see check_heartbeat_settings).
 head_actor spawn_head(caf::actor_system& system, const HeadOptions& options);
+
+// Tells a head spawned in this process the address its drivers reach it at, once it is
+// published (the port is known only then). Until it is told, the head refuses submissions;
+// it takes the first address from its own process only. Throws Error if the head does not
+// answer within `timeout`.
+void tell_head_its_address(caf::actor_system& system, const head_actor& head, const std::string& address,
+                           std::chrono::milliseconds timeout);
 
 }  // namespace partita::runtime

@@ -26,33 +26,6 @@ head_actor connect_head(caf::actor_system& system, const Endpoint& head, std::ch
   return caf::actor_cast<head_actor>(std::move(published.actor));
 }
 
-ClusterStatus cluster_status(caf::actor_system& system, const head_actor& head, const std::string& where,
-                             std::chrono::milliseconds timeout) {
-  caf::scoped_actor self{system};
-  ClusterStatus status;
-  std::optional<caf::error> failed;
-  self->request(head, timeout, status_atom::value)
-      .receive([&](ClusterStatus& s) { status = std::move(s); }, [&](caf::error& err) { failed = std::move(err); });
-  if (failed) throw Error("head " + where + ": status failed: " + describe(system, *failed));
-  return status;
-}
-
-int stop_cluster(caf::actor_system& system, const head_actor& head, const std::string& where,
-                 std::chrono::milliseconds timeout) {
-  caf::scoped_actor self{system};
-  self->monitor(head);
-  int32_t nodes = 0;
-  std::optional<caf::error> failed;
-  self->request(head, timeout, stop_cluster_atom::value)
-      .receive([&](int32_t n) { nodes = n; }, [&](caf::error& err) { failed = std::move(err); });
-  if (failed) throw Error("head " + where + ": stop failed: " + describe(system, *failed));
-  bool gone = false;
-  self->receive([&](caf::down_msg&) { gone = true; }, caf::after(timeout) >> [] {});
-  if (!gone) throw Error("head " + where + ": told its " + std::to_string(nodes) + " node(s) to stop, but did not stop itself within " +
-                         std::to_string(timeout.count() / 1000) + " s");
-  return nodes;
-}
-
 namespace {
 
 // One request to the head; its reply goes to `on_reply`. Throws Error "head WHERE: WHAT
@@ -68,6 +41,34 @@ void ask_head(caf::actor_system& system, const head_actor& head, const std::stri
 }
 
 }  // namespace
+
+ClusterStatus cluster_status(caf::actor_system& system, const head_actor& head, const std::string& where,
+                             std::chrono::milliseconds timeout) {
+  ClusterStatus status;
+  ask_head(system, head, where, "status", timeout, [&](ClusterStatus& s) { status = std::move(s); }, status_atom::value);
+  return status;
+}
+
+int stop_cluster(caf::actor_system& system, const head_actor& head, const std::string& where,
+                 std::chrono::milliseconds timeout) {
+  caf::scoped_actor self{system};
+  self->monitor(head);
+  int32_t nodes = 0;
+  ask_head(system, head, where, "stop", timeout, [&](int32_t n) { nodes = n; }, stop_cluster_atom::value);
+  bool gone = false;
+  self->receive([&](caf::down_msg&) { gone = true; }, caf::after(timeout) >> [] {});
+  if (!gone) throw Error("head " + where + ": told its " + std::to_string(nodes) + " node(s) to stop, but did not stop itself within " +
+                         std::to_string(timeout.count() / 1000) + " s");
+  return nodes;
+}
+
+bool report_job(caf::actor_system& system, const head_actor& head, const std::string& where, const std::string& id,
+                const std::string& token, const JobStatus& status, std::chrono::milliseconds timeout) {
+  bool known = false;
+  ask_head(system, head, where, "report on " + id, timeout, [&](bool k) { known = k; }, job_report_atom::value, id,
+           token, status);
+  return known;
+}
 
 std::string submit_job(caf::actor_system& system, const head_actor& head, const std::string& where,
                        const std::string& name, const std::string& yaml, std::chrono::milliseconds timeout) {

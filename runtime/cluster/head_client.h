@@ -21,8 +21,8 @@ head_actor connect_head(caf::actor_system& system, const Endpoint& head, std::ch
 ClusterStatus cluster_status(caf::actor_system& system, const head_actor& head, const std::string& where,
                              std::chrono::milliseconds timeout);
 
-// Stops the cluster: the head tells every live node to stop, waits for them (its own
-// deadline), then stops itself; this waits (at most `timeout`) until the head is gone too.
+// Stops the cluster: the head cancels its jobs and waits for their drivers (head.h), tells
+// every live node to stop, waits for them (its own deadlines), then stops itself; this waits (at most `timeout`) until the head is gone too.
 // Returns the number of nodes told to stop. Throws Error naming `where` on no answer in time.
 int stop_cluster(caf::actor_system& system, const head_actor& head, const std::string& where,
                  std::chrono::milliseconds timeout);
@@ -43,6 +43,12 @@ struct JobLogChunk {
 // an unknown job or no answer in time.
 JobLogChunk job_logs(caf::actor_system& system, const head_actor& head, const std::string& where, const std::string& id,
                      int64_t offset, std::chrono::milliseconds timeout);
+
+// A driver's report on its job (cluster_protocol.h: job_report), with the token the head gave
+// it. Returns false when the head runs the job no more. Throws Error naming `where` when the
+// head refuses it (a wrong token, a malformed status) or does not answer in time.
+bool report_job(caf::actor_system& system, const head_actor& head, const std::string& where, const std::string& id,
+                const std::string& token, const JobStatus& status, std::chrono::milliseconds timeout);
 
 // Asks the head to cancel a job; returns its state then. Throws as job_logs.
 std::string cancel_job(caf::actor_system& system, const head_actor& head, const std::string& where,

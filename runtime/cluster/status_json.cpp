@@ -7,17 +7,23 @@
 
 namespace partita::runtime {
 
+std::vector<std::string> jobs_on_node(const ClusterStatus& status, const NodeStatus& n) {
+  std::vector<std::string> ids;
+  if (!n.alive) return ids;
+  for (const JobStatus& j : status.jobs) {
+    const bool here = std::find(j.nodes.begin(), j.nodes.end(), n.info.name) != j.nodes.end() ||
+                      (!j.finished() && std::find(j.partitions.begin(), j.partitions.end(), n.info.address) != j.partitions.end());
+    if (here) ids.push_back(j.id);
+  }
+  return ids;
+}
+
 std::string status_json(const ClusterStatus& status, const std::string& head) {
   nlohmann::json nodes = nlohmann::json::array();
   for (const NodeStatus& n : status.nodes) {
     std::map<std::string, int64_t> actors;
     for (const std::string& type : n.load.actor_types) ++actors[type];
-    nlohmann::json jobs = nlohmann::json::array();
-    for (const JobStatus& j : status.jobs) {
-      const bool here = std::find(j.nodes.begin(), j.nodes.end(), n.info.name) != j.nodes.end() ||
-                        (!j.finished() && std::find(j.partitions.begin(), j.partitions.end(), n.info.address) != j.partitions.end());
-      if (n.alive && here) jobs.push_back(j.id);
-    }
+    const nlohmann::json jobs = jobs_on_node(status, n);
     nodes.push_back({{"member", n.member},
                      {"name", n.info.name},
                      {"address", n.info.address},

@@ -16,10 +16,16 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "runtime/cluster/cluster_protocol.h"
 
 namespace partita::runtime {
+
+// The ids of the jobs running on node `n` (none on a dead one): those whose actors its last
+// heartbeat listed, and the unfinished ones placed there whose actors it has not reported
+// yet. What `status` prints beside each node, as a table and as JSON.
+std::vector<std::string> jobs_on_node(const ClusterStatus& status, const NodeStatus& n);
 
 // `head` is the address the status was asked at.
 std::string status_json(const ClusterStatus& status, const std::string& head);

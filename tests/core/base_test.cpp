@@ -1,11 +1,14 @@
 // base/: array files, checksums, staging folders, deterministic randomness.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 #include "base/array_file.h"
@@ -13,6 +16,7 @@
 #include "base/file_util.h"
 #include "base/random.h"
 #include "base/staging_dir.h"
+#include "base/subprocess.h"
 #include "test_util.h"
 
 namespace partita {
@@ -296,6 +300,34 @@ TEST(StagingDirTest, TrailingSlashStagesBesideNotInside) {
   EXPECT_EQ(std::filesystem::path(staging.path()).parent_path(), std::filesystem::path(tmp.path()));
   staging.commit();
   EXPECT_TRUE(std::filesystem::is_directory(tmp / "out"));
+}
+
+}  // namespace
+}  // namespace partita
+
+namespace partita {
+namespace {
+
+// A child inherits none of its parent's descriptors beyond 0-2 (a head's driver must not
+// hold the head's listening sockets): a descriptor this process opened without O_CLOEXEC is
+// not among the child's.
+TEST(ChildProcessTest, AChildInheritsNoDescriptorBeyondTheStandardOnes) {
+  const int fd = ::open("/dev/null", O_RDONLY);  // no O_CLOEXEC: inherited by default
+  ASSERT_GE(fd, 0);
+  const int high = ::dup2(fd, 57);
+  ASSERT_EQ(high, 57);
+  ::close(fd);
+  testing::TempDir tmp;
+  const std::string log = tmp / "child.log";
+  ChildProcess child({"/bin/ls", "/proc/self/fd"}, log);
+  const ProcessResult r = child.wait(60);
+  ::close(high);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> fds;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) fds.push_back(line);
+  // 0-2, and the folder ls reads (3).
+  EXPECT_EQ(fds, (std::vector<std::string>{"0", "1", "2", "3"})) << r.out;
 }
 
 }  // namespace

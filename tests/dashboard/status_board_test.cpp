@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "dashboard/cluster_jobs.h"
 #include "dashboard/series.h"
 #include "dashboard/status_board.h"
 #include "test_util.h"
@@ -198,6 +199,8 @@ TEST(StatusBoardTest, PublishersAndReadersOnManyThreadsLoseNothing) {
     });
   }
   auto publisher = [&](const std::string& id) {
+    // Once the readers run (on a loaded machine they may start after 20,000 publishes).
+    while (renders.load() == 0) std::this_thread::yield();
     for (int s = 1; s <= kSteps; ++s) board.publish(id, step_event(1, s, kSteps, 1.0 / s, 0.5, 100));
   };
   std::thread pa(publisher, "a"), pb(publisher, "b");
@@ -413,6 +416,38 @@ TEST(StatusBoardTest, ARejoinedNodeIsShownOnceAsItIsNow) {
   const std::vector<Sample> samples = parse_scrape(board.prometheus_text());
   EXPECT_EQ(value_of(samples, "partita_node_up", {{"node", "node-a"}}), 1);
   EXPECT_EQ(std::count_if(samples.begin(), samples.end(), [](const Sample& x) { return x.name == "partita_node_up"; }), 2);
+}
+
+}  // namespace
+}  // namespace partita::dashboard
+
+namespace partita::dashboard {
+namespace {
+
+// A head that runs job after job: the feed keeps only what the head's status still lists,
+// however many jobs came and went (the head bounds its own list).
+TEST(ClusterJobsFeedTest, ForgetsTheJobsTheHeadNoLongerLists) {
+  auto board = std::make_shared<StatusBoard>();
+  ClusterJobsFeed feed(board);
+  testing::TempDir tmp;
+  for (int n = 1; n <= 200; ++n) {
+    runtime::ClusterStatus status;
+    for (int k = std::max(1, n - 2); k <= n; ++k) {  // the last three, the newest running
+      runtime::JobStatus j;
+      j.id = "job-" + std::to_string(k);
+      j.submitted = true;
+      j.output = tmp.path();
+      j.epochs = 2;
+      j.epoch = 1;
+      j.steps = 10;
+      j.step = 5;
+      j.state = k == n ? "running" : "done";
+      status.jobs.push_back(j);
+    }
+    feed.update(status);
+    EXPECT_LE(feed.jobs_tracked(), 3u) << "after job " << n;
+  }
+  EXPECT_EQ(feed.jobs_tracked(), 3u);
 }
 
 }  // namespace

@@ -205,6 +205,8 @@ TEST(ClusterTest, BadInputIsNamed) {
   expect_error({"daemon", "--join", "127.0.0.1"}, 2, "--join '127.0.0.1': no port");
   expect_error({"daemon", "--join", "127.0.0.1:0"}, 2, "port 0 cannot be connected to");
   expect_error({"daemon", "--runs", "/tmp/x"}, 2, "--runs needs --head");
+  expect_error({"daemon", "--max-jobs", "2"}, 2, "--max-jobs needs --head");
+  expect_error({"daemon", "--head", "--max-jobs", "0"}, 2, "--max-jobs");
   expect_error({"daemon", "--join", "127.0.0.1:7070", "--listen", "0.0.0.0:0"}, 2,
                "--listen '0.0.0.0:0' with --join: a node tells the cluster the address others reach it at");
   expect_error({"daemon", "--head", "--heartbeat-ms", "5000", "--heartbeat-timeout-ms", "5000"}, 2,

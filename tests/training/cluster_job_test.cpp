@@ -21,6 +21,7 @@
 #include <regex>
 #include <thread>
 
+#include "actors/protocol.h"
 #include "base/subprocess.h"
 #include "daemon_process.h"
 #include "job_runs.h"
@@ -31,6 +32,8 @@
 #include "runtime/address.h"
 #include "runtime/cluster/head_client.h"
 #include "runtime/cluster/status_json.h"
+#include "runtime/runtime_test_util.h"
+#include "training/cluster_job.h"
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/metrics_record.h"
@@ -130,6 +133,18 @@ class ClusterJobTest : public ::testing::Test {
       }
     }
     return json();
+  }
+  // The job's epoch; -1 when the status has no such job (a predicate on it then stays false
+  // and the assertion after the wait shows the status).
+  static int epoch_of(const json& s, const std::string& id) {
+    const json j = job_of(s, id);
+    return j.is_object() && j.contains("epoch") && j["epoch"].is_number() ? j["epoch"].get<int>() : -1;
+  }
+  // The pid of a job's driver, from the first line of its log; 0 if not there.
+  pid_t driver_pid(const std::string& id) {
+    std::smatch m;
+    const std::string log = testing::read_text(run_dir(id) + "/driver.log");
+    return std::regex_search(log, m, std::regex("driver \\(pid (\\d+)\\)")) ? static_cast<pid_t>(std::stol(m[1])) : 0;
   }
   static size_t alive(const json& s) {
     size_t n = 0;
@@ -246,7 +261,7 @@ TEST_F(ClusterJobTest, SubmitDetachesOnCtrlCLogsReattachesStopCancels) {
   ProcessResult left = submit.wait(kProcessSeconds);
   EXPECT_EQ(left.exit_code, 0) << left.err;
   EXPECT_CONTAINS(left.out, "detached from job long-1 (it goes on)");
-  json s = wait_for(head.address, [&](const json& s) { return job_of(s, id)["epoch"].get<int>() >= 2; });
+  json s = wait_for(head.address, [&](const json& s) { return epoch_of(s, id) >= 2; });
   EXPECT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
   EXPECT_GT(actors_on_live_nodes(s), 0u) << "the job goes on after the detach";
   for (const auto& node : s["nodes"]) {
@@ -285,7 +300,7 @@ TEST_F(ClusterJobTest, ADriverThatDiesFailsItsJobNotTheHead) {
   const std::string id = submitted_id(r0.out);
   ASSERT_EQ(id, "crash-1") << r0.out << r0.err;
   json s = wait_for(head.address, [&](const json& s) {
-    return job_of(s, id)["epoch"].get<int>() >= 1 && actors_on_live_nodes(s) > 0;
+    return epoch_of(s, id) >= 1 && actors_on_live_nodes(s) > 0;
   });
   ASSERT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
   std::smatch m;
@@ -379,9 +394,8 @@ TEST_F(ClusterJobTest, ANodeKilledThreeTimesDuringAJobCostsRestartsNotResults) {
   int next = 3;
   int resumed = 0;  // the epoch the last attempt started in
   for (int kill = 1; kill <= 3; ++kill) {
-    // Some epochs after this attempt started (wherever the kill lands: steps take most of
-    // an epoch, so mostly mid-epoch; resuming inside an epoch is checked exactly by
-    // SmallJobTest.AJobCancelledMidEpochResumesFromItsStepCheckpoint).
+    // Some epochs after this attempt started (that the resumed weights are exact is checked
+    // by SmallJobTest.AJobCancelledMidEpochResumesFromItsStepCheckpoint).
     json s = wait_for(head.address, [&](const json& s) {
       const json j = job_of(s, id);
       if (!j.is_object()) return false;
@@ -392,6 +406,11 @@ TEST_F(ClusterJobTest, ANodeKilledThreeTimesDuringAJobCostsRestartsNotResults) {
     json j = job_of(s, id);
     ASSERT_EQ(j["state"], "running") << s.dump(2);
     resumed = j["epoch"].get<int>();
+    // Half an epoch's training on (by its rate so far): past the epoch's first checkpoints
+    // (every 5 steps), so the attempt after the kill resumes inside that epoch. (Step
+    // reports are too sparse in the status to wait for a step: epochs here are short.)
+    const double rate = j["steps_per_second"].get<double>();
+    if (rate > 0) std::this_thread::sleep_for(std::chrono::duration<double>(0.5 * j["steps"].get<double>() / rate));
     const std::string victim = j["partitions"][0];
     bool killed = false;
     for (auto& n : nodes) {
@@ -411,6 +430,7 @@ TEST_F(ClusterJobTest, ANodeKilledThreeTimesDuringAJobCostsRestartsNotResults) {
   EXPECT_EQ(job_of(s, id)["restarts"], 3);
   const std::string log = testing::read_text(run_dir(id) + "/driver.log");
   EXPECT_CONTAINS(log, "restart 3 of at most 3");
+  EXPECT_TRUE(std::regex_search(log, std::regex("resuming epoch \\d+ after step \\d+ from"))) << "resumed inside an epoch: " << log;
   const JobReport expected = reference(job);
   EXPECT_EQ(logged_hash(log), expected.parameter_hash) << log;
   expect_same_metrics(id, expected);
@@ -453,6 +473,71 @@ TEST_F(ClusterJobTest, AFrozenNodeIsDetectedAndTheJobRecoversWithoutIt) {
   expect_same_metrics(id, expected);
 }
 
+// A node the head still lists but that is gone (its port refuses): the attempt that placed a
+// partition there cannot connect, and the next placement leaves it out, so the job runs on
+// the nodes that are there instead of retrying the dead one until the placement wait ends.
+TEST_F(ClusterJobTest, ANodeThatCannotBeReachedIsLeftOutOfTheNextPlacement) {
+  testing::RefusingPort dead;
+  testing::Daemon a = testing::start_daemon({"--name", "node-a"});
+  testing::Daemon b = testing::start_daemon({"--name", "node-b"});
+  ASSERT_FALSE(a.address.empty());
+  ASSERT_FALSE(b.address.empty());
+  const std::string dead_address = "127.0.0.1:" + std::to_string(dead.port());
+  JobConfig job = load_job(write_job("unreachable.yaml", 1));
+  job.output = tmp_ / "unreachable-out";
+  ClusterJobOptions options;
+  options.system.threads = 2;
+  add_protocol_types(options.system);
+  options.run.overwrite = true;
+  // The dead node offers the most memory: the first placement puts a partition there.
+  options.live_nodes = [&] {
+    return std::vector<NodeOffer>{{"dead", dead_address, 1, int64_t{1} << 40, 2},
+                                  {"node-a", a.address, 2, int64_t{1} << 30, 2},
+                                  {"node-b", b.address, 3, int64_t{1} << 30, 2}};
+  };
+  options.placement_wait = std::chrono::seconds(5);
+  options.poll = std::chrono::milliseconds(50);
+  std::vector<std::vector<std::string>> placements;
+  options.on_placed = [&](const std::vector<std::string>& where, const std::vector<int64_t>&) { placements.push_back(where); };
+  const JobReport report = run_cluster_job(job, options);
+  EXPECT_EQ(report.epochs.size(), 1u);
+  ASSERT_EQ(placements.size(), 2u);
+  EXPECT_EQ(placements[0][0], dead_address);
+  for (const auto& where : placements[1]) EXPECT_NE(where, dead_address) << "placed again on the dead node";
+}
+
+// `partita stop` of a cluster with a running job: the head cancels the job and waits for
+// its driver before it stops the nodes, so the job ends cancelled, not as a lost node
+// costing a restart.
+TEST_F(ClusterJobTest, StoppingAClusterCancelsItsRunningJobFirst) {
+  testing::Daemon head = start_head();
+  ASSERT_FALSE(head.address.empty());
+  testing::Daemon a = start_node(head.address, "node-a");
+  testing::Daemon b = start_node(head.address, "node-b");
+  ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
+  ProcessResult r0 = run_process({PARTITA_BINARY, "submit", write_job("busy.yaml", 200, ", max_restarts: 2"),
+                                  "--address", head.address, "--detach"},
+                                 kProcessSeconds);
+  const std::string id = submitted_id(r0.out);
+  ASSERT_EQ(id, "busy-1") << r0.out << r0.err;
+  json s = wait_for(head.address, [&](const json& s) { return epoch_of(s, id) >= 1; });
+  ASSERT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
+  const pid_t pid = driver_pid(id);
+  ASSERT_GT(pid, 0);
+
+  ProcessResult stop = run_process({PARTITA_BINARY, "stop", "--address", head.address}, kProcessSeconds);
+  EXPECT_EQ(stop.exit_code, 0) << stop.err;
+  EXPECT_CONTAINS(stop.out, "2 node(s) and the head");
+  EXPECT_FALSE(testing::process_runs(pid)) << "the driver ended before the head";
+  const ProcessResult ended = head.process->wait(kProcessSeconds);
+  EXPECT_CONTAINS(ended.err, "head: job busy-1 ended: cancelled");
+  const std::string log = testing::read_text(run_dir(id) + "/driver.log");
+  EXPECT_EQ(log.find("restart 1"), std::string::npos) << "a stop is not a lost node: " << log;
+  EXPECT_CONTAINS(log, "job cancelled in epoch");
+  EXPECT_EQ(a.process->wait(kProcessSeconds).exit_code, 0);
+  EXPECT_EQ(b.process->wait(kProcessSeconds).exit_code, 0);
+}
+
 // The head killed: the job it drove fails with a message and stops everywhere; the nodes
 // keep running and join the head started again at its address.
 TEST_F(ClusterJobTest, ALostHeadFailsItsJobsCleanlyAndNodesRejoinItsSuccessor) {
@@ -465,8 +550,16 @@ TEST_F(ClusterJobTest, ALostHeadFailsItsJobsCleanlyAndNodesRejoinItsSuccessor) {
       {PARTITA_BINARY, "submit", write_job("orphan.yaml", 200), "--address", head.address, "--detach"}, kProcessSeconds);
   const std::string id = submitted_id(r0.out);
   ASSERT_EQ(id, "orphan-1") << r0.out << r0.err;
-  json s = wait_for(head.address, [&](const json& s) { return job_of(s, id)["epoch"].get<int>() >= 1; });
+  json s = wait_for(head.address, [&](const json& s) { return epoch_of(s, id) >= 1; });
   ASSERT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
+  const pid_t pid = driver_pid(id);
+  ASSERT_GT(pid, 0);
+  struct KillOnExit {  // whatever the test's outcome, no driver outlives it
+    pid_t pid;
+    ~KillOnExit() {
+      if (testing::process_runs(pid)) ::kill(pid, SIGKILL);
+    }
+  } kill_on_exit{pid};
 
   head.process->kill();
   head.process->wait(kProcessSeconds);
@@ -478,9 +571,25 @@ TEST_F(ClusterJobTest, ALostHeadFailsItsJobsCleanlyAndNodesRejoinItsSuccessor) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   EXPECT_CONTAINS(testing::read_text(log_file), "partita: error: the head at " + head.address + " was lost; the job stops");
+  // The driver, orphaned, has exited (it dies with its head's process).
+  while (testing::process_runs(pid) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(testing::process_runs(pid)) << "the driver of a killed head still runs";
   EXPECT_TRUE(a.process->running() && b.process->running()) << "nodes outlive their head";
 
-  testing::Daemon again = start_head(head.address);
+  // The head again at its old port: free since the kill, unless another process took it
+  // meanwhile (SO_REUSEADDR lets it past the old connections' TIME_WAIT); a few tries.
+  testing::Daemon again;
+  for (int attempt = 0; attempt < 5 && again.address.empty(); ++attempt) {
+    try {
+      again = runtime::start_daemon_child(PARTITA_BINARY, {"--head", "--runs", tmp_ / "runs"}, {"--log-level", "info"},
+                                          std::chrono::seconds(30), head.address);
+    } catch (const Error& e) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      if (attempt == 4) ADD_FAILURE() << "the head cannot listen at its old address again: " << e.what();
+    }
+  }
   ASSERT_EQ(again.address, head.address);
   s = wait_for(head.address, [](const json& s) { return alive(s) == 2 && actors_on_live_nodes(s) == 0; });
   EXPECT_EQ(alive(s), 2u) << "the nodes join the restarted head: " << s.dump(2);

@@ -374,3 +374,27 @@ TEST(LinkExampleTest, TheFb15k237ExampleLoads) {
 
 }  // namespace
 }  // namespace partita
+
+namespace partita {
+namespace {
+
+// A link-prediction job run by a head's driver: it names the key of its actors (how the
+// head matches them to the job) and refuses a placement that does not fit, naming it.
+TEST_F(LinkJobTest, TellsItsOwnerKeyAndRefusesABadPlacement) {
+  RunOptions options;
+  std::string owner;
+  options.on_owner = [&](const std::string& key) { owner = key; };
+  run_in_process(small_job(2, "owned"), options);
+  EXPECT_FALSE(owner.empty());
+  RunOptions bad;
+  bad.placement = {0, 3};
+  try {
+    run_in_process(small_job(2, "misplaced"), bad);
+    ADD_FAILURE() << "ran on node 3 of 1";
+  } catch (const UsageError& e) {
+    EXPECT_CONTAINS(std::string(e.what()), "a placement on node 3 of 1");
+  }
+}
+
+}  // namespace
+}  // namespace partita

@@ -11,6 +11,8 @@
 #include <limits>
 #include <mutex>
 #include <numeric>
+#include <optional>
+#include <regex>
 #include <thread>
 
 #include "actors/protocol.h"
@@ -116,10 +118,44 @@ TEST_F(SmallJobTest, AJobCancelledMidEpochResumesFromItsStepCheckpoint) {
   first.on_progress = [&](const JobProgress& p) {
     if (p.event == JobProgress::Event::step && p.epoch == 2 && p.step == 8) first.cancel->cancel();
   };
-  EXPECT_THROW(run_in_process(j, first), JobCancelled);
+  try {
+    run_in_process(j, first);
+    ADD_FAILURE() << "not cancelled";
+  } catch (const JobCancelled& e) {
+    // The message names what the checkpoint holds: a step inside epoch 2, not epoch 1.
+    EXPECT_TRUE(std::regex_search(std::string(e.what()), std::regex("holds step [69] of epoch 2 \\(resume to continue\\)")))
+        << e.what();
+  }
   const nlohmann::json pointer = nlohmann::json::parse(testing::read_text(j.output + "/checkpoint.json"));
   EXPECT_EQ(pointer["epoch"], 1);
   EXPECT_TRUE(pointer["step"] == 6 || pointer["step"] == 9) << pointer.dump();
+  const std::optional<CheckpointPointer> read = read_checkpoint_pointer(j.output);
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->epoch, 1);
+  EXPECT_EQ(read->step, pointer["step"].get<int64_t>());
+
+  // Damaged copies are named, not resumed: step sums that do not match the step, a pointer
+  // that is not JSON or has no epoch.
+  auto damaged = [&](const std::string& name, const std::string& text) {
+    JobConfig copy = small_batches(tmp_ / name);
+    fs::copy(j.output, copy.output, fs::copy_options::recursive);
+    testing::write_text(copy.output + "/checkpoint.json", text);
+    RunOptions resume;
+    resume.resume = true;
+    try {
+      run_in_process(copy, resume);
+      ADD_FAILURE() << name << ": resumed";
+      return std::string();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  nlohmann::json short_sums = pointer;
+  short_sums["partial"]["step_losses"].erase(0);
+  EXPECT_CONTAINS(damaged("mismatch", short_sums.dump()), "the checkpoint's step sums do not match");
+  EXPECT_CONTAINS(damaged("not-json", "{\"epoch\": "), "not-json/checkpoint.json is damaged");
+  EXPECT_CONTAINS(damaged("no-epoch", "{\"step\": 3}"), "no-epoch/checkpoint.json is damaged");
+  EXPECT_THROW(read_checkpoint_pointer(tmp_ / "no-epoch"), Error) << "the cluster's recovery reads it the same way";
 
   RunOptions rest;
   rest.resume = true;
