@@ -23,18 +23,19 @@ void expect(bool ok, const char* what) {
   }
 }
 
+// Sums wrap (unsigned): the values are peer data, any of them.
 template <class T>
-int64_t sum(Span<const T> values) {
-  int64_t s = 0;
-  for (T v : values) s += static_cast<int64_t>(v);
+uint64_t sum(Span<const T> values) {
+  uint64_t s = 0;
+  for (T v : values) s += static_cast<uint64_t>(v);
   return s;
 }
 template <class T>
-int64_t sum(const std::vector<T>& values) {
+uint64_t sum(const std::vector<T>& values) {
   return sum(Span<const T>(values.data(), values.size()));
 }
 
-int64_t decode(MessageKind kind, Span<const char> bytes) {
+uint64_t decode(MessageKind kind, Span<const char> bytes) {
   switch (kind) {
     case MessageKind::kHopRequest: {
       auto r = decode_hop_request(bytes);
@@ -53,7 +54,7 @@ int64_t decode(MessageKind kind, Span<const char> bytes) {
     }
     case MessageKind::kFeatureRequest: {
       auto r = decode_feature_request(bytes);
-      return sum(r.ids) + static_cast<int64_t>(r.group.size() + r.name.size());
+      return sum(r.ids) + r.group.size() + r.name.size();
     }
     case MessageKind::kFeatureReply: {
       auto r = decode_feature_reply(bytes);
@@ -61,16 +62,16 @@ int64_t decode(MessageKind kind, Span<const char> bytes) {
       for (int64_t d : r.values.shape) numel *= static_cast<size_t>(d);
       expect(numel * dtype_size(r.values.dtype) == r.values.bytes, "feature reply bytes match the shape");
       const auto* p = static_cast<const unsigned char*>(r.values.data);
-      int64_t s = 0;
+      uint64_t s = 0;
       for (size_t i = 0; i < r.values.bytes; ++i) s += p[i];
       return s;
     }
     case MessageKind::kErrorReply:
-      return static_cast<int64_t>(decode_error_reply(bytes).message.size());
+      return decode_error_reply(bytes).message.size();
     case MessageKind::kChannelOffer: {
       auto r = decode_channel_offer(bytes);
       expect(!r.host.empty() && r.port != 0, "channel offer host and port");
-      return static_cast<int64_t>(r.token);
+      return r.token;
     }
     case MessageKind::kMiniBatch: {
       MiniBatch b;
@@ -82,19 +83,19 @@ int64_t decode(MessageKind kind, Span<const char> bytes) {
         expect(b.row[i] >= 0 && b.row[i] < n && b.col[i] >= 0 && b.col[i] < n, "mini-batch edge within nodes");
       }
       for (int64_t v : b.input_local) expect(v >= 0 && v < n, "mini-batch input within nodes");
-      int64_t s = 0;
-      for (float v : b.x) s += static_cast<int64_t>(v != 0);
+      uint64_t s = 0;
+      for (float v : b.x) s += v != 0;
       return s + sum(b.y);
     }
     case MessageKind::kSamplerAck:
-      return decode_sampler_ack(bytes);
+      return static_cast<uint64_t>(decode_sampler_ack(bytes));
     case MessageKind::kFeatureRowsHeader: {
       DecodedFeatureRowsHeader h = decode_feature_rows_header(bytes);
       uint64_t numel = 1;
       for (int64_t d : h.shape) numel *= static_cast<uint64_t>(d);
       expect(numel * dtype_size(h.dtype) == h.bytes, "rows header bytes match the shape");
       expect(h.bytes <= uint64_t{1} << 30, "rows header at most 1 GiB");
-      return static_cast<int64_t>(h.bytes);
+      return h.bytes;
     }
   }
   return 0;
@@ -113,7 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A copy of exactly the message, so that reading past it is an overrun ASan sees.
   std::vector<char> bytes(reinterpret_cast<const char*>(data) + 1, reinterpret_cast<const char*>(data) + size);
   try {
-    volatile int64_t sink = decode(kind, Span<const char>(bytes.data(), bytes.size()));
+    volatile uint64_t sink = decode(kind, Span<const char>(bytes.data(), bytes.size()));
     (void)sink;
   } catch (const Error&) {
   }

@@ -15,6 +15,7 @@
 // catch partita::Error only.
 #pragma once
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -30,6 +31,10 @@
 #include "base/error.h"
 
 namespace partita::fuzz {
+
+// Readers and servers log what they refuse or skip (warnings a user needs); thousands of
+// inputs a second would spend their time logging. Set before main.
+inline const bool kLogsOff = (spdlog::set_level(spdlog::level::off), true);
 
 // Between the files of one input. Long enough that no seed holds it by chance.
 constexpr std::string_view kFileSeparator = "\n%%partita-fuzz-file%%\n";

@@ -15,8 +15,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -169,11 +167,6 @@ void read_replies(const uint8_t* data, size_t size) {
 }
 
 }  // namespace
-
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  spdlog::set_level(spdlog::level::off);  // refused and dropped connections are expected here
-  return 0;
-}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

@@ -5,6 +5,7 @@
 #include <caf/binary_serializer.hpp>
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "messages/codec.h"
@@ -156,6 +157,36 @@ TEST(CafTypes, BytesThatAreNotABatchArriveAsAFailureNamingTheProblem) {
     EXPECT_FALSE(x.ok());
     EXPECT_NE(x.error.find("malformed batch"), std::string::npos) << x.error;
   }
+}
+
+// Found by fuzz/fuzz_caf_messages.cpp: a message claiming a byte vector longer than itself
+// made CAF allocate that much (4 GiB from 40 bytes) before noticing the bytes were not there.
+// Now the claim is checked against what the message holds, for both types that carry bytes.
+TEST(CafTypes, AByteVectorLongerThanItsMessageIsRefusedBeforeAllocating) {
+  for (size_t claimed : {size_t{1} << 32, size_t{1} << 62, size_t{100}}) {
+    std::vector<char> buffer;
+    caf::binary_serializer sink{static_cast<caf::execution_unit*>(nullptr), buffer};
+    size_t size = claimed;
+    ASSERT_FALSE(sink.begin_sequence(size));
+    for (char c : std::string("forty-ish bytes, far fewer than claimed")) ASSERT_FALSE(sink(c));
+    caf::binary_deserializer source{static_cast<caf::execution_unit*>(nullptr), buffer};
+    Encoded encoded;
+    EXPECT_EQ(source(encoded), caf::sec::end_of_stream) << claimed;
+    EXPECT_TRUE(encoded.bytes.empty());
+    caf::binary_deserializer again{static_cast<caf::execution_unit*>(nullptr), buffer};
+    SampledBatch batch;
+    EXPECT_EQ(again(batch), caf::sec::end_of_stream) << claimed;
+    EXPECT_FALSE(batch.ok());
+  }
+  // A length that fits still reads.
+  std::vector<char> buffer;
+  caf::binary_serializer sink{static_cast<caf::execution_unit*>(nullptr), buffer};
+  Encoded original{encoded_reply()};
+  ASSERT_FALSE(sink(original));
+  caf::binary_deserializer source{static_cast<caf::execution_unit*>(nullptr), buffer};
+  Encoded read;
+  EXPECT_FALSE(source(read));
+  EXPECT_EQ(read.bytes, original.bytes);
 }
 
 }  // namespace
