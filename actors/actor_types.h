@@ -25,6 +25,17 @@ namespace partita {
 //     one per partition and process, shared by the samplers of that partition.
 void register_actor_types(runtime::ActorTypeRegistry& registry);
 
+// The setting 'dir' of a spawn request: a partition folder on this machine. The path must
+// pass runtime::path_setting (absolute, no '.' or '..' components), and the folder must hold
+// a META.json file. Every folder that is not a partition folder (missing, unreadable, a
+// file, a folder without META.json) gets the same UsageError, "setting 'dir': '/x' is not
+// a partition folder on this node", so a spawn request cannot probe which files exist;
+// only inside a real partition folder do errors say more. Used by every actor type that
+// opens a partition folder (the partition, the sampler, the trainers, the embedding shard).
+std::string partition_dir_setting(const runtime::Settings& settings);
+// The same check for a folder a setting carries inside another value (a trainer's job).
+void require_partition_folder(const std::string& dir, const std::string& setting);
+
 // The sampler config of a partition actor's settings; throws UsageError naming the setting.
 SamplerConfig sampler_config_from(const runtime::Settings& settings);
 
