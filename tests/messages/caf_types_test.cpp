@@ -1,5 +1,7 @@
 #include "messages/caf_types.h"
 
+#include <sys/resource.h>
+
 #include <caf/all.hpp>
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
@@ -163,7 +165,11 @@ TEST(CafTypes, BytesThatAreNotABatchArriveAsAFailureNamingTheProblem) {
 // made CAF allocate that much (4 GiB from 40 bytes) before noticing the bytes were not there.
 // Now the claim is checked against what the message holds, for both types that carry bytes.
 TEST(CafTypes, AByteVectorLongerThanItsMessageIsRefusedBeforeAllocating) {
-  for (size_t claimed : {size_t{1} << 32, size_t{1} << 62, size_t{100}}) {
+  // CAF writes sequence lengths as 32-bit numbers: 4 GiB - 1 is the most a message claims.
+  // Had it been allocated, the vector's zeroed pages would show in the peak resident set.
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  for (size_t claimed : {size_t{0xffffffff}, size_t{1} << 30, size_t{100}}) {
     std::vector<char> buffer;
     caf::binary_serializer sink{static_cast<caf::execution_unit*>(nullptr), buffer};
     size_t size = claimed;
@@ -178,6 +184,9 @@ TEST(CafTypes, AByteVectorLongerThanItsMessageIsRefusedBeforeAllocating) {
     EXPECT_EQ(again(batch), caf::sec::end_of_stream) << claimed;
     EXPECT_FALSE(batch.ok());
   }
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 256 * 1024) << "KiB of peak resident set grown";
   // A length that fits still reads.
   std::vector<char> buffer;
   caf::binary_serializer sink{static_cast<caf::execution_unit*>(nullptr), buffer};
