@@ -1,6 +1,7 @@
 #include "actors/actor_types.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -100,6 +101,20 @@ int part_number(const runtime::Settings& settings) {
 
 }  // namespace
 
+void require_partition_folder(const std::string& dir, const std::string& setting) {
+  std::error_code ignored;
+  // One answer for every kind of failure: the error must not say whether `dir` exists.
+  if (!std::filesystem::is_regular_file(std::filesystem::path(dir) / "META.json", ignored)) {
+    throw UsageError("setting '" + setting + "': '" + dir + "' is not a partition folder on this node");
+  }
+}
+
+std::string partition_dir_setting(const runtime::Settings& settings) {
+  const std::string& dir = runtime::path_setting(settings, "dir");
+  require_partition_folder(dir, "dir");
+  return dir;
+}
+
 SamplerConfig sampler_config_from(const runtime::Settings& settings, const Topology& topology) {
   SamplerConfig config;
   // One list for every edge type (PyG's num_neighbors given as a list): the hetero kernel
@@ -128,10 +143,10 @@ SamplerConfig sampler_config_from(const runtime::Settings& settings, const Topol
 
 void register_actor_types(runtime::ActorTypeRegistry& registry) {
   registry.add("partition", [](caf::actor_system& system, const runtime::Settings& settings) {
-    PartitionStores stores =
-        open_partition_stores(required_setting(settings, "dir"), part_number(settings), storage_setting(settings));
+    const std::string dir = partition_dir_setting(settings);
+    PartitionStores stores = open_partition_stores(dir, part_number(settings), storage_setting(settings));
     SamplerConfig config = sampler_config_from(settings, *stores.topology);
-    attach_times(config, required_setting(settings, "dir"), stores);
+    attach_times(config, dir, stores);
     PartitionActorOptions options;
     options.channel_host = runtime::text_setting(settings, "channel_host", options.channel_host);
     return caf::actor_cast<caf::actor>(spawn_partition_actor(system, std::move(stores.topology),
@@ -139,7 +154,7 @@ void register_actor_types(runtime::ActorTypeRegistry& registry) {
                                                              std::move(options)));
   });
   registry.add("sampler", [](caf::actor_system& system, const runtime::Settings& settings) {
-    const std::string& dir = required_setting(settings, "dir");
+    const std::string dir = partition_dir_setting(settings);
     const int part = part_number(settings);
     // Validated before anything is opened.
     const int64_t shares = integer_setting(settings, "shares", 1, kMaxShares, 1);

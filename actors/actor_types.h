@@ -31,6 +31,17 @@ namespace partita {
 //     epoch cuts its batches in time order).
 void register_actor_types(runtime::ActorTypeRegistry& registry);
 
+// The setting 'dir' of a spawn request: a partition folder on this machine. The path must
+// pass runtime::path_setting (absolute, no '.' or '..' components), and the folder must hold
+// a META.json file. Every folder that is not a partition folder (missing, unreadable, a
+// file, a folder without META.json) gets the same UsageError, "setting 'dir': '/x' is not
+// a partition folder on this node", so a spawn request cannot probe which files exist;
+// only inside a real partition folder do errors say more. Used by every actor type that
+// opens a partition folder (the partition, the sampler, the trainers, the embedding shard).
+std::string partition_dir_setting(const runtime::Settings& settings);
+// The same check for a folder a setting carries inside another value (a trainer's job).
+void require_partition_folder(const std::string& dir, const std::string& setting);
+
 // The sampler config of a partition actor's settings for its part's topology (the one
 // fanout list applies to each of its edge types); throws UsageError naming the setting.
 SamplerConfig sampler_config_from(const runtime::Settings& settings, const Topology& topology);

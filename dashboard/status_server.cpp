@@ -9,8 +9,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <future>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -62,10 +65,65 @@ void send_json_error(httplib::Response& res, int status, const std::string& mess
 
 std::string unknown_job(const std::string& id) { return "no job '" + id + "' on this status page"; }
 
+// The admission of accepted connections: at most `limit` queued or being answered. The
+// accepting thread waits in admit() beyond that, until a worker finishes one or the server
+// stops (after which everything is admitted: httplib's workers drain their queue, and a
+// stopped server's connections end at once).
+class Admission {
+ public:
+  explicit Admission(size_t limit) : limit_(limit) {}
+  void admit() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    space_.wait(lock, [this] { return in_flight_ < limit_ || stopping_; });
+    ++in_flight_;
+  }
+  void done() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --in_flight_;
+    }
+    space_.notify_one();
+  }
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    space_.notify_all();
+  }
+
+ private:
+  const size_t limit_;
+  std::mutex mutex_;
+  std::condition_variable space_;
+  size_t in_flight_ = 0;
+  bool stopping_ = false;
+};
+
+// httplib's thread pool behind the admission (httplib 0.11's task queue has no bound).
+class BoundedPool : public httplib::TaskQueue {
+ public:
+  BoundedPool(size_t threads, std::shared_ptr<Admission> admission)
+      : pool_(threads), admission_(std::move(admission)) {}
+  void enqueue(std::function<void()> fn) override {
+    admission_->admit();
+    pool_.enqueue([fn = std::move(fn), admission = admission_] {
+      fn();  // httplib's connection handler: does not throw (handlers' exceptions are caught)
+      admission->done();
+    });
+  }
+  void shutdown() override { pool_.shutdown(); }
+
+ private:
+  httplib::ThreadPool pool_;
+  std::shared_ptr<Admission> admission_;
+};
+
 }  // namespace
 
 struct StatusServer::State {
   httplib::Server http;
+  std::shared_ptr<Admission> admission;
   std::shared_ptr<const StatusBoard> board;
   std::thread listener;
   std::future<void> listening;  // ready once the listener returned
@@ -89,8 +147,10 @@ StatusServer::StatusServer(std::shared_ptr<const StatusBoard> board, const runti
   if (options.threads < 1) throw UsageError("a status server needs at least 1 thread");
   state_->board = std::move(board);
   httplib::Server& http = state_->http;
-  const int threads = options.threads;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  if (options.max_queued < 0) throw UsageError("a status server's queue cannot be negative");
+  const auto threads = static_cast<size_t>(options.threads);
+  state_->admission = std::make_shared<Admission>(threads + static_cast<size_t>(options.max_queued));
+  http.new_task_queue = [threads, admission = state_->admission] { return new BoundedPool(threads, admission); };
   // httplib's default sets SO_REUSEPORT, which would let two servers share a port and
   // split its requests; a port in use must be an error instead.
   http.set_socket_options([](int fd) {
@@ -199,6 +259,7 @@ std::string StatusServer::url() const {
 bool StatusServer::stop(std::chrono::milliseconds deadline) {
   if (!state_ || state_->stopped) return true;
   state_->stopped = true;
+  state_->admission->stop();  // an accepting thread waiting for a worker goes on, and sees the stop
   state_->http.stop();
   if (state_->listening.wait_for(deadline) != std::future_status::ready) {
     spdlog::error("the status page's threads did not stop within {} ms; leaving them to end", deadline.count());

@@ -17,6 +17,14 @@
 // request and closes, so an idle browser connection never holds a worker). They only read
 // the board, under its lock for a copy (status_board.h): polling the page does not touch
 // the driver's thread. stop() ends them within its deadline.
+//
+// Bounds, so that a flood of connections or bytes costs a fixed amount: the threads above
+// and nothing more (httplib's own queue of accepted connections is unbounded, so the
+// server admits at most threads + Options::max_queued connections at a time; the accepting
+// thread waits for a worker beyond that, and further clients wait in the kernel's listen
+// backlog); a connection that says nothing is closed after io_timeout; one request per
+// connection; a request body over 64 KiB is refused (413), request lines and headers are
+// bounded by httplib (8 KiB URI, 100 headers).
 #pragma once
 
 #include <chrono>
@@ -37,6 +45,7 @@ class StatusServer {
  public:
   struct Options {
     int threads = 4;                           // request workers
+    int max_queued = 64;                       // accepted connections waiting for a worker
     // Per read and write, and how long a connection may stay silent: a client that
     // connects and sends nothing holds a worker that long (and delays stop() as much).
     std::chrono::seconds io_timeout{2};

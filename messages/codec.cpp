@@ -571,6 +571,9 @@ TensorView read_tensor(const char* what, const char* field, bool present,
     std::shared_ptr<capnp::word[]> joined(new capnp::word[(total + 7) / 8]);
     auto* dst = reinterpret_cast<capnp::byte*>(joined.get());
     for (auto chunk : chunks) {
+      // An empty chunk's begin() may be null, which memcpy must not get even for 0 bytes
+      // (found by fuzz/fuzz_codec.cpp under UBSan).
+      if (chunk.size() == 0) continue;
       std::memcpy(dst, chunk.begin(), chunk.size());
       dst += chunk.size();
     }

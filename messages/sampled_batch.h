@@ -20,6 +20,7 @@
 #include "graph/buffer_pool.h"
 #include "graph/mini_batch.h"
 #include "graph/hop_sampler.h"
+#include "messages/caf_types.h"
 #include "messages/codec.h"
 
 namespace partita {
@@ -49,14 +50,14 @@ typename std::enable_if<Inspector::reads_state, typename Inspector::result_type>
     Inspector& f, SampledBatch& x) {
   std::vector<char> bytes;
   encode_sampled_batch(x, bytes);
-  return f(caf::meta::type_name("partita.SampledBatch"), bytes);
+  return inspect_bytes(f, "partita.SampledBatch", bytes);
 }
 
 template <class Inspector>
 typename std::enable_if<Inspector::writes_state, typename Inspector::result_type>::type inspect(
     Inspector& f, SampledBatch& x) {
   std::vector<char> bytes;
-  auto result = f(caf::meta::type_name("partita.SampledBatch"), bytes);
+  auto result = inspect_bytes(f, "partita.SampledBatch", bytes);
   x = decode_sampled_batch(bytes);
   return result;
 }

@@ -1,5 +1,6 @@
 #include "runtime/settings.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "base/error.h"
@@ -25,6 +26,23 @@ std::string text_setting(const Settings& settings, const std::string& key, const
   if (it == settings.end()) return fallback;
   if (it->second.empty()) throw UsageError("setting '" + key + "' is empty");
   return it->second;
+}
+
+const std::string& path_setting(const Settings& settings, const std::string& key) {
+  const std::string& text = required_setting(settings, key);
+  const auto bad = [&](const std::string& why) { return UsageError("setting '" + key + "': '" + text + "' " + why); };
+  if (text.front() != '/') throw bad("is not an absolute path");
+  if (text.find('\0') != std::string::npos) throw bad("holds a NUL byte");
+  // Components between slashes; a trailing slash is fine ("/data/parts/").
+  for (size_t begin = 1; begin < text.size();) {
+    const size_t end = std::min(text.find('/', begin), text.size());
+    const std::string component = text.substr(begin, end - begin);
+    if (component == "..") throw bad("has a '..' component");
+    if (component == ".") throw bad("has a '.' component");
+    if (component.empty()) throw bad("has an empty component ('//')");
+    begin = end + 1;
+  }
+  return text;
 }
 
 namespace {

@@ -32,5 +32,13 @@ int64_t integer_setting(const Settings& settings, const std::string& key, int64_
                         int64_t fallback);
 // An optional flag, "true" or "false": `fallback` when absent.
 bool flag_setting(const Settings& settings, const std::string& key, bool fallback);
+// A required path on the daemon's machine: absolute, and with no '.', '..' or empty
+// components, so a spawn request names exactly the folder it means and cannot climb out
+// of it ("setting 'dir': 'parts' is not an absolute path", "... '/data/../etc' has a '..'
+// component"). The text is returned as given. Whether the path exists is not checked here:
+// a caller that opens it must fail alike for any path that is not what it expects
+// (actors/actor_types.h, partition_dir_setting), so that errors do not tell a remote
+// caller which files exist.
+const std::string& path_setting(const Settings& settings, const std::string& key);
 
 }  // namespace partita::runtime

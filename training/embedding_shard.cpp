@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <unordered_set>
 
+#include "actors/actor_types.h"
 #include "base/checksum.h"
 #include "base/error.h"
 #include "base/random.h"
@@ -376,7 +377,7 @@ std::shared_ptr<EmbeddingShard> find_local_shard(const std::string& run_key, int
 void register_embedding_shard_type(runtime::ActorTypeRegistry& registry) {
   registry.add("embedding_shard", [](caf::actor_system& system, const runtime::Settings& settings) {
     const std::string run_key = runtime::required_setting(settings, "run");
-    const PartitionFolder folder(runtime::required_setting(settings, "dir"));
+    const PartitionFolder folder(partition_dir_setting(settings));
     EmbeddingShardConfig config;
     config.part = static_cast<int>(runtime::integer_setting(settings, "part", 0, folder.meta().num_parts - 1));
     config.begin = folder.book().begin(config.part);

@@ -88,7 +88,9 @@ class Section {
     if (!node_ || !node_.IsMap()) return;
     std::set<std::string> seen;
     for (const auto& entry : node_) {
-      const std::string key = entry.first.as<std::string>();
+      // YAML allows a list or a mapping as a key ("? a: 1"); a job's keys are names.
+      if (!entry.first.IsScalar()) fail(path_.empty() ? "the job" : path_, "a key must be a name, not a list or mapping");
+      const std::string key = entry.first.Scalar();
       // YAML forbids repeated keys but yaml-cpp keeps the first silently.
       if (!seen.insert(key).second) fail(field(key), "given twice");
       if (used_.count(key) == 0) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 
+#include "actors/actor_types.h"
 #include "base/error.h"
 #include "base/random.h"
 #include "graph/epoch_plan.h"
@@ -52,6 +53,7 @@ struct KgReplica {
 std::unique_ptr<KgReplica> make_replica(const runtime::Settings& settings) {
   auto r = std::make_unique<KgReplica>();
   r->job = parse_job(runtime::required_setting(settings, "job"), "/", "the job sent by the driver");
+  require_partition_folder(r->job.partition_dir(), "job");
   r->index = static_cast<int>(runtime::integer_setting(settings, "trainer", 0, r->job.num_trainers() - 1));
   r->part = r->job.part_of_trainer(r->index);
   r->folder = std::make_unique<PartitionFolder>(r->job.partition_dir());

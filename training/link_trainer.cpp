@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/actor_types.h"
 #include "actors/sampler_client.h"
 #include "base/error.h"
 #include "models/batch_tensors.h"
@@ -102,6 +103,7 @@ TripleList canonical_held_out(const KgTriples& triples, const std::string& split
 std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
   auto r = std::make_unique<LinkReplica>();
   r->job = parse_job(runtime::required_setting(settings, "job"), "/", "the job sent by the driver");
+  require_partition_folder(r->job.partition_dir(), "job");
   r->index = static_cast<int>(runtime::integer_setting(settings, "trainer", 0, r->job.num_trainers() - 1));
   r->part = r->job.part_of_trainer(r->index);
   r->shares = r->job.trainers_per_partition;

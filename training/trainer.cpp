@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/actor_types.h"
 #include "actors/protocol.h"
 #include "actors/sampler_client.h"
 #include "base/error.h"
@@ -114,6 +115,7 @@ void check_model_fits(const JobConfig& job, const PartitionMeta& meta) {
 std::unique_ptr<Replica> make_replica(const runtime::Settings& settings) {
   auto r = std::make_unique<Replica>();
   r->job = parse_job(runtime::required_setting(settings, "job"), "/", "the job sent by the driver");
+  require_partition_folder(r->job.partition_dir(), "job");
   r->index = static_cast<int>(runtime::integer_setting(settings, "trainer", 0, r->job.num_trainers() - 1));
   r->part = r->job.part_of_trainer(r->index);
   r->plan_seed = mix64(r->job.seed, static_cast<uint64_t>(r->index));

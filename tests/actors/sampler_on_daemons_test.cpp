@@ -271,5 +271,40 @@ TEST(TemporalSamplingTest, NoBatchHoldsAnEdgeLaterThanItsSeedInOneProcessOrOnDae
   EXPECT_GT(later_than_seed("none", "uniform", false), 0);
 }
 
+// A spawn request's folder must be absolute and climb nowhere, and whatever is not a
+// partition folder gets one error: it does not tell a remote caller which files exist.
+TEST_F(TwoDaemonsTest, FoldersThatAreNotPartitionFoldersGetOneErrorThatRevealsNothing) {
+  const std::string parts = tmp_ / "parts";
+  const auto error_of = [&](const std::string& type, const std::string& dir) -> std::string {
+    runtime::Settings settings{{"dir", dir}, {"part", "0"}, {"fanouts", "10"}};
+    try {
+      connections_[0].spawn(type, settings, 30s);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "spawned";
+  };
+  for (const std::string type : {"partition", "sampler"}) {
+    EXPECT_CONTAINS(error_of(type, "parts"), "setting 'dir': 'parts' is not an absolute path");
+    EXPECT_CONTAINS(error_of(type, parts + "/../parts"), "has a '..' component");
+    EXPECT_CONTAINS(error_of(type, parts + "/./"), "has a '.' component");
+    EXPECT_CONTAINS(error_of(type, "/" + parts), "has an empty component");
+    // Missing, a file, a folder without META.json, a folder without read permission: the
+    // same words, the path aside.
+    const std::string missing = error_of(type, "/no/such/folder");
+    EXPECT_CONTAINS(missing, "setting 'dir': '/no/such/folder' is not a partition folder on this node");
+    for (const std::string& existing : {std::string("/etc/passwd"), std::string("/etc"), std::string("/root"),
+                                        parts + "/part-0"}) {
+      std::string error = error_of(type, existing);
+      const size_t at = error.find(existing);
+      ASSERT_NE(at, std::string::npos) << error;
+      error.replace(at, existing.size(), "/no/such/folder");
+      EXPECT_EQ(error, missing);
+    }
+  }
+  EXPECT_EQ(error_of("partition", parts + "/"), "spawned");  // a trailing slash is fine
+  EXPECT_NO_THROW(connections_[0].ping(10s)) << "the daemon must keep serving";
+}
+
 }  // namespace
 }  // namespace partita

@@ -1,10 +1,13 @@
 #include "messages/caf_types.h"
 
+#include <sys/resource.h>
+
 #include <caf/all.hpp>
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "messages/codec.h"
@@ -156,6 +159,43 @@ TEST(CafTypes, BytesThatAreNotABatchArriveAsAFailureNamingTheProblem) {
     EXPECT_FALSE(x.ok());
     EXPECT_NE(x.error.find("malformed batch"), std::string::npos) << x.error;
   }
+}
+
+// Found by fuzz/fuzz_caf_messages.cpp: a message claiming a byte vector longer than itself
+// made CAF allocate that much (4 GiB from 40 bytes) before noticing the bytes were not there.
+// Now the claim is checked against what the message holds, for both types that carry bytes.
+TEST(CafTypes, AByteVectorLongerThanItsMessageIsRefusedBeforeAllocating) {
+  // CAF writes sequence lengths as 32-bit numbers: 4 GiB - 1 is the most a message claims.
+  // Had it been allocated, the vector's zeroed pages would show in the peak resident set.
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  for (size_t claimed : {size_t{0xffffffff}, size_t{1} << 30, size_t{100}}) {
+    std::vector<char> buffer;
+    caf::binary_serializer sink{static_cast<caf::execution_unit*>(nullptr), buffer};
+    size_t size = claimed;
+    ASSERT_FALSE(sink.begin_sequence(size));
+    for (char c : std::string("forty-ish bytes, far fewer than claimed")) ASSERT_FALSE(sink(c));
+    caf::binary_deserializer source{static_cast<caf::execution_unit*>(nullptr), buffer};
+    Encoded encoded;
+    EXPECT_EQ(source(encoded), caf::sec::end_of_stream) << claimed;
+    EXPECT_TRUE(encoded.bytes.empty());
+    caf::binary_deserializer again{static_cast<caf::execution_unit*>(nullptr), buffer};
+    SampledBatch batch;
+    EXPECT_EQ(again(batch), caf::sec::end_of_stream) << claimed;
+    EXPECT_FALSE(batch.ok());
+  }
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 256 * 1024) << "KiB of peak resident set grown";
+  // A length that fits still reads.
+  std::vector<char> buffer;
+  caf::binary_serializer sink{static_cast<caf::execution_unit*>(nullptr), buffer};
+  Encoded original{encoded_reply()};
+  ASSERT_FALSE(sink(original));
+  caf::binary_deserializer source{static_cast<caf::execution_unit*>(nullptr), buffer};
+  Encoded read;
+  EXPECT_FALSE(source(read));
+  EXPECT_EQ(read.bytes, original.bytes);
 }
 
 }  // namespace

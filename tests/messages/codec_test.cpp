@@ -1,5 +1,7 @@
 #include "messages/codec.h"
 
+#include <capnp/message.h>
+#include <capnp/serialize.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -7,6 +9,8 @@
 #include <numeric>
 #include <string>
 #include <vector>
+
+#include "messages/sampling.capnp.h"
 
 namespace partita {
 namespace {
@@ -292,6 +296,36 @@ TEST(Codec, TensorLargerThanOneChunkIsSplitAndJoined) {
   EXPECT_EQ(to_vector(r.edge_ids), out.edge_ids);
   EXPECT_EQ(r.owned.size(), 2u);  // both split tensors were joined
   EXPECT_FALSE(points_into(r.neighbors.data(), bytes));
+}
+
+// Found by fuzz/fuzz_codec.cpp: a split tensor with an empty chunk passed a null pointer to
+// memcpy when its chunks were joined (undefined behaviour, reported by UBSan). Empty chunks
+// add nothing; the tensor decodes from the others.
+TEST(Codec, EmptyChunksOfASplitTensorAreSkippedWhenJoining) {
+  capnp::MallocMessageBuilder message;
+  auto reply = message.initRoot<wire::Envelope>().initHopReply();
+  reply.setRequestId(7);
+  // Each tensor as int64 chunks: an empty one, then the values, then another empty one.
+  auto tensor = [](wire::Tensor::Builder t, const std::vector<int64_t>& values) {
+    t.setDtype(static_cast<uint32_t>(DType::kInt64));
+    t.initShape(1).set(0, static_cast<int64_t>(values.size()));
+    auto chunks = t.initChunks(3);
+    chunks.init(0, 0);
+    auto data = chunks.init(1, values.size() * sizeof(int64_t));
+    std::memcpy(data.begin(), values.data(), data.size());
+    chunks.init(2, 0);
+  };
+  tensor(reply.initOffsets(), {0, 2});
+  tensor(reply.initNeighbors(), {5, 6});
+  tensor(reply.initEdgeIds(), {50, 60});
+  auto words = capnp::messageToFlatArray(message);
+  std::vector<char> bytes(reinterpret_cast<const char*>(words.begin()),
+                          reinterpret_cast<const char*>(words.end()));
+  DecodedHopReply r = decode_hop_reply(bytes, 1);
+  EXPECT_EQ(r.request_id, 7u);
+  EXPECT_EQ(to_vector(r.offsets), (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(to_vector(r.neighbors), (std::vector<int64_t>{5, 6}));
+  EXPECT_EQ(to_vector(r.edge_ids), (std::vector<int64_t>{50, 60}));
 }
 
 TEST(Codec, EncoderReusesItsOutputBuffer) {

@@ -17,7 +17,7 @@ namespace {
 // Returns whether it decoded.
 bool decode_and_check(MessageKind kind, Span<const char> bytes) {
   try {
-    int64_t sum = 0;
+    uint64_t sum = 0;  // wraps: the values are arbitrary
     switch (kind) {
       case MessageKind::kHopRequest: {
         auto r = decode_hop_request(bytes);
@@ -107,7 +107,7 @@ bool decode_and_check(MessageKind kind, Span<const char> bytes) {
         break;
       }
     }
-    volatile int64_t sink = sum;  // the reads are the point: keep them
+    volatile uint64_t sink = sum;  // the reads are the point: keep them
     (void)sink;
     return true;
   } catch (const Error& e) {

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -269,6 +270,27 @@ TEST(RequestChannel, AnOversizedRequestIsRefusedNamingItsLengthAndTheSessionClos
   EXPECT_EQ(raw.receive_length(), 0u) << "a refusal has no body";
   // The stream cannot be resynchronised: the server closes it.
   EXPECT_CONTAINS(error_of([&] { raw.receive(1); }), "closed its connection");
+}
+
+// Found by fuzz/fuzz_transport.cpp: a request's length alone (8 bytes) made the session
+// allocate that much (up to 256 MiB) before a byte of it arrived. Memory now follows the
+// bytes that come: a client that claims 200 MiB and sends 10 bytes costs no 200 MiB.
+TEST(RequestChannel, ARequestsLengthAloneAllocatesNothingBeyondWhatArrives) {
+  RequestServer server("127.0.0.1", 6, repeat(), 10s, "server 6");
+  const ChannelOffer offer = server.open();
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  {
+    RawClient raw(offer, 6);
+    raw.send_length(200u << 20);
+    raw.connection().send_all("ten bytes.", 10, std::chrono::steady_clock::now() + 10s, nullptr, "sending");
+    ::shutdown(raw.connection().fd(), SHUT_WR);
+    // The session reads what came, meets the end of the stream and closes.
+    EXPECT_CONTAINS(error_of([&] { raw.receive(1); }), "closed its connection");
+  }
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KiB of peak resident set grown";
 }
 
 // A server that is a raw listener, to answer with frames no RequestServer would send.

@@ -251,6 +251,14 @@ TEST_F(JobConfigTest, BadFilesNameTheField) {
   EXPECT_THROW(load_job((fs::path(dir_.path()) / "missing.yaml").string()), UsageError);
 }
 
+// Found by fuzz/fuzz_job_yaml.cpp: a mapping or a list used as a key ended the process with
+// an uncaught YAML::TypedBadConversion.
+TEST_F(JobConfigTest, KeysThatAreNotNamesAreNamed) {
+  EXPECT_CONTAINS(error_of(job_text("? num_partitions: 2\n")), "job.yaml: the job: a key must be a name, not a list or mapping");
+  EXPECT_CONTAINS(error_of(job_text("model: {[a, b]: 1}\n")), "job.yaml: model: a key must be a name");
+  EXPECT_CONTAINS(error_of(job_text("train: {? {x: 1}: 2}\n")), "job.yaml: train: a key must be a name");
+}
+
 // Counts that size a resource stop at a stated limit, named with the field.
 TEST_F(JobConfigTest, CountsThatSizeResourcesAreBounded) {
   EXPECT_NE(error_of(job_text("train: {threads: 100000}\n")).find("train.threads: must be at most 1024, got 100000"),

@@ -1,0 +1,119 @@
+// What the fuzz targets share: how one fuzz input becomes the file, or the folder of files,
+// that a reader opens, and what counts as a finding.
+//
+// Readers take paths, so each input is written to a scratch folder on tmpfs (/dev/shm, else
+// $TMPDIR) that belongs to the fuzzing process; writing there costs a few microseconds, far
+// less than the readers' own work. A reader of several files (a LINQS folder, an npy folder,
+// triples) gets one input cut at kFileSeparator: the i-th piece becomes its i-th file, and
+// an empty piece leaves that file out, so the fuzzer explores missing files too. The seeds
+// (fuzz/make_seeds.cpp) are written in the same form, so every piece starts as a real file.
+//
+// A finding is anything but success or partita::Error (or a subclass): a crash, a sanitizer
+// report, a hang (libFuzzer's -timeout), an allocation beyond -malloc_limit_mb, or another
+// exception escaping (std::bad_alloc, std::out_of_range, a YAML or JSON library exception),
+// because the house rule is that bad input gets an Error naming the problem. So the targets
+// catch partita::Error only.
+#pragma once
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+
+namespace partita::fuzz {
+
+// Readers and servers log what they refuse or skip (warnings a user needs); thousands of
+// inputs a second would spend their time logging. Set before main.
+inline const bool kLogsOff = (spdlog::set_level(spdlog::level::off), true);
+
+// Between the files of one input. Long enough that no seed holds it by chance.
+constexpr std::string_view kFileSeparator = "\n%%partita-fuzz-file%%\n";
+
+inline std::string_view as_text(const uint8_t* data, size_t size) {
+  return {reinterpret_cast<const char*>(data), size};
+}
+
+// The pieces of `input` between separators (one piece if there is none).
+inline std::vector<std::string_view> split_files(std::string_view input) {
+  std::vector<std::string_view> pieces;
+  for (;;) {
+    const size_t at = input.find(kFileSeparator);
+    pieces.push_back(input.substr(0, at));
+    if (at == std::string_view::npos) return pieces;
+    input.remove_prefix(at + kFileSeparator.size());
+  }
+}
+
+// The files of the multi-file readers, in the order of an input's pieces (the seeds are
+// packed in this order too). A reader of a new format (N-Triples, MovieLens, ...) gets its
+// list here, a target fuzz/fuzz_<format>.cpp, a line in fuzz/CMakeLists.txt and seeds in
+// fuzz/make_seeds.cpp.
+inline const std::vector<std::string> kLinqsFiles = {"g.content", "g.cites"};
+inline const std::vector<std::string> kTriplesFiles = {"train.txt", "valid.txt", "test.txt"};
+// partitioner/npy_folder.cpp's kFormatFiles, most used first.
+inline const std::vector<std::string> kNpyFolderFiles = {
+    "edge_index.npy", "x.npy",         "y.npy",          "train_idx.npy",      "val_idx.npy",
+    "test_idx.npy",   "node_type.npy", "edge_type.npy",  "types.json",         "edge_attr.npy",
+    "node_time.npy",  "edge_time.npy", "val_edge_index.npy", "val_edge_type.npy", "test_edge_index.npy",
+    "test_edge_type.npy"};
+
+// The process's scratch folder, emptied before each input and removed at exit. Not
+// thread-safe: libFuzzer runs one input at a time per process.
+class ScratchDir {
+ public:
+  static ScratchDir& get() {
+    static ScratchDir dir;
+    return dir;
+  }
+  const std::string& path() const { return path_; }
+
+  // Removes whatever the previous input left.
+  void clear() {
+    for (const auto& entry : std::filesystem::directory_iterator(path_)) std::filesystem::remove_all(entry.path());
+  }
+  // Writes `bytes` to path()/name and returns that path.
+  std::string write(const std::string& name, std::string_view bytes) {
+    const std::string file = path_ + "/" + name;
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out.flush()) {
+      std::fprintf(stderr, "fuzz: cannot write %s\n", file.c_str());
+      std::abort();  // the harness is broken, not the reader: stop loudly
+    }
+    return file;
+  }
+  // Empties the folder and writes the input's pieces as names[0], names[1], ... (an empty
+  // piece, or one beyond names, writes nothing). Returns the folder.
+  const std::string& write_files(std::string_view input, const std::vector<std::string>& names) {
+    clear();
+    const auto pieces = split_files(input);
+    for (size_t i = 0; i < pieces.size() && i < names.size(); ++i) {
+      if (!pieces[i].empty()) write(names[i], pieces[i]);
+    }
+    return path_;
+  }
+
+ private:
+  ScratchDir() {
+    const char* base = std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : std::getenv("TMPDIR");
+    path_ = std::string(base != nullptr ? base : "/tmp") + "/partita-fuzz-" + std::to_string(::getpid());
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  std::string path_;
+};
+
+}  // namespace partita::fuzz

@@ -1,0 +1,322 @@
+// partita_fuzz_seeds OUT CORPUS EXAMPLES: writes the seed corpus of every fuzz target to
+// OUT/<target>/, in the input form that target reads (fuzz_input.h):
+//   - valid inputs written by the project's own writers (the codec's Encoder, CAF's
+//     serialiser, write_npy, write_array, write_npy_folder, a partitioned graph's META.json
+//     and arrays), small enough that a fuzzer runs thousands of them a second;
+//   - the broken inputs of the test corpus (CORPUS: tests/corpus/readers), which each reader
+//     must reject, packed the same way;
+//   - the example jobs (EXAMPLES: examples/*.yaml).
+// scripts/fuzz.sh runs it before fuzzing; the fuzzers then grow their corpora from these.
+#include <caf/binary_serializer.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/array_file.h"
+#include "fuzz/fuzz_input.h"
+#include "messages/caf_types.h"
+#include "messages/codec.h"
+#include "messages/sampled_batch.h"
+#include "partitioner/generators.h"
+#include "partitioner/npy.h"
+#include "partitioner/partition.h"
+#include "partitioner/partition_format.h"
+#include "partitioner/readers.h"
+#include "runtime/cluster/cluster_protocol.h"
+#include "runtime/transport/wire_format.h"
+
+namespace fs = std::filesystem;
+using namespace partita;
+
+namespace {
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class Seeds {
+ public:
+  Seeds(const fs::path& out, const std::string& target) : dir_(out / target) { fs::create_directories(dir_); }
+  void add(const std::string& name, const std::string& bytes) {
+    std::ofstream(dir_ / name, std::ios::binary) << bytes;
+  }
+  void add(const std::string& name, const std::vector<char>& bytes, char prefix) {
+    add(name, std::string(1, prefix) + std::string(bytes.begin(), bytes.end()));
+  }
+  // The files `names` of `folder` as one input (fuzz_input.h's separator between them).
+  void add_folder(const std::string& name, const fs::path& folder, const std::vector<std::string>& names) {
+    std::string input;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (i > 0) input += fuzz::kFileSeparator;
+      if (fs::exists(folder / names[i])) input += read_bytes(folder / names[i]);
+    }
+    // Trailing empty pieces say nothing: drop them, so small folders give small inputs.
+    while (input.size() >= fuzz::kFileSeparator.size() &&
+           input.compare(input.size() - fuzz::kFileSeparator.size(), std::string::npos,
+                         std::string(fuzz::kFileSeparator)) == 0) {
+      input.resize(input.size() - fuzz::kFileSeparator.size());
+    }
+    add(name, input);
+  }
+  // Every entry of `corpus` whose name starts with `prefix`: files as they are, folders
+  // packed, the names of their files in `names` order; a folder's one file of another
+  // name (LINQS's X.content) takes the slot of the name with the same extension.
+  void add_corpus(const fs::path& corpus, const std::string& prefix, const std::vector<std::string>& names) {
+    for (const auto& entry : fs::directory_iterator(corpus)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind(prefix, 0) != 0) continue;
+      if (!entry.is_directory()) {
+        add("corpus_" + name, read_bytes(entry.path()));
+        continue;
+      }
+      std::vector<std::string> slots(names.size());
+      for (const auto& file : fs::directory_iterator(entry.path())) {
+        for (size_t i = 0; i < names.size(); ++i) {
+          if (file.path().filename() == names[i] ||
+              (file.path().extension() == fs::path(names[i]).extension() && names[i].rfind("g.", 0) == 0)) {
+            slots[i] = file.path().filename().string();
+          }
+        }
+      }
+      std::string input;
+      for (size_t i = 0; i < slots.size(); ++i) {
+        if (i > 0) input += fuzz::kFileSeparator;
+        if (!slots[i].empty()) input += read_bytes(entry.path() / slots[i]);
+      }
+      add("corpus_" + name, input);
+    }
+  }
+  const fs::path& dir() const { return dir_; }
+
+ private:
+  fs::path dir_;
+};
+
+Dataset small_sbm(int64_t feature_dim) {
+  SbmOptions o;
+  o.num_nodes = 40;
+  o.num_classes = 2;
+  o.avg_degree = 3;
+  o.feature_dim = feature_dim;
+  o.threads = 1;
+  return generate_sbm(o);
+}
+
+Dataset small_hetero() {
+  HeteroOptions o;
+  o.num_papers = 12;
+  o.num_authors = 6;
+  o.num_venues = 2;
+  o.num_classes = 2;
+  o.feature_dim = 2;
+  o.citations_per_paper = 1;
+  o.authors_per_paper = 1;
+  o.threads = 1;
+  return generate_hetero(o);
+}
+
+void codec_seeds(const fs::path& out) {
+  Seeds s(out, "codec");
+  Encoder encoder(/*max_chunk_bytes=*/64);  // small chunks: split tensors get fuzzed too
+  std::vector<char> b;
+  auto add = [&](const std::string& name, MessageKind kind) { s.add(name, b, static_cast<char>(kind)); };
+  std::vector<int64_t> nodes{3, 1, 4, 1, 5, 9, 2, 6}, trees{0, 0, 1, 1, 2, 2, 3, 3};
+  encoder.hop_request(1, {1, 2, 3}, 2, HopInput{nodes, trees, nodes}, 5, b);
+  add("hop_request", MessageKind::kHopRequest);
+  HopOutput hop;
+  hop.offsets = {0, 3, 3, 5};
+  hop.neighbors = {7, 8, 9, 10, 11};
+  hop.edge_ids = {1, 2, 3, 4, 5};
+  hop.edge_types = {0, 1, 0, 1, 0};
+  encoder.hop_reply(2, hop, b);
+  add("hop_reply", MessageKind::kHopReply);
+  std::vector<int64_t> ids(12, 7);
+  encoder.feature_request(3, "node", "x", ids, b);
+  add("feature_request", MessageKind::kFeatureRequest);
+  std::vector<float> values(6 * 8, 0.25f);
+  encoder.feature_reply(4, TensorView(DType::kFloat32, {6, 8}, values.data(), 192), b);
+  add("feature_reply", MessageKind::kFeatureReply);
+  encoder.error_reply(5, WireErrorCode::kNotFound, "no attribute node/y", b);
+  add("error_reply", MessageKind::kErrorReply);
+  encoder.channel_offer("127.0.0.1", 5000, 77, 2, b);
+  add("channel_offer", MessageKind::kChannelOffer);
+  MiniBatch batch;
+  batch.node_ids = {5, 6, 7};
+  batch.row = {1, 2, 2};
+  batch.col = {0, 0, 1};
+  batch.edge_ids = {3, 4, 5};
+  batch.num_sampled_nodes = {1, 2};
+  batch.num_sampled_edges = {0, 3};
+  batch.input_ids = {5};
+  batch.input_local = {0};
+  batch.batch_size = 1;
+  batch.feature_dim = 2;
+  batch.x = {1, 2, 3, 4, 5, 6};
+  batch.y = {0, 1, 1};
+  encoder.mini_batch({1, 2, 3}, batch, b);
+  add("mini_batch", MessageKind::kMiniBatch);
+  encoder.sampler_ack(3, b);
+  add("sampler_ack", MessageKind::kSamplerAck);
+  encoder.feature_rows_header(8, DType::kFloat32, {1000, 128}, b);
+  add("feature_rows_header", MessageKind::kFeatureRowsHeader);
+
+  // The CAF types, serialised as CAF sends them (fuzz_caf_messages.cpp's order).
+  Seeds c(out, "caf_messages");
+  auto serialise = [&](const std::string& name, char which, const auto& value) {
+    std::vector<char> bytes;
+    caf::binary_serializer sink(static_cast<caf::execution_unit*>(nullptr), bytes);
+    auto copy = value;
+    auto failed = sink(copy);
+    if (failed) std::fprintf(stderr, "partita_fuzz_seeds: cannot serialise %s\n", name.c_str());
+    c.add(name, bytes, which);
+  };
+  runtime::NodeInfo info{"node-a", "127.0.0.1:4000", "0.1.0", 2, int64_t{1} << 34};
+  runtime::NodeLoad load{1 << 30, 1 << 30, {"partition", "sampler"}, {"job-1", ""}};
+  runtime::NodeStatus node{1, info, load, true, "", 12};
+  runtime::JobStatus job{"job-1", "running", {"node-a"}, 2};
+  runtime::ClusterStatus status{"0.1.0", 1000, 5000, {node}, {job}};
+  serialise("node_info", 0, info);
+  serialise("node_load", 1, load);
+  serialise("node_status", 2, node);
+  serialise("job_status", 3, job);
+  serialise("cluster_status", 4, status);
+  serialise("encoded", 5, Encoded{b});
+  SampledBatch sampled = SampledBatch::of(batch, {1, 2, 3});
+  serialise("sampled_batch", 6, sampled);
+  serialise("sampled_batch_failed", 6, SampledBatch::failed(WireErrorCode::kBadRequest, "no such partition"));
+}
+
+void transport_seeds(const fs::path& out) {
+  Seeds s(out, "transport");
+  auto frame = [](const std::string& bytes) {
+    unsigned char length[runtime::wire::kFrameLengthBytes];
+    runtime::wire::encode_frame_length(bytes.size(), length);
+    return std::string(reinterpret_cast<char*>(length), sizeof(length)) + bytes;
+  };
+  unsigned char hello[runtime::wire::kHelloBytes];
+  runtime::wire::encode_hello({42, 1}, hello);
+  s.add("headers_hello", std::string(1, 0) + std::string(reinterpret_cast<char*>(hello), sizeof(hello)));
+  unsigned char op[runtime::wire::kOpHeaderBytes];
+  runtime::wire::encode_op_header({1, 2, 1000}, op);
+  s.add("headers_op", std::string(1, 0) + std::string(reinterpret_cast<char*>(op), sizeof(op)));
+  // Requests: two frames; an empty one; one over the limit.
+  s.add("server_requests", std::string(1, 1) + frame("feature request") + frame("another"));
+  s.add("server_empty", std::string(1, 1) + frame(""));
+  unsigned char huge[runtime::wire::kFrameLengthBytes];
+  runtime::wire::encode_frame_length(runtime::wire::kMaxRequestBytes + 1, huge);
+  s.add("server_oversized", std::string(1, 1) + std::string(reinterpret_cast<char*>(huge), sizeof(huge)));
+  // Replies: head, then body length and body.
+  s.add("client_replies", std::string(1, 2) + frame("head") + frame("body bytes") + frame("h2") + frame(""));
+}
+
+void npy_seeds(const fs::path& out, const fs::path& corpus) {
+  Seeds s(out, "npy");
+  const fs::path tmp = s.dir() / "tmp.npy";
+  std::vector<int64_t> ids{0, 1, 2, 3, 4, 5};
+  std::vector<float> x{1, 2, 3, 4, 5, 6};
+  std::vector<double> xd{1, 2, 3, 4, 5, 6};
+  std::vector<uint8_t> mask{1, 0, 1};
+  std::vector<int32_t> narrow{7, 8};
+  auto add = [&](const std::string& name, DType dtype, const std::vector<int64_t>& shape, const void* data) {
+    write_npy(tmp.string(), dtype, shape, data);
+    s.add(name, read_bytes(tmp));
+  };
+  add("int64_2x3", DType::kInt64, {2, 3}, ids.data());
+  add("float32_3x2", DType::kFloat32, {3, 2}, x.data());
+  add("float64_6", DType::kFloat64, {6}, xd.data());
+  add("uint8_3", DType::kUInt8, {3}, mask.data());
+  add("int32_2", DType::kInt32, {2}, narrow.data());
+  add("int64_0", DType::kInt64, {0}, ids.data());
+  fs::remove(tmp);
+  for (const auto& entry : fs::directory_iterator(corpus)) {  // the single files (folders are npy_folder's)
+    if (entry.path().extension() == ".npy") s.add("corpus_" + entry.path().filename().string(), read_bytes(entry.path()));
+  }
+}
+
+void folder_seeds(const fs::path& out, const fs::path& corpus, const fs::path& scratch) {
+  Seeds npy(out, "npy_folder");
+  for (auto& [name, dataset] : std::vector<std::pair<std::string, Dataset>>{
+           {"sbm", small_sbm(4)}, {"sbm_no_features", small_sbm(0)}, {"hetero", small_hetero()}}) {
+    const fs::path dir = scratch / name;
+    write_npy_folder(dataset, dir.string());
+    npy.add_folder(name, dir, fuzz::kNpyFolderFiles);
+  }
+  npy.add_corpus(corpus, "npy_", fuzz::kNpyFolderFiles);
+
+  Seeds linqs(out, "linqs");
+  linqs.add("cora_like", std::string("10\t1 0 1\tTheory\n20\t0 1 1\tRule_Learning\n30\t1 1 0\tTheory\n") +
+                             std::string(fuzz::kFileSeparator) + "10\t20\n20\t30\n30\t10\n10\t99\n");
+  linqs.add_corpus(corpus, "linqs_", fuzz::kLinqsFiles);
+
+  Seeds triples(out, "triples");
+  triples.add("fb_like", std::string("/m/a\t/r/x\t/m/b\n/m/b\t/r/y\t/m/c\r\n/m/c\t/r/x\t/m/a\n") +
+                             std::string(fuzz::kFileSeparator) + "/m/a\t/r/y\t/m/c\n" +
+                             std::string(fuzz::kFileSeparator) + "/m/b\t/r/x\t/m/c\n");
+  triples.add_corpus(corpus, "triples_", fuzz::kTriplesFiles);
+
+  Seeds edgelist(out, "edgelist");
+  edgelist.add("small", "# a comment\n0 1\n1 2\n2\t0\n\n3 1 # trailing\n");
+  edgelist.add_corpus(corpus, "edgelist_", {});
+
+  // A partitioned graph: its META.json and a few of its array files.
+  const Dataset d = small_sbm(4);
+  PartitionOptions options;
+  options.num_parts = 2;
+  options.threads = 1;
+  const fs::path parts = scratch / "parts";
+  partition_dataset(d, options, parts.string());
+  Seeds meta(out, "meta_json");
+  meta.add("partitioned", read_bytes(parts / "META.json"));
+  Seeds arrays(out, "array_file");
+  int n = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(parts)) {
+    if (entry.is_regular_file() && entry.path().filename() != "META.json" && n < 8 &&
+        fs::file_size(entry.path()) < 4096) {
+      arrays.add("part_" + std::to_string(n++), read_bytes(entry.path()));
+    }
+  }
+  const fs::path tmp = scratch / "a.bin";
+  write_array(tmp.string(), std::vector<int64_t>{1, 2, 3});
+  arrays.add("int64_3", read_bytes(tmp));
+  write_array(tmp.string(), DType::kFloat32, {2, 2}, std::vector<float>{1, 2, 3, 4}.data());
+  arrays.add("float32_2x2", read_bytes(tmp));
+}
+
+void job_seeds(const fs::path& out, const fs::path& examples) {
+  Seeds s(out, "job_yaml");
+  for (const auto& entry : fs::directory_iterator(examples)) {
+    if (entry.path().extension() == ".yaml") s.add(entry.path().filename().string(), read_bytes(entry.path()));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: partita_fuzz_seeds OUT CORPUS EXAMPLES\n");
+    return 2;
+  }
+  const fs::path out = argv[1], corpus = argv[2], examples = argv[3];
+  const fs::path scratch = out / ".scratch";
+  try {
+    fs::create_directories(scratch);
+    codec_seeds(out);
+    transport_seeds(out);
+    npy_seeds(out, corpus);
+    folder_seeds(out, corpus, scratch);
+    job_seeds(out, examples);
+    fs::remove_all(scratch);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "partita_fuzz_seeds: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

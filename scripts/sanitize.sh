@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The test suite built with AddressSanitizer and UndefinedBehaviorSanitizer
+# (-DPARTITA_SANITIZE=address,undefined) in build-asan/, run through ctest: a sanitizer
+# report aborts the test that triggered it, so it fails.
+#
+#   scripts/sanitize.sh          # the fast, torch-free binaries (what CI runs):
+#                                # partita_core_tests, partita_messages_tests, partita_runtime_tests
+#   scripts/sanitize.sh all      # the whole suite (builds everything, libtorch code included)
+#
+# Further arguments go to ctest (-R PATTERN, ...).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ASAN_DIR="${PARTITA_ASAN_BUILD_DIR:-$ROOT/build-asan}"
+WHICH=fast
+if [ "${1:-}" = all ]; then
+  WHICH=all
+  shift
+fi
+
+cmake -S "$ROOT" -B "$ASAN_DIR" -DCMAKE_BUILD_TYPE=Release -DPARTITA_SANITIZE=address,undefined >/dev/null
+# A report fails the test (halt_on_error). handle_sigbus=0: Partita handles SIGBUS itself
+# (a mapped file truncated under a job is named, base/mapped_files.h), which its tests check.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:handle_sigbus=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+cd "$ASAN_DIR"
+if [ "$WHICH" = all ]; then
+  cmake --build . -j"$(nproc)"
+  ctest --output-on-failure --timeout 900 -j2 "$@"
+else
+  binaries=(partita_core_tests partita_messages_tests partita_runtime_tests)
+  cmake --build . -j"$(nproc)" --target "${binaries[@]}"
+  # Their tests carry the label torch_free (tests/CMakeLists.txt); the others are not built.
+  ctest --output-on-failure --timeout 900 -j2 -L torch_free "$@"
+fi
