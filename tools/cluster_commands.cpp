@@ -134,11 +134,17 @@ void add_stop_command(CLI::App& app, const GlobalOptions& global) {
       std::cout << "stopped the cluster of " << head.to_string() << ": " << nodes << " node(s) and the head\n";
       return;
     }
-    runtime::cancel_job(system, handle, head.to_string(), o->job, timeout);
-    // Until its driver has stopped the job's actors and reported the end.
+    // --timeout bounds the whole command: the cancel, then until its driver has stopped the
+    // job's actors and reported the end.
     const auto until = std::chrono::steady_clock::now() + timeout;
+    const auto left = [&until] {
+      using std::chrono::milliseconds;
+      return std::max(milliseconds(100),
+                      std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now()));
+    };
+    runtime::cancel_job(system, handle, head.to_string(), o->job, timeout);
     for (;;) {
-      for (const auto& job : runtime::cluster_status(system, handle, head.to_string(), timeout).jobs) {
+      for (const auto& job : runtime::cluster_status(system, handle, head.to_string(), left()).jobs) {
         if (job.id == o->job && job.finished()) {
           std::cout << "job " << job.id << " " << job.state << (job.message.empty() ? "" : ": " + job.message) << "\n";
           return;
