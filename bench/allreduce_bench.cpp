@@ -26,6 +26,8 @@
 #include "base/subprocess.h"
 #include "bench/stats.h"
 #include "runtime/actor_system.h"
+#include "runtime/client.h"
+#include "runtime/tls/caf_gateway.h"
 #include "runtime/collective/allreduce_client.h"
 #include "runtime/collective/allreduce_group.h"
 #include "runtime/collective/allreduce_member.h"
@@ -193,17 +195,11 @@ RunFigures run_gloo_group(int size, int64_t floats, const AllreduceBenchOptions&
   return figures;
 }
 
-// Connects to an actor published at 127.0.0.1:port, with a deadline (remote_actor has none).
-caf::actor connect_published(caf::actor_system& system, uint16_t port, std::chrono::milliseconds timeout) {
-  caf::scoped_actor self{system};
-  caf::actor result;
-  std::string failed;
-  self->request(system.middleman().actor_handle(), timeout, caf::connect_atom::value, std::string("127.0.0.1"), port)
-      .receive([&](const caf::node_id&, caf::strong_actor_ptr& p,
-                   std::set<std::string>&) { result = caf::actor_cast<caf::actor>(std::move(p)); },
-               [&](caf::error& e) { failed = runtime::describe(system, e); });
-  if (!result) throw Error("allreduce bench: cannot reach the member on port " + std::to_string(port) + ": " + failed);
-  return result;
+
+// The actor a benchmark child published at 127.0.0.1:port.
+caf::actor connect_member(caf::actor_system& system, uint16_t port) {
+  return caf::actor_cast<caf::actor>(
+      runtime::connect_published(system, runtime::Endpoint{"127.0.0.1", port}, 30s, "allreduce bench: cannot reach").actor);
 }
 
 // Each run's driver has an actor system of its own, so that nothing a finished run's
@@ -223,7 +219,7 @@ RunFigures run_partita_group(int size, int64_t floats, const AllreduceBenchOptio
   std::vector<caf::actor> members;
   for (int r = 0; r < size; ++r) {
     const std::string port = wait_for_line(*ranks[r], ready, 60s, "member " + std::to_string(r) + " did not start");
-    members.push_back(connect_published(system, static_cast<uint16_t>(std::stoi(port)), 30s));
+    members.push_back(connect_member(system, static_cast<uint16_t>(std::stoi(port))));
   }
   // Stops the members (which ends their processes) also when something below throws.
   struct Stop {
@@ -254,7 +250,7 @@ double caf_transfer_ms(int64_t floats, const AllreduceBenchOptions& o) {
   ChildProcess child({self_executable(), "--log-level", "warn", "bench", "allreduce-echo"});
   const std::regex ready(R"(allreduce echo listening on 127\.0\.0\.1:([0-9]+)\n)");
   const caf::actor echo =
-      connect_published(system, static_cast<uint16_t>(std::stoi(wait_for_line(child, ready, 60s, "no echo process"))), 30s);
+      connect_member(system, static_cast<uint16_t>(std::stoi(wait_for_line(child, ready, 60s, "no echo process"))));
   struct Stop {
     caf::actor echo;
     ~Stop() { caf::anon_send_exit(echo, caf::exit_reason::user_shutdown); }
@@ -348,7 +344,7 @@ void run_allreduce_member_rank(const AllreduceRankOptions& o) {
     allreduce_member member;
     ~StopOnUnwind() { caf::anon_send_exit(member, caf::exit_reason::user_shutdown); }
   } stop{member};
-  auto port = system.get().middleman().publish(caf::actor_cast<caf::actor>(member), 0, "127.0.0.1");
+  auto port = runtime::tls::publish(system.get(), caf::actor_cast<caf::actor>(member), runtime::Endpoint{"127.0.0.1", 0}, false);
   if (!port) throw Error("allreduce member: cannot publish: " + runtime::describe(system, port.error()));
   std::cout << "allreduce member listening on 127.0.0.1:" << *port << std::endl;
   // The first sum waits until the benchmark has wired the group.
@@ -371,7 +367,7 @@ void run_echo_process() {
     caf::actor echo;
     ~StopOnUnwind() { caf::anon_send_exit(echo, caf::exit_reason::user_shutdown); }
   } stop{echo};
-  auto port = system.get().middleman().publish(echo, 0, "127.0.0.1");
+  auto port = runtime::tls::publish(system.get(), echo, runtime::Endpoint{"127.0.0.1", 0}, false);
   if (!port) throw Error("allreduce echo: cannot publish: " + runtime::describe(system, port.error()));
   std::cout << "allreduce echo listening on 127.0.0.1:" << *port << std::endl;
   caf::scoped_actor self{system};

@@ -22,6 +22,8 @@
 #include "partitioner/partition.h"
 #include "partitioner/readers.h"
 #include "reference_batches.h"
+#include "runtime/client.h"
+#include "runtime/tls/caf_gateway.h"
 #include "test_util.h"
 
 namespace partita {
@@ -64,12 +66,12 @@ sampler_actor spawn_sampler(testing::Cluster& cluster, Samplers& samplers, const
 // The partition actors as `client` sees them with partition 1 served by `server`'s actor
 // system over loopback: another node, so its rows come over its feature channel.
 std::vector<caf::actor> with_partition_1_remote(testing::Cluster& server, testing::Cluster& client) {
-  auto port = server.system().middleman().publish(server.actor(1), 0, "127.0.0.1");
+  auto port = runtime::tls::publish(server.system(), server.actor(1), runtime::Endpoint{"127.0.0.1", 0}, false);
   if (!port) throw Error("cannot publish partition 1: " + server.system().render(port.error()));
-  auto remote = client.system().middleman().remote_actor<partition_actor>("127.0.0.1", *port);
-  if (!remote) throw Error("cannot reach partition 1: " + client.system().render(remote.error()));
+  runtime::PublishedActor remote =
+      runtime::connect_published(client.system(), runtime::Endpoint{"127.0.0.1", *port}, 30s, "cannot reach partition 1 at");
   std::vector<caf::actor> actors = client.actors();
-  actors[1] = caf::actor_cast<caf::actor>(*remote);
+  actors[1] = caf::actor_cast<caf::actor>(std::move(remote.actor));
   return actors;
 }
 
