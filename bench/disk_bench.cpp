@@ -118,37 +118,32 @@ class MemoryCgroup {
   std::string parent_, dir_, peak_file_;
 };
 
-// The device's rate: the aligned spans of `row_numbers` (the store's requests for those
-// rows) read with O_DIRECT by a bare io_uring loop at `depth` reads in flight, with no copy
-// and no bookkeeping beyond refilling the queue. Returns seconds.
-double device_reads(const std::string& path, const DiskRows& rows, const std::vector<int64_t>& row_numbers, int depth) {
+// The device's rate: `requests` read with O_DIRECT by a bare io_uring loop at `depth` reads
+// in flight, with no copy and no bookkeeping beyond refilling the queue. Returns seconds.
+double device_reads(const std::string& path, const std::vector<DiskRequest>& requests, int depth) {
   ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT));
   if (fd.get() < 0) throw file_error(path, "cannot open with O_DIRECT: " + errno_text());
   io_uring ring{};
   if (int rc = io_uring_queue_init(static_cast<unsigned>(depth), &ring, 0); rc < 0) {
     throw Error(std::string("bench disk: io_uring_queue_init: ") + std::strerror(-rc));
   }
-  const size_t span = rows.request_bytes();
+  size_t span = 4096;
+  for (const DiskRequest& r : requests) span = std::max<size_t>(span, r.length);
   void* memory = nullptr;
   if (::posix_memalign(&memory, 4096, span * static_cast<size_t>(depth)) != 0) throw Error("bench disk: out of memory");
   std::unique_ptr<char, decltype(&std::free)> buffers(static_cast<char*>(memory), &std::free);
-  const size_t reads = row_numbers.size();
-  const uint64_t align = rows.alignment();
   Stopwatch watch;
   size_t issued = 0, done = 0;
-  int in_flight = 0;
   std::vector<int> free_slots;
   for (int s = 0; s < depth; ++s) free_slots.push_back(s);
-  while (done < reads) {
+  while (done < requests.size()) {
     int queued = 0;
-    while (issued < reads && !free_slots.empty()) {
+    while (issued < requests.size() && !free_slots.empty()) {
       const int slot = free_slots.back();
       free_slots.pop_back();
-      const uint64_t at = sizeof(ArrayHeader) + static_cast<uint64_t>(row_numbers[issued]) * rows.row_bytes();
-      const uint64_t start = at / align * align;
-      const uint64_t end = (at + rows.row_bytes() + align - 1) / align * align;
       io_uring_sqe* sqe = io_uring_get_sqe(&ring);
-      io_uring_prep_read(sqe, fd.get(), buffers.get() + static_cast<size_t>(slot) * span, static_cast<unsigned>(end - start), start);
+      io_uring_prep_read(sqe, fd.get(), buffers.get() + static_cast<size_t>(slot) * span, requests[issued].length,
+                         requests[issued].offset);
       io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(slot));
       ++issued;
       ++queued;
@@ -156,7 +151,6 @@ double device_reads(const std::string& path, const DiskRows& rows, const std::ve
     if (queued > 0) {
       const int submitted = io_uring_submit(&ring);
       if (submitted < 0) throw Error(std::string("bench disk: io_uring_submit: ") + std::strerror(-submitted));
-      in_flight += submitted;
     }
     io_uring_cqe* cqe = nullptr;
     if (int rc = io_uring_wait_cqe(&ring, &cqe); rc < 0) throw Error(std::string("bench disk: ") + std::strerror(-rc));
@@ -168,11 +162,16 @@ double device_reads(const std::string& path, const DiskRows& rows, const std::ve
     }
     io_uring_cq_advance(&ring, seen);
     done += seen;
-    in_flight -= static_cast<int>(seen);
   }
   const double seconds = watch.seconds();
   io_uring_queue_exit(&ring);
   return seconds;
+}
+
+uint64_t total_bytes(const std::vector<DiskRequest>& requests) {
+  uint64_t bytes = 0;
+  for (const DiskRequest& r : requests) bytes += r.length;
+  return bytes;
 }
 
 // Drops the file's pages from the page cache: a buffered reader starts cold every round.
@@ -216,21 +215,44 @@ int run_disk_bench(const DiskBenchOptions& o) {
       batches.push_back(sampler.sample(batch, {1, 0, static_cast<uint64_t>(b)}).node_ids);
     }
   }  // the graph and its topology go: what remains is the feature file and the batches
-  // The device's requests: the batches' rows in their order, and as many rows drawn uniformly.
-  std::vector<int64_t> batch_rows, uniform_rows;
-  for (const auto& b : batches) batch_rows.insert(batch_rows.end(), b.begin(), b.end());
   DiskReadOptions read_options;
   read_options.queue_depth = o.queue_depth;
-  const DiskRows rows(MappedArray(x_path), read_options);
+  // One reader per merge gap; each gap's reads for the batches, in the store's order, are
+  // what the bare reader replays.
+  struct Gap {
+    uint64_t bytes;
+    std::unique_ptr<const DiskRows> rows;
+    std::vector<DiskRequest> reads;
+    std::vector<double> device_s, store_s;
+  };
+  std::vector<Gap> gaps;
+  for (uint64_t g : o.merge_gaps) {
+    DiskReadOptions options = read_options;
+    options.merge_gap_bytes = g;
+    Gap gap{g, std::make_unique<const DiskRows>(MappedArray(x_path), options), {}, {}, {}};
+    for (const auto& b : batches) {
+      const std::vector<DiskRequest> r = gap.rows->requests(b, 0);
+      gap.reads.insert(gap.reads.end(), r.begin(), r.end());
+    }
+    gaps.push_back(std::move(gap));
+  }
+  const DiskRows& rows = *gaps.back().rows;
   const uint64_t feature_bytes = static_cast<uint64_t>(rows.rows()) * rows.row_bytes();
   size_t total_rows = 0, largest = 0;
   for (const auto& b : batches) {
     total_rows += b.size();
     largest = std::max(largest, b.size());
   }
+  // The device's plain random-read rate: one row's span for as many uniformly random rows.
+  std::vector<DiskRequest> single_reads;
   Rng rng(o.seed);
-  for (size_t i = 0; i < total_rows; ++i) uniform_rows.push_back(static_cast<int64_t>(rng.below(static_cast<uint64_t>(rows.rows()))));
-  // pread reads one row at a time: a slice of the first batch tells its rate.
+  const uint64_t align = rows.alignment();
+  for (size_t i = 0; i < total_rows; ++i) {
+    const uint64_t at = sizeof(ArrayHeader) + rng.below(static_cast<uint64_t>(rows.rows())) * rows.row_bytes();
+    const uint64_t start = at / align * align;
+    single_reads.push_back({start, static_cast<uint32_t>((at + rows.row_bytes() + align - 1) / align * align - start)});
+  }
+  // pread reads one merged read at a time: a slice of the first batch tells its rate.
   const Span<const int64_t> pread_slice(batches[0].data(), std::min<size_t>(batches[0].size(), 20000));
   // Output buffers, touched before the cgroup: the limit counts what the reads take.
   std::vector<char> out(largest * rows.row_bytes(), 1);
@@ -246,13 +268,20 @@ int run_disk_bench(const DiskBenchOptions& o) {
     check.read(batches[0], 0, expected.data());
   }
 
-  std::printf("\nfeatures on disk: %lld rows x %zu bytes = %llu MiB in %s; %s, %s, request %zu bytes, queue depth %d\n",
+  std::printf("\nfeatures on disk: %lld rows x %zu bytes = %llu MiB in %s; %s, %s, one row alone a %zu-byte read, queue depth %d\n",
               (long long)rows.rows(), rows.row_bytes(), (unsigned long long)(feature_bytes >> 20), x_path.c_str(),
               disk_backend_name(rows.backend()), rows.direct() ? "O_DIRECT" : "buffered (no O_DIRECT here)",
               rows.request_bytes(), o.queue_depth);
   std::printf("batches: %zu of %lld seeds, fanouts", batches.size(), (long long)o.batch_size);
   for (int f : o.fanouts) std::printf(" %d", f);
   std::printf(": %.0f nodes per batch on average\n", static_cast<double>(total_rows) / static_cast<double>(batches.size()));
+  const double n = static_cast<double>(total_rows), mb = 1e6;
+  for (const Gap& gap : gaps) {
+    const double bytes = static_cast<double>(total_bytes(gap.reads));
+    std::printf("merge gap %llu: %zu reads for the batches' %zu rows (%.1f rows, %.1f KB a read; %.0f%% of the bytes read are rows)\n",
+                (unsigned long long)gap.bytes, gap.reads.size(), total_rows, n / static_cast<double>(gap.reads.size()),
+                bytes / static_cast<double>(gap.reads.size()) / 1e3, 100 * n * static_cast<double>(rows.row_bytes()) / bytes);
+  }
 
   std::unique_ptr<MemoryCgroup> cgroup;
   if (o.memory_limit_mb > 0) {
@@ -260,44 +289,54 @@ int run_disk_bench(const DiskBenchOptions& o) {
     std::printf("memory budget: %lld MiB (a cgroup), %.2fx of the features\n", (long long)o.memory_limit_mb,
                 static_cast<double>(o.memory_limit_mb << 20) / static_cast<double>(feature_bytes));
   }
-  std::vector<double> device_s, uniform_s, store_s, pread_s;
+  std::fflush(stdout);
+  std::vector<double> single_s, pread_s;
   for (int run = 0; run < o.runs; ++run) {
     drop_cached(x_path);
-    device_s.push_back(device_reads(x_path, rows, batch_rows, o.queue_depth));
-    uniform_s.push_back(device_reads(x_path, rows, uniform_rows, o.queue_depth));
-    drop_cached(x_path);
-    Stopwatch watch;
-    for (size_t b = batches.size(); b-- > 0;) rows.read(batches[b], 0, out.data());  // the first batch last
-    store_s.push_back(watch.seconds());
-    if (std::memcmp(out.data(), expected.data(), expected.size()) != 0) throw Error("bench disk: rows differ");
+    single_s.push_back(device_reads(x_path, single_reads, o.queue_depth));
+    for (Gap& gap : gaps) {
+      drop_cached(x_path);
+      gap.device_s.push_back(device_reads(x_path, gap.reads, o.queue_depth));
+      drop_cached(x_path);
+      Stopwatch watch;
+      for (size_t b = batches.size(); b-- > 0;) gap.rows->read(batches[b], 0, out.data());  // the first batch last
+      gap.store_s.push_back(watch.seconds());
+      if (std::memcmp(out.data(), expected.data(), expected.size()) != 0) throw Error("bench disk: rows differ");
+    }
     drop_cached(x_path);
     ::setenv("PARTITA_NO_IO_URING", "1", 1);
     const DiskRows fallback(MappedArray(x_path), read_options);
     ::unsetenv("PARTITA_NO_IO_URING");
-    watch.restart();
+    Stopwatch watch;
     fallback.read(pread_slice, 0, out.data());
     pread_s.push_back(watch.seconds());
     if (std::memcmp(out.data(), expected.data(), pread_slice.size() * rows.row_bytes()) != 0) {
       throw Error("bench disk: pread rows differ");
     }
   }
-  const double n = static_cast<double>(total_rows);
-  const double device_rate = n / median(device_s), store_rate = n / median(store_s);
-  const double uniform_rate = n / median(uniform_s);
-  const double pread_rate = static_cast<double>(pread_slice.size()) / median(pread_s);
-  const double mb = 1e6;
-  std::printf("\n%-34s | %12s | %12s | %14s\n", "reader", "rows/s", "row MB/s", "request MB/s");
-  const auto line = [&](const char* name, double rate) {
-    std::printf("%-34s | %12.0f | %12.1f | %14.1f\n", name, rate, rate * static_cast<double>(rows.row_bytes()) / mb,
-                rate * static_cast<double>(rows.request_bytes()) / mb);
+  std::printf("\n%-44s | %10s | %10s | %10s | %10s\n", "reader", "reads/s", "rows/s", "row MB/s", "read MB/s");
+  const auto line = [&](const std::string& name, double reads, double rows_done, double bytes, double seconds) {
+    std::printf("%-44s | %10.0f | %10.0f | %10.1f | %10.1f\n", name.c_str(), reads / seconds, rows_done / seconds,
+                rows_done * static_cast<double>(rows.row_bytes()) / mb / seconds, bytes / mb / seconds);
   };
-  line("device: the batches' rows", device_rate);
-  line("device: uniformly random rows", uniform_rate);
-  line("disk store gather (io_uring)", store_rate);
-  line("disk store gather (pread fallback)", pread_rate);
-  std::printf("\nstore / device (same requests): %.2f (goal >= 0.7); store / device (uniform rows): %.2f; "
-              "pread / device: %.2f; medians of %d interleaved rounds\n",
-              store_rate / device_rate, store_rate / uniform_rate, pread_rate / device_rate, o.runs);
+  line("device: one read per random row", n, n, static_cast<double>(total_bytes(single_reads)), median(single_s));
+  for (const Gap& gap : gaps) {
+    const double reads = static_cast<double>(gap.reads.size()), bytes = static_cast<double>(total_bytes(gap.reads));
+    const std::string g = std::to_string(gap.bytes);
+    line("device: the store's reads, gap " + g, reads, n, bytes, median(gap.device_s));
+    line("disk store gather (io_uring), gap " + g, reads, n, bytes, median(gap.store_s));
+  }
+  const std::vector<DiskRequest> pread_reads = DiskRows(MappedArray(x_path), read_options).requests(pread_slice, 0);
+  const double slice = static_cast<double>(pread_slice.size());
+  line("disk store gather (pread), gap " + std::to_string(read_options.merge_gap_bytes) + ", 20k rows",
+       static_cast<double>(pread_reads.size()), slice, static_cast<double>(total_bytes(pread_reads)), median(pread_s));
+  std::printf("\n");
+  for (const Gap& gap : gaps) {
+    std::printf("gap %llu: store / device on the same reads %.2f (goal >= 0.7); rows/s / one-read-per-row rows/s %.2f\n",
+                (unsigned long long)gap.bytes, median(gap.device_s) / median(gap.store_s),
+                median(single_s) / median(gap.store_s));
+  }
+  std::printf("medians of %d interleaved rounds\n", o.runs);
   if (cgroup) {
     std::printf("cgroup peak memory during the rounds: %.1f MiB of a %lld MiB budget (features: %llu MiB)\n",
                 static_cast<double>(cgroup->peak_bytes()) / (1 << 20), (long long)o.memory_limit_mb,

@@ -20,6 +20,8 @@ struct DiskBenchOptions {
   std::vector<int> fanouts{15, 10, 5};
   int num_batches = 4;
   int queue_depth = 64;  // of the store's reader and of the device baseline
+  // The store's merge gaps to measure (DiskReadOptions::merge_gap_bytes), each in every round.
+  std::vector<uint64_t> merge_gaps{0, 8192};
   int runs = 5;          // interleaved rounds; medians are reported
   // The memory the rounds run under (a cgroup the bench makes: v2 memory.max or v1
   // memory.limit_in_bytes; needs root); 0 = no cgroup.
@@ -27,13 +29,14 @@ struct DiskBenchOptions {
 };
 
 // Generates or reads the graph, writes its features as an array file, samples the batches,
-// frees the graph but its topology, moves itself into the memory cgroup, then for each
-// round: drops the file's cached pages (POSIX_FADV_DONTNEED), reads the store's requests
-// for the batches' rows, and as many for uniformly random rows, with a bare io_uring reader
-// (O_DIRECT, the same queue depth, no copy: the device), gathers the batches' rows with the
-// disk store (io_uring), and, for the fallback, 20,000 rows of the first batch with pread.
-// Prints rows/s, MB/s of rows and of requests, the store/device ratio, and the cgroup's
-// peak memory. Returns the process exit code.
+// frees the graph, moves itself into the memory cgroup, then in each round, every reader
+// after the file's cached pages are dropped (POSIX_FADV_DONTNEED): the bare device (an
+// io_uring loop of its own: O_DIRECT, the same queue depth, no copy) reading one row's span
+// for as many uniformly random rows as the batches have; for each merge gap, the bare
+// device replaying the store's reads for the batches (DiskRows::requests) and the disk
+// store gathering them; and the pread fallback on 20,000 rows of the first batch. Prints
+// reads/s, rows/s and MB/s of each, store / device on the same reads, and the cgroup's peak
+// memory. Returns the process exit code.
 int run_disk_bench(const DiskBenchOptions& options);
 
 }  // namespace partita::bench

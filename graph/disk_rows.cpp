@@ -21,6 +21,8 @@ namespace {
 
 // Memory alignment of O_DIRECT buffers: a page satisfies every device's DMA alignment.
 constexpr size_t kBufferAlign = 4096;
+// The most one read takes when it merges neighbouring rows (see the header).
+constexpr size_t kMaxReadBytes = 64 << 10;
 // A gather whose reads stop completing for this long is an error, not a hang.
 constexpr int kCompletionDeadlineSeconds = 60;
 
@@ -54,7 +56,7 @@ const char* disk_backend_name(DiskBackend backend) {
   return backend == DiskBackend::kIoUring ? "io_uring" : "pread";
 }
 
-// One gather's ring and its slot buffers (O_DIRECT only: buffered reads land in the output).
+// One gather's ring and its slot buffers, one read's worth each.
 struct DiskRows::Ring {
   io_uring ring{};
   bool ready = false;  // set up by io_uring_queue_init
@@ -71,6 +73,10 @@ DiskRows::DiskRows(MappedArray array, DiskReadOptions options)
   row_bytes_ = static_cast<size_t>(width) * dtype_size(dtype_);
   file_bytes_ = sizeof(ArrayHeader) + array.data_bytes();
   array = MappedArray();  // the header is checked; rows are read, not mapped
+  if (options_.merge_gap_bytes > kMaxReadBytes) {
+    throw UsageError("disk rows of " + path_ + ": merge gap " + std::to_string(options_.merge_gap_bytes) +
+                     " bytes is more than a read (" + std::to_string(kMaxReadBytes) + ")");
+  }
   if (options_.queue_depth < 1 || options_.queue_depth > 4096) {
     throw UsageError("disk rows of " + path_ + ": queue depth " + std::to_string(options_.queue_depth) +
                      " is outside [1, 4096]");
@@ -109,6 +115,7 @@ DiskRows::DiskRows(MappedArray array, DiskReadOptions options)
       span_bytes_ = std::max<size_t>(span_bytes_, round_up(at + row_bytes_, align_) - round_down(at, align_));
     }
   }
+  slot_bytes_ = std::max(kMaxReadBytes, span_bytes_);
 }
 
 DiskRows::~DiskRows() {
@@ -145,7 +152,7 @@ std::unique_ptr<DiskRows::Ring> DiskRows::take_ring() const {
     return nullptr;
   }
   ring->ready = true;
-  if (direct_) ring->buffers = aligned_buffer(span_bytes_ * static_cast<size_t>(options_.queue_depth), path_);
+  ring->buffers = aligned_buffer(slot_bytes_ * static_cast<size_t>(options_.queue_depth), path_);
   return ring;
 }
 
@@ -163,6 +170,7 @@ void DiskRows::read(Span<const int64_t> ids, int64_t first_id, char* out) const 
     }
   }
   if (ids.empty()) return;
+  const Plan reads = plan(ids, first_id);
   if (uring_ok_.load()) {
     std::unique_ptr<Ring> ring = take_ring();
     if (ring != nullptr) {
@@ -170,7 +178,7 @@ void DiskRows::read(Span<const int64_t> ids, int64_t first_id, char* out) const 
       // submission leaves it unusable, and it is dropped.
       bool done = false;
       try {
-        done = read_uring(*ring, ids, first_id, out);
+        done = read_uring(*ring, reads, ids, first_id, out);
       } catch (...) {
         give_back(std::move(ring));
         throw;
@@ -181,42 +189,77 @@ void DiskRows::read(Span<const int64_t> ids, int64_t first_id, char* out) const 
       }
     }
   }
-  read_pread(ids, first_id, out);
+  read_pread(reads, ids, first_id, out);
 }
 
-bool DiskRows::read_uring(Ring& ring, Span<const int64_t> ids, int64_t first_id, char* out) const {
-  const size_t n = ids.size();
+DiskRows::Plan DiskRows::plan(Span<const int64_t> ids, int64_t first_id) const {
+  Plan plan;
+  plan.order.resize(ids.size());
+  for (size_t k = 0; k < ids.size(); ++k) plan.order[k] = k;
+  std::sort(plan.order.begin(), plan.order.end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
+  uint64_t begin = 0, end = 0;
+  for (size_t j = 0; j < plan.order.size(); ++j) {
+    const uint64_t at = row_offset(ids[plan.order[j]] - first_id);
+    const uint64_t span_begin = round_down(at, align_), span_end = round_up(at + row_bytes_, align_);
+    if (j > 0 && span_begin <= end + options_.merge_gap_bytes && span_end - begin <= slot_bytes_) {
+      end = std::max(end, span_end);  // close enough to the read so far: the same read
+      continue;
+    }
+    if (j > 0) plan.reads.push_back({begin, static_cast<uint32_t>(end - begin)});
+    plan.first.push_back(j);
+    begin = span_begin;
+    end = span_end;
+  }
+  if (!plan.order.empty()) plan.reads.push_back({begin, static_cast<uint32_t>(end - begin)});
+  plan.first.push_back(plan.order.size());
+  return plan;
+}
+
+std::vector<DiskRequest> DiskRows::requests(Span<const int64_t> ids, int64_t first_id) const {
+  return plan(ids, first_id).reads;
+}
+
+std::string DiskRows::place(const Plan& plan, size_t read, const char* data, int64_t got, Span<const int64_t> ids,
+                            int64_t first_id, char* out) const {
+  const DiskRequest& request = plan.reads[read];
+  const uint64_t valid_end = request.offset + static_cast<uint64_t>(std::max<int64_t>(got, 0));
+  for (size_t j = plan.first[read]; j < plan.first[read + 1]; ++j) {
+    const size_t pos = plan.order[j];
+    const uint64_t at = row_offset(ids[pos] - first_id);
+    if (at + row_bytes_ > valid_end) {
+      try {
+        fail_short(at, static_cast<int64_t>(valid_end) - static_cast<int64_t>(at), row_bytes_);
+      } catch (const Error& e) {
+        return e.what();
+      }
+    }
+    std::memcpy(out + pos * row_bytes_, data + (at - request.offset), row_bytes_);
+  }
+  return "";
+}
+
+bool DiskRows::read_uring(Ring& ring, const Plan& plan, Span<const int64_t> ids, int64_t first_id, char* out) const {
+  const size_t n = plan.reads.size();
   const int depth = options_.queue_depth;
-  std::vector<size_t> slot_position(static_cast<size_t>(depth));
+  std::vector<size_t> slot_read(static_cast<size_t>(depth));
   std::vector<int> free_slots;
   for (int s = depth - 1; s >= 0; --s) free_slots.push_back(s);
-  size_t next = 0;      // the first position not yet queued
+  size_t next = 0;      // the first read not yet queued
   int pending = 0;      // queued, not yet submitted
   int in_flight = 0;    // submitted, not yet completed
   std::string error;    // the first failed read; thrown once the reads in flight are drained
 
-  // The reads one completion answers: copied out (O_DIRECT) or checked (buffered).
   const auto complete = [&](const io_uring_cqe* cqe) {
     const int slot = static_cast<int>(cqe->user_data);
-    const size_t pos = slot_position[static_cast<size_t>(slot)];
+    const size_t read = slot_read[static_cast<size_t>(slot)];
     free_slots.push_back(slot);
     --in_flight;
-    const uint64_t at = row_offset(ids[pos] - first_id);
-    const uint64_t start = direct_ ? round_down(at, align_) : at;
-    const size_t needed = static_cast<size_t>(at - start) + row_bytes_;
     if (!error.empty()) return;
     if (cqe->res < 0) {
-      error = path_ + ": read at offset " + std::to_string(at) + " failed: " + std::strerror(-cqe->res);
-    } else if (static_cast<size_t>(cqe->res) < needed) {
-      try {
-        fail_short(at, cqe->res - static_cast<int64_t>(at - start), row_bytes_);
-      } catch (const Error& e) {
-        error = e.what();
-      }
-    } else if (direct_) {
-      std::memcpy(out + pos * row_bytes_, ring.buffers.get() + static_cast<size_t>(slot) * span_bytes_ + (at - start),
-                  row_bytes_);
+      error = path_ + ": read at offset " + std::to_string(plan.reads[read].offset) + " failed: " + std::strerror(-cqe->res);
+      return;
     }
+    error = place(plan, read, ring.buffers.get() + static_cast<size_t>(slot) * slot_bytes_, cqe->res, ids, first_id, out);
   };
   // Waits for one completion, then takes every one that is there.
   const auto reap = [&]() {
@@ -244,15 +287,10 @@ bool DiskRows::read_uring(Ring& ring, Span<const int64_t> ids, int64_t first_id,
       if (sqe == nullptr) break;  // the submission queue is full until the next submit
       const int slot = free_slots.back();
       free_slots.pop_back();
-      slot_position[static_cast<size_t>(slot)] = next;
-      const uint64_t at = row_offset(ids[next] - first_id);
-      if (direct_) {
-        const uint64_t start = round_down(at, align_);
-        const auto length = static_cast<unsigned>(round_up(at + row_bytes_, align_) - start);
-        io_uring_prep_read(sqe, fd_, ring.buffers.get() + static_cast<size_t>(slot) * span_bytes_, length, start);
-      } else {
-        io_uring_prep_read(sqe, fd_, out + next * row_bytes_, static_cast<unsigned>(row_bytes_), at);
-      }
+      slot_read[static_cast<size_t>(slot)] = next;
+      const DiskRequest& request = plan.reads[next];
+      io_uring_prep_read(sqe, fd_, ring.buffers.get() + static_cast<size_t>(slot) * slot_bytes_, request.length,
+                         request.offset);
       io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(slot));
       ++next;
       ++pending;
@@ -264,8 +302,8 @@ bool DiskRows::read_uring(Ring& ring, Span<const int64_t> ids, int64_t first_id,
         submitted = number == options_.fail_submission ? -EIO : io_uring_submit(&ring.ring);
       } while (submitted == -EINTR);
       if (submitted < 0) {
-        // What was submitted completes into this ring's buffers (or `out`): wait for it
-        // before the ring goes and the rows are read again.
+        // What was submitted completes into this ring's buffers: wait for it before the
+        // ring goes and the rows are read again.
         while (in_flight > 0) reap();
         uring_ok_ = false;
         if (first_time(said_submit_failed)) {
@@ -283,27 +321,21 @@ bool DiskRows::read_uring(Ring& ring, Span<const int64_t> ids, int64_t first_id,
   return true;
 }
 
-void DiskRows::read_pread(Span<const int64_t> ids, int64_t first_id, char* out) const {
-  AlignedBuffer bounce = direct_ ? aligned_buffer(span_bytes_, path_) : AlignedBuffer();
-  for (size_t k = 0; k < ids.size(); ++k) {
-    const uint64_t at = row_offset(ids[k] - first_id);
-    const uint64_t start = direct_ ? round_down(at, align_) : at;
-    const size_t length = direct_ ? static_cast<size_t>(round_up(at + row_bytes_, align_) - start) : row_bytes_;
-    const size_t needed = static_cast<size_t>(at - start) + row_bytes_;
-    char* into = direct_ ? bounce.get() : out + k * row_bytes_;
+void DiskRows::read_pread(const Plan& plan, Span<const int64_t> ids, int64_t first_id, char* out) const {
+  AlignedBuffer buffer = aligned_buffer(slot_bytes_, path_);
+  for (size_t read = 0; read < plan.reads.size(); ++read) {
+    const DiskRequest& request = plan.reads[read];
     size_t got = 0;
-    while (got < needed) {
-      const ssize_t r = ::pread(fd_, into + got, length - got, static_cast<off_t>(start + got));
+    while (got < request.length) {
+      const ssize_t r = ::pread(fd_, buffer.get() + got, request.length - got, static_cast<off_t>(request.offset + got));
       if (r < 0 && errno == EINTR) continue;
-      if (r < 0) throw file_error(path_, "read at offset " + std::to_string(at) + " failed: " + errno_text());
-      if (r == 0) fail_short(at, static_cast<int64_t>(got) - static_cast<int64_t>(at - start), row_bytes_);
+      if (r < 0) throw file_error(path_, "read at offset " + std::to_string(request.offset) + " failed: " + errno_text());
+      if (r == 0) break;  // the file's end: place() names the first row it cut
       got += static_cast<size_t>(r);
-      if (direct_ && got < needed && got % align_ != 0) {
-        // O_DIRECT continues only at block boundaries: a partial block is the file's end.
-        fail_short(at, static_cast<int64_t>(got) - static_cast<int64_t>(at - start), row_bytes_);
-      }
+      if (direct_ && got % align_ != 0) break;  // O_DIRECT goes on only at block boundaries: the end
     }
-    if (direct_) std::memcpy(out + k * row_bytes_, into + (at - start), row_bytes_);
+    const std::string error = place(plan, read, buffer.get(), static_cast<int64_t>(got), ids, first_id, out);
+    if (!error.empty()) throw Error(error);
   }
 }
 

@@ -129,6 +129,7 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   disk->add_option("--fanouts", k->fanouts, "fanouts of the sampled batches (default 15 10 5)")->check(cli::positive());
   disk->add_option("--batches", k->num_batches, "sampled batches whose rows each round gathers")->check(cli::positive())->capture_default_str();
   disk->add_option("--queue-depth", k->queue_depth, "reads in flight (store and device)")->check(cli::in_range(1, 4096))->capture_default_str();
+  disk->add_option("--merge-gaps", k->merge_gaps, "the store's merge gaps to measure, bytes (default 0 8192)")->check(cli::in_range(0, 65536));
   disk->add_option("--runs", k->runs, "interleaved rounds (medians reported)")->check(cli::positive())->capture_default_str();
   disk->add_option("--memory-limit-mb", k->memory_limit_mb, "run the rounds in a cgroup with this memory limit (root; 0: none)")->check(cli::at_least(0))->capture_default_str();
   disk->callback([k] { bench::run_disk_bench(*k); });

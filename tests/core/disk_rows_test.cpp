@@ -192,12 +192,46 @@ TEST(DiskRowsTest, ARefusedSubmissionFallsBackToPreadWithTheSameRows) {
     SCOPED_TRACE("submission " + std::to_string(fail) + " fails");
     DiskReadOptions options;
     options.queue_depth = 16;
+    options.merge_gap_bytes = 0;  // a read per few rows: several submissions
     options.fail_submission = fail;
     DiskRows rows(MappedArray(tmp / "x.arr"), options);
     EXPECT_EQ(rows.backend(), DiskBackend::kIoUring);
     EXPECT_EQ(read_rows(rows, ids, 0), expected);
     EXPECT_EQ(rows.backend(), DiskBackend::kPread);
     EXPECT_EQ(read_rows(rows, ids, 0), expected);
+  }
+}
+
+uint64_t at_row(int64_t row) { return sizeof(ArrayHeader) + static_cast<uint64_t>(row) * 512; }
+
+// Rows whose spans touch or overlap, repeats, and rows less than the merge gap apart share
+// one read of at most 64 KB; reads go in file order; the rows still land at their positions.
+TEST(DiskRowsTest, NeighbouringAndRepeatedRowsShareOneRead) {
+  TempDir tmp;
+  const std::vector<float> values = write_matrix(tmp / "x.arr", 1000, 128);
+  std::vector<int64_t> ids{901, 12, 500, 10, 12, 11, 900, 505};  // 500 and 505: 2 KB apart
+  for (int64_t r = 600; r < 800; ++r) ids.push_back(r);  // 100 KB of neighbours: two reads
+  for (bool direct : {true, false}) {
+    SCOPED_TRACE(direct ? "direct" : "buffered");
+    DiskReadOptions options;
+    options.direct = direct;
+    options.merge_gap_bytes = 0;
+    EXPECT_EQ(DiskRows(MappedArray(tmp / "x.arr"), options).requests(ids, 0).size(), 6u) << "500 and 505 apart";
+    options.merge_gap_bytes = 4096;
+    DiskRows rows(MappedArray(tmp / "x.arr"), options);
+    const std::vector<DiskRequest> reads = rows.requests(ids, 0);
+    ASSERT_EQ(reads.size(), 5u);
+    EXPECT_GE(reads[1].offset + reads[1].length, at_row(506)) << "500 and 505 in one read";
+    const auto at = at_row;
+    EXPECT_LE(reads[0].offset, at(10));
+    EXPECT_GE(reads[0].offset + reads[0].length, at(13)) << "rows 10-12 and the repeat in one read";
+    EXPECT_LE(reads[1].offset, at(500));
+    EXPECT_LE(reads[2].offset, at(600));
+    EXPECT_EQ(reads[2].length, 64u << 10);
+    EXPECT_GE(reads[3].offset + reads[3].length, at(800));
+    EXPECT_GE(reads[4].offset + reads[4].length, at(902));
+    for (size_t i = 1; i < reads.size(); ++i) EXPECT_GT(reads[i].offset, reads[i - 1].offset) << "file order";
+    EXPECT_EQ(read_rows(rows, ids, 0), expected_rows(values, 128, 0, ids));
   }
 }
 
@@ -210,6 +244,9 @@ TEST(DiskRowsTest, BadRowsAndOptionsAreErrors) {
   DiskReadOptions zero;
   zero.queue_depth = 0;
   EXPECT_THROW(DiskRows(MappedArray(tmp / "x.arr"), zero), UsageError);
+  DiskReadOptions wide;
+  wide.merge_gap_bytes = 1 << 20;
+  EXPECT_THROW(DiskRows(MappedArray(tmp / "x.arr"), wide), UsageError);
 }
 
 // A feature store's attribute on disk: described by get() without data, gathered with the
