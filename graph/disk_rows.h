@@ -22,8 +22,8 @@
 // answers a bounded number of reads per second, each of up to tens of KB for about the cost
 // of one, and a sampled batch's rows are dense (a fifth of the shared graph's rows per batch,
 // its hubs at the low ids). Measured in `partita bench disk` (BENCHMARKS.md, "Features on
-// disk"): on the project's machine a batch's rows come 1.4x faster than one read per row
-// with gap 0 (touching spans only), 3x with 2 KB and 6.9x with 8 KB.
+// disk"): on the project's machine a batch's rows come 1.35x faster than one read per row
+// with gap 0 (touching spans only), 2.6x with 2 KB and 9.2x with 8 KB.
 //
 // Where io_uring is unavailable (io_uring_queue_init fails: an old kernel, a seccomp filter,
 // io_uring_disabled; or PARTITA_NO_IO_URING=1 in the environment) rows are read with one
