@@ -14,7 +14,7 @@ namespace partita {
 //     node times of every part and the part's edge times are loaded for it) and
 //     temporal_strategy (uniform or last), channel_host (where its
 //     feature channel listens, an address the samplers reach; default 127.0.0.1),
-//     features (where its attributes are kept: auto, memory or mapped, default auto;
+//     features (where its attributes are kept: auto, memory, mapped or disk, default auto;
 //     partitioner/partition_stores.h).
 //   "sampler": the sampler of the trainer placed with one part (actors/sampler_actor.h),
 //     which reads that part directly (sharing a partition actor's stores on the same

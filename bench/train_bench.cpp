@@ -252,6 +252,25 @@ void compare_tls(const JobConfig& job, const TrainBenchOptions& o, int per_daemo
               median(secure), median(secure) / median(plain));
 }
 
+// Configuration (a), features in memory and on disk in alternating rounds.
+void compare_storage(JobConfig job, const TrainBenchOptions& o) {
+  std::printf("\n(a) 1 partition, 1 trainer, in one process: %d rounds per storage, alternating\n", o.compare_storage);
+  std::printf("%-6s %-7s %10s %8s\n", "round", "storage", "s/epoch", "s/step");
+  std::vector<double> memory, disk;
+  for (int round = 1; round <= o.compare_storage; ++round) {
+    for (const char* storage : {"memory", "disk"}) {
+      job.feature_storage = storage;
+      auto rt = runtime::Runtime::in_process(system_options(), job_actor_types());
+      const EpochTime t = measure(*rt, job, o);
+      (job.feature_storage == "disk" ? disk : memory).push_back(t.seconds_per_epoch);
+      std::printf("%-6d %-7s %10.2f %8.3f\n", round, storage, t.seconds_per_epoch, t.seconds_per_step());
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\nmedian s/epoch: memory %.2f, disk %.2f; disk / memory %.2f\n", median(memory), median(disk),
+              median(disk) / median(memory));
+}
+
 }  // namespace
 
 void run_train_bench(const TrainBenchOptions& o) {
@@ -285,6 +304,7 @@ void run_train_bench(const TrainBenchOptions& o) {
   }
   if (!o.epochs) return;
   if (o.compare_tls > 0) return compare_tls(two, o, per_daemon);
+  if (o.compare_storage > 0) return compare_storage(one, o);
 
   EpochTime a;
   {

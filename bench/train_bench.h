@@ -26,6 +26,7 @@ struct TrainBenchOptions {
   std::string work_dir;    // keeps the partitions between runs; default under /tmp
   uint64_t seed = 1;
   int compare_tls = 0;     // > 0: only (b), this many rounds over TLS and over plaintext each
+  int compare_storage = 0; // > 0: only (a), this many rounds with features in memory and on disk each
 };
 
 // GraphSAGE with fanouts.size() layers on `input` or on RMAT with random labels,
@@ -45,6 +46,9 @@ struct TrainBenchOptions {
 // With compare_tls = R: only (b), R rounds each with the daemons and this driver over TLS
 // (the process's credentials) and over plaintext (`--insecure` daemons, no credentials
 // here), alternating, fresh daemons per round; prints each round and the medians.
+//
+// With compare_storage = R: only (a), R rounds each with `features: {storage: memory}` and
+// `{storage: disk}` (graph/disk_rows.h), alternating; prints each round and the medians.
 void run_train_bench(const TrainBenchOptions& options);
 
 }  // namespace partita::bench

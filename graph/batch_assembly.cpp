@@ -161,6 +161,11 @@ void BatchAssembly::gather_local(int part) {
       if (rows_.ids(part).size() == batch_.node_ids.size()) {
         // Every row, in order: the store's gather (threads, streaming stores) straight in.
         store.gather("node", name, rows_.ids(part), out.data(), out.size() * sizeof(T));
+      } else if (store.disk_rows("node", name) != nullptr) {
+        // Rows on disk: read this part's into a scratch buffer, then put them in place.
+        std::vector<T> rows(rows_.ids(part).size() * static_cast<size_t>(attribute->row_width()));
+        store.gather("node", name, rows_.ids(part), rows.data(), rows.size() * sizeof(T));
+        rows_.place(part, rows.data(), attribute->row_bytes(), out.data());
       } else {
         RowSource from;
         from.data = static_cast<const char*>(attribute->raw_data());

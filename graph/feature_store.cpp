@@ -64,7 +64,20 @@ void FeatureStore::put(const std::string& group, const std::string& name, RowSpa
                 " rows, but this partition's " + space_name(space) + " range " +
                 range_text(rows.begin, rows.end) + " has " + std::to_string(rows.size()));
   }
-  entries_[{group, name}] = Entry{space, std::move(array)};
+  entries_[{group, name}] = Entry{space, std::move(array), nullptr};
+}
+
+void FeatureStore::put_disk(const std::string& group, const std::string& name, RowSpace space,
+                            std::shared_ptr<const DiskRows> rows) {
+  if (rows == nullptr) throw Error("feature store: put " + key_name(group, name) + ": no rows");
+  const DiskRows& r = *rows;
+  put(group, name, space, ArrayRef::from_owner(rows, r.dtype(), r.shape(), nullptr, 0, r.path()));
+  entries_[{group, name}].disk = std::move(rows);
+}
+
+const DiskRows* FeatureStore::disk_rows(const std::string& group, const std::string& name) const {
+  auto it = entries_.find({group, name});
+  return it == entries_.end() ? nullptr : it->second.disk.get();
 }
 
 const ArrayRef* FeatureStore::get(const std::string& group, const std::string& name) const {
@@ -123,6 +136,13 @@ void FeatureStore::gather(const std::string& group, const std::string& name,
                 " bytes per row)");
   }
   const Range rows = range(entry.space);
+  if (entry.disk) {
+    for (size_t pos = 0; pos < n; ++pos) {
+      if (global_ids[pos] < rows.begin || global_ids[pos] >= rows.end) throw_outside(group, name, entry.space, global_ids, pos);
+    }
+    entry.disk->read(global_ids, rows.begin, static_cast<char*>(out));
+    return;
+  }
   RowSource src;
   src.data = static_cast<const char*>(entry.array.raw_data());
   src.row_bytes = row_bytes;
@@ -144,13 +164,15 @@ void FeatureStore::gather(const std::string& group, const std::string& name,
     while (bad < seen && !first_bad.compare_exchange_weak(seen, bad)) {
     }
   });
-  if (first_bad < n) {
-    size_t pos = first_bad;
-    throw Error("feature store: gather " + key_name(group, name) + ": global id " +
-                std::to_string(global_ids[pos]) + " (position " + std::to_string(pos) +
-                ") is outside this partition's " + space_name(entry.space) + " range " +
-                range_text(rows.begin, rows.end));
-  }
+  if (first_bad < n) throw_outside(group, name, entry.space, global_ids, first_bad);
+}
+
+void FeatureStore::throw_outside(const std::string& group, const std::string& name, RowSpace space,
+                                 Span<const int64_t> global_ids, size_t pos) const {
+  const Range rows = range(space);
+  throw Error("feature store: gather " + key_name(group, name) + ": global id " + std::to_string(global_ids[pos]) +
+              " (position " + std::to_string(pos) + ") is outside this partition's " + space_name(space) +
+              " range " + range_text(rows.begin, rows.end));
 }
 
 }  // namespace partita

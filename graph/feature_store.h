@@ -12,6 +12,11 @@
 // only the requested rows, so memory-mapped attributes larger than RAM work unchanged,
 // and splits large gathers over threads.
 //
+// An attribute may instead live on disk (put_disk, graph/disk_rows.h): its rows are read
+// from the file at each gather, with io_uring, and take no memory. get() still describes it
+// (dtype, shape, the file's name), but its raw_data() is null: its rows come only through
+// gather().
+//
 // Thread safety: const methods may run concurrently; put() and remove() may not run
 // concurrently with anything else on the same store.
 #pragma once
@@ -19,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +32,7 @@
 #include "base/array_ref.h"
 #include "base/dtype.h"
 #include "base/span.h"
+#include "graph/disk_rows.h"
 
 namespace partita {
 
@@ -43,9 +50,17 @@ class FeatureStore {
   // kNode or "edge" not kEdge, or when the group already holds rows of the other space.
   void put(const std::string& group, const std::string& name, RowSpace space, ArrayRef array);
 
-  // The stored array, or nullptr. The pointer stays valid until put/remove of that key.
+  // Stores the rows of `rows`' file as (group, name), read from disk at each gather; the
+  // same checks as put().
+  void put_disk(const std::string& group, const std::string& name, RowSpace space,
+                std::shared_ptr<const DiskRows> rows);
+
+  // The stored array, or nullptr. The pointer stays valid until put/remove of that key. An
+  // attribute on disk is described without data (raw_data() null, bytes() 0).
   const ArrayRef* get(const std::string& group, const std::string& name) const;
   bool contains(const std::string& group, const std::string& name) const;
+  // The attribute's rows on disk, or nullptr when it is absent or in memory.
+  const DiskRows* disk_rows(const std::string& group, const std::string& name) const;
   // Returns whether an entry was removed.
   bool remove(const std::string& group, const std::string& name);
   // Every (group, name), sorted.
@@ -54,7 +69,9 @@ class FeatureStore {
   // Copies the rows of `global_ids` (repeats allowed, any order) into `out`, row after row.
   // `out_bytes` must be global_ids.size() * row bytes. Throws Error naming the attribute if
   // it is absent, the first id outside the partition's range, or the size mismatch; after
-  // an error `out` holds unspecified bytes. Gathers of more than 1 MiB use up to `threads`
+  // an error `out` holds unspecified bytes. An attribute on disk is read with DiskRows::read
+  // (one thread: its parallelism is the device's queue), whose errors name the file and
+  // offset. In memory, gathers of more than 1 MiB use up to `threads`
   // threads (0: all cores). Gathers of 16 MiB or more of rows of at least 64 bytes write
   // with streaming stores where the CPU has AVX-512 (BW): they bypass the cache, which an
   // output that large would overflow anyway, and so leave the output uncached.
@@ -80,7 +97,8 @@ class FeatureStore {
   using Key = std::pair<std::string, std::string>;
   struct Entry {
     RowSpace space;
-    ArrayRef array;
+    ArrayRef array;                        // without data when on disk
+    std::shared_ptr<const DiskRows> disk;  // null when in memory
   };
   struct Range {
     int64_t begin, end;
@@ -89,6 +107,8 @@ class FeatureStore {
 
   Range range(RowSpace space) const;
   const Entry& find(const std::string& group, const std::string& name, const char* op) const;
+  [[noreturn]] void throw_outside(const std::string& group, const std::string& name, RowSpace space,
+                                 Span<const int64_t> global_ids, size_t pos) const;
   int64_t row_width_checked(const std::string& group, const std::string& name,
                             DType expected) const;
 

@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "base/resident_array.h"
 #include "base/system_memory.h"
+#include "graph/disk_rows.h"
 
 namespace partita {
 
@@ -66,6 +67,8 @@ const char* feature_storage_name(FeatureStorage storage) {
       return "memory";
     case FeatureStorage::kMapped:
       return "mapped";
+    case FeatureStorage::kDisk:
+      return "disk";
     case FeatureStorage::kAuto:
       break;
   }
@@ -73,10 +76,10 @@ const char* feature_storage_name(FeatureStorage storage) {
 }
 
 FeatureStorage parse_feature_storage(const std::string& text, const std::string& what) {
-  for (FeatureStorage s : {FeatureStorage::kAuto, FeatureStorage::kMemory, FeatureStorage::kMapped}) {
+  for (FeatureStorage s : {FeatureStorage::kAuto, FeatureStorage::kMemory, FeatureStorage::kMapped, FeatureStorage::kDisk}) {
     if (text == feature_storage_name(s)) return s;
   }
-  throw UsageError(what + ": '" + text + "' is not a feature storage (auto, memory or mapped)");
+  throw UsageError(what + ": '" + text + "' is not a feature storage (auto, memory, mapped or disk)");
 }
 
 FeatureStorage resolve_feature_storage(FeatureStorage storage, uint64_t attribute_bytes, uint64_t available_bytes) {
@@ -103,13 +106,21 @@ FeatureStore load_features(const PartitionFolder& folder, int part, FeatureStora
   auto put = [&](const char* group, const char* name, RowSpace space, std::optional<MappedArray>& a) {
     if (!a) return;
     store.put(group, name, space,
-              storage == FeatureStorage::kMemory ? load_resident(std::move(*a)) : ArrayRef::from_mapped(std::move(*a)));
+              storage == FeatureStorage::kMapped ? ArrayRef::from_mapped(std::move(*a)) : load_resident(std::move(*a)));
   };
-  put("node", "x", RowSpace::kNode, data.x);
+  // The feature matrices: on disk when asked, else as the rest.
+  auto put_matrix = [&](const char* group, const char* name, RowSpace space, std::optional<MappedArray>& a) {
+    if (!a || storage != FeatureStorage::kDisk) return put(group, name, space, a);
+    auto rows = std::make_shared<const DiskRows>(std::move(*a));
+    spdlog::debug("partition {} of {}: {}/{} on disk ({}, {}; {} bytes a row)", part, folder.dir(), group, name,
+                  disk_backend_name(rows->backend()), rows->direct() ? "O_DIRECT" : "buffered", rows->request_bytes());
+    store.put_disk(group, name, space, std::move(rows));
+  };
+  put_matrix("node", "x", RowSpace::kNode, data.x);
   put("node", "y", RowSpace::kNode, data.y);
   put("node", "time", RowSpace::kNode, data.node_time);
   put("node", "type", RowSpace::kNode, data.node_type);
-  put("edge", "edge_attr", RowSpace::kEdge, data.edge_attr);
+  put_matrix("edge", "edge_attr", RowSpace::kEdge, data.edge_attr);
   put("edge", "time", RowSpace::kEdge, data.edge_time);
   return store;
 }

@@ -30,9 +30,13 @@ Topology topology_from_dataset(const Dataset& dataset);
 //   kAuto:   kMemory when the part's attribute files together take at most half of the
 //            memory the kernel reports available (MemAvailable) as they are opened, so
 //            that a node keeps room for its batches, trainers and the other processes on
-//            it; kMapped otherwise.
-enum class FeatureStorage { kAuto, kMemory, kMapped };
-// "auto", "memory", "mapped".
+//            it; kMapped otherwise (never kDisk: reading rows from disk is a choice);
+//   kDisk:   the feature matrices (node x, edge edge_attr) stay in their files and each
+//            gather reads its rows with io_uring, O_DIRECT where the file system allows
+//            (graph/disk_rows.h): features larger than memory take none of it; the other
+//            attributes (labels, times, types: a few bytes a row) go into memory.
+enum class FeatureStorage { kAuto, kMemory, kMapped, kDisk };
+// "auto", "memory", "mapped", "disk".
 const char* feature_storage_name(FeatureStorage storage);
 // The storage named `text`; throws UsageError naming `what` and the choices otherwise.
 FeatureStorage parse_feature_storage(const std::string& text, const std::string& what);

@@ -30,6 +30,8 @@ PACKAGES=(
   chromium
   # `ip netns`, veth and bridges: the cluster tests' separate hosts (tests/netns_cluster.h).
   iproute2
+  # `features: {storage: disk}` reads feature rows with io_uring (graph/disk_rows.h).
+  liburing-dev
   # The fuzz targets (scripts/fuzz.sh): clang and its libFuzzer, ASan and UBSan runtimes.
   clang libclang-rt-14-dev
 )

@@ -5,6 +5,7 @@
 #include "bench/allreduce_bench.h"
 #include "bench/codec_bench.h"
 #include "bench/dashboard_bench.h"
+#include "bench/disk_bench.h"
 #include "graph/hop_sampler.h"
 #include "bench/gather_bench.h"
 #include "bench/loader_bench.h"
@@ -116,6 +117,22 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
       bench::run_sample_bench(*s);
     }
   });
+
+  auto k = std::make_shared<bench::DiskBenchOptions>();
+  CLI::App* disk = bench->add_subcommand("disk", "gather of features on disk (io_uring) next to the device's random reads");
+  disk->add_option("--input", k->input, "npy folder with x.npy (default: generate RMAT)");
+  disk->add_option("--workdir", k->workdir, "folder for the feature file (default: a temporary one)");
+  disk->add_option("--nodes", k->num_nodes, "RMAT nodes")->check(cli::positive())->capture_default_str();
+  disk->add_option("--dim", k->dim, "RMAT float32 features per node")->check(cli::positive())->capture_default_str();
+  disk->add_option("--seed", k->seed, "graph and sampling seed")->capture_default_str();
+  disk->add_option("--batch-size", k->batch_size, "seeds per batch")->check(cli::positive())->capture_default_str();
+  disk->add_option("--fanouts", k->fanouts, "fanouts of the sampled batches (default 15 10 5)")->check(cli::positive());
+  disk->add_option("--batches", k->num_batches, "sampled batches whose rows each round gathers")->check(cli::positive())->capture_default_str();
+  disk->add_option("--queue-depth", k->queue_depth, "reads in flight (store and device)")->check(cli::in_range(1, 4096))->capture_default_str();
+  disk->add_option("--merge-gaps", k->merge_gaps, "the store's merge gaps to measure, bytes (default 0 8192)")->check(cli::in_range(0, 65536));
+  disk->add_option("--runs", k->runs, "interleaved rounds (medians reported)")->check(cli::positive())->capture_default_str();
+  disk->add_option("--memory-limit-mb", k->memory_limit_mb, "run the rounds in a cgroup with this memory limit (root; 0: none)")->check(cli::at_least(0))->capture_default_str();
+  disk->callback([k] { bench::run_disk_bench(*k); });
 
   auto g = std::make_shared<bench::GatherBenchOptions>();
   CLI::App* gather = bench->add_subcommand("gather", "feature gather GB/s next to memcpy of the same bytes");
@@ -253,6 +270,9 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
       "train", "seconds per GraphSAGE epoch, in one process and with 2 partitions on 2 daemons; a step against its floor");
   train->add_option("--compare-tls", t->compare_tls,
                     "only (b), this many rounds each over TLS and plaintext (--insecure daemons), alternating")
+      ->check(cli::at_least(0));
+  train->add_option("--compare-storage", t->compare_storage,
+                    "only (a), this many rounds each with features in memory and on disk, alternating")
       ->check(cli::at_least(0));
   train->add_option("--input", t->input, "npy folder with features, labels and a split (default: generate RMAT)");
   train->add_option("--nodes", t->num_nodes, "RMAT nodes")->check(cli::positive())->capture_default_str();

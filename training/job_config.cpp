@@ -274,7 +274,7 @@ void read_sampling(Section s, JobConfig& job) {
 }
 
 void read_features(Section s, JobConfig& job) {
-  s.read_choice("storage", job.feature_storage, {"auto", "memory", "mapped"});
+  s.read_choice("storage", job.feature_storage, {"auto", "memory", "mapped", "disk"});
   s.reject_unknown();
 }
 

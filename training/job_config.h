@@ -16,7 +16,7 @@
 //   sampling: {fanouts: [10, 10], batch_size: 512, prefetch: 2, replace: false,
 //              feature_cache_mb: 0, feature_cache_policy: degree,   # cache 0 = off
 //              temporal: {time: node, strategy: uniform, batches: shuffled}}  # optional
-//   features: {storage: auto}   # auto, memory or mapped (partitioner/partition_stores.h)
+//   features: {storage: auto}   # auto, memory, mapped or disk (partitioner/partition_stores.h)
 //   train:
 //     epochs: 5
 //     optimizer: adam           # adam or sgd

@@ -25,11 +25,12 @@ inline runtime::ActorSystemOptions actor_test_options(bool networking = false) {
 // Every part of a partition folder with its stores opened and an actor serving it.
 class Cluster {
  public:
-  Cluster(const std::string& dir, const SamplerConfig& config, bool networking = false)
+  Cluster(const std::string& dir, const SamplerConfig& config, bool networking = false,
+          FeatureStorage storage = FeatureStorage::kAuto)
       : system_(actor_test_options(networking)), folder_(dir) {
     for (int p = 0; p < folder_.meta().num_parts; ++p) {
       topologies_.push_back(std::make_shared<const Topology>(load_topology(folder_, p)));
-      features_.push_back(std::make_shared<const FeatureStore>(load_features(folder_, p)));
+      features_.push_back(std::make_shared<const FeatureStore>(load_features(folder_, p, storage)));
       actors_.push_back(spawn_partition_actor(system_, topologies_.back(), features_.back(), config));
     }
   }

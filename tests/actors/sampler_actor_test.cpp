@@ -6,6 +6,8 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <stdlib.h>
+
 #include <atomic>
 #include <cstring>
 #include <chrono>
@@ -533,6 +535,64 @@ TEST_F(SamplerActorTest, ACacheOfRemoteRowsChangesNoBatchAndOnlyMissesCross) {
   wrong.config = config_;
   wrong.cache = std::make_shared<RowCache>(CachePolicy::kSieve, budget, std::vector<size_t>{x_bytes});
   EXPECT_THROW(spawn_sampler_actor(client.system(), client.book(), 0, stores, seeds, wrong), UsageError);
+}
+
+// Features on disk (`features: {storage: disk}`): the same bytes in every batch as with
+// features in memory, over two epochs, whether partition 1's rows are read in this process
+// (a sampler of partition 0 with both partitions local) or served from disk by partition 1
+// in another actor system over its channel; and once more with io_uring off (pread).
+TEST_F(SamplerActorTest, FeaturesOnDiskGiveTheBatchesOfFeaturesInMemory) {
+  const SamplerSeeds seeds{reference_->seeds(0, "train"), reference_->seeds(0, "val"), reference_->seeds(0, "test")};
+  const auto batches_of = [&](testing::Cluster& local, const std::vector<caf::actor>& actors) {
+    SamplerOptions options;
+    options.config = config_;
+    options.names = {"x", "y"};
+    Samplers samplers;
+    sampler_actor s = spawn_sampler_actor(local.system(), local.book(), 0, local.stores(0), seeds, options);
+    samplers.actors.push_back(s);
+    EXPECT_EQ(error_of(ask(local.system(), s, partitions_atom::value, actors, kNoAddresses)), "");
+    std::vector<MiniBatch> batches;
+    SamplerClient consumer(local.system(), s, 30s, "sampler");
+    for (uint64_t epoch = 0; epoch < 2; ++epoch) {
+      const int64_t n = consumer.start_epoch("train", 5, epoch, 16, true);
+      for (int64_t b = 0; b < n; ++b) batches.push_back(consumer.next());
+    }
+    return batches;
+  };
+  const auto expect_same = [](const std::vector<MiniBatch>& got, const std::vector<MiniBatch>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t b = 0; b < want.size(); ++b) {
+      EXPECT_EQ(got[b].node_ids, want[b].node_ids) << "batch " << b;
+      ASSERT_EQ(got[b].x.size(), want[b].x.size()) << "batch " << b;
+      ASSERT_FALSE(want[b].x.empty());
+      EXPECT_EQ(std::memcmp(got[b].x.data(), want[b].x.data(), want[b].x.size() * sizeof(float)), 0)
+          << "batch " << b << ": features differ";
+      EXPECT_EQ(got[b].y, want[b].y) << "batch " << b;
+    }
+  };
+  testing::Cluster memory(tmp_ / "parts", config_, false, FeatureStorage::kMemory);
+  const std::vector<MiniBatch> want = batches_of(memory, memory.actors());
+  ASSERT_GT(want.size(), 4u);
+  {
+    SCOPED_TRACE("both partitions on disk, in this process");
+    testing::Cluster disk(tmp_ / "parts", config_, false, FeatureStorage::kDisk);
+    ASSERT_NE(disk.stores(1).features->disk_rows("node", "x"), nullptr);
+    expect_same(batches_of(disk, disk.actors()), want);
+  }
+  {
+    SCOPED_TRACE("partition 1 on disk in another actor system, over its channel");
+    testing::Cluster server(tmp_ / "parts", config_, true, FeatureStorage::kDisk);
+    testing::Cluster client(tmp_ / "parts", config_, true, FeatureStorage::kDisk);
+    expect_same(batches_of(client, with_partition_1_remote(server, client)), want);
+  }
+  {
+    SCOPED_TRACE("on disk, read with pread");
+    ::setenv("PARTITA_NO_IO_URING", "1", 1);
+    testing::Cluster disk(tmp_ / "parts", config_, false, FeatureStorage::kDisk);
+    ::unsetenv("PARTITA_NO_IO_URING");
+    EXPECT_EQ(disk.stores(0).features->disk_rows("node", "x")->backend(), DiskBackend::kPread);
+    expect_same(batches_of(disk, disk.actors()), want);
+  }
 }
 
 // Rows of 384 bytes and batches of several MB: the rows travel the paths wide features

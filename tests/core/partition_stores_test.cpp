@@ -95,10 +95,40 @@ TEST(PartitionStoresTest, MemoryStoresHoldTheSameRowsAsMappedOnes) {
   EXPECT_TRUE(is_anonymous_memory(again.features->get("node", "x")->raw_data()));
 }
 
+// Storage disk: the feature matrix stays in its file (no memory, rows read at each gather),
+// the other attributes go into memory, and every gather gives the rows in memory.
+TEST(PartitionStoresTest, DiskStoresReadTheSameRowsAsMemoryOnes) {
+  SbmOptions o;
+  o.num_nodes = 4000;
+  o.feature_dim = 128;
+  testing::TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 2;
+  partition_dataset(generate_sbm(o), options, tmp / "p", {});
+  PartitionFolder folder(tmp / "p");
+  for (int p = 0; p < 2; ++p) {
+    FeatureStore memory = load_features(folder, p, FeatureStorage::kMemory);
+    FeatureStore disk = load_features(folder, p, FeatureStorage::kDisk);
+    ASSERT_EQ(disk.keys(), memory.keys());
+    ASSERT_NE(disk.disk_rows("node", "x"), nullptr);
+    EXPECT_EQ(disk.get("node", "x")->raw_data(), nullptr) << "no copy, no mapping";
+    EXPECT_EQ(disk.get("node", "x")->shape(), memory.get("node", "x")->shape());
+    EXPECT_EQ(disk.disk_rows("node", "y"), nullptr);
+    EXPECT_TRUE(is_anonymous_memory(disk.get("node", "y")->raw_data())) << "labels in memory";
+    std::vector<int64_t> ids;
+    for (int64_t g = memory.node_end() - 1; g >= memory.node_begin(); g -= 3) ids.push_back(g);
+    std::vector<float> from_memory, from_disk;
+    memory.gather_as("node", "x", ids, from_memory);
+    disk.gather_as("node", "x", ids, from_disk);
+    EXPECT_EQ(from_memory, from_disk);
+  }
+}
+
 TEST(PartitionStoresTest, FeatureStorageNamesAndTheAutoRule) {
   EXPECT_EQ(parse_feature_storage("auto", "features.storage"), FeatureStorage::kAuto);
   EXPECT_EQ(parse_feature_storage("memory", "features.storage"), FeatureStorage::kMemory);
   EXPECT_EQ(parse_feature_storage("mapped", "features.storage"), FeatureStorage::kMapped);
+  EXPECT_EQ(parse_feature_storage("disk", "features.storage"), FeatureStorage::kDisk);
   // auto: in memory up to half of what is available, mapped beyond; the others as they say.
   const uint64_t gb = uint64_t{1} << 30;
   EXPECT_EQ(resolve_feature_storage(FeatureStorage::kAuto, 4 * gb, 8 * gb), FeatureStorage::kMemory);
