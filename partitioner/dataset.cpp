@@ -138,6 +138,20 @@ void Dataset::validate() const {
              ") names an unknown node type");
     }
   }
+  if (!reverse_edge_type.empty()) {
+    v.expect_size("reverse_edge_type", reverse_edge_type.size(), static_cast<int64_t>(edge_types.size()),
+                  "the number of edge types");
+    const int32_t types = static_cast<int32_t>(edge_types.size());
+    for (int32_t t = 0; t < static_cast<int32_t>(reverse_edge_type.size()); ++t) {
+      const int32_t r = reverse_edge_type[t];
+      if (r == -1) continue;
+      if (r < 0 || r >= types || reverse_edge_type[r] != t || edge_types[r].src_type != edge_types[t].dst_type ||
+          edge_types[r].dst_type != edge_types[t].src_type) {
+        v.fail("reverse_edge_type[" + std::to_string(t) + "] = " + std::to_string(r) +
+               " is not an edge type that mirrors it (and names it back)");
+      }
+    }
+  }
   v.check_endpoint_types("edges", edges);
   v.check_endpoint_types("val_edges", val_edges);
   v.check_endpoint_types("test_edges", test_edges);

@@ -53,6 +53,11 @@ struct Dataset {
   std::vector<std::string> node_type_names;
   std::vector<int32_t> node_type;
   std::vector<EdgeType> edge_types;
+  // Reverse edge types: empty, or one entry per edge type, the type that mirrors it edge by
+  // edge (MovieLens' rated_by for rates, and back), -1 for none. Link prediction's held-out
+  // edges (partitioner/splits.h) leave the graph in both types: a rating held out of
+  // `rates` would otherwise still be read off `rated_by`.
+  std::vector<int32_t> reverse_edge_type;
 
   // Node splits: sorted, unique node ids.
   std::vector<int64_t> train_idx;

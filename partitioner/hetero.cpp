@@ -88,6 +88,7 @@ Dataset generate_hetero(const HeteroOptions& options) {
                   {"paper", "cites", "paper"},
                   {"paper", "published_in", "venue"},
                   {"venue", "publishes", "paper"}};
+  d.reverse_edge_type = {1, 0, -1, 4, 3};  // a held-out link leaves both of its types
 
   const gen::BalancedClasses fields(papers, C, mix64(seed, gen::kPermutationStream));
   d.num_classes = C;

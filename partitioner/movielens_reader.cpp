@@ -174,6 +174,7 @@ Dataset read_movielens(const std::string& dir) {
   d.node_type.assign(static_cast<size_t>(num_users), 0);
   d.node_type.resize(static_cast<size_t>(d.num_nodes), 1);
   d.edge_types = {{kUsers, "rates", kMovies}, {kMovies, "rated_by", kUsers}};
+  d.reverse_edge_type = {1, 0};  // a rating is one link: held out of both types at once
   // Each rating as user -> movie (rates) then movie -> user (rated_by), with its rating as
   // the edge's attribute and its timestamp as the edge's time.
   d.edges.reserve(2 * ratings.size());

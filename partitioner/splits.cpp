@@ -116,7 +116,8 @@ void assign_random_split(Dataset& d, int64_t num_candidates, const SplitOptions&
 
 namespace partita {
 
-void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint64_t seed, bool by_time) {
+void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint64_t seed, bool by_time,
+                    int32_t edge_type) {
   check_fraction("data.holdout.val", val_fraction);
   check_fraction("data.holdout.test", test_fraction);
   if (val_fraction + test_fraction > 1.0) {
@@ -129,6 +130,16 @@ void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint6
   if (by_time && d.edge_time.empty()) {
     throw UsageError("data.holdout.by: time, but dataset '" + d.name + "' has no edge times");
   }
+  const int32_t num_types = static_cast<int32_t>(d.edge_types.size());
+  if (edge_type >= 0 && edge_type >= std::max(num_types, int32_t{1})) {
+    throw UsageError("model.target_edge: edge type " + std::to_string(edge_type) + " is not one of dataset '" +
+                     d.name + "''s " + std::to_string(num_types) + " edge types");
+  }
+  // A type and its reverse are one kind of link: both map to the smaller of the two.
+  const auto link_type = [&](int32_t t) {
+    const int32_t r = d.reverse_edge_type.empty() ? -1 : d.reverse_edge_type[static_cast<size_t>(t)];
+    return r >= 0 ? std::min(t, r) : t;
+  };
   const int64_t m = d.num_edges();
   // Links in order of first appearance: an edge and its reverse (and repeats) share one.
   std::map<std::tuple<int64_t, int64_t, int32_t>, int64_t> link_of_pair;
@@ -137,17 +148,21 @@ void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint6
   const bool typed = !d.edges.type.empty();
   for (int64_t e = 0; e < m; ++e) {
     const auto key = std::make_tuple(std::min(d.edges.src[e], d.edges.dst[e]), std::max(d.edges.src[e], d.edges.dst[e]),
-                                     typed ? d.edges.type[e] : 0);
+                                     typed ? link_type(d.edges.type[e]) : 0);
     auto [it, fresh] = link_of_pair.emplace(key, static_cast<int64_t>(first_edge.size()));
     if (fresh) first_edge.push_back(e);
     link[static_cast<size_t>(e)] = it->second;
   }
-  const int64_t links = static_cast<int64_t>(first_edge.size());
-  std::vector<int64_t> order(static_cast<size_t>(links));
-  for (int64_t i = 0; i < links; ++i) order[static_cast<size_t>(i)] = i;
+  // The links that may be held out: all, or those of the target type.
+  std::vector<int64_t> order;
+  for (int64_t l = 0; l < static_cast<int64_t>(first_edge.size()); ++l) {
+    const int64_t e = first_edge[static_cast<size_t>(l)];
+    if (edge_type < 0 || (typed ? link_type(d.edges.type[e]) : 0) == link_type(edge_type)) order.push_back(l);
+  }
+  const int64_t links = static_cast<int64_t>(order.size());
   const int64_t num_val = fraction_of(val_fraction, links), num_test = fraction_of(test_fraction, links);
   // 0: kept, 1: val, 2: test.
-  std::vector<uint8_t> where(static_cast<size_t>(links), 0);
+  std::vector<uint8_t> where(first_edge.size(), 0);
   if (by_time) {
     // Latest first: the test links, then the validation links before them.
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
@@ -167,12 +182,14 @@ void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint6
   std::vector<float> kept_attr;
   std::vector<int64_t> kept_time;
   // Held out in link order (their first edge's): the result does not depend on the draw's order.
-  for (int64_t l = 0; l < links; ++l) {
-    if (where[static_cast<size_t>(l)] == 0) continue;
-    const int64_t e = first_edge[static_cast<size_t>(l)];
-    EdgeList& to = where[static_cast<size_t>(l)] == 1 ? d.val_edges : d.test_edges;
-    to.push_back(d.edges.src[e], d.edges.dst[e]);
-    if (typed) to.type.push_back(d.edges.type[e]);
+  for (size_t l = 0; l < first_edge.size(); ++l) {
+    if (where[l] == 0) continue;
+    const int64_t e = first_edge[l];
+    EdgeList& to = where[l] == 1 ? d.val_edges : d.test_edges;
+    // As an edge of the target type: a link first seen as its reverse turns round.
+    const bool turn = edge_type >= 0 && typed && d.edges.type[e] != edge_type;
+    to.push_back(turn ? d.edges.dst[e] : d.edges.src[e], turn ? d.edges.src[e] : d.edges.dst[e]);
+    if (typed) to.type.push_back(edge_type >= 0 ? edge_type : d.edges.type[e]);
   }
   const int64_t width = d.edge_feature_dim;
   for (int64_t e = 0; e < m; ++e) {

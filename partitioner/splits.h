@@ -33,15 +33,22 @@ void assign_random_split(Dataset& d, int64_t num_candidates, const SplitOptions&
 
 // Link prediction's held-out edges (as PyG's RandomLinkSplit, done before partitioning so
 // that the graph the job trains on does not contain them): moves round(val_fraction * U)
-// and round(test_fraction * U) of d's U links (an edge and its reverse are one link, as
-// undirected graphs store both directions; parallel edges too) out of d.edges into
-// d.val_edges and d.test_edges, each link once, as its first edge in d's order. Links are
-// drawn with `seed` in a random order, or, by_time (a time split: train on the past,
-// predict the future), the latest links by edge time (a link's time is its first edge's)
-// are the test links and the ones before them the validation links, ties by edge order;
-// what stays keeps its order, types, times and attributes. Throws UsageError naming
-// data.holdout when the fractions are not in [0, 1] or sum to more than 1, when d has
-// held-out edges already (its own split), and by_time when d has no edge times.
-void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint64_t seed, bool by_time = false);
+// and round(test_fraction * U) of d's U links out of d.edges into d.val_edges and
+// d.test_edges, each link once, as its first edge in d's order. A link is every edge
+// between the same two nodes of one type or of its reverse type (d.reverse_edge_type): an
+// edge and its reverse, as undirected graphs store both directions, a MovieLens rating as
+// `rates` and as `rated_by`, and parallel edges; so no held-out pair is left in the graph
+// in either direction. With `edge_type` >= 0 (link prediction on one edge type), only the
+// links of that type (or its reverse) are drawn, and each is held out as an edge of
+// `edge_type` itself (its ends swapped when its first edge is the reverse). Links are drawn
+// with `seed` in a random order, or, by_time (a time split: train on the past, predict the
+// future), the latest links by edge time (a link's time is its first edge's) are the test
+// links and the ones before them the validation links, ties by edge order; what stays
+// keeps its order, types, times and attributes. Throws UsageError naming data.holdout when
+// the fractions are not in [0, 1] or sum to more than 1, when d has held-out edges already
+// (its own split), by_time when d has no edge times, and model.target_edge when
+// `edge_type` is not one of d's edge types.
+void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint64_t seed, bool by_time = false,
+                    int32_t edge_type = -1);
 
 }  // namespace partita

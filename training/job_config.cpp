@@ -158,6 +158,11 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
       }
     }
   }
+  if (s.has("split_seed")) {
+    uint64_t seed = 0;
+    s.read("split_seed", seed, "an unsigned integer");
+    job.data_split_seed = seed;
+  }
   const bool parts_given = s.has("num_partitions");
   s.read_int("num_partitions", job.num_partitions, 1, JobLimits::kMaxPartitions);
   if (s.has("holdout")) {
@@ -280,10 +285,7 @@ void read_features(Section s, JobConfig& job) {
 
 void read_link_model(Section s, JobConfig& job) {
   LinkPredictionSpec& link = job.link;
-  s.read_choice("encoder", link.encoder, {"none", "graphsage", "gcn", "gat", "rgcn"});
-  if (link.encoder == "rgcn") {
-    s.fail(s.field("encoder"), "'rgcn' is not available for link prediction yet; use none, graphsage, gcn or gat");
-  }
+  s.read_choice("encoder", link.encoder, {"none", "graphsage", "gcn", "gat", "rgcn", "hetero_sage"});
   if (job.link_gnn()) {
     // A GNN over sampled subgraphs, trained as node classifiers are; its own defaults.
     job.model = link.encoder;
@@ -303,7 +305,36 @@ void read_link_model(Section s, JobConfig& job) {
       s.fail(s.field("hidden"), std::to_string(job.hidden) + " is not a multiple of model.heads (" +
                                     std::to_string(job.heads) + "): GAT splits the hidden features over its heads");
     }
-    s.read_choice("decoder", link.decoder, {"dot"});  // DistMult's relation would be a parameter outside the GNN
+    // The relational encoders (heterogeneous graphs), as node classification reads them.
+    s.read_choice("decomposition", job.decomposition, {"none", "basis", "block"});
+    s.read_int("bases", job.bases, 0, JobLimits::kMaxWidth);
+    s.read_int("blocks", job.blocks, 0, JobLimits::kMaxWidth);
+    if (job.decomposition != "none" && job.model != "rgcn") {
+      s.fail(s.field("decomposition"), "applies to encoder: rgcn only, not " + job.model);
+    }
+    if (job.decomposition == "basis" && job.bases == 0) s.fail(s.field("bases"), "basis decomposition needs bases > 0");
+    if (job.decomposition == "block" && job.blocks == 0) {
+      s.fail(s.field("blocks"), "block decomposition needs blocks > 0");
+    }
+    if (s.has("target_edge")) {
+      const YAML::Node list = s.get("target_edge");
+      if (!list.IsSequence() || list.size() != 3) {
+        s.fail(s.field("target_edge"), "expected [source type, relation, destination type], e.g. [user, rates, movie]");
+      }
+      for (size_t i = 0; i < 3; ++i) {
+        if (!list[i].IsScalar() || list[i].Scalar().empty()) {
+          s.fail(s.field("target_edge") + "[" + std::to_string(i) + "]", "expected a type name");
+        }
+        link.target_edge.push_back(list[i].Scalar());
+      }
+    }
+    s.read("embeddings", link.embeddings, "true or false");
+    if (link.embeddings && job.model != "rgcn" && job.model != "hetero_sage") {
+      s.fail(s.field("embeddings"), "a learnt input row per node is for encoder: rgcn or hetero_sage, not " + job.model);
+    }
+    // The relations of DistMult, ComplEx and TransE are dense parameters of the encoder's
+    // module (training/link_trainer.h), allreduced with its weights.
+    s.read_choice("decoder", link.decoder, {"dot", "distmult", "complex", "transe"});
   } else {
     s.read_choice("decoder", link.decoder, {"dot", "distmult", "complex", "transe"});
   }
@@ -479,6 +510,11 @@ std::string job_to_yaml(const JobConfig& job) {
     out << YAML::Key << "heads" << YAML::Value << job.heads;
     out << YAML::Key << "dropout" << YAML::Value << job.dropout;
     out << YAML::Key << "trim" << YAML::Value << job.trim;
+    out << YAML::Key << "decomposition" << YAML::Value << job.decomposition;
+    out << YAML::Key << "bases" << YAML::Value << job.bases;
+    out << YAML::Key << "blocks" << YAML::Value << job.blocks;
+    out << YAML::Key << "embeddings" << YAML::Value << link.embeddings;
+    if (!link.target_edge.empty()) out << YAML::Key << "target_edge" << YAML::Value << YAML::Flow << link.target_edge;
   } else if (!job.link_prediction()) {
     out << YAML::Key << "kind" << YAML::Value << job.model;
     out << YAML::Key << "hidden" << YAML::Value << job.hidden;

@@ -11,6 +11,7 @@
 //                train_nodes: 0, seed: 1}   # kind: sbm, rmat or hetero; train_nodes 0 = 10%
 //     num_partitions: 2        # for dataset/generate
 //     transforms: [normalize_features]   # for dataset/generate; also standardize, multi_hot:COLS
+//     split_seed: 1            # for dataset: seed of its node split and held-out edges (train.seed)
 //   model: {kind: graphsage, hidden: 128, layers: 2, heads: 4, dropout: 0.5, trim: true,
 //           decomposition: none, bases: 0, blocks: 0, target_type: ""}   # the last four: rgcn, hetero_sage
 //   sampling: {fanouts: [10, 10], batch_size: 512, prefetch: 2, replace: false,
@@ -44,7 +45,9 @@
 //           optimizer: adagrad, learning_rate: 0.1, ...}
 //   eval: {negatives: all, block: 4096, every: 1}
 // With a GNN encoder (examples/cora_link.yaml) the model also takes node classification's
-// hidden, layers, heads, dropout and trim, sampling its fanouts, and the defaults differ:
+// hidden, layers, heads, dropout and trim, sampling its fanouts, and the defaults differ.
+// The relational encoders (rgcn with decomposition, bases, blocks; hetero_sage) run on
+// heterogeneous graphs, with target_edge for one edge type (examples/movielens_link.yaml):
 //   data: {..., holdout: {val: 0.05, test: 0.1}}   # edges held out when partitioning
 //   model: {encoder: graphsage, decoder: dot, dim: 128, hidden: 128, layers: 2, ...}
 //   negatives: {k: 1, chunk_size: 1}   train: {loss: bce, optimizer: adam, learning_rate: 0.01}
@@ -52,6 +55,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -122,6 +126,14 @@ struct LinkPredictionSpec {
   int64_t eval_negatives = 0;    // 0: rank against all entities; K: against K sampled
   int64_t eval_block = 4096;     // entities per streamed block of ranking
   int eval_every = 1;            // rank after every N-th epoch (and after the last)
+  // Link prediction on one edge type of a heterogeneous graph (model.target_edge: [src
+  // type, relation, dst type], e.g. [user, rates, movie]; training/link_trainer.h): its
+  // edges are the positives, the ones held out and scored, and its destination type the
+  // negatives. Empty: every edge, negatives from every node.
+  std::vector<std::string> target_edge;
+  // model.embeddings: the relational encoder's input is a learnt row per node (one-hot, as
+  // for a featureless graph; PyG's nn.Embedding per node type) instead of the features.
+  bool embeddings = false;
 };
 
 struct JobConfig {
@@ -140,6 +152,11 @@ struct JobConfig {
   double holdout_val = 0.0;
   double holdout_test = 0.0;
   bool holdout_by_time = false;  // data.holdout.by: time: the latest links (edge times)
+  // data.split_seed: the seed of the splits the job draws when it prepares a dataset (the
+  // node split of formats that have none, linqs and ntriples' validation cut; the held-out
+  // edges). Unset: train.seed. Read it through split_seed().
+  std::optional<uint64_t> data_split_seed;
+  uint64_t split_seed() const { return data_split_seed.value_or(seed); }
   // Feature transforms applied when the job prepares a dataset or generated graph
   // (partitioner/feature_transforms.h), in their text form: "normalize_features", ...
   std::vector<std::string> transforms;

@@ -31,6 +31,7 @@
 #include "training/link_driver.h"
 #include "training/link_metrics.h"
 #include "training/link_trainer.h"
+#include "training/relational_encoder.h"
 #include "training/metrics_record.h"
 
 namespace partita {
@@ -61,9 +62,10 @@ std::string data_source(const JobConfig& job) {
     out << "dataset " << job.format << " " << job.dataset;
   }
   for (const std::string& t : job.transforms) out << " transform=" << t;
-  out << " parts=" << job.num_partitions << " seed=" << job.seed;
+  out << " parts=" << job.num_partitions << " seed=" << job.seed << " split_seed=" << job.split_seed();
   if (job.holdout_val > 0 || job.holdout_test > 0) {
     out << " holdout=" << job.holdout_val << "," << job.holdout_test << (job.holdout_by_time ? ",time" : "");
+    for (const std::string& t : job.link.target_edge) out << "," << t;
   }
   out << "\n";
   return out.str();
@@ -384,8 +386,9 @@ void Driver::spawn_samplers(const std::string& fanouts) {
 
 int64_t Driver::steps_per_epoch() const {
   if (job_.link_gnn()) {
-    // Global steps: the s-th slice of batch_size training edges, whoever holds them.
-    const int64_t edges = folder_.meta().num_edges;
+    // Global steps: the s-th slice of batch_size training edges (of the target type),
+    // whoever holds them.
+    const int64_t edges = link_training_edges(job_, folder_);
     if (edges == 0) throw UsageError(folder_.dir() + " has no edges to train a link predictor on");
     return (edges + job_.batch_size - 1) / job_.batch_size;
   }
@@ -617,16 +620,16 @@ LinkMetrics Driver::evaluate_links(const std::string& split) {
 
 void Driver::check_link_job() const {
   const PartitionMeta& meta = folder_.meta();
-  if (meta.feature_dim <= 0) {
-    throw UsageError("model.encoder: " + job_.link.encoder + " reads node features, and " + folder_.dir() +
-                     " has none (use encoder: none for learnt embeddings)");
-  }
-  for (const auto& [field, k] : {std::make_pair("negatives.k", job_.link.negatives),
-                                 std::make_pair("eval.negatives", job_.link.eval_negatives)}) {
-    if (k > meta.num_nodes) {
-      throw UsageError(std::string(field) + ": " + std::to_string(k) + " is more than the graph's " +
-                       std::to_string(meta.num_nodes) + " nodes");
-    }
+  const int32_t target = check_link_encoder_fits(job_, meta, folder_.dir());
+  if (target < 0) {
+    check_negatives_fit(job_, meta.num_nodes, "nodes of the graph");
+  } else {
+    // Negatives are nodes of the target edge type's destination type.
+    const std::string& type = meta.edge_types[target].dst_type;
+    const int32_t index =
+        static_cast<int32_t>(std::find(meta.node_types.begin(), meta.node_types.end(), type) - meta.node_types.begin());
+    const std::vector<int32_t> types = global_node_types(folder_);
+    check_negatives_fit(job_, std::count(types.begin(), types.end(), index), "'" + type + "' nodes of model.target_edge");
   }
   if (options_.evaluate && !meta.has_edge_splits) {
     throw UsageError(folder_.dir() + " has no held-out edges to evaluate a link predictor on: give data.holdout "
@@ -865,13 +868,17 @@ void prepare_data(const JobConfig& job, int threads) {
   if (job.generate) {
     dataset = generate(job.generate_spec, threads);
   } else {
-    dataset = read_dataset(job.format, job.dataset);
+    ReadOptions read;
+    read.split_seed = job.split_seed();
+    dataset = read_dataset(job.format, job.dataset, read);
   }
   std::vector<FeatureTransform> transforms;
   for (const std::string& t : job.transforms) transforms.push_back(parse_feature_transform(t, "data.transforms"));
   apply_feature_transforms(dataset, transforms);
   if (job.holdout_val > 0 || job.holdout_test > 0) {
-    hold_out_edges(dataset, job.holdout_val, job.holdout_test, job.seed, job.holdout_by_time);
+    // Of the target edge type only (and out of its reverse type too), when the job has one.
+    const int32_t target = find_target_edge(dataset.edge_types, job.link.target_edge, "dataset '" + dataset.name + "'");
+    hold_out_edges(dataset, job.holdout_val, job.holdout_test, job.split_seed(), job.holdout_by_time, target);
     spdlog::info("held out {} validation and {} test edges", dataset.val_edges.size(), dataset.test_edges.size());
   }
   spdlog::info("{}: {} nodes, {} edges ({:.1f}s); partitioning into {} parts", source.substr(0, source.size() - 1),

@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
 #include <array>
@@ -17,6 +18,7 @@
 #include "actors/actor_types.h"
 #include "actors/sampler_client.h"
 #include "base/error.h"
+#include "base/random.h"
 #include "models/batch_tensors.h"
 #include "models/gnn_model.h"
 #include "models/keyed_dropout.h"
@@ -29,6 +31,7 @@
 #include "runtime/settings.h"
 #include "training/job_config.h"
 #include "training/kg_triples.h"
+#include "training/relational_encoder.h"
 #include "training/replica_step.h"
 
 namespace partita {
@@ -74,16 +77,52 @@ struct LinkReplica {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<float> gradients;  // the step's flat buffer, reused
   std::vector<LinkStep> steps;   // of the plan started last
+  // Relational encoders: every node's type by global id, and the batches' layout.
+  std::vector<int32_t> node_type;
+  HeteroLayout hetero;
+  // The decoder's relations [R, dim] (DistMult, ComplEx, TransE; undefined for dot): a
+  // parameter of the model's module, so allreduced, stepped and checkpointed with it.
+  at::Tensor relations;
+  // model.target_edge: its relation (-1: every edge) and its training edges by original id;
+  // the nodes its negatives are drawn from, global ids in original-id order (empty: every
+  // node, as KgTriples draws them).
+  int32_t target = -1;
+  std::vector<int64_t> target_edges;
+  std::vector<int64_t> candidates;
 };
 
+// A chunk's negatives: KgTriples' draw over every node, or, for a target edge type, k draws
+// among its destination type's nodes (keyed by (seed, epoch, step, chunk) as original-id
+// positions, so partition-invariant like KgTriples'), degree_fraction of them as the
+// destination of a uniformly drawn target training edge.
+std::vector<int64_t> draw_negatives(const LinkReplica& r, const KgNegatives& negatives, uint64_t epoch, uint64_t step,
+                                    uint64_t chunk) {
+  if (r.candidates.empty()) return r.triples->draw_negatives(negatives, r.job.seed, epoch, step, chunk);
+  Rng rng(mix64(mix64(r.job.seed, 0x6c6e6567ull /* "lneg" */), mix64(epoch, step), chunk));
+  std::vector<int64_t> out(static_cast<size_t>(negatives.k));
+  const uint64_t num_degree = static_cast<uint64_t>(static_cast<double>(negatives.k) * negatives.degree_fraction);
+  for (size_t j = 0; j < out.size(); ++j) {
+    if (j < num_degree && !r.target_edges.empty()) {
+      out[j] = r.triples->train().tail[r.target_edges[rng.below(r.target_edges.size())]];
+    } else {
+      out[j] = r.candidates[rng.below(r.candidates.size())];
+    }
+  }
+  return out;
+}
+
+// Of relation `target` only, when >= 0.
 TripleList canonical_held_out(const KgTriples& triples, const std::string& split, int parts,
-                              const std::vector<int64_t>& original_of) {
+                              const std::vector<int64_t>& original_of, int32_t target) {
   TripleList all;
   for (int p = 0; p < parts; ++p) {
     const TripleList part = triples.held_out(split, p);
-    all.head.insert(all.head.end(), part.head.begin(), part.head.end());
-    all.tail.insert(all.tail.end(), part.tail.begin(), part.tail.end());
-    all.relation.insert(all.relation.end(), part.relation.begin(), part.relation.end());
+    for (int64_t i = 0; i < part.size(); ++i) {
+      if (target >= 0 && part.relation[i] != target) continue;
+      all.head.push_back(part.head[i]);
+      all.tail.push_back(part.tail[i]);
+      all.relation.push_back(part.relation[i]);
+    }
   }
   std::vector<size_t> order(all.head.size());
   std::iota(order.begin(), order.end(), size_t{0});
@@ -110,16 +149,29 @@ std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
   r->share = r->index % r->shares;
   const PartitionFolder folder(r->job.partition_dir());
   const PartitionMeta& meta = folder.meta();
-  if (meta.feature_dim <= 0) {
-    throw UsageError("model.encoder: " + r->job.link.encoder + " reads node features, and " + folder.dir() +
-                     " has none");
-  }
+  r->target = check_link_encoder_fits(r->job, meta, folder.dir());
   r->book = folder.book();
   r->triples = std::make_unique<KgTriples>(folder);
   std::vector<int64_t> original_of(static_cast<size_t>(meta.num_nodes));
   for (int64_t o = 0; o < meta.num_nodes; ++o) original_of[r->triples->global_of_original(o)] = o;
   for (const char* split : {"valid", "test"}) {
-    r->held_out[split] = canonical_held_out(*r->triples, split, meta.num_parts, original_of);
+    r->held_out[split] = canonical_held_out(*r->triples, split, meta.num_parts, original_of, r->target);
+  }
+  const bool relational = r->job.model == "rgcn" || r->job.model == "hetero_sage";
+  if (relational || r->target >= 0) r->node_type = global_node_types(folder);
+  if (r->target >= 0) {
+    const TripleList& train = r->triples->train();
+    for (int64_t e = 0; e < train.size(); ++e) {
+      if (train.relation[e] == r->target) r->target_edges.push_back(e);
+    }
+    const std::string& dst_type = meta.edge_types[r->target].dst_type;
+    const int32_t type = static_cast<int32_t>(
+        std::find(meta.node_types.begin(), meta.node_types.end(), dst_type) - meta.node_types.begin());
+    for (int64_t o = 0; o < meta.num_nodes; ++o) {
+      const int64_t v = r->triples->global_of_original(o);
+      if (r->node_type[v] == type) r->candidates.push_back(v);
+    }
+    check_negatives_fit(r->job, static_cast<int64_t>(r->candidates.size()), "'" + dst_type + "' nodes of model.target_edge");
   }
   r->negatives.k = r->job.link.negatives;
   r->negatives.chunk_size = r->job.link.chunk_size;
@@ -129,15 +181,32 @@ std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
   r->decoder = parse_kg_decoder(r->job.link.decoder, r->job.link.transe_norm, "model.decoder");
   ModelConfig config;
   config.kind = r->job.model;
-  config.in_dim = meta.feature_dim;
+  config.in_dim = r->job.link.embeddings ? 0 : meta.feature_dim;  // 0: one-hot, a learnt row per node
   config.hidden_dim = r->job.hidden;
   config.out_dim = r->job.link.dim;
   config.num_layers = r->job.layers;
   config.heads = r->job.model == "gat" ? r->job.heads : 1;
   config.dropout = r->job.dropout;
   config.trim = r->job.trim;
+  if (relational) {
+    set_relations(config, meta);
+    config.decomposition = r->job.decomposition;
+    config.num_bases = r->job.bases;
+    config.num_blocks = r->job.blocks;
+    r->hetero = HeteroLayout{config.num_relations, &r->node_type};
+  }
   // Every replica draws the same initial weights from the job seed.
   r->model = make_model(config, r->job.seed);
+  if (r->decoder != KgDecoder::kDot) {
+    // One relation per edge type (1 for an untyped graph), drawn from the job seed after the
+    // encoder's weights: N(0, 1/dim), so that DistMult starts near the dot product's scale.
+    check_kg_dim(r->decoder, r->job.link.dim, "model.dim");
+    const int64_t num_relations = std::max<int64_t>(1, static_cast<int64_t>(meta.edge_types.size()));
+    at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(mix64(r->job.seed, 0x72656c73ull /* "rels" */));
+    at::Tensor init = at::normal(1.0, 1.0 / std::sqrt(static_cast<double>(r->job.link.dim)),
+                                 {num_relations, r->job.link.dim}, generator);
+    r->relations = r->model->register_parameter("decoder_relations", init);
+  }
   r->optimizer = make_optimizer(r->job.optimizer, r->model->parameters(), r->job.learning_rate, r->job.weight_decay,
                                 r->job.momentum);
   return r;
@@ -168,9 +237,16 @@ EpochPlan plan_training(LinkReplica& r, uint64_t epoch, int64_t steps) {
   if (r.job.time_ordered) {
     // Batches cut in time order: the edges by time, ties by edge id.
     std::iota(order.begin(), order.end(), int64_t{0});
+  }
+  if (r.target >= 0) {
+    // The target type's edges alone, in the same order.
+    order.erase(std::remove_if(order.begin(), order.end(), [&](int64_t e) { return train.relation[e] != r.target; }),
+                order.end());
+  }
+  if (r.job.time_ordered) {
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return times[a] < times[b]; });
   }
-  const int64_t m = train.size(), b = r.job.batch_size;
+  const int64_t m = static_cast<int64_t>(order.size()), b = r.job.batch_size;
   EpochPlan plan;
   plan.job_seed = r.job.seed;
   plan.epoch = epoch;
@@ -191,7 +267,7 @@ EpochPlan plan_training(LinkReplica& r, uint64_t epoch, int64_t steps) {
       const int64_t chunk = p / r.negatives.chunk_size;
       auto it = chunks.find(chunk);
       if (it == chunks.end()) {
-        it = chunks.emplace(chunk, r.triples->draw_negatives(r.negatives, r.job.seed, epoch, s, chunk)).first;
+        it = chunks.emplace(chunk, draw_negatives(r, r.negatives, epoch, s, chunk)).first;
       }
       step.negatives.insert(step.negatives.end(), it->second.begin(), it->second.end());
     }
@@ -231,7 +307,7 @@ EpochPlan plan_evaluation(LinkReplica& r, const std::string& split) {
       step.dst.push_back(edges.tail[i]);
       step.relation.push_back(edges.relation[i]);
       if (r.job.temporal()) step.time.push_back(std::numeric_limits<int64_t>::max());
-      const std::vector<int64_t> drawn = r.triples->draw_negatives(negatives, r.job.seed, plan.epoch, split_code, i);
+      const std::vector<int64_t> drawn = draw_negatives(r, negatives, plan.epoch, split_code, i);
       step.negatives.insert(step.negatives.end(), drawn.begin(), drawn.end());
     }
     add_batch(plan, step, r.job.temporal());
@@ -253,12 +329,23 @@ Scores score(LinkReplica& r, MiniBatch&& sampled, const LinkStep& step, bool tra
                 std::to_string(p * (2 + k)));
   }
   at::Tensor local = torch::tensor(sampled.input_local, torch::kLong);
-  const GraphBatch batch = to_graph_batch(std::move(sampled), r.sampler->recycler());
+  if (r.model->config().in_dim == 0 && sampled.feature_dim > 0) {
+    // model.embeddings: the encoder reads node ids, not the features the sampler gathered.
+    r.sampler->give_back(std::move(sampled.x));
+    sampled.x.clear();
+    sampled.feature_dim = 0;
+  }
+  const GraphBatch batch = to_graph_batch(std::move(sampled), r.sampler->recycler(), r.hetero);
   const at::Tensor h = r.model->forward(batch, train, dropout_key);  // [batch's seeds, dim]
   const at::Tensor src = h.index_select(0, local.slice(0, 0, p));
   const at::Tensor dst = h.index_select(0, local.slice(0, p, 2 * p));
   const at::Tensor neg = h.index_select(0, local.slice(0, 2 * p)).view({p, k, h.size(1)});
-  const at::Tensor query = kg_query(r.decoder, KgSide::kTail, src, at::Tensor());
+  at::Tensor relation;
+  if (r.relations.defined()) {
+    relation = r.relations.index_select(0, torch::tensor(std::vector<int64_t>(step.relation.begin(), step.relation.end()),
+                                                         torch::kLong));
+  }
+  const at::Tensor query = kg_query(r.decoder, KgSide::kTail, src, relation);
   return {kg_score_pairs(r.decoder, query, dst), kg_score_groups(r.decoder, query.unsqueeze(1), neg).squeeze(1)};
 }
 
@@ -374,6 +461,40 @@ link_trainer_actor::behavior_type link_trainer(link_trainer_actor::pointer self,
 }
 
 }  // namespace
+
+int32_t check_link_encoder_fits(const JobConfig& job, const PartitionMeta& meta, const std::string& dir) {
+  const std::string& encoder = job.link.encoder;
+  if (encoder == "rgcn" || encoder == "hetero_sage") {
+    require_relational_graph(meta, encoder, "model.encoder", dir);
+  } else if (meta.feature_dim <= 0) {
+    throw UsageError("model.encoder: " + encoder + " reads node features, and " + dir +
+                     " has none (use encoder: none for learnt embeddings, or rgcn or hetero_sage, whose input is "
+                     "one-hot, on a heterogeneous graph)");
+  }
+  return find_target_edge(meta.edge_types, job.link.target_edge, dir);
+}
+
+void check_negatives_fit(const JobConfig& job, int64_t candidates, const std::string& what) {
+  for (const auto& [field, k] : {std::make_pair("negatives.k", job.link.negatives),
+                                 std::make_pair("eval.negatives", job.link.eval_negatives)}) {
+    if (k > candidates) {
+      throw UsageError(std::string(field) + ": " + std::to_string(k) + " is more than the " + std::to_string(candidates) +
+                       " " + what);
+    }
+  }
+}
+
+int64_t link_training_edges(const JobConfig& job, const PartitionFolder& folder) {
+  const int32_t target = find_target_edge(folder.meta().edge_types, job.link.target_edge, folder.dir());
+  if (target < 0) return folder.meta().num_edges;
+  int64_t edges = 0;
+  for (int p = 0; p < folder.meta().num_parts; ++p) {
+    const PartitionData part = folder.load_part(p);
+    if (!part.edge_type) throw Error(folder.dir() + ": part " + std::to_string(p) + " has no edge types");
+    for (int32_t t : part.edge_type->as<int32_t>()) edges += t == target;
+  }
+  return edges;
+}
 
 void register_link_trainer_type(runtime::ActorTypeRegistry& registry) {
   registry.add("link_trainer", [](caf::actor_system& system, const runtime::Settings& settings) {

@@ -10,8 +10,21 @@
 // destinations of its chunk. The seeds of the step's sampled batch are the positives' ends
 // and the negatives; its hops leave out every positive edge of the step, both directions
 // (GraphBolt's exclude_seed_edges), so the model cannot read a positive off its subgraph.
-// The encoder's output rows of the ends are scored by the decoder (dot product,
-// models/kg_decoder.h), the loss (models/kg_loss.h: bce by default) summed over positives.
+// The encoder's output rows of the ends are scored by the decoder (models/kg_decoder.h: dot
+// product, or DistMult, ComplEx or TransE with a relation per edge type, a dense parameter
+// registered on the encoder's module so that it is allreduced, stepped and checkpointed
+// with the encoder's weights), the loss (models/kg_loss.h: bce by default) summed over
+// positives.
+//
+// Heterogeneous graphs: the relational encoders (rgcn with its basis or block-diagonal
+// decomposition, hetero_sage: models/relational.h) read every edge type as a relation, a
+// one-hot input when the graph has no features (R-GCN's featureless entities). With
+// model.target_edge (MovieLens' [user, rates, movie]) the positives are that type's
+// training edges alone (the epoch's permutation of every edge, filtered: still
+// partition-invariant), the held-out edges scored are that type's, and negatives are nodes
+// of its destination type (draw_negatives below), so that a negative is a movie, never a
+// user. The held-out edges left the graph in their reverse type too (partitioner/splits.h),
+// and the step's positives are excluded from its subgraph in both directions of any type.
 //
 // Determinism: batches are keyed (job seed, epoch, step), the same for every trainer, and
 // sampled with hop-independent draws (SamplerConfig::hop_independent), so a node's sampled
@@ -42,6 +55,7 @@
 #include <vector>
 
 #include "actors/protocol.h"
+#include "partitioner/partition_format.h"
 #include "runtime/host.h"
 
 namespace partita {
@@ -60,6 +74,23 @@ using link_trainer_actor = caf::typed_actor<
     caf::replies_to<link_eval_atom, std::string>::with<std::vector<char>>,
     caf::replies_to<get_state_atom>::with<std::vector<char>>,
     caf::replies_to<set_state_atom, std::vector<char>>::with<bool>>;
+
+struct JobConfig;
+
+// The relation a link job with a GNN encoder trains on (model.target_edge; -1: every edge),
+// once its encoder is known to fit the graph in `meta` (the folder `dir`): a relational
+// encoder (rgcn, hetero_sage) needs node and edge types, the others node features, and a
+// target edge must be one of the graph's types. Throws UsageError naming model.encoder or
+// model.target_edge otherwise. The driver checks before it spawns, each trainer again.
+int32_t check_link_encoder_fits(const JobConfig& job, const PartitionMeta& meta, const std::string& dir);
+
+// Throws UsageError naming negatives.k or eval.negatives when either exceeds the
+// `candidates` its negatives are drawn from (`what`, e.g. "'movie' nodes of
+// model.target_edge").
+void check_negatives_fit(const JobConfig& job, int64_t candidates, const std::string& what);
+
+// The positives of one epoch: the training edges of the target type, or every edge.
+int64_t link_training_edges(const JobConfig& job, const PartitionFolder& folder);
 
 // Registers "link_trainer" (settings: job, the job as YAML; trainer, its index).
 void register_link_trainer_type(runtime::ActorTypeRegistry& registry);

@@ -25,6 +25,7 @@
 #include "runtime/collective/allreduce_client.h"
 #include "runtime/settings.h"
 #include "training/job_config.h"
+#include "training/relational_encoder.h"
 #include "training/replica_step.h"
 
 namespace partita {
@@ -57,18 +58,6 @@ struct Replica {
   HeteroLayout hetero;
 };
 
-// Every node's type by global id, from each part's node_type.bin (4 bytes a node).
-std::vector<int32_t> global_node_types(const PartitionFolder& folder) {
-  std::vector<int32_t> types(static_cast<size_t>(folder.meta().num_nodes));
-  for (int p = 0; p < folder.meta().num_parts; ++p) {
-    const PartitionData part = folder.load_part(p);
-    if (!part.node_type) throw Error(folder.dir() + ": part " + std::to_string(p) + " has no node types");
-    const Span<const int32_t> t = part.node_type->as<int32_t>();
-    std::copy(t.begin(), t.end(), types.begin() + part.node_begin);
-  }
-  return types;
-}
-
 // Node classification on one node type: every seed of the trainer's part must have it.
 void check_target_type(const JobConfig& job, const PartitionFolder& folder, int part,
                        const std::vector<int32_t>& node_type) {
@@ -95,10 +84,7 @@ void check_target_type(const JobConfig& job, const PartitionFolder& folder, int 
 void check_model_fits(const JobConfig& job, const PartitionMeta& meta) {
   const bool relational = job.model == "rgcn" || job.model == "hetero_sage";
   if (!meta.has_labels) throw UsageError(job.partition_dir() + " has no labels to train a classifier on");
-  if (relational && (!meta.is_hetero || meta.node_types.empty() || meta.edge_types.empty())) {
-    throw UsageError("model.kind: " + job.model + " needs a heterogeneous graph (node and edge types); " +
-                     job.partition_dir() + " is homogeneous: use graphsage, gcn or gat");
-  }
+  if (relational) require_relational_graph(meta, job.model, "model.kind", job.partition_dir());
   if (!relational && meta.feature_dim <= 0) {
     throw UsageError(job.partition_dir() + " has no node features: " + job.model +
                      " needs them (the relational kinds rgcn and hetero_sage take a one-hot input instead)");
@@ -132,13 +118,7 @@ std::unique_ptr<Replica> make_replica(const runtime::Settings& settings) {
   config.dropout = r->job.dropout;
   config.trim = r->job.trim;
   if (config.is_relational()) {
-    config.num_nodes = meta.num_nodes;
-    config.num_node_types = static_cast<int>(meta.node_types.size());
-    config.num_relations = static_cast<int>(meta.edge_types.size());
-    for (const EdgeType& t : meta.edge_types) {
-      const auto it = std::find(meta.node_types.begin(), meta.node_types.end(), t.dst_type);
-      config.relation_dst_type.push_back(static_cast<int32_t>(it - meta.node_types.begin()));
-    }
+    set_relations(config, meta);
     config.decomposition = r->job.decomposition;
     config.num_bases = r->job.bases;
     config.num_blocks = r->job.blocks;

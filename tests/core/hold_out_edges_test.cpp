@@ -1,13 +1,19 @@
 // Link prediction's held-out edges (partitioner/splits.h hold_out_edges): an undirected
 // link leaves the graph in both directions and is held out once; the counts are the
 // fractions of the links; what stays keeps its order and its edge times; the same seed
-// gives the same split; bad fractions and a dataset with a split of its own are named.
+// gives the same split; bad fractions and a dataset with a split of its own are named; on a
+// heterogeneous graph with reverse types (MovieLens' rates / rated_by) a held-out rating
+// leaves both types, and only the target type's links are drawn.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <map>
 #include <set>
 #include <utility>
 
 #include "base/error.h"
+#include "partitioner/readers.h"
 #include "partitioner/splits.h"
 #include "test_util.h"
 
@@ -110,6 +116,126 @@ TEST(HoldOutEdgesTest, BadFractionsAndASplitOfItsOwnAreNamed) {
   } catch (const UsageError& e) {
     EXPECT_CONTAINS(e.what(), "has held-out edges of its own already");
   }
+}
+
+// Every pair (either direction) of d's graph, and every held-out pair.
+std::set<std::pair<int64_t, int64_t>> graph_links(const Dataset& d) {
+  std::set<std::pair<int64_t, int64_t>> links;
+  for (int64_t e = 0; e < d.num_edges(); ++e) links.insert(link(d.edges.src[e], d.edges.dst[e]));
+  return links;
+}
+
+void expect_no_held_out_pair_in_the_graph(const Dataset& d) {
+  const auto links = graph_links(d);
+  int64_t leaked = 0;
+  for (const EdgeList* split : {&d.val_edges, &d.test_edges}) {
+    for (int64_t i = 0; i < split->size(); ++i) leaked += links.count(link(split->src[i], split->dst[i]));
+  }
+  EXPECT_EQ(leaked, 0) << "held-out pairs still in the training graph (in one direction or the other)";
+}
+
+// Users 0..9 rate movies 10..29 (user u rates movies 10 + (u + j) % 20, j < 6), each
+// rating as rates (user -> movie, type 0) and then rated_by (movie -> user, type 1); and a
+// third type, (movie, similar, movie), which no rating split should touch.
+Dataset ratings() {
+  Dataset d;
+  d.name = "ratings";
+  d.num_nodes = 30;
+  d.node_type_names = {"user", "movie"};
+  for (int64_t v = 0; v < 30; ++v) d.node_type.push_back(v < 10 ? 0 : 1);
+  d.edge_types = {{"user", "rates", "movie"}, {"movie", "rated_by", "user"}, {"movie", "similar", "movie"}};
+  d.reverse_edge_type = {1, 0, -1};
+  int64_t time = 0;
+  for (int64_t u = 0; u < 10; ++u) {
+    for (int64_t j = 0; j < 6; ++j) {
+      const int64_t m = 10 + (u + j) % 20;
+      d.edges.push_back(u, m);
+      d.edges.type.push_back(0);
+      d.edges.push_back(m, u);
+      d.edges.type.push_back(1);
+      d.edge_time.push_back(time);
+      d.edge_time.push_back(time++);
+    }
+  }
+  for (int64_t m = 10; m < 29; ++m) {
+    d.edges.push_back(m, m + 1);
+    d.edges.type.push_back(2);
+    d.edge_time.push_back(time++);
+  }
+  d.validate();
+  return d;
+}
+
+TEST(HoldOutEdgesTest, AHeldOutRatingLeavesBothItsTypeAndTheReverse) {
+  for (const bool by_time : {false, true}) {
+    Dataset d = ratings();
+    hold_out_edges(d, 0.1, 0.2, 3, by_time, /*edge_type=*/0);
+    // 60 ratings are the links of the target type; the 19 `similar` links are not drawn.
+    EXPECT_EQ(d.val_edges.size(), 6);
+    EXPECT_EQ(d.test_edges.size(), 12);
+    expect_no_held_out_pair_in_the_graph(d);
+    for (const EdgeList* split : {&d.val_edges, &d.test_edges}) {
+      for (int64_t i = 0; i < split->size(); ++i) {
+        EXPECT_EQ(split->type[i], 0);
+        EXPECT_LT(split->src[i], 10) << "a held-out rating runs user -> movie";
+        EXPECT_GE(split->dst[i], 10);
+      }
+    }
+    int64_t similar = 0, rates = 0, rated_by = 0;
+    for (int64_t e = 0; e < d.num_edges(); ++e) {
+      similar += d.edges.type[e] == 2;
+      rates += d.edges.type[e] == 0;
+      rated_by += d.edges.type[e] == 1;
+    }
+    EXPECT_EQ(similar, 19);
+    EXPECT_EQ(rates, 42);
+    EXPECT_EQ(rated_by, 42) << "every rating that stays keeps both of its edges";
+    EXPECT_NO_THROW(d.validate());
+  }
+  // Without the reverse declared, the same split leaves each held-out rating's rated_by
+  // edge in the graph: the leak this guards against.
+  Dataset leaky = ratings();
+  leaky.reverse_edge_type.clear();
+  hold_out_edges(leaky, 0.1, 0.2, 3, false, 0);
+  const auto links = graph_links(leaky);
+  EXPECT_GT(links.count(link(leaky.test_edges.src[0], leaky.test_edges.dst[0])), 0u);
+  // A target type a link is first seen as the reverse of: held out as the target's edge.
+  Dataset turned = ratings();
+  hold_out_edges(turned, 0.0, 0.5, 3, false, 1);
+  ASSERT_EQ(turned.test_edges.size(), 30);
+  EXPECT_EQ(turned.test_edges.type[0], 1);
+  EXPECT_GE(turned.test_edges.src[0], 10) << "rated_by runs movie -> user";
+  expect_no_held_out_pair_in_the_graph(turned);
+  try {
+    Dataset d = ratings();
+    hold_out_edges(d, 0.1, 0.1, 1, false, 3);
+    ADD_FAILURE() << "an edge type the graph does not have";
+  } catch (const UsageError& e) {
+    EXPECT_CONTAINS(e.what(), "model.target_edge");
+  }
+  Dataset bad = ratings();
+  bad.reverse_edge_type = {2, 0, -1};
+  EXPECT_THROW(bad.validate(), Error);
+}
+
+// The shared MovieLens: the last 10% of ratings by time as test, 5% before them as
+// validation; no held-out (user, movie) pair is left in the graph in either type.
+TEST(HoldOutEdgesTest, MovieLensTimeSplitLeavesNoHeldOutRatingInTheGraph) {
+  Dataset d = read_movielens(testing::dataset_path("movielens-small"));
+  const int64_t ratings = d.num_edges() / 2;
+  hold_out_edges(d, 0.05, 0.1, 1, true, 0);
+  EXPECT_EQ(d.test_edges.size(), (ratings + 5) / 10);
+  EXPECT_EQ(d.num_edges(), 2 * (ratings - d.test_edges.size() - d.val_edges.size()));
+  expect_no_held_out_pair_in_the_graph(d);
+  int64_t latest_kept = 0, earliest_test = INT64_MAX;
+  for (int64_t t : d.edge_time) latest_kept = std::max(latest_kept, t);
+  Dataset again = read_movielens(testing::dataset_path("movielens-small"));
+  std::map<std::pair<int64_t, int64_t>, int64_t> time_of;
+  for (int64_t e = 0; e < again.num_edges(); ++e) time_of[{again.edges.src[e], again.edges.dst[e]}] = again.edge_time[e];
+  for (int64_t i = 0; i < d.test_edges.size(); ++i) {
+    earliest_test = std::min(earliest_test, time_of.at({d.test_edges.src[i], d.test_edges.dst[i]}));
+  }
+  EXPECT_LE(latest_kept, earliest_test) << "a training rating is later than a test rating";
 }
 
 }  // namespace
