@@ -32,35 +32,19 @@ bool is_array_header(const unsigned char* bytes, uint64_t size) {
   return size >= sizeof(ArrayHeader) && std::memcmp(bytes, kArrayMagic, sizeof(kArrayMagic)) == 0;
 }
 
-// Checksums of the file read once: of its first 64 bytes (when it has them) and of the
-// rest, and of the whole.
-struct FileSums {
-  uint64_t size = 0;
-  unsigned char head[sizeof(ArrayHeader)] = {};
-  uint64_t head_sum = 0, rest_sum = 0, whole_sum = 0;
-};
-
-FileSums read_sums(const std::string& path, bool whole_file) {
+// Feeds the file at `path` to `use` in pieces; returns its size.
+template <typename Use>
+uint64_t read_pieces(const std::string& path, Use use) {
   ScopedFd fd = open_for_reading(path);
-  FileSums s;
-  s.size = regular_file_size(fd.get(), path);
-  const size_t head = static_cast<size_t>(std::min<uint64_t>(s.size, sizeof(ArrayHeader)));
-  read_exactly(fd.get(), path, reinterpret_cast<char*>(s.head), head);
-  s.head_sum = checksum(s.head, head);
-  if (!whole_file && is_array_header(s.head, s.size)) return s;  // the header is all a description reads
-  Checksum rest, whole;
-  whole.update(s.head, head);
-  std::vector<char> buffer(kReadPiece);
-  for (uint64_t left = s.size - head; left > 0;) {
+  const uint64_t size = regular_file_size(fd.get(), path);
+  std::vector<char> buffer(static_cast<size_t>(std::min<uint64_t>(size, kReadPiece)));
+  for (uint64_t left = size; left > 0;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(left, buffer.size()));
     read_exactly(fd.get(), path, buffer.data(), n);
-    rest.update(buffer.data(), n);
-    whole.update(buffer.data(), n);
+    use(buffer.data(), n);
     left -= n;
   }
-  s.rest_sum = rest.digest();
-  s.whole_sum = whole.digest();
-  return s;
+  return size;
 }
 
 }  // namespace
@@ -82,32 +66,65 @@ uint64_t StagedUnit::bytes() const {
   return total;
 }
 
+void FileCheck::update(const void* data, size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  whole_.update(p, bytes);
+  size_ += bytes;
+  const size_t to_head = std::min(bytes, sizeof(head_) - head_bytes_);
+  std::memcpy(head_ + head_bytes_, p, to_head);
+  head_bytes_ += to_head;
+  rest_.update(p + to_head, bytes - to_head);
+}
+
+bool FileCheck::is_array_file() const { return is_array_header(head_, size_); }
+
+uint64_t FileCheck::checksum() const { return is_array_file() ? partita::checksum(head_, head_bytes_) : whole_.digest(); }
+
+void FileCheck::check(const std::string& path, const StagedFile& expected) const {
+  if (size_ != expected.bytes) {
+    throw file_error(path, "has " + std::to_string(size_) + " bytes, expected " + std::to_string(expected.bytes));
+  }
+  if (is_array_file()) {
+    ArrayHeader header;
+    std::memcpy(&header, head_, sizeof(header));
+    if (partita::checksum(head_, head_bytes_) != expected.checksum) {
+      throw file_error(path, "header checksum mismatch (corrupted copy)");
+    }
+    if (rest_.digest() != header.checksum) throw file_error(path, "data checksum mismatch (corrupted copy)");
+  } else if (whole_.digest() != expected.checksum) {
+    throw file_error(path, "checksum mismatch (corrupted copy)");
+  }
+}
+
 uint64_t file_checksum(const std::string& path) {
-  const FileSums s = read_sums(path, false);
-  return is_array_header(s.head, s.size) ? s.head_sum : s.whole_sum;
+  // An array file's header is all it takes: read it alone first.
+  ScopedFd fd = open_for_reading(path);
+  const uint64_t size = regular_file_size(fd.get(), path);
+  unsigned char head[sizeof(ArrayHeader)] = {};
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(size, sizeof(head)));
+  read_exactly(fd.get(), path, reinterpret_cast<char*>(head), n);
+  if (is_array_header(head, size)) return checksum(head, n);
+  FileCheck whole;
+  read_pieces(path, [&](const char* data, size_t bytes) { whole.update(data, bytes); });
+  return whole.checksum();
 }
 
 void verify_file(const std::string& path, const StagedFile& expected) {
-  const FileSums s = read_sums(path, true);
-  if (s.size != expected.bytes) {
-    throw file_error(path, "has " + std::to_string(s.size) + " bytes, expected " + std::to_string(expected.bytes));
-  }
-  if (is_array_header(s.head, s.size)) {
-    ArrayHeader header;
-    std::memcpy(&header, s.head, sizeof(header));
-    if (s.head_sum != expected.checksum) throw file_error(path, "header checksum mismatch (corrupted copy)");
-    if (s.rest_sum != header.checksum) throw file_error(path, "data checksum mismatch (corrupted copy)");
-  } else if (s.whole_sum != expected.checksum) {
-    throw file_error(path, "checksum mismatch (corrupted copy)");
-  }
+  FileCheck check;
+  read_pieces(path, [&](const char* data, size_t bytes) { check.update(data, bytes); });
+  check.check(path, expected);
 }
 
 StagedUnit describe_unit(const std::string& dir, const std::string& mount, const std::vector<std::string>& only) {
   StagedUnit unit;
   unit.mount = mount;
   const auto add = [&](const std::string& name) {
-    const FileSums s = read_sums(dir + "/" + name, false);
-    unit.files.push_back({name, s.size, is_array_header(s.head, s.size) ? s.head_sum : s.whole_sum});
+    const std::string path = dir + "/" + name;
+    const uint64_t checksum = file_checksum(path);  // opens it: a missing file is named
+    std::error_code ec;
+    const uint64_t bytes = fs::file_size(path, ec);
+    if (ec) throw file_error(path, "cannot read its size: " + ec.message());
+    unit.files.push_back({name, bytes, checksum});
   };
   std::error_code ec;
   if (!only.empty()) {

@@ -17,9 +17,12 @@
 // field.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "base/checksum.h"
 
 namespace partita::runtime {
 
@@ -47,6 +50,25 @@ StagedUnit describe_unit(const std::string& dir, const std::string& mount, const
 
 // The checksum of one file as above. Throws Error naming the file when it cannot be read.
 uint64_t file_checksum(const std::string& path);
+
+// The checks of verify_file on bytes fed in order (as they are read, or as they arrive:
+// how a node checks a file it receives without reading it again).
+class FileCheck {
+ public:
+  void update(const void* data, size_t bytes);
+  // The file's checksum as above, of the bytes fed so far.
+  uint64_t checksum() const;
+  // Throws Error naming `path` and what differs, as verify_file.
+  void check(const std::string& path, const StagedFile& expected) const;
+
+ private:
+  bool is_array_file() const;
+
+  uint64_t size_ = 0;
+  unsigned char head_[64] = {};  // the first bytes: an array file's header
+  size_t head_bytes_ = 0;
+  Checksum rest_, whole_;  // of the bytes after the header, and of all
+};
 
 // Checks the file at `path` against `expected`: its size, then every byte (an array file's
 // header against the checksum, its data against the header's). Throws Error naming `path`

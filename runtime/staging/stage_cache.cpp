@@ -88,6 +88,7 @@ void fetch_unit(RequestClient& client, const StagedUnit& unit, uint32_t first_fi
   for (size_t i = 0; i < unit.files.size(); ++i) {
     const StagedFile& f = unit.files[i];
     const std::string path = (into / f.name).string();
+    FileCheck check;  // as the bytes arrive: the file is not read again
     {
       ScopedFd out = open_for_writing(path);
       for (uint64_t offset = 0; offset < f.bytes;) {
@@ -112,6 +113,7 @@ void fetch_unit(RequestClient& client, const StagedUnit& unit, uint32_t first_fi
         for (uint64_t got = 0; got < body;) {
           const uint64_t n = std::min<uint64_t>(body - got, buffer.size());
           client.receive_body(buffer.data(), n, deadline);
+          check.update(buffer.data(), static_cast<size_t>(n));
           write_all(out.get(), path, buffer.data(), static_cast<size_t>(n));
           got += n;
         }
@@ -120,7 +122,7 @@ void fetch_unit(RequestClient& client, const StagedUnit& unit, uint32_t first_fi
       }
       out.close_or_throw(path);
     }
-    verify_file(path, f);  // a mismatch names the file; the temporary unit is dropped
+    check.check(path, f);  // a mismatch names the file; the temporary unit is dropped
     ++outcome.files_copied;
   }
 }
