@@ -53,6 +53,9 @@ std::pair<std::vector<StagedUnit>, ChannelOffer> parse_request(const std::string
 caf::behavior stager(caf::event_based_actor* self, std::shared_ptr<StageCache> cache) {
   return {
       [self, cache](stage_atom, const std::string& request) -> caf::result<std::string> {
+        // One staging per stager: it stops once this answer is sent, so that it never
+        // lingers on the node beside the job's actors (whoever spawned it need not stop it).
+        self->quit(caf::exit_reason::user_shutdown);  // the reason the host forgets a child by (runtime/host.cpp)
         try {
           const auto [units, offer] = parse_request(request);
           const StageOutcome outcome = cache->stage(units, offer, StageServer::kServerId);

@@ -12,7 +12,7 @@
 // nothing needs registering with CAF.
 //
 // The stager is a detached actor: a staging blocks its own thread (every wait with the
-// cache's deadline), not the daemon's scheduler.
+// cache's deadline), not the daemon's scheduler. It answers one stage request and stops.
 #pragma once
 
 #include <caf/atom.hpp>

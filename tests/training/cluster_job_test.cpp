@@ -699,6 +699,15 @@ TEST_F(ClusterJobTest, NodesTrainOnStagedCopiesOfOnlyTheirPartsCachedAcrossJobs)
   ASSERT_EQ(job_of(s, "again-1")["state"], "running") << s.dump(2) << second.output_so_far() << second.errors_so_far();
   bytes = staged_bytes(second.output_so_far());
   EXPECT_EQ(bytes, (std::vector<uint64_t>{0, 0})) << second.output_so_far();
+  s = wait_for(head.address, [](const json& s) {
+    for (const auto& node : s["nodes"]) {
+      if (node["actors"].contains("stager")) return false;
+    }
+    return true;
+  });
+  for (const auto& node : s["nodes"]) {
+    EXPECT_FALSE(node["actors"].contains("stager")) << "a stager stops once it answered: " << s.dump(2);
+  }
   for (const testing::Daemon* node : {&a, &b}) {
     const std::string maps = testing::read_text("/proc/" + std::to_string(node->process->pid()) + "/maps");
     EXPECT_NE(maps.find(cache_of.at(node->address) + "/units/"), std::string::npos) << "maps its cached copies";
