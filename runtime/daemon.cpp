@@ -297,6 +297,7 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
       agent.head = head_address;
       agent.info = this_node(name, endpoint.to_string());
       agent.data_dir = options.data_dir;
+      agent.cache_dir = options.cache_dir;
       spawn_node_agent(system, caf::actor_cast<host_actor>(main), std::move(agent), std::move(joined));
     }
     {

@@ -33,6 +33,9 @@ struct DaemonOptions {
   std::string join;
   std::chrono::milliseconds join_timeout{10000};
   std::string data_dir = ".";  // whose free space a joined node reports
+  // The staging cache (runtime/staging/stage_cache.h) whose parts a joined node reports, so
+  // that placement prefers the node that has a job's part already; "": none.
+  std::string cache_dir;
   // With `head`: the jobs submitted to it (head.h): their output folders go under runs_dir,
   // driver_command gives the command of a job's driver (empty: no jobs), and at most
   // max_jobs run at once.

@@ -14,6 +14,7 @@
 #include "bench/sample_bench.h"
 #include "bench/linkpred_bench.h"
 #include "bench/train_bench.h"
+#include "bench/staging_bench.h"
 #include "bench/transfer_bench.h"
 #include "base/error.h"
 #include "bench/tls_bench.h"
@@ -214,6 +215,17 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   transfer->add_option("--seed", x->seed, "graph and row seed")->capture_default_str();
   transfer->add_option("--workdir", x->workdir, "keep the generated graph here and reuse it (default: a temporary folder)");
   transfer->callback([x] { bench::run_transfer_bench(*x); });
+
+  auto sg = std::make_shared<bench::StagingBenchOptions>();
+  CLI::App* staging = bench->add_subcommand(
+      "staging", "staging a partition folder to a node's cache next to the request channel moving the same bytes");
+  staging->add_option("--nodes", sg->num_nodes, "RMAT nodes")->check(cli::positive())->capture_default_str();
+  staging->add_option("--avg-degree", sg->avg_degree, "RMAT directed edges per node")->check(cli::positive())->capture_default_str();
+  staging->add_option("--features", sg->feature_dim, "float32 features per node")->check(cli::positive())->capture_default_str();
+  staging->add_option("--repeat", sg->repeat, "interleaved rounds (medians are reported)")->check(cli::positive())->capture_default_str();
+  staging->add_option("--seed", sg->seed, "graph seed")->capture_default_str();
+  staging->add_option("--workdir", sg->workdir, "keep the generated graph here and reuse it (default: a temporary folder)");
+  staging->callback([sg] { bench::run_staging_bench(*sg); });
 
   auto ar = std::make_shared<bench::AllreduceBenchOptions>();
   CLI::App* allreduce = bench->add_subcommand(

@@ -207,6 +207,8 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
 
   ClusterJobOptions options;
   options.system.threads = global.threads;
+  // The nodes reach this machine where they reach the head: the driver serves them the job's data there.
+  options.staging_host = head_endpoint.host;
   add_protocol_types(options.system);
   options.run.overwrite = true;  // the head gave this job a fresh folder
   options.run.threads = global.threads;
@@ -235,7 +237,8 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
   options.live_nodes = [&] {
     std::vector<NodeOffer> offers;
     for (const runtime::NodeStatus& n : runtime::cluster_status(system, head, where, kHeadTimeout).nodes) {
-      if (n.alive) offers.push_back({n.info.name, n.info.address, n.member, n.load.memory_available_bytes, n.info.cores});
+      if (n.alive) offers.push_back(
+            {n.info.name, n.info.address, n.member, n.load.memory_available_bytes, n.info.cores, n.load.cached_units});
     }
     return offers;
   };
@@ -307,7 +310,7 @@ void submit_to_head(const std::string& address, const std::string& job_file, con
   const runtime::head_actor head = runtime::connect_head(system, endpoint, kHeadTimeout);
   const std::string where = endpoint.to_string();
   const std::string id =
-      runtime::submit_job(system, head, where, fs::path(job_file).stem().string(), job_to_yaml(job), kHeadTimeout);
+      runtime::submit_job(system, head, where, fs::path(job_file).stem().string(), submitted_job_yaml(job_file, job), kHeadTimeout);
   std::cout << "job " << id << " submitted to " << where << std::endl;
   if (detach) {
     std::cout << "follow it with: partita logs " << id << " --follow --address " << where << std::endl;

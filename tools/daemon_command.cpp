@@ -13,6 +13,7 @@
 #include "dashboard/status_board.h"
 #include "dashboard/status_server.h"
 #include "runtime/daemon.h"
+#include "runtime/staging/stager.h"
 #include "tools/commands.h"
 #include "training/job_types.h"
 
@@ -31,6 +32,8 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     std::string runs = "partita-runs";
     bool runs_given = false;
     size_t max_jobs = 4;
+    std::string cache = "partita-cache";
+    int64_t cache_max_mb = 20480;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("daemon", "run the node daemon that hosts actors for distributed jobs, or a cluster's head");
@@ -58,6 +61,13 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
       ->capture_default_str();
   CLI::Option* runs = cmd->add_option("--runs", o->runs, "with --head: the folder of the submitted jobs' outputs and logs")
                           ->capture_default_str();
+  cmd->add_option("--cache", o->cache,
+                  "the folder where this node keeps the data staged to it by jobs submitted to a head")
+      ->capture_default_str();
+  cmd->add_option("--cache-max-mb", o->cache_max_mb,
+                  "the most the staging cache keeps, in MB: least recently used parts go first (0: no bound)")
+      ->check(cli::in_range(0, 1e9))
+      ->capture_default_str();
   cmd->callback([o, runs, max_jobs, &global] {
     o->runs_given = runs->count() > 0;
     if (!o->dashboard.empty() && !o->head) throw UsageError("--dashboard needs --head: the head serves the cluster's page");
@@ -105,7 +115,13 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
         jobs->update(status);
       };
     }
-    runtime::run_daemon(options, job_actor_types(), [](const runtime::Endpoint& bound, const std::string&) {
+    runtime::ActorTypeRegistry types = job_actor_types();
+    options.cache_dir = o->cache;
+    runtime::StageCacheOptions cache;
+    cache.dir = o->cache;
+    cache.max_bytes = static_cast<uint64_t>(o->cache_max_mb) << 20;
+    runtime::add_stager_type(types, cache);
+    runtime::run_daemon(options, std::move(types), [](const runtime::Endpoint& bound, const std::string&) {
       // The one line on stdout, for scripts and tests to learn the port; logs go to stderr.
       std::cout << "partita daemon listening on " << bound.to_string() << std::endl;
     });

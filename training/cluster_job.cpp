@@ -1,15 +1,21 @@
 #include "training/cluster_job.h"
 
 #include <spdlog/spdlog.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <caf/all.hpp>
 #include <map>
 #include <optional>
 #include <set>
 #include <thread>
 
 #include "base/file_util.h"
+#include "partitioner/partition_format.h"
+#include "runtime/errors.h"
 #include "runtime/runtime.h"
+#include "runtime/staging/stage_server.h"
+#include "runtime/staging/stager.h"
 
 namespace partita {
 
@@ -27,11 +33,99 @@ std::vector<NodeOffer> usable(const std::vector<NodeOffer>& live, const std::map
   return nodes;
 }
 
+// The parts `node` (of the runtime's) opens: those placed there, or every part for a job
+// whose actors read all of them (a relational trainer's node types, temporal sampling's
+// node times).
+std::vector<int> parts_on(const JobConfig& job, const std::vector<int>& placement, int node) {
+  const bool every_part = job.model == "rgcn" || job.model == "hetero_sage" || job.temporal();
+  std::vector<int> parts;
+  for (int p = 0; p < static_cast<int>(placement.size()); ++p) {
+    if (every_part || placement[p] == node) parts.push_back(p);
+  }
+  return parts;
+}
+
+// Stages on every node of `rt` the parts it hosts (as above) and returns where each node
+// has them. Throws Error naming the node when a staging fails.
+std::vector<std::string> stage_partitions(runtime::Runtime& rt, const JobConfig& job, const std::vector<int>& placement,
+                                          const ClusterJobOptions& options) {
+  const std::string dir = job.partition_dir();
+  const runtime::StagedUnit top = runtime::describe_unit(dir, "", {kMetaFile, "partition_book.bin"});
+  std::map<int, runtime::StagedUnit> parts;
+  runtime::StageServer server(options.staging_host, options.staging_deadline);
+  std::vector<caf::actor> stagers;
+  std::vector<std::vector<runtime::StagedUnit>> requests;
+  caf::scoped_actor self(rt.system());
+  struct StopStagers {
+    std::vector<caf::actor>& stagers;
+    ~StopStagers() {
+      for (const auto& s : stagers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+    }
+  } stop{stagers};
+  std::vector<caf::response_handle<caf::blocking_actor, caf::message, true>> pending;
+  for (int node = 0; node < rt.num_nodes(); ++node) {
+    std::vector<runtime::ServedUnit> served{{dir, top}};
+    for (int p : parts_on(job, placement, node)) {
+      const std::string name = "part" + std::to_string(p);
+      if (!parts.count(p)) parts.emplace(p, runtime::describe_unit(dir + "/" + name, name));
+      served.push_back({dir + "/" + name, parts.at(p)});
+    }
+    std::vector<runtime::StagedUnit> units;
+    for (const auto& s : served) units.push_back(s.unit);
+    const runtime::ChannelOffer offer = server.open(std::move(served));
+    stagers.push_back(rt.spawn(node, runtime::kStagerType, {}));
+    requests.push_back(units);
+    pending.push_back(self->request(stagers.back(), caf::duration(options.staging_deadline), runtime::stage_atom::value,
+                                    runtime::stage_request_json(units, offer)));
+  }
+  std::vector<std::string> dirs;
+  for (int node = 0; node < rt.num_nodes(); ++node) {
+    std::optional<std::string> failure;
+    std::string answer;
+    pending[node].receive([&](std::string& outcome) { answer = std::move(outcome); },
+                          [&](caf::error& e) { failure = runtime::describe(rt.system(), e); });
+    if (failure) throw Error("staging the job's data on " + rt.node_name(node) + " failed: " + *failure);
+    const runtime::StageOutcome outcome = runtime::stage_outcome_from_json(answer);
+    uint64_t bytes = 0;
+    for (const auto& u : requests[node]) bytes += u.bytes();
+    spdlog::info("staged {} of {} byte(s) ({} file(s)) on {}: {} unit(s) copied, {} reused from its cache{}; its cache holds {} bytes",
+                 outcome.bytes_copied, bytes, outcome.files_copied, rt.node_name(node), outcome.units_copied,
+                 outcome.units_reused, outcome.damaged.empty() ? "" : " (" + std::to_string(outcome.damaged.size()) + " damaged, fetched again)",
+                 outcome.cache_bytes);
+    if (options.on_staged) options.on_staged(rt.node_name(node), outcome);
+    dirs.push_back(outcome.folder);
+  }
+  return dirs;
+}
+
 }  // namespace
+
+std::string submitted_job_yaml(const std::string& job_file, const JobConfig& job) {
+  if (!job.partitions.empty()) return job_to_yaml(job);  // a partition folder: the driver's path
+  YAML::Node root = YAML::Load(job_to_yaml(job));
+  YAML::Node data;
+  try {
+    data = YAML::Clone(YAML::LoadFile(job_file)["data"]);  // load_job read it: a map
+  } catch (const YAML::Exception& e) {
+    throw UsageError(job_file + ": " + e.what());
+  }
+  if (!job.dataset.empty()) data["dataset"] = job.dataset;
+  root["data"] = data;
+  YAML::Emitter out;
+  out << root;
+  return out.c_str();
+}
 
 JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options) {
   if (!options.live_nodes) throw UsageError("run_cluster_job needs a source of live nodes");
   const std::vector<int64_t> bytes = partition_bytes(job.partition_dir(), job.num_partitions);
+  const bool staged = !options.staging_host.empty() && !(job.link_prediction() && !job.link_gnn());
+  // Each part's staging key: placement prefers the nodes that have it cached.
+  std::vector<std::string> part_keys;
+  for (int p = 0; staged && p < job.num_partitions; ++p) {
+    const std::string name = "part" + std::to_string(p);
+    part_keys.push_back(runtime::key_text(runtime::describe_unit(job.partition_dir() + "/" + name, name).key()));
+  }
   std::map<std::string, uint64_t> lost;  // address -> the member id it had when lost
   // The nodes the last attempt could not connect to (a node dead since the head last heard
   // of it): the next placement leaves them out if the job fits without them.
@@ -64,14 +158,14 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
         }
         if (reachable.size() < nodes.size()) {
           try {
-            placement = place_partitions(bytes, reachable, job.partitions_per_node);
+            placement = place_partitions(bytes, reachable, job.partitions_per_node, part_keys);
             nodes = std::move(reachable);
             break;
           } catch (const PlacementError&) {
             // Not without them: they may only have been closing an old connection.
           }
         }
-        placement = place_partitions(bytes, nodes, job.partitions_per_node);
+        placement = place_partitions(bytes, nodes, job.partitions_per_node, part_keys);
         break;
       } catch (const PlacementError& e) {
         if (std::chrono::steady_clock::now() >= until) {
@@ -125,6 +219,9 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
     unreachable.clear();
     run.placement = placement;
     try {
+      if (staged) {
+        run.node_partition_dirs = stage_partitions(*rt, job, placement, options);
+      }
       return run_job(*rt, job, run);
     } catch (const JobCancelled&) {
       throw;

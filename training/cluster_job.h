@@ -2,7 +2,8 @@
 // the driver of a job submitted to a head runs (`partita submit JOB --address HEAD`).
 //
 // An attempt asks for the live nodes, places the partitions (training/placement.h),
-// connects to the nodes it uses and runs the job (run_job). When a node is lost the driver
+// connects to the nodes it uses, stages on each node the parts it hosts (below) and runs
+// the job (run_job). When a node is lost the driver
 // notices it (its connection drops at once for a killed process, within CAF's connection
 // heartbeat timeout for a frozen one: about 6 s, see runtime/actor_system.h), stops the
 // rest of the attempt (run_job stops its actors however it ends), and, up to
@@ -12,6 +13,13 @@
 // (`train.checkpoint_every_steps` bounds the steps re-done). Batches are partition- and
 // placement-invariant and the checkpoint holds the epoch's sums so far, so a recovered job
 // ends with the weights and metrics of an uninterrupted one.
+//
+// Data staging: a node needs no copy of the partition folder at the driver's path. Each
+// attempt serves every node it uses the folder's top files (META.json, partition_book.bin)
+// and the part<i>/ folders placed there (every part, for a job whose actors read all of
+// them: relational models, temporal sampling) over the bulk transport; the node's cache
+// (runtime/staging/stage_cache.h) verifies every file, keeps them by content checksum and
+// copies nothing it has already, so a job whose data is cached starts without copying.
 #pragma once
 
 #include <chrono>
@@ -20,6 +28,7 @@
 #include <vector>
 
 #include "runtime/actor_system.h"
+#include "runtime/staging/stage_cache.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
 #include "training/placement.h"
@@ -40,10 +49,28 @@ struct ClusterJobOptions {
   // Told each attempt's placement: the address of each partition's node, and the bytes of
   // each partition (what it takes there: the head reserves them, see runtime/cluster/head.h).
   std::function<void(const std::vector<std::string>&, const std::vector<int64_t>&)> on_placed;
+  // Data staging (runtime/staging/): an address of this machine that the nodes reach (the
+  // head's host), where each attempt serves every node it places partitions on the parts
+  // it hosts; the nodes keep them in their cache and open the job's data there. Empty: the
+  // nodes read the partition folder at the driver's path (a folder they share). Jobs of
+  // task link_prediction without a GNN encoder are not staged (their driver reads every
+  // part on every node).
+  std::string staging_host;
+  // Bounds one node's staging (its every wait is bounded by the node's cache deadline).
+  std::chrono::milliseconds staging_deadline{600000};
+  // Told what each node's staging did: the node's address and the stager's outcome.
+  std::function<void(const std::string&, const runtime::StageOutcome&)> on_staged;
   // Told each restart: its number (1, 2, ...) and what happened: "lost NODE (ADDRESS); restart
   // N of at most M: resuming after epoch E [and step S of the next], K step(s) to re-do".
   std::function<void(int, const std::string&)> on_restart;
 };
+
+// The job as a head's driver reads it (`partita submit --address`): the job as run
+// (job_to_yaml), with its data section as the user wrote it, paths made absolute. A job that
+// generates its graph or partitions a dataset thus has its data prepared by its driver, in
+// its output where the driver runs, rather than pointing at a folder on the submitting
+// machine that the driver's machine may not have. `job` is load_job(job_file).
+std::string submitted_job_yaml(const std::string& job_file, const JobConfig& job);
 
 // Runs the job as above and returns the last attempt's report (its epochs: those after the
 // checkpoint it resumed from). Throws PlacementError when the job cannot be placed (first

@@ -166,6 +166,11 @@ class Driver {
     if (!options_.placement.empty()) return options_.placement.at(static_cast<size_t>(part));
     return JobConfig::node_of_partition(part, runtime_.num_nodes());
   }
+  // The partition folder as `node` opens it (RunOptions::node_partition_dirs).
+  const std::string& dir_on(int node) const {
+    if (options_.node_partition_dirs.empty()) return folder_.dir();
+    return options_.node_partition_dirs.at(static_cast<size_t>(node));
+  }
   // The node the runtime lost, waiting up to `grace` for the news to arrive.
   // Throws `failure`, with the node the runtime lost when one was (a trainer or sampler
   // can see a peer's process end before this process hears of it): one way for every
@@ -296,7 +301,7 @@ void Driver::spawn_actors() {
     return text;
   }();
   for (int p = 0; p < job_.num_partitions; ++p) {
-    runtime::Settings settings{{"dir", folder_.dir()},
+    runtime::Settings settings{{"dir", dir_on(node_of_partition(p))},
                                {"part", std::to_string(p)},
                                {"fanouts", fanouts},
                                {"replace", job_.replace ? "true" : "false"},
@@ -322,11 +327,17 @@ void Driver::spawn_actors() {
     actors_.allreduce.push_back(spawn(node, "allreduce", settings));
   }
   runtime::connect_allreduce_group(runtime_.system(), actors_.allreduce, kRequestDeadline);
-  const std::string job_yaml = job_to_yaml(job_);
+  // The job as each node reads it: with the partition folder where that node has it.
+  const auto job_yaml_on = [&](int node) {
+    if (options_.node_partition_dirs.empty()) return job_to_yaml(job_);
+    JobConfig there = job_;
+    there.partitions = dir_on(node);
+    return job_to_yaml(there);
+  };
   for (int t = 0; t < num_trainers; ++t) {
     const int node = node_of_partition(job_.part_of_trainer(t));
-    actors_.trainers.push_back(
-        spawn(node, job_.link_gnn() ? "link_trainer" : "trainer", {{"job", job_yaml}, {"trainer", std::to_string(t)}}));
+    actors_.trainers.push_back(spawn(node, job_.link_gnn() ? "link_trainer" : "trainer",
+                                     {{"job", job_yaml_on(node)}, {"trainer", std::to_string(t)}}));
   }
   for (const auto& a : actors_.partitions) self_->monitor(a);
   for (const auto& a : actors_.samplers) self_->monitor(a);
@@ -351,7 +362,7 @@ void Driver::spawn_samplers(const std::string& fanouts) {
   for (int t = 0; t < job_.num_trainers(); ++t) {
     const int part = job_.part_of_trainer(t);
     actors_.samplers.push_back(spawn(node_of_partition(part), "sampler",
-                                     {{"dir", folder_.dir()},
+                                     {{"dir", dir_on(node_of_partition(part))},
                                       {"part", std::to_string(part)},
                                       {"fanouts", fanouts},
                                       {"replace", job_.replace ? "true" : "false"},
@@ -747,6 +758,10 @@ JobReport Driver::run() {
   if (job_.temporal()) check_temporal_job();
   open_job_output(job_, options_);
   check_placement(options_.placement, job_.num_partitions, runtime_.num_nodes());
+  if (!options_.node_partition_dirs.empty() && static_cast<int>(options_.node_partition_dirs.size()) != runtime_.num_nodes()) {
+    throw UsageError("partition folders for " + std::to_string(options_.node_partition_dirs.size()) + " node(s) of " +
+                     std::to_string(runtime_.num_nodes()));
+  }
 
   if (options_.on_owner) options_.on_owner(runtime::owner_key(caf::actor_cast<caf::actor_addr>(self_)));
   spawn_actors();

@@ -130,6 +130,10 @@ struct RunOptions {
   // on node p mod nodes (JobConfig::node_of_partition). A job placed by resources
   // (training/placement.h) passes its placement here.
   std::vector<int> placement;
+  // The partition folder as each node (of the runtime's) opens it, when the nodes do not
+  // share the driver's path (a cluster job's staged copies, training/cluster_job.h); empty:
+  // job.partition_dir() everywhere. The driver itself reads job.partition_dir().
+  std::vector<std::string> node_partition_dirs;
   // Told, before any actor is spawned, the key under which the nodes list the job's
   // actors (runtime::owner_key of the driver that owns them): how a head matches the actors
   // its nodes report to the job.

@@ -34,7 +34,8 @@ std::vector<int64_t> partition_bytes(const std::string& dir, int parts) {
   return bytes;
 }
 
-std::vector<int> place_partitions(const std::vector<int64_t>& bytes, const std::vector<NodeOffer>& nodes, int per_node) {
+std::vector<int> place_partitions(const std::vector<int64_t>& bytes, const std::vector<NodeOffer>& nodes, int per_node,
+                                  const std::vector<std::string>& part_keys) {
   if (per_node < 1) throw UsageError("cluster.partitions_per_node must be at least 1, got " + std::to_string(per_node));
   const int parts = static_cast<int>(bytes.size());
   const int live = static_cast<int>(nodes.size());
@@ -54,10 +55,18 @@ std::vector<int> place_partitions(const std::vector<int64_t>& bytes, const std::
   for (int n = 0; n < live; ++n) left[n] = nodes[n].memory_available_bytes;
   std::vector<int> placement(parts, -1);
   for (int p : order) {
+    const auto cached = [&](int n) {
+      if (part_keys.empty()) return false;
+      const auto& units = nodes[n].cached_units;
+      return std::find(units.begin(), units.end(), part_keys.at(static_cast<size_t>(p))) != units.end();
+    };
     int best = -1;
     for (int n = 0; n < live; ++n) {
       if (count[n] >= per_node || left[n] < bytes[p]) continue;
-      if (best < 0 || count[n] < count[best] || (count[n] == count[best] && left[n] > left[best])) best = n;
+      const bool better = best < 0 || count[n] < count[best] ||
+                          (count[n] == count[best] &&
+                           (cached(n) != cached(best) ? cached(n) : left[n] > left[best]));
+      if (better) best = n;
     }
     if (best < 0) {
       std::string offers;

@@ -48,12 +48,16 @@ struct NodeLoad {
   // as an opaque key; "" for an actor without one.
   std::vector<std::string> actor_types;
   std::vector<std::string> actor_jobs;
+  // The keys of the units in its staging cache (runtime/staging/stage_cache.h), at most
+  // kMaxReportedCachedUnits: placement prefers a node that has a job's part already.
+  std::vector<std::string> cached_units;
 };
+inline constexpr size_t kMaxReportedCachedUnits = 4096;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeLoad& x) {
   return f(caf::meta::type_name("partita.NodeLoad"), x.memory_available_bytes, x.disk_free_bytes, x.actor_types,
-           x.actor_jobs);
+           x.actor_jobs, x.cached_units);
 }
 
 // One member as the head sees it.

@@ -363,6 +363,7 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
         auto it = self->state.members.find(member);
         if (it == self->state.members.end() || !it->second.status.alive) return false;
         it->second.last_heartbeat = Clock::now();
+        if (load.cached_units.size() > kMaxReportedCachedUnits) load.cached_units.resize(kMaxReportedCachedUnits);
         it->second.status.load = std::move(load);
         return true;
       },

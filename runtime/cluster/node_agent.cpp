@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/system_memory.h"
+#include "runtime/staging/stage_cache.h"
 #include "runtime/errors.h"
 #include "runtime/tls/caf_gateway.h"
 
@@ -141,6 +142,7 @@ void heartbeat(AgentPointer self) {
             load.disk_free_bytes = disk_free_bytes(st.options.data_dir);
             load.actor_types = std::move(types);
             load.actor_jobs = std::move(jobs);
+            if (!st.options.cache_dir.empty()) load.cached_units = list_cached_units(st.options.cache_dir, kMaxReportedCachedUnits);
             self->request(st.head, st.deadline, heartbeat_atom::value, st.member, std::move(load))
                 .then(
                     [self, generation](bool known) {

@@ -25,6 +25,7 @@ struct NodeAgentOptions {
   Endpoint head;       // where the head listens
   NodeInfo info;       // this node, as it joins
   std::string data_dir = ".";  // whose free space the heartbeats report
+  std::string cache_dir;       // the staging cache whose units the heartbeats report ("": none)
   // Until the first join tells it the head's: how often to retry joining, and each
   // request's deadline.
   std::chrono::milliseconds retry_period{1000};

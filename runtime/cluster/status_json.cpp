@@ -34,6 +34,7 @@ std::string status_json(const ClusterStatus& status, const std::string& head) {
                      {"memory_bytes", n.info.memory_bytes},
                      {"memory_available_bytes", n.load.memory_available_bytes},
                      {"disk_free_bytes", n.load.disk_free_bytes},
+                     {"cached_units", n.load.cached_units},
                      {"ms_since_heartbeat", n.ms_since_heartbeat},
                      {"actors", actors},
                      {"jobs", jobs}});

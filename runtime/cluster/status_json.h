@@ -4,7 +4,7 @@
 //    "nodes": [{"member": N, "name": "...", "address": "HOST:PORT", "version": "...",
 //               "state": "alive" | "dead", "lost": "why, when dead", "cores": N,
 //               "memory_bytes": N, "memory_available_bytes": N, "disk_free_bytes": N,
-//               "ms_since_heartbeat": N, "actors": {"TYPE": count, ...},
+//               "cached_units": ["KEY", ...] (its staging cache), "ms_since_heartbeat": N, "actors": {"TYPE": count, ...},
 //               "jobs": ["ID", ...]}, ...],   (the jobs running there)
 //    "jobs": [{"id": "...", "state": "...", "nodes": ["NAME", ...], "actors": N,
 //              "submitted": true|false, "message": "...", "output": "DIR",

@@ -45,6 +45,19 @@
 //    then the operation's float32 values (2N-2 chunk steps, see ring.h), in host order.
 //    The receiver checks magic, rank, sequence number and size before it sums a float:
 //    members that disagree fail the operation with an error naming both.
+//
+// 4. Data staging (runtime/staging/): request-channel frames. A request is 24 bytes
+//
+//      offset 0   u32 magic 0x54535450 ("PTST" read as little-endian bytes "PTST")
+//             4   u32 the file's index in the staging request's manifest (its units'
+//                     files in order, runtime/staging/folder_manifest.h)
+//             8   u64 the offset of the first byte wanted
+//            16   u64 how many bytes (at most kMaxStageChunkBytes)
+//
+//    and its reply is a head of one byte, 0, and the file's bytes [offset, offset+length)
+//    as the body; or, for a request the server refuses (an unknown file, a range past the
+//    file's end, a read error), a head of 1 and the reason as text, and no body. The
+//    receiver checks every file against the manifest's checksum before it uses it.
 #pragma once
 
 #include <cstddef>
@@ -128,6 +141,35 @@ inline bool decode_op_header(const unsigned char in[kOpHeaderBytes], OpHeader& h
   h.rank = get_u32(in + 4);
   h.seq = get_u64(in + 8);
   h.floats = get_u64(in + 16);
+  return true;
+}
+
+// --- 4. Data staging requests ---
+
+constexpr uint32_t kStageMagic = 0x54535450;
+constexpr size_t kStageRequestBytes = 24;
+constexpr uint64_t kMaxStageChunkBytes = uint64_t{64} << 20;
+constexpr char kStageReplyOk = 0;
+constexpr char kStageReplyRefused = 1;
+
+struct StageRequest {
+  uint32_t file = 0;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+inline void encode_stage_request(const StageRequest& r, unsigned char out[kStageRequestBytes]) {
+  put_u32(out, kStageMagic);
+  put_u32(out + 4, r.file);
+  put_u64(out + 8, r.offset);
+  put_u64(out + 16, r.bytes);
+}
+// False if the request is not 24 bytes or its magic is wrong.
+inline bool decode_stage_request(const unsigned char* in, size_t bytes, StageRequest& r) {
+  if (bytes != kStageRequestBytes || get_u32(in) != kStageMagic) return false;
+  r.file = get_u32(in + 4);
+  r.offset = get_u64(in + 8);
+  r.bytes = get_u64(in + 16);
   return true;
 }
 

@@ -82,8 +82,9 @@ TEST(HeadDashboardTest, ThePageShowsTheJobsSubmittedToTheHead) {
   const std::string out = head.process->output_so_far();
   ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(status page on http://127\.0\.0\.1:(\d+)/)"))) << out;
   const int port = std::stoi(m[1]);
-  testing::Daemon a = testing::start_daemon({"--join", head.address, "--name", "node-a"});
-  testing::Daemon b = testing::start_daemon({"--join", head.address, "--name", "node-b"});
+  // Each with a staging cache of its own (not the working folder's, shared by other tests).
+  testing::Daemon a = testing::start_daemon({"--join", head.address, "--name", "node-a", "--cache", tmp / "cache-a"});
+  testing::Daemon b = testing::start_daemon({"--join", head.address, "--name", "node-b", "--cache", tmp / "cache-b"});
   wait_for_page(port, [](const nlohmann::json& p) { return state_of(p, "node-a") == "up" && state_of(p, "node-b") == "up"; });
 
   const testing::CommandResult r = testing::run_partita({"submit", tmp / "paged.yaml", "--address", head.address});

@@ -16,7 +16,10 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
@@ -91,8 +94,10 @@ class ClusterJobTest : public ::testing::Test {
   testing::Daemon start_head(const std::string& listen = "127.0.0.1:0") {
     return start({"--head", "--runs", tmp_ / "runs"}, listen);
   }
+  // A node with a staging cache of its own (the default, partita-cache in the working
+  // folder, would be shared by the tests that run at once).
   testing::Daemon start_node(const std::string& head, const std::string& name) {
-    return start({"--join", head, "--name", name});
+    return start({"--join", head, "--name", name, "--cache", tmp_ / ("cache-" + name)});
   }
 
   // The status as `partita status --json` prints it, asked from this process (a CLI child
@@ -491,9 +496,9 @@ TEST_F(ClusterJobTest, ANodeThatCannotBeReachedIsLeftOutOfTheNextPlacement) {
   options.run.overwrite = true;
   // The dead node offers the most memory: the first placement puts a partition there.
   options.live_nodes = [&] {
-    return std::vector<NodeOffer>{{"dead", dead_address, 1, int64_t{1} << 40, 2},
-                                  {"node-a", a.address, 2, int64_t{1} << 30, 2},
-                                  {"node-b", b.address, 3, int64_t{1} << 30, 2}};
+    return std::vector<NodeOffer>{{"dead", dead_address, 1, int64_t{1} << 40, 2, {}},
+                                  {"node-a", a.address, 2, int64_t{1} << 30, 2, {}},
+                                  {"node-b", b.address, 3, int64_t{1} << 30, 2, {}}};
   };
   options.placement_wait = std::chrono::seconds(5);
   options.poll = std::chrono::milliseconds(50);
@@ -596,6 +601,149 @@ TEST_F(ClusterJobTest, ALostHeadFailsItsJobsCleanlyAndNodesRejoinItsSuccessor) {
   EXPECT_EQ(actors_on_live_nodes(s), 0u) << "nothing of the failed job runs on them: " << s.dump(2);
 }
 
+// A job that generates its graph: its driver generates and partitions it where the driver
+// runs (the head's machine), then places and stages it; the job ends as it does in one process.
+TEST_F(ClusterJobTest, AJobThatGeneratesItsDataIsPreparedByItsDriver) {
+  testing::Daemon head = start_head();
+  ASSERT_FALSE(head.address.empty());
+  testing::Daemon a = start_node(head.address, "a");
+  testing::Daemon b = start_node(head.address, "b");
+  ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
+  testing::write_text(tmp_ / "generated.yaml",
+                      "data:\n"
+                      "  generate: {kind: sbm, nodes: 3000, classes: 4, features: 16, avg_degree: 8, seed: 3}\n"
+                      "  num_partitions: 2\n"
+                      "model: {kind: graphsage, hidden: 16, layers: 2}\n"
+                      "sampling: {fanouts: [5, 5], batch_size: 32}\n"
+                      "train: {epochs: 2}\n"
+                      "output: submitted-output\n");
+  const std::string job = tmp_ / "generated.yaml";
+  ProcessResult r = run_process({PARTITA_BINARY, "submit", job, "--address", head.address}, kProcessSeconds);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string id = submitted_id(r.out);
+  ASSERT_EQ(id, "generated-1") << r.out;
+  EXPECT_TRUE(fs::exists(run_dir(id) + "/partitions/META.json")) << "prepared in the job's output, on the driver's side";
+  EXPECT_FALSE(fs::exists(tmp_ / "submitted-output")) << "nothing on the submitting side";
+  const JobReport expected = reference(job);
+  EXPECT_EQ(logged_hash(r.out), expected.parameter_hash) << r.out;
+  expect_same_metrics(id, expected);
+}
+
+// Data staging: each node gets, in its own cache, only the parts it hosts, checked; the job
+// trains on the copies and ends as in one process; a second job on the same data copies
+// nothing; a damaged cached file is noticed, named and fetched again.
+TEST_F(ClusterJobTest, NodesTrainOnStagedCopiesOfOnlyTheirPartsCachedAcrossJobs) {
+  testing::Daemon head = start_head();
+  ASSERT_FALSE(head.address.empty());
+  testing::Daemon a = start_node(head.address, "a");
+  testing::Daemon b = start_node(head.address, "b");
+  ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
+  const std::string job = write_job("staged.yaml", 2);
+  const JobReport expected = reference(job);
+  const std::map<std::string, std::string> cache_of{{a.address, tmp_ / "cache-a"}, {b.address, tmp_ / "cache-b"}};
+
+  // The staged folder of `node` as the driver logged it, and the parts it holds.
+  const auto parts_in_cache = [&](const std::string& cache) {
+    std::set<std::string> parts;
+    std::error_code ec;
+    for (const auto& folder : fs::directory_iterator(cache + "/folders", ec)) {
+      for (const auto& entry : fs::directory_iterator(folder.path(), ec)) {
+        const std::string name = entry.path().filename().string();
+        if (std::regex_match(name, std::regex("part\\d+"))) parts.insert(name);
+      }
+    }
+    return parts;
+  };
+  const auto staged_bytes = [](const std::string& log) {
+    std::vector<uint64_t> bytes;
+    const std::regex line("staged (\\d+) of (\\d+) byte\\(s\\)");
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
+      bytes.push_back(std::stoull((*it)[1]));
+    }
+    return bytes;
+  };
+
+  ProcessResult r = run_process({PARTITA_BINARY, "submit", job, "--address", head.address}, kProcessSeconds);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::string id = submitted_id(r.out);
+  EXPECT_EQ(logged_hash(r.out), expected.parameter_hash) << r.out;
+  expect_same_metrics(id, expected);
+  json s = status(head.address);
+  const json placed = job_of(s, id)["partitions"];
+  ASSERT_EQ(placed.size(), 2u) << s.dump(2);
+  for (int p = 0; p < 2; ++p) {
+    const std::string cache = cache_of.at(placed[p].get<std::string>());
+    EXPECT_EQ(parts_in_cache(cache), std::set<std::string>{"part" + std::to_string(p)})
+        << "partition " << p << " on " << placed[p] << ": its part and no other";
+    for (const std::string file : {"META.json", "partition_book.bin"}) {
+      bool found = false;
+      for (const auto& folder : fs::directory_iterator(cache + "/folders")) found |= fs::exists(folder.path() / file);
+      EXPECT_TRUE(found) << file << " staged to " << cache;
+    }
+  }
+  std::vector<uint64_t> bytes = staged_bytes(r.out);
+  ASSERT_EQ(bytes.size(), 2u) << r.out;
+  EXPECT_GT(bytes[0], 0u);
+  EXPECT_GT(bytes[1], 0u);
+
+  // The same data again, once the nodes report what they cached (placement prefers them):
+  // nothing copied; the nodes' actors open the cached copies.
+  s = wait_for(head.address, [](const json& s) {
+    size_t reporting = 0;
+    for (const auto& node : s["nodes"]) reporting += node["state"] == "alive" && node["cached_units"].size() >= 2;
+    return reporting == 2;
+  });
+  ChildProcess second({PARTITA_BINARY, "submit", write_job("again.yaml", 200, ", checkpoint_every_steps: 50"),
+                       "--address", head.address});
+  s = wait_for(head.address, [&](const json& s) { return epoch_of(s, "again-1") >= 1 && actors_on_live_nodes(s) > 0; });
+  ASSERT_EQ(job_of(s, "again-1")["state"], "running") << s.dump(2) << second.output_so_far() << second.errors_so_far();
+  bytes = staged_bytes(second.output_so_far());
+  EXPECT_EQ(bytes, (std::vector<uint64_t>{0, 0})) << second.output_so_far();
+  s = wait_for(head.address, [](const json& s) {
+    for (const auto& node : s["nodes"]) {
+      if (node["actors"].contains("stager")) return false;
+    }
+    return true;
+  });
+  for (const auto& node : s["nodes"]) {
+    EXPECT_FALSE(node["actors"].contains("stager")) << "a stager stops once it answered: " << s.dump(2);
+  }
+  for (const testing::Daemon* node : {&a, &b}) {
+    const std::string maps = testing::read_text("/proc/" + std::to_string(node->process->pid()) + "/maps");
+    EXPECT_NE(maps.find(cache_of.at(node->address) + "/units/"), std::string::npos) << "maps its cached copies";
+    EXPECT_EQ(maps.find(tmp_ / "parts"), std::string::npos) << "maps nothing of the driver's folder";
+  }
+  ProcessResult stop = run_process({PARTITA_BINARY, "stop", "again-1", "--address", head.address}, kProcessSeconds);
+  EXPECT_EQ(stop.exit_code, 0) << stop.err;
+  second.wait(kProcessSeconds);
+  s = wait_for(head.address, [](const json& s) { return actors_on_live_nodes(s) == 0; });
+
+  // A flipped byte in a cached file: named, fetched again, and the job's result unchanged.
+  const std::string cache = cache_of.at(placed[0].get<std::string>());
+  fs::path damaged;
+  for (const auto& unit : fs::directory_iterator(cache + "/units")) {
+    if (fs::exists(unit.path() / "x.bin")) damaged = unit.path() / "x.bin";
+  }
+  ASSERT_FALSE(damaged.empty());
+  {
+    std::fstream f(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x7f');
+  }
+  r = run_process({PARTITA_BINARY, "submit", write_job("damaged.yaml", 2), "--address", head.address}, kProcessSeconds);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_CONTAINS(r.out, "1 damaged, fetched again");
+  for (testing::Daemon* node : {&a, &b}) {
+    if (node->address == placed[0].get<std::string>()) {
+      EXPECT_CONTAINS(node->process->errors_so_far(), damaged.string() + ": data checksum mismatch");
+    }
+  }
+  EXPECT_EQ(logged_hash(r.out), expected.parameter_hash) << r.out;
+  bytes = staged_bytes(r.out);
+  ASSERT_EQ(bytes.size(), 2u) << r.out;
+  EXPECT_GT(bytes[0] + bytes[1], 0u) << "the damaged part is copied again";
+}
+
 // The same on separate hosts (tests/netns_cluster.h): the head in one network namespace,
 // three nodes in theirs, addresses that exist only there; a node killed mid-job.
 TEST_F(ClusterJobTest, OnSeparateHostsAKilledNodeCostsARestartNotResults) {
@@ -617,7 +765,8 @@ TEST_F(ClusterJobTest, OnSeparateHostsAKilledNodeCostsARestartNotResults) {
   ASSERT_EQ(head.address, head_address);
   std::vector<testing::Daemon> nodes;
   for (int i = 1; i <= 3; ++i) {
-    nodes.push_back(start_in(i, {"--join", head_address, "--name", "host-" + std::to_string(i)}, hosts.address(i) + ":0"));
+    nodes.push_back(start_in(i, {"--join", head_address, "--name", "host-" + std::to_string(i), "--cache", tmp_ / ("cache-" + std::to_string(i))},
+                             hosts.address(i) + ":0"));
   }
   // Asked from the head's host: this namespace cannot reach those addresses.
   auto status_there = [&]() -> json {

@@ -13,7 +13,7 @@ constexpr int64_t kMiB = 1 << 20;
 std::vector<NodeOffer> offers(const std::vector<int64_t>& free_mib) {
   std::vector<NodeOffer> nodes;
   for (size_t i = 0; i < free_mib.size(); ++i) {
-    nodes.push_back({"n" + std::to_string(i), "10.0.0." + std::to_string(i + 1) + ":7071", i + 1, free_mib[i] * kMiB, 2});
+    nodes.push_back({"n" + std::to_string(i), "10.0.0." + std::to_string(i + 1) + ":7071", i + 1, free_mib[i] * kMiB, 2, {}});
   }
   return nodes;
 }
@@ -46,6 +46,24 @@ TEST(PlacementTest, MemoryDecidesWhereAPartitionFits) {
   EXPECT_CONTAINS(why, "n0 (10.0.0.1:7071) 650.0 MiB left after 0 partition(s)");
   EXPECT_CONTAINS(why, "n1 (10.0.0.2:7071) 100.0 MiB left after 1 partition(s)");
   EXPECT_CONTAINS(why, "it needs a node with 700.0 MiB free");
+}
+
+// A job whose data a node has cached goes there (a second submit copies nothing), unless
+// that would stack partitions where nodes are free, or memory does not fit.
+TEST(PlacementTest, ANodeThatCachesAPartitionsPartComesBeforeMoreMemory) {
+  std::vector<NodeOffer> nodes = offers({1000, 400});
+  nodes[1].cached_units = {"key-of-part-0"};
+  nodes[0].cached_units = {"key-of-part-1"};
+  const std::vector<std::string> keys{"key-of-part-0", "key-of-part-1"};
+  EXPECT_EQ(place_partitions({100 * kMiB, 100 * kMiB}, nodes, 1, keys), (std::vector<int>{1, 0}));
+  EXPECT_EQ(place_partitions({100 * kMiB, 100 * kMiB}, nodes, 1), (std::vector<int>{0, 1})) << "without keys: memory";
+  // Fewer partitions first: both parts cached on n1 still spread over both nodes.
+  nodes[1].cached_units = {"key-of-part-0", "key-of-part-1"};
+  nodes[0].cached_units.clear();
+  const std::vector<int> spread = place_partitions({100 * kMiB, 100 * kMiB}, nodes, 2, keys);
+  EXPECT_NE(spread[0], spread[1]);
+  // A cached part whose node lacks the memory goes elsewhere.
+  EXPECT_EQ(place_partitions({500 * kMiB, 10 * kMiB}, nodes, 1, keys), (std::vector<int>{0, 1}));
 }
 
 TEST(PlacementTest, TooFewNodesIsRefusedWithHowManyAreMissing) {

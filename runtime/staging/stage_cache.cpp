@@ -1,0 +1,278 @@
+#include "runtime/staging/stage_cache.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "base/checksum.h"
+#include "base/error.h"
+#include "base/file_util.h"
+#include "base/staging_dir.h"
+#include "runtime/transport/wire_format.h"
+
+namespace partita::runtime {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* kUnitMarker = "MANIFEST.json";
+constexpr const char* kFolderMarker = "STAGED.json";
+constexpr const char* kTemporary = ".partita-tmp-";  // base/staging_dir.h's temporary siblings
+
+// The cache's lock file, held for one staging: stagings of two daemons sharing a cache
+// folder do not write the same unit at once.
+class CacheLock {
+ public:
+  CacheLock(const std::string& dir, std::chrono::milliseconds deadline) : path_(dir + "/.lock") {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw file_error(path_, "cannot open the cache's lock: " + errno_text());
+    const auto until = Clock::now() + deadline;
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK || Clock::now() >= until) {
+        ::close(fd_);
+        throw file_error(path_, "the cache is busy (another staging held it for " +
+                                    std::to_string(deadline.count() / 1000) + " s)");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  ~CacheLock() { ::close(fd_); }  // releases the lock
+  CacheLock(const CacheLock&) = delete;
+  CacheLock& operator=(const CacheLock&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+uint64_t unit_bytes(const fs::path& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.is_regular_file(ec)) total += entry.file_size(ec);
+  }
+  return total;
+}
+
+// Every file of the cached unit `dir` against `unit`; the first mismatch (or a missing
+// file) as an Error naming it.
+void verify_unit(const fs::path& dir, const StagedUnit& unit) {
+  for (const StagedFile& f : unit.files) verify_file((dir / f.name).string(), f);
+}
+
+// Temporary folders whose writer died (a daemon killed mid-staging).
+void remove_abandoned(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const size_t at = name.find(kTemporary);
+    if (at == std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::atol(name.c_str() + at + std::strlen(kTemporary)));
+    if (pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno != EPERM) fs::remove_all(entry.path(), ec);
+  }
+}
+
+// Fetches the files of `unit` into `into`, checking each.
+void fetch_unit(RequestClient& client, const StagedUnit& unit, uint32_t first_file, const fs::path& into,
+                std::chrono::milliseconds deadline, StageOutcome& outcome) {
+  std::vector<char> head, buffer;
+  for (size_t i = 0; i < unit.files.size(); ++i) {
+    const StagedFile& f = unit.files[i];
+    const std::string path = (into / f.name).string();
+    FileCheck check;  // as the bytes arrive: the file is not read again
+    {
+      ScopedFd out = open_for_writing(path);
+      for (uint64_t offset = 0; offset < f.bytes;) {
+        wire::StageRequest request{first_file + static_cast<uint32_t>(i), offset,
+                                   std::min(f.bytes - offset, wire::kMaxStageChunkBytes)};
+        unsigned char bytes[wire::kStageRequestBytes];
+        wire::encode_stage_request(request, bytes);
+        client.send(Span<const char>(reinterpret_cast<const char*>(bytes), sizeof(bytes)), deadline);
+        uint64_t body = 0;
+        const size_t length = client.receive_head(head, body, deadline);
+        if (length < 1 || head[0] != wire::kStageReplyOk) {
+          client.discard_body(deadline);
+          const std::string why = length > 1 ? std::string(head.data() + 1, length - 1) : "an empty reply";
+          throw Error("staging " + path + ": the server refused: " + why);
+        }
+        if (body != request.bytes) {
+          throw Error("staging " + path + ": the server sent " + std::to_string(body) + " bytes for a range of " +
+                      std::to_string(request.bytes));
+        }
+        constexpr uint64_t kPiece = uint64_t{4} << 20;
+        if (buffer.size() < std::min(body, kPiece)) buffer.resize(static_cast<size_t>(std::min(body, kPiece)));
+        for (uint64_t got = 0; got < body;) {
+          const uint64_t n = std::min<uint64_t>(body - got, buffer.size());
+          client.receive_body(buffer.data(), n, deadline);
+          check.update(buffer.data(), static_cast<size_t>(n));
+          write_all(out.get(), path, buffer.data(), static_cast<size_t>(n));
+          got += n;
+        }
+        offset += body;
+        outcome.bytes_copied += body;
+      }
+      out.close_or_throw(path);
+    }
+    check.check(path, f);  // a mismatch names the file; the temporary unit is dropped
+    ++outcome.files_copied;
+  }
+}
+
+void touch(const fs::path& dir) {
+  std::error_code ec;
+  fs::last_write_time(dir, fs::file_time_type::clock::now(), ec);
+}
+
+}  // namespace
+
+StageCache::StageCache(StageCacheOptions options) : options_(std::move(options)) {
+  if (options_.dir.empty()) throw UsageError("the staging cache needs a folder");
+  std::error_code ec;
+  options_.dir = fs::absolute(options_.dir, ec).lexically_normal().string();
+  while (options_.dir.size() > 1 && options_.dir.back() == '/') options_.dir.pop_back();
+  for (const char* sub : {"units", "folders"}) {
+    fs::create_directories(fs::path(options_.dir) / sub, ec);
+    if (ec) throw file_error(options_.dir, "cannot create the staging cache: " + ec.message());
+    remove_abandoned(fs::path(options_.dir) / sub);
+  }
+  if (::access(options_.dir.c_str(), W_OK) != 0) throw file_error(options_.dir, "the staging cache is not writable");
+}
+
+std::vector<std::string> list_cached_units(const std::string& dir, size_t limit) {
+  std::vector<std::string> keys;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::path(dir) / "units", ec)) {
+    if (keys.size() >= limit) break;
+    const std::string name = entry.path().filename().string();
+    if (name.size() == 16 && fs::exists(entry.path() / kUnitMarker, ec)) keys.push_back(name);
+  }
+  return keys;
+}
+
+uint64_t StageCache::cached_bytes() const {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::path(options_.dir) / "units", ec)) {
+    if (entry.path().filename().string().find(kTemporary) == std::string::npos) total += unit_bytes(entry.path());
+  }
+  return total;
+}
+
+StageOutcome StageCache::stage(const std::vector<StagedUnit>& units, const ChannelOffer& offer, uint32_t server) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  CacheLock lock(options_.dir, options_.deadline);
+  const fs::path root(options_.dir);
+  StageOutcome outcome;
+  RequestClient client("staging from " + offer.host + ":" + std::to_string(offer.port));
+  bool connected = false;
+  std::vector<std::string> keys;
+  uint32_t first_file = 0;
+  for (const StagedUnit& unit : units) {
+    const std::string key = key_text(unit.key());
+    keys.push_back(key);
+    const fs::path target = root / "units" / key;
+    std::error_code ec;
+    bool cached = fs::exists(target / kUnitMarker, ec);
+    if (cached) {
+      try {
+        verify_unit(target, unit);
+      } catch (const Error& e) {
+        spdlog::warn("staging cache: {}; fetching the unit again", e.what());
+        outcome.damaged.push_back(e.what());
+        cached = false;
+      }
+    }
+    if (cached) {
+      ++outcome.units_reused;
+      touch(target);
+    } else {
+      if (!connected) {
+        client.open(offer, server, options_.deadline);
+        connected = true;
+      }
+      StagingDir tmp(target.string(), true, kUnitMarker);
+      fetch_unit(client, unit, first_file, tmp.path(), options_.deadline, outcome);
+      write_file_atomically((fs::path(tmp.path()) / kUnitMarker).string(), units_to_json({unit}));
+      tmp.commit();
+      ++outcome.units_copied;
+    }
+    first_file += static_cast<uint32_t>(unit.files.size());
+  }
+
+  // The folder: a symlink per unit at its mount (files of a top unit one by one).
+  Checksum folder_key;
+  for (size_t u = 0; u < units.size(); ++u) {
+    folder_key.update(units[u].mount.c_str(), units[u].mount.size() + 1);
+    folder_key.update(keys[u].c_str(), keys[u].size());
+  }
+  const fs::path folder = root / "folders" / key_text(folder_key.digest());
+  std::error_code ec;
+  if (!fs::exists(folder / kFolderMarker, ec)) {
+    StagingDir tmp(folder.string(), true, kFolderMarker);
+    const fs::path at(tmp.path());
+    for (size_t u = 0; u < units.size(); ++u) {
+      const fs::path unit = fs::path("..") / ".." / "units" / keys[u];
+      if (units[u].mount.empty()) {
+        for (const StagedFile& f : units[u].files) fs::create_symlink(unit / f.name, at / f.name, ec);
+      } else {
+        fs::create_symlink(unit, at / units[u].mount, ec);
+      }
+      if (ec) throw file_error(tmp.path(), "cannot link unit " + keys[u] + ": " + ec.message());
+    }
+    write_file_atomically((at / kFolderMarker).string(), units_to_json(units));
+    tmp.commit();
+  }
+  touch(folder);
+  outcome.folder = folder.string();
+
+  // The bound: least recently used units first, never one this staging uses.
+  struct Cached {
+    fs::path dir;
+    fs::file_time_type used;
+    uint64_t bytes;
+  };
+  std::vector<Cached> cached;
+  uint64_t total = 0;
+  for (const auto& entry : fs::directory_iterator(root / "units", ec)) {
+    if (entry.path().filename().string().find(kTemporary) != std::string::npos) continue;
+    const uint64_t bytes = unit_bytes(entry.path());
+    total += bytes;
+    const std::string key = entry.path().filename().string();
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      cached.push_back({entry.path(), fs::last_write_time(entry.path(), ec), bytes});
+    }
+  }
+  if (options_.max_bytes > 0 && total > options_.max_bytes) {
+    std::sort(cached.begin(), cached.end(), [](const Cached& a, const Cached& b) { return a.used < b.used; });
+    for (const Cached& c : cached) {
+      if (total <= options_.max_bytes) break;
+      fs::remove_all(c.dir, ec);
+      total -= c.bytes;
+      ++outcome.evicted_units;
+    }
+    // The folders that linked an evicted unit.
+    std::vector<fs::path> dangling;
+    for (const auto& entry : fs::directory_iterator(root / "folders", ec)) {
+      for (const auto& link : fs::directory_iterator(entry.path(), ec)) {
+        if (link.is_symlink(ec) && !fs::exists(link.path(), ec)) {
+          dangling.push_back(entry.path());
+          break;
+        }
+      }
+    }
+    for (const fs::path& d : dangling) fs::remove_all(d, ec);
+  }
+  outcome.cache_bytes = total;
+  return outcome;
+}
+
+}  // namespace partita::runtime

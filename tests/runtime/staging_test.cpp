@@ -1,0 +1,218 @@
+// Data staging between a server and a node's cache in one process, over the real transport
+// on loopback: what a node relies on is that the folder it gets holds exactly the served
+// bytes, that a cached unit is not copied again, that a damaged cached file is noticed
+// (named) and fetched again, that a copy that does not match its manifest is an error naming
+// the file and leaves nothing that looks valid, that a manifest from the network is checked,
+// and that the cache stays within its bound.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "base/array_file.h"
+#include "base/error.h"
+#include "base/file_util.h"
+#include "runtime/staging/folder_manifest.h"
+#include "runtime/staging/stage_cache.h"
+#include "runtime/staging/stage_server.h"
+
+namespace partita::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+class StagingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "partita-staging-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+    fs::create_directories(root_ / "data" / "part0");
+    fs::create_directories(root_ / "data" / "part1");
+    write_file_atomically((root_ / "data" / "META.json").string(), std::string("{\"num_parts\": 2}"));
+    write_array((root_ / "data" / "partition_book.bin").string(), std::vector<int64_t>{0, 10, 20});
+    write_part(0, 3 << 20);  // 3 Mi floats: 12 MB, several reads and writes
+    write_part(1, 1000);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  void write_part(int part, int64_t n, float base = 0) {
+    std::vector<float> x(static_cast<size_t>(n));
+    std::iota(x.begin(), x.end(), base + static_cast<float>(part));
+    const fs::path dir = root_ / "data" / ("part" + std::to_string(part));
+    write_array((dir / "x.bin").string(), DType::kFloat32, {n}, x.data());
+    write_array((dir / "ids.bin").string(), std::vector<int64_t>{part, part + 1});
+  }
+
+  std::vector<ServedUnit> units(const std::vector<int>& parts) {
+    std::vector<ServedUnit> served{{(root_ / "data").string(),
+                                    describe_unit((root_ / "data").string(), "", {"META.json", "partition_book.bin"})}};
+    for (int p : parts) {
+      const std::string name = "part" + std::to_string(p);
+      served.push_back({(root_ / "data" / name).string(), describe_unit((root_ / "data" / name).string(), name)});
+    }
+    return served;
+  }
+
+  StageOutcome stage(StageCache& cache, const std::vector<ServedUnit>& served) {
+    std::vector<StagedUnit> manifest;
+    for (const auto& s : served) manifest.push_back(s.unit);
+    return cache.stage(manifest, server_.open(served), StageServer::kServerId);
+  }
+
+  StageCacheOptions options(uint64_t max_bytes = 0) {
+    StageCacheOptions o;
+    o.dir = (root_ / "cache").string();
+    o.max_bytes = max_bytes;
+    o.deadline = 30s;
+    return o;
+  }
+
+  static void expect_same_file(const fs::path& a, const fs::path& b) {
+    EXPECT_EQ(read_file(a.string()), read_file(b.string())) << a << " vs " << b;
+  }
+
+  static void flip_last_byte(const fs::path& file) {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-1, std::ios::end);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x5A);
+    f.seekp(-1, std::ios::end);
+    f.write(&c, 1);
+  }
+
+  fs::path root_;
+  StageServer server_{"127.0.0.1", 30s};
+};
+
+TEST_F(StagingTest, StagesTheServedUnitsAndCopiesNothingTheSecondTime) {
+  StageCache cache(options());
+  const auto served = units({0});
+  const StageOutcome first = stage(cache, served);
+  const uint64_t bytes = served[0].unit.bytes() + served[1].unit.bytes();
+  EXPECT_EQ(first.bytes_copied, bytes);
+  EXPECT_EQ(first.files_copied, 4);
+  EXPECT_EQ(first.units_copied, 2);
+  EXPECT_EQ(first.units_reused, 0);
+  const fs::path folder = first.folder;
+  EXPECT_EQ(folder.parent_path().parent_path(), root_ / "cache");
+  expect_same_file(folder / "META.json", root_ / "data" / "META.json");
+  expect_same_file(folder / "partition_book.bin", root_ / "data" / "partition_book.bin");
+  expect_same_file(folder / "part0" / "x.bin", root_ / "data" / "part0" / "x.bin");
+  expect_same_file(folder / "part0" / "ids.bin", root_ / "data" / "part0" / "ids.bin");
+  EXPECT_FALSE(fs::exists(folder / "part1")) << "only the units asked for";
+  MappedArray x((folder / "part0" / "x.bin").string());
+  x.verify_checksum();
+
+  const StageOutcome again = stage(cache, served);
+  EXPECT_EQ(again.bytes_copied, 0u);
+  EXPECT_EQ(again.units_reused, 2);
+  EXPECT_EQ(again.folder, first.folder);
+  EXPECT_EQ(again.cache_bytes, cache.cached_bytes());
+
+  // Another cache object on the same folder (a restarted daemon) reuses it too.
+  StageCache restarted(options());
+  EXPECT_EQ(stage(restarted, served).bytes_copied, 0u);
+}
+
+TEST_F(StagingTest, ADamagedCachedFileIsNamedAndFetchedAgain) {
+  StageCache cache(options());
+  const auto served = units({0});
+  const StageOutcome first = stage(cache, served);
+  const fs::path cached = fs::canonical(fs::path(first.folder) / "part0") / "x.bin";
+  flip_last_byte(cached);
+  const StageOutcome again = stage(cache, served);
+  ASSERT_EQ(again.damaged.size(), 1u);
+  EXPECT_NE(again.damaged[0].find(cached.string()), std::string::npos) << again.damaged[0];
+  EXPECT_NE(again.damaged[0].find("data checksum mismatch"), std::string::npos) << again.damaged[0];
+  EXPECT_EQ(again.bytes_copied, served[1].unit.bytes()) << "the damaged unit only";
+  expect_same_file(fs::path(again.folder) / "part0" / "x.bin", root_ / "data" / "part0" / "x.bin");
+}
+
+TEST_F(StagingTest, ACopyThatDoesNotMatchItsManifestIsAnErrorNamingTheFileAndKeepsNothing) {
+  StageCache cache(options());
+  const auto served = units({1});
+  write_part(1, 1000, 7);  // after it was described: what arrives is not what the manifest says
+  try {
+    stage(cache, served);
+    FAIL() << "a corrupted copy was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("x.bin"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("header checksum mismatch"), std::string::npos) << e.what();
+  }
+  const fs::path unit = root_ / "cache" / "units" / key_text(served[1].unit.key());
+  EXPECT_FALSE(fs::exists(unit)) << "no unit under its key";
+  for (const auto& entry : fs::directory_iterator(root_ / "cache" / "units")) {
+    EXPECT_EQ(entry.path().filename().string().find(key_text(served[1].unit.key())), std::string::npos)
+        << "a temporary copy was left: " << entry.path();
+  }
+  // Described again, the data stages.
+  EXPECT_GT(stage(cache, units({1})).bytes_copied, 0u);
+}
+
+TEST_F(StagingTest, TheCacheKeepsWithinItsBoundLeastRecentlyUsedFirst) {
+  const auto both = units({0, 1});
+  // The top and part1 fit (with their MANIFEST.json files); part0 (12 MB) does not too.
+  const uint64_t bound = both[0].unit.bytes() + both[2].unit.bytes() + (64 << 10);
+  StageCache cache(options(bound));
+  const StageOutcome big = stage(cache, units({0}));
+  EXPECT_EQ(big.evicted_units, 0) << "a staging keeps what it uses, even over the bound";
+  const StageOutcome small = stage(cache, units({1}));
+  EXPECT_EQ(small.evicted_units, 1);
+  EXPECT_LE(small.cache_bytes, bound);
+  EXPECT_EQ(small.cache_bytes, cache.cached_bytes());
+  EXPECT_FALSE(fs::exists(big.folder)) << "the folder that linked the evicted unit goes with it";
+  EXPECT_TRUE(fs::exists(fs::path(small.folder) / "part1" / "x.bin"));
+  // Asked again, part0 is fetched again.
+  EXPECT_EQ(stage(cache, units({0})).bytes_copied, both[1].unit.bytes());
+}
+
+TEST_F(StagingTest, AManifestFromTheNetworkIsChecked) {
+  const auto rejects = [](const std::string& json, const std::string& says) {
+    try {
+      units_from_json(json);
+      ADD_FAILURE() << "accepted: " << json;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  rejects("{}", "not a JSON array");
+  rejects("[{\"mount\": \"\"}]", "needs a mount");
+  rejects("[{\"mount\": \"..\", \"files\": []}]", "is not a plain name");
+  rejects("[{\"mount\": \"a/b\", \"files\": []}]", "is not a plain name");
+  rejects("[{\"mount\": \"\", \"files\": [{\"name\": \"../x\", \"bytes\": 1, \"checksum\": 2}]}]", "not a plain file name");
+  rejects("[{\"mount\": \"\", \"files\": [{\"name\": \"x\", \"bytes\": -1, \"checksum\": 2}]}]", "unsigned numbers");
+  rejects("[{\"mount\": \"\", \"files\": [{\"name\": \"b\", \"bytes\": 1, \"checksum\": 2}, "
+          "{\"name\": \"a\", \"bytes\": 1, \"checksum\": 2}]}]",
+          "not sorted and unique");
+  rejects("[{\"mount\": \"p\", \"files\": []}, {\"mount\": \"p\", \"files\": []}]", "appears twice");
+  const auto served = units({0, 1});
+  std::vector<StagedUnit> manifest;
+  for (const auto& s : served) manifest.push_back(s.unit);
+  const std::vector<StagedUnit> back = units_from_json(units_to_json(manifest));
+  ASSERT_EQ(back.size(), manifest.size());
+  for (size_t u = 0; u < back.size(); ++u) EXPECT_EQ(back[u].key(), manifest[u].key());
+}
+
+TEST_F(StagingTest, AMissingCacheFolderParentIsAnErrorNamingIt) {
+  StageCacheOptions o = options();
+  write_file_atomically((root_ / "file").string(), std::string("x"));
+  o.dir = (root_ / "file" / "cache").string();
+  try {
+    StageCache cache(o);
+    FAIL() << "a cache under a file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(o.dir), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace partita::runtime
