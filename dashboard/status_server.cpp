@@ -18,6 +18,7 @@
 
 #include "base/error.h"
 #include "dashboard/assets.h"
+#include "runtime/loopback.h"
 
 namespace partita::dashboard {
 
@@ -130,6 +131,19 @@ struct StatusServer::State {
   bool stopped = false;
 };
 
+namespace {
+
+// The one refusal of an address other machines reach, for the flag and the constructor.
+void check_loopback(const runtime::Endpoint& where, const std::string& what) {
+  if (runtime::is_loopback_host(where.host)) return;
+  throw StatusPageNotLoopback(what + " '" + where.to_string() +
+                              "': the status page has no authentication, so it listens on loopback addresses only "
+                              "(127.0.0.1, ::1, localhost); from another machine, forward its port: ssh -L " +
+                              std::to_string(where.port) + ":127.0.0.1:" + std::to_string(where.port) + " HOST");
+}
+
+}  // namespace
+
 runtime::Endpoint parse_dashboard_address(const std::string& text, const std::string& what) {
   if (!text.empty() && text.find(':') == std::string::npos) {
     try {
@@ -138,11 +152,14 @@ runtime::Endpoint parse_dashboard_address(const std::string& text, const std::st
       throw UsageError(what + " '" + text + "': expected a port (0..65535) or HOST:PORT");
     }
   }
-  return runtime::parse_endpoint(text, what);
+  runtime::Endpoint where = runtime::parse_endpoint(text, what);
+  check_loopback(where, what);
+  return where;
 }
 
 StatusServer::StatusServer(std::shared_ptr<const StatusBoard> board, const runtime::Endpoint& where, Options options)
     : state_(std::make_shared<State>()), where_(where), stop_deadline_(options.stop_deadline) {
+  check_loopback(where, "status page address");
   if (!board) throw UsageError("a status server needs a board");
   if (options.threads < 1) throw UsageError("a status server needs at least 1 thread");
   state_->board = std::move(board);

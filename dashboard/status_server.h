@@ -9,9 +9,10 @@
 //   GET /api/jobs/ID/metrics     StatusBoard::metrics_json; 404 {"error": ...} if unknown
 //   GET /metrics                 StatusBoard::prometheus_text (text format 0.0.4)
 //
-// Loopback by default, like the daemon: the page has no authentication, and it shows what
-// a job is doing, so it is opened to other machines only on request (--dashboard
-// HOST:PORT).
+// Loopback only: the page has no authentication (a browser has no certificate of the
+// cluster, runtime/tls/credentials.h), and it shows what every job is doing, so it listens
+// on 127.0.0.0/8, ::1 or localhost and nowhere else (StatusPageNotLoopback otherwise). Seen
+// from another machine through a forwarded port: `ssh -L 8265:127.0.0.1:8265 HEAD`.
 //
 // Threads: one accepts, Options::threads answer requests (each connection serves one
 // request and closes, so an idle browser connection never holds a worker). They only read
@@ -37,8 +38,15 @@
 
 namespace partita::dashboard {
 
-// "PORT" (on 127.0.0.1) or "HOST:PORT" as --dashboard takes it. Throws UsageError naming
-// `what` for anything else (a port outside 0..65535; 0 picks a free one).
+// A status page asked for on an address other machines can reach.
+class StatusPageNotLoopback : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
+
+// "PORT" (on 127.0.0.1) or "HOST:PORT" as --dashboard takes it, HOST a loopback address.
+// Throws StatusPageNotLoopback naming `what` for another host, UsageError naming `what`
+// for anything else (a port outside 0..65535; 0 picks a free one).
 runtime::Endpoint parse_dashboard_address(const std::string& text, const std::string& what = "--dashboard");
 
 class StatusServer {
@@ -52,8 +60,8 @@ class StatusServer {
     std::chrono::milliseconds stop_deadline{5000};  // of the destructor's stop()
   };
 
-  // Binds `where` and starts serving `board`. Throws Error naming the address when the
-  // port is in use ("... the port is in use") or it cannot listen there otherwise (an
+  // Binds `where` and starts serving `board`. Throws StatusPageNotLoopback unless `where`
+  // is a loopback address, Error naming the address when the port is in use ("... the port is in use") or it cannot listen there otherwise (an
   // unknown host, an address not on this machine).
   StatusServer(std::shared_ptr<const StatusBoard> board, const runtime::Endpoint& where, Options options);
   StatusServer(std::shared_ptr<const StatusBoard> board, const runtime::Endpoint& where)

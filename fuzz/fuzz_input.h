@@ -60,6 +60,9 @@ inline std::vector<std::string_view> split_files(std::string_view input) {
 // fuzz/make_seeds.cpp.
 inline const std::vector<std::string> kLinqsFiles = {"g.content", "g.cites"};
 inline const std::vector<std::string> kTriplesFiles = {"train.txt", "valid.txt", "test.txt"};
+// read_ntriples: the graph (named by fuzz_ntriples.cpp: g.nt or g.nt.gz), then the splits.
+inline const std::vector<std::string> kNtriplesFiles = {"g.nt", "trainingSet.tsv", "testSet.tsv"};
+inline const std::vector<std::string> kMovielensFiles = {"movies.csv", "ratings.csv"};
 // partitioner/npy_folder.cpp's kFormatFiles, most used first.
 inline const std::vector<std::string> kNpyFolderFiles = {
     "edge_index.npy", "x.npy",         "y.npy",          "train_idx.npy",      "val_idx.npy",

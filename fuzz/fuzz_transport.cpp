@@ -11,7 +11,17 @@
 //      bodies until the stream fails, which must be an Error naming the problem.
 //
 // Deadlines are short (the peer here never stalls): a hang shows as a libFuzzer timeout.
+//
+// Built a second time as fuzz_transport_tls (PARTITA_FUZZ_TLS): the process has TLS
+// credentials (an in-memory CA, runtime/tls/credentials.h), so modes 1 and 2 run the same
+// streams inside TLS 1.3 sessions between two members of the cluster, as every daemon's
+// transport does (runtime/transport/connection.h), and two more modes feed the input to a
+// handshake as the bytes of a peer without credentials:
+//   3  a server session (a listener's, the CAF gateway's) reads the input as a client's
+//      first flight; it must fail with HandshakeFailed or SessionClosed, never complete
+//   4  a client session (a connecting member's) reads it as the server's answer; the same
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,6 +33,8 @@
 #include <vector>
 
 #include "fuzz/fuzz_input.h"
+#include "runtime/tls/credentials.h"
+#include "runtime/tls/session.h"
 #include "runtime/transport/request_channel.h"
 #include "runtime/transport/wire_format.h"
 
@@ -34,6 +46,59 @@ using std::chrono::milliseconds;
 
 // Generous: a loaded machine schedules threads late; libFuzzer's -timeout (10 s) bounds a hang.
 constexpr milliseconds kDeadline{8000};
+
+#ifdef PARTITA_FUZZ_TLS
+// Every listener and connection of this process speaks TLS from here on (set before main).
+const bool kTls = (tls::set_process_credentials(tls::Credentials::ephemeral()), true);
+constexpr uint8_t kModes = 5;
+#else
+constexpr uint8_t kModes = 3;
+#endif
+
+// The fake server's end of one connection: plain, or a TLS session as a member's listener
+// would have (with the process's credentials). Blocking, each wait bounded by kDeadline.
+class ServerEnd {
+ public:
+  explicit ServerEnd(int fd) : fd_(fd) {
+    if (auto credentials = tls::process_credentials()) {
+      tls_ = std::make_unique<tls::Session>(credentials, fd, tls::Session::Role::server);
+      while (!tls_->handshake()) wait(tls_->wants());
+    }
+  }
+  void read_exact(unsigned char* data, size_t bytes) {
+    for (size_t got = 0; got < bytes;) {
+      const ssize_t n = tls_ ? static_cast<ssize_t>(tls_->read_some(data + got, bytes - got))
+                             : ::recv(fd_, data + got, bytes - got, MSG_DONTWAIT);
+      if (n > 0) {
+        got += static_cast<size_t>(n);
+      } else if (n == 0 && !tls_) {
+        throw Error("the client closed before its hello");
+      } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        throw Error("cannot read the client's hello");
+      } else {
+        wait(tls_ ? tls_->wants() : POLLIN);
+      }
+    }
+  }
+  void write_all(const unsigned char* data, size_t bytes) {
+    for (size_t sent = 0; sent < bytes;) {
+      const ssize_t n = tls_ ? static_cast<ssize_t>(tls_->write_some(data + sent, bytes - sent))
+                             : ::send(fd_, data + sent, bytes - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        sent += static_cast<size_t>(n);
+      } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        throw Error("the client went away");
+      } else {
+        wait(tls_ ? tls_->wants() : POLLOUT);
+      }
+    }
+  }
+
+ private:
+  void wait(short events) { wait_ready(fd_, events, std::chrono::steady_clock::now() + kDeadline, nullptr, "fake server"); }
+  int fd_;
+  std::unique_ptr<tls::Session> tls_;
+};
 
 void decode_headers(const uint8_t* data, size_t size) {
   unsigned char block[wire::kOpHeaderBytes] = {};
@@ -120,25 +185,21 @@ class FakeServer {
  private:
   void run() {
     for (;;) {
-      const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) continue;
-      unsigned char hello[wire::kHelloBytes];
-      size_t got = 0;
-      while (got < sizeof(hello)) {
-        const ssize_t n = ::recv(fd, hello + got, sizeof(hello) - got, 0);
-        if (n <= 0) break;
-        got += static_cast<size_t>(n);
-      }
-      wire::encode_hello({kToken, kServer}, hello);
-      std::vector<unsigned char> out(hello, hello + sizeof(hello));
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        out.insert(out.end(), reply_.begin(), reply_.end());
-      }
-      for (size_t sent = 0; sent < out.size();) {
-        const ssize_t n = ::send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
-        if (n <= 0) break;
-        sent += static_cast<size_t>(n);
+      try {
+        ServerEnd end(fd);
+        unsigned char hello[wire::kHelloBytes];
+        end.read_exact(hello, sizeof(hello));
+        wire::encode_hello({kToken, kServer}, hello);
+        std::vector<unsigned char> out(hello, hello + sizeof(hello));
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          out.insert(out.end(), reply_.begin(), reply_.end());
+        }
+        end.write_all(out.data(), out.size());
+      } catch (const Error&) {
+        // The client gave up (its reads of this input ended): the next input connects anew.
       }
       ::close(fd);
     }
@@ -167,11 +228,48 @@ void read_replies(const uint8_t* data, size_t size) {
   }
 }
 
+#ifdef PARTITA_FUZZ_TLS
+// Modes 3 and 4: `role`'s handshake over a socket pair whose other end holds the input and
+// is then closed. A handshake that completes would have let in a peer without a
+// certificate of the cluster: abort (a finding).
+void handshake_from(tls::Session::Role role, const uint8_t* data, size_t size) {
+  int ends[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends) != 0) {
+    std::perror("fuzz_transport_tls: socketpair");
+    std::abort();
+  }
+  // An input is at most -max_len bytes (4 KiB by default): the pair's buffer holds it.
+  const ssize_t sent = ::send(ends[1], data, size, MSG_NOSIGNAL);
+  ::shutdown(ends[1], SHUT_WR);
+  try {
+    tls::Session session(tls::process_credentials(), ends[0], role);
+    for (int step = 0;; ++step) {
+      if (session.handshake()) {
+        std::fprintf(stderr, "fuzz_transport_tls: a handshake completed with %zd bytes of a peer without credentials\n",
+                     sent);
+        std::abort();
+      }
+      // Our own flight filled the pair's buffer (the other end never reads): give up.
+      if (session.wants() == POLLOUT) break;
+      // The peer's bytes end in a close, which a read must report: waiting on would hang.
+      if (step == 1000) {
+        std::fprintf(stderr, "fuzz_transport_tls: a handshake still waits after its peer closed\n");
+        std::abort();
+      }
+    }
+  } catch (const tls::HandshakeFailed&) {
+  } catch (const tls::SessionClosed&) {
+  }
+  ::close(ends[0]);
+  ::close(ends[1]);
+}
+#endif
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const uint8_t mode = data[0] % 3;
+  const uint8_t mode = data[0] % kModes;
   ++data;
   --size;
   try {
@@ -179,6 +277,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 0: decode_headers(data, size); break;
       case 1: serve_stream(data, size); break;
       case 2: read_replies(data, size); break;
+#ifdef PARTITA_FUZZ_TLS
+      case 3: handshake_from(tls::Session::Role::server, data, size); break;
+      case 4: handshake_from(tls::Session::Role::client, data, size); break;
+#endif
     }
   } catch (const Error&) {
   }

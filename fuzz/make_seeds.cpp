@@ -1,13 +1,19 @@
-// partita_fuzz_seeds OUT CORPUS EXAMPLES: writes the seed corpus of every fuzz target to
-// OUT/<target>/, in the input form that target reads (fuzz_input.h):
+// partita_fuzz_seeds OUT CORPUS EXAMPLES SLICES: writes the seed corpus of every fuzz target
+// to OUT/<target>/, in the input form that target reads (fuzz_input.h):
 //   - valid inputs written by the project's own writers (the codec's Encoder, CAF's
 //     serialiser, write_npy, write_array, write_npy_folder, a partitioned graph's META.json
 //     and arrays), small enough that a fuzzer runs thousands of them a second;
 //   - the broken inputs of the test corpus (CORPUS: tests/corpus/readers), which each reader
 //     must reject, packed the same way;
-//   - the example jobs (EXAMPLES: examples/*.yaml).
+//   - the example jobs (EXAMPLES: examples/*.yaml);
+//   - small slices of the real datasets (SLICES: fuzz/seeds: AIFB's N-Triples and splits,
+//     MovieLens's two CSV files), whole lines, a few KiB each;
+//   - TLS handshakes as a client and a server send them (transport_tls).
 // scripts/fuzz.sh runs it before fuzzing; the fuzzers then grow their corpora from these.
 #include <caf/binary_serializer.hpp>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -28,6 +34,8 @@
 #include "partitioner/partition_format.h"
 #include "partitioner/readers.h"
 #include "runtime/cluster/cluster_protocol.h"
+#include "runtime/tls/credentials.h"
+#include "runtime/tls/session.h"
 #include "runtime/transport/wire_format.h"
 
 namespace fs = std::filesystem;
@@ -181,7 +189,16 @@ void codec_seeds(const fs::path& out) {
   runtime::NodeInfo info{"node-a", "127.0.0.1:4000", "0.1.0", 2, int64_t{1} << 34};
   runtime::NodeLoad load{1 << 30, 1 << 30, {"partition", "sampler"}, {"job-1", ""}};
   runtime::NodeStatus node{1, info, load, true, "", 12};
-  runtime::JobStatus job{"job-1", "running", {"node-a"}, 2};
+  runtime::JobStatus job;
+  job.id = "job-1";
+  job.state = "running";
+  job.nodes = {"node-a"};
+  job.actors = 2;
+  job.submitted = true;
+  job.message = "recovering from node-b's loss";
+  job.output = "/runs/job-1";
+  job.owner = "driver-1";
+  job.partitions = {"127.0.0.1:4000"};
   runtime::ClusterStatus status{"0.1.0", 1000, 5000, {node}, {job}};
   serialise("node_info", 0, info);
   serialise("node_load", 1, load);
@@ -215,6 +232,83 @@ void transport_seeds(const fs::path& out) {
   s.add("server_oversized", std::string(1, 1) + std::string(reinterpret_cast<char*>(huge), sizeof(huge)));
   // Replies: head, then body length and body.
   s.add("client_replies", std::string(1, 2) + frame("head") + frame("body bytes") + frame("h2") + frame(""));
+}
+
+// What `role`'s TLS session sends first when its peer has sent `from_peer` (and then
+// nothing): a client's hello, or a server's answer to one.
+std::string first_flight(runtime::tls::Session::Role role, const std::string& from_peer) {
+  int ends[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, ends) != 0) throw Error("socketpair failed");
+  if (!from_peer.empty()) (void)::send(ends[1], from_peer.data(), from_peer.size(), 0);
+  std::string flight;
+  {
+    runtime::tls::Session session(runtime::tls::process_credentials(), ends[0], role);
+    try {
+      session.handshake();  // writes its flight, then waits for the peer (WANT_READ)
+    } catch (const Error&) {
+    }
+    char buffer[1 << 14];
+    for (ssize_t n; (n = ::recv(ends[1], buffer, sizeof(buffer), 0)) > 0;) flight.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(ends[0]);
+  ::close(ends[1]);
+  return flight;
+}
+
+void transport_tls_seeds(const fs::path& out) {
+  // The plaintext target's streams run inside TLS there: the same seeds, and handshakes.
+  Seeds s(out, "transport_tls");
+  for (const auto& entry : fs::directory_iterator(out / "transport")) s.add(entry.path().filename().string(), read_bytes(entry.path()));
+  runtime::tls::set_process_credentials(runtime::tls::Credentials::ephemeral());
+  const std::string client_hello = first_flight(runtime::tls::Session::Role::client, "");
+  s.add("handshake_client_hello", std::string(1, 3) + client_hello);
+  s.add("handshake_server_answer", std::string(1, 4) + first_flight(runtime::tls::Session::Role::server, client_hello));
+  runtime::tls::set_process_credentials(nullptr);
+}
+
+std::string gzipped(const std::string& text) {
+  std::string out(compressBound(static_cast<uLong>(text.size())) + 32, '\0');
+  z_stream z{};
+  // windowBits 15 + 16: a gzip header and trailer, as gzip(1) writes.
+  if (deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) throw Error("deflateInit2 failed");
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int done = deflate(&z, Z_FINISH);
+  deflateEnd(&z);
+  if (done != Z_STREAM_END) throw Error("deflate failed");
+  out.resize(z.total_out);
+  return out;
+}
+
+// fuzz_ntriples.cpp's input: a mode byte, then the graph, trainingSet.tsv and testSet.tsv.
+void ntriples_seeds(const fs::path& out, const fs::path& corpus, const fs::path& slices) {
+  Seeds s(out, "ntriples");
+  const std::string sep(fuzz::kFileSeparator);
+  auto add_folder = [&](const std::string& name, const fs::path& folder) {
+    std::string graph, mode(1, 0);
+    for (const auto& file : fs::directory_iterator(folder)) {
+      const std::string f = file.path().filename().string();
+      if (f.size() > 3 && f.compare(f.size() - 3, 3, ".nt") == 0) graph = read_bytes(file.path());
+      if (f.size() > 6 && f.compare(f.size() - 6, 6, ".nt.gz") == 0) graph = read_bytes(file.path()), mode[0] = 1;
+    }
+    auto part = [&](const char* file) { return fs::exists(folder / file) ? read_bytes(folder / file) : std::string(); };
+    const std::string splits = sep + part("trainingSet.tsv") + sep + part("testSet.tsv");
+    s.add(name, mode + graph + splits);
+    if (mode[0] == 0 && !graph.empty()) {
+      s.add(name + "_gzipped_by_harness", std::string(1, 2) + graph + splits);
+      s.add(name + "_gz", std::string(1, 1) + gzipped(graph) + splits);
+    }
+  };
+  add_folder("aifb_slice", slices / "aifb_slice");
+  for (const auto& entry : fs::directory_iterator(corpus)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && name.rfind("ntriples_", 0) == 0) add_folder("corpus_" + name, entry.path());
+  }
+  Seeds m(out, "movielens");
+  m.add_folder("movielens_slice", slices / "movielens_slice", fuzz::kMovielensFiles);
+  m.add_corpus(corpus, "movielens_", fuzz::kMovielensFiles);
 }
 
 void npy_seeds(const fs::path& out, const fs::path& corpus) {
@@ -300,16 +394,18 @@ void job_seeds(const fs::path& out, const fs::path& examples) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: partita_fuzz_seeds OUT CORPUS EXAMPLES\n");
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: partita_fuzz_seeds OUT CORPUS EXAMPLES SLICES\n");
     return 2;
   }
-  const fs::path out = argv[1], corpus = argv[2], examples = argv[3];
+  const fs::path out = argv[1], corpus = argv[2], examples = argv[3], slices = argv[4];
   const fs::path scratch = out / ".scratch";
   try {
     fs::create_directories(scratch);
     codec_seeds(out);
     transport_seeds(out);
+    transport_tls_seeds(out);
+    ntriples_seeds(out, corpus, slices);
     npy_seeds(out, corpus);
     folder_seeds(out, corpus, scratch);
     job_seeds(out, examples);

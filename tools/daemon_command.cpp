@@ -14,10 +14,36 @@
 #include "dashboard/status_server.h"
 #include "runtime/daemon.h"
 #include "runtime/staging/stager.h"
+#include "runtime/tls/certificates.h"
+#include "runtime/tls/credentials.h"
 #include "tools/commands.h"
 #include "training/job_types.h"
 
 namespace partita::cli {
+
+namespace {
+
+// The first `daemon --head` of a cluster creates its CA and the head's identity where the
+// credentials are looked for (--tls-dir, PARTITA_TLS_DIR, ~/.partita/tls), as `partita
+// cluster init` would, when that folder holds neither a CA nor a certificate: a cluster
+// starts with one command. A folder with either is left alone (loading then names what is
+// missing or wrong).
+void create_cluster_if_new(const GlobalOptions& global, const std::string& head_name) {
+  namespace tls = runtime::tls;
+  const std::filesystem::path dir = tls::credentials_dir(global.tls_dir);
+  if (std::filesystem::exists(dir / tls::kCaCertFile) || std::filesystem::exists(dir / tls::kCertFile)) return;
+  std::string name = head_name.empty() ? "head" : head_name;
+  try {
+    tls::check_identity_name(name);
+  } catch (const UsageError&) {
+    name = "head";  // a daemon's name may hold what a certificate's may not
+  }
+  tls::init_cluster(dir, name);
+  std::cout << "created the cluster's certificate authority and the head's certificate (" << name << ") in "
+            << dir.string() << "; give each node a certificate with `partita cluster cert NAME`" << std::endl;
+}
+
+}  // namespace
 
 void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
@@ -72,6 +98,7 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     o->runs_given = runs->count() > 0;
     if (!o->dashboard.empty() && !o->head) throw UsageError("--dashboard needs --head: the head serves the cluster's page");
     if (o->runs_given && !o->head) throw UsageError("--runs needs --head: the head keeps the submitted jobs' outputs");
+    if (o->head && !global.insecure) create_cluster_if_new(global, o->name);
     install_credentials(global);
     if (max_jobs->count() > 0 && !o->head) throw UsageError("--max-jobs needs --head: the head runs the submitted jobs");
     std::shared_ptr<dashboard::StatusBoard> board;

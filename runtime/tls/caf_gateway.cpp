@@ -67,6 +67,57 @@ void complete_handshake(Session& session, int fd, Deadline deadline) {
   while (!session.handshake()) wait_ready(fd, session.wants(), deadline, nullptr, "the TLS handshake");
 }
 
+// The largest BASP message (its payload, after the 32-byte header) a peer may send. CAF
+// 0.17 sizes its receive buffer from a header's payload length before a byte of the payload
+// arrives, so without this an authenticated peer's header claiming up to 4 GiB made the
+// daemon allocate (and zero) that much at once. Partita's largest messages over CAF are
+// mini-batches with their features (SampledBatch, hundreds of MiB at the very most: bulk
+// rows go over the transport).
+constexpr uint32_t kMaxBaspPayload = uint32_t{512} << 20;
+
+// A peer sent a BASP header over kMaxBaspPayload.
+class MessageTooLarge : public Error {
+ public:
+  using Error::Error;
+};
+
+// The BASP messages of the bytes a peer sends to CAF, followed header by header, so that a
+// header over kMaxBaspPayload is caught before it is handed on.
+class BaspFrames {
+ public:
+  // Follows `bytes` more bytes of the stream. Returns the payload length of a header over
+  // the limit among them (0: none).
+  uint32_t oversized(const char* data, size_t bytes) {
+    while (bytes > 0) {
+      if (payload_left_ > 0) {
+        const size_t skip = static_cast<size_t>(std::min<uint64_t>(payload_left_, bytes));
+        payload_left_ -= skip;
+        data += skip;
+        bytes -= skip;
+        continue;
+      }
+      const size_t take = std::min(bytes, sizeof(header_) - header_got_);
+      std::memcpy(header_ + header_got_, data, take);
+      header_got_ += take;
+      data += take;
+      bytes -= take;
+      if (header_got_ < sizeof(header_)) break;
+      header_got_ = 0;
+      // operation, 2 bytes of padding, flags, then the payload length (network order).
+      const uint32_t length = uint32_t{header_[4]} << 24 | uint32_t{header_[5]} << 16 | uint32_t{header_[6]} << 8 |
+                              uint32_t{header_[7]};
+      if (length > kMaxBaspPayload) return length;
+      payload_left_ = length;
+    }
+    return 0;
+  }
+
+ private:
+  unsigned char header_[caf::io::basp::header_size];
+  size_t header_got_ = 0;
+  uint64_t payload_left_ = 0;
+};
+
 // One TLS connection of the gateway: its handshake (accepted ones), then the bridge between
 // the session and CAF's end of a local socket, both ways, with two bounded buffers.
 struct Link {
@@ -79,6 +130,7 @@ struct Link {
   std::string local_path;   // accepted: CAF's Unix socket, connected after the handshake
   Deadline deadline;        // of the handshake
   std::vector<char> in, out;  // in: network to CAF; out: CAF to network
+  BaspFrames from_peer;       // the messages of `in`, checked before CAF sees them
   size_t in_begin = 0, in_end = 0, out_begin = 0, out_end = 0;
   short read_wants = POLLIN, write_wants = POLLOUT;
   // An end that closed: what it sent before is still delivered to the other, then the
@@ -122,6 +174,10 @@ struct Link {
       if (in_end < kBuffer && !net_eof) {
         try {
           const size_t n = tls->read_some(in.data() + in_end, kBuffer - in_end);
+          if (const uint32_t length = from_peer.oversized(in.data() + in_end, n); length > 0) {
+            throw MessageTooLarge("a message of " + std::to_string(length) + " bytes, over the limit of " +
+                                  std::to_string(kMaxBaspPayload) + " (closed before the actor system saw it)");
+          }
           in_end += n;
           progress |= n > 0;
           if (n == 0) read_wants = tls->wants();
@@ -385,6 +441,10 @@ class Loop {
     }
     try {
       return link.pump();
+    } catch (const MessageTooLarge& e) {
+      spdlog::warn("{}: closed the connection with {} ({}): {}", link.where.empty() ? "outgoing" : link.where,
+                   link.address, link.tls->peer_name(), e.what());
+      return false;
     } catch (const Error& e) {
       spdlog::debug("connection with {} ended: {}", link.address, e.what());
       return false;

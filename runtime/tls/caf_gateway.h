@@ -19,6 +19,12 @@
 //   connecting: the TLS session to the peer is made first (same deadline); CAF gets one end
 //     of a socket pair as its connection, the gateway bridges the other to the session.
 //
+//   bridged: every BASP message a peer sends is followed header by header, and a header
+//     claiming a payload over 512 MiB closes the connection (logged as a warning with the
+//     peer's address and certificate name) before CAF sees it: CAF 0.17 allocates a
+//     message's whole payload when its header arrives, so a member could otherwise make a
+//     daemon allocate 4 GiB per connection with 32 bytes.
+//
 // One thread per process does all of it (accepts, handshakes, bridges) with non-blocking
 // sockets and one poll, so a process's thread count does not grow with its connections;
 // each established connection has 2 × 256 KiB of buffers, and kMaxBridges bounds them.

@@ -1,6 +1,5 @@
 #include "runtime/tls/credentials.h"
 
-#include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -14,6 +13,7 @@
 #include <mutex>
 
 #include "base/file_util.h"
+#include "runtime/loopback.h"
 
 namespace partita::runtime::tls {
 
@@ -156,12 +156,7 @@ std::shared_ptr<const Credentials> process_credentials() {
 
 void check_plaintext_bind(const std::string& host, const std::string& what) {
   if (process_credentials()) return;
-  bool loopback = host == "localhost";
-  in_addr v4{};
-  in6_addr v6{};
-  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) loopback = (ntohl(v4.s_addr) >> 24) == 127;
-  if (::inet_pton(AF_INET6, host.c_str(), &v6) == 1) loopback = IN6_IS_ADDR_LOOPBACK(&v6);
-  if (!loopback) {
+  if (!is_loopback_host(host)) {
     throw PlaintextNotLoopback(what + " '" + host + "': plaintext (--insecure) listens on loopback addresses only; "
                                "give TLS credentials (partita cluster init) to listen on other addresses");
   }

@@ -261,12 +261,31 @@ TEST(DashboardAddressTest, TakesAPortOrHostAndPort) {
   runtime::Endpoint e = parse_dashboard_address("8265");
   EXPECT_EQ(e.host, "127.0.0.1");
   EXPECT_EQ(e.port, 8265);
-  e = parse_dashboard_address("0.0.0.0:9000");
-  EXPECT_EQ(e.host, "0.0.0.0");
+  e = parse_dashboard_address("localhost:9000");
+  EXPECT_EQ(e.host, "localhost");
   EXPECT_EQ(e.port, 9000);
+  EXPECT_EQ(parse_dashboard_address("[::1]:9000").host, "::1");
+  EXPECT_EQ(parse_dashboard_address("127.0.0.2:9000").host, "127.0.0.2");
   EXPECT_THROW(parse_dashboard_address("70000"), UsageError);
   EXPECT_THROW(parse_dashboard_address("localhost:"), UsageError);
   EXPECT_THROW(parse_dashboard_address(""), UsageError);
+}
+
+// The page has no authentication: an address other machines reach is refused by name, by
+// the flag's parser and by the server itself, before anything listens.
+TEST(DashboardAddressTest, AnAddressBeyondLoopbackIsRefusedByName) {
+  for (const std::string address : {"0.0.0.0:9000", "10.1.2.3:9000", "[::]:9000", "example.org:9000"}) {
+    try {
+      parse_dashboard_address(address);
+      ADD_FAILURE() << address << " was accepted";
+    } catch (const StatusPageNotLoopback& e) {
+      EXPECT_CONTAINS(std::string(e.what()), "--dashboard '");
+      EXPECT_CONTAINS(std::string(e.what()), "listens on loopback addresses only");
+      EXPECT_CONTAINS(std::string(e.what()), "ssh -L 9000:127.0.0.1:9000");
+    }
+  }
+  auto board = std::make_shared<StatusBoard>();
+  EXPECT_THROW(StatusServer(board, runtime::Endpoint{"0.0.0.0", 0}), StatusPageNotLoopback);
 }
 
 }  // namespace

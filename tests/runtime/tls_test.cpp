@@ -2,6 +2,7 @@
 // are loaded from, and a daemon under the probes of the issue: a 32-byte packet, clients
 // without a certificate of the cluster, a flood of idle connections beside a real client.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -13,18 +14,23 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 #include <vector>
 
 #include "base/error.h"
+#include "base/subprocess.h"
 #include "daemon_process.h"
 #include "runtime/actor_system.h"
 #include "runtime/address.h"
 #include "runtime/client.h"
+#include "runtime/daemon_child.h"
 #include "runtime/runtime_test_util.h"
 #include "runtime/tls/caf_gateway.h"
 #include "runtime/tls/certificates.h"
 #include "runtime/tls/credentials.h"
+#include "runtime/tls/session.h"
 #include "runtime/transport/connection.h"
 #include "runtime/transport/wire_format.h"
 
@@ -248,6 +254,99 @@ TEST(TlsTest, IdleConnectionsAreClosedByTheDeadlineWhileAMemberIsServed) {
   EXPECT_EQ(closed, idle.size());
   EXPECT_EQ(conn.ping(seconds(10)).name, "flooded");
   EXPECT_CONTAINS(daemon.process->errors_so_far(), "no TLS handshake within 10 s");
+}
+
+// The first head of a cluster creates its CA where credentials are looked for, and a later
+// start loads it rather than making another: a member of that CA is served, a member of
+// another (this test binary's) is not.
+TEST(TlsTest, TheFirstHeadCreatesTheClusterCaAndLaterStartsKeepIt) {
+  TempDir tmp;
+  const fs::path dir = tmp.path / "new-cluster";
+  std::string first_ca;
+  for (int start = 0; start < 2; ++start) {
+    DaemonChild head = start_daemon_child(PARTITA_BINARY, {"--head", "--name", "head-1", "--runs", (tmp.path / "runs").string()},
+                                     {"--log-level", "warn", "--tls-dir", dir.string()});
+    ASSERT_FALSE(head.address.empty());
+    for (const char* file : {tls::kCaCertFile, tls::kCaKeyFile, tls::kCertFile, tls::kKeyFile}) {
+      ASSERT_TRUE(fs::exists(dir / file)) << file;
+    }
+    EXPECT_EQ(mode_of(dir / tls::kCaKeyFile), 0600);
+    EXPECT_EQ(mode_of(dir / tls::kKeyFile), 0600);
+    std::ifstream ca(dir / tls::kCaCertFile);
+    const std::string pem((std::istreambuf_iterator<char>(ca)), std::istreambuf_iterator<char>());
+    if (start == 0) {
+      first_ca = pem;
+      EXPECT_CONTAINS(head.process->output_so_far(), "created the cluster's certificate authority");
+    } else {
+      EXPECT_EQ(pem, first_ca);
+      EXPECT_EQ(head.process->output_so_far().find("created the cluster's"), std::string::npos);
+    }
+    // `partita status` with the new CA's credentials reaches the head; with this test
+    // binary's CA (PARTITA_TLS_DIR) it is refused.
+    const ProcessResult member =
+        run_process({PARTITA_BINARY, "--tls-dir", dir.string(), "status", "--address", head.address}, 60);
+    EXPECT_EQ(member.exit_code, 0) << member.err;
+    const ProcessResult stranger = run_process({PARTITA_BINARY, "status", "--address", head.address}, 60);
+    EXPECT_EQ(stranger.exit_code, 1) << stranger.err;
+  }
+}
+
+// The peak resident set of process `pid` (VmHWM), in bytes; -1 if it cannot be read.
+int64_t peak_resident_bytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // "VmHWM:  1234 kB"
+  }
+  return -1;
+}
+
+// CAF 0.17 sizes its buffer from a BASP header's payload length before the payload comes:
+// a member of the cluster (a certificate of its CA gets through the gateway) whose header
+// claims 1 GiB made the daemon allocate and zero 1 GiB at once, and as much again on every
+// further connection. The gateway reads each header first and closes the connection.
+TEST(TlsTest, AMemberClaimingAGigabyteMessageIsCutBeforeTheDaemonAllocatesIt) {
+  testing::Daemon daemon = testing::start_daemon({"--name", "bounded"});
+  ASSERT_FALSE(daemon.address.empty());
+  const int64_t before = peak_resident_bytes(daemon.process->pid());
+  ASSERT_GT(before, 0);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const int fd = raw_connect(daemon.address);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL, 0) | O_NONBLOCK), 0);
+    const auto until = std::chrono::steady_clock::now() + seconds(60);
+    size_t sent = 0;
+    bool closed = false;
+    try {
+      tls::Session session(tls::process_credentials(), fd, tls::Session::Role::client);
+      while (!session.handshake()) wait_ready(fd, session.wants(), until, nullptr, "the TLS handshake");
+      // A client handshake (operation 1) claiming 2^30 bytes of payload (network order),
+      // then zeros as its payload, as fast as the daemon takes them, until it closes.
+      std::vector<char> bytes(1 << 20, 0);
+      bytes[0] = 0x01;
+      bytes[4] = 0x40;
+      while (sent < (size_t{1} << 30)) {
+        const size_t n = session.write_some(bytes.data(), bytes.size());
+        if (n == 0) wait_ready(fd, session.wants(), until, nullptr, "sending the message");
+        sent += n;
+        bytes[0] = bytes[4] = 0;
+      }
+    } catch (const tls::SessionClosed&) {
+      closed = true;
+    } catch (const Error& e) {
+      closed = std::string(e.what()).find("timed out") == std::string::npos;
+    }
+    ::close(fd);
+    EXPECT_TRUE(closed) << "sent " << sent << " bytes of a 1 GiB message";
+    EXPECT_LT(sent, size_t{1} << 30);
+  }
+  // The daemon lives, serves a member, named the peer, and its peak memory did not take the
+  // claimed gigabytes (it grows by a few MiB of buffers at most).
+  ActorSystem member;
+  DaemonConnection conn = DaemonConnection::connect(member, daemon.address, seconds(10));
+  EXPECT_EQ(conn.ping(seconds(10)).name, "bounded");
+  EXPECT_LT(peak_resident_bytes(daemon.process->pid()), before + (int64_t{256} << 20));
+  EXPECT_CONTAINS(daemon.process->errors_so_far(), "closed the connection with 127.0.0.1:");
+  EXPECT_CONTAINS(daemon.process->errors_so_far(), "a message of 1073741824 bytes, over the limit");
 }
 
 }  // namespace
