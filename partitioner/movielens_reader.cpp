@@ -44,6 +44,8 @@ void expect_header(const std::string& path, detail::LineReader& lines, std::stri
   }
 }
 
+constexpr size_t kMaxMovieLensGenres = 1024;
+
 struct Movies {
   std::map<int64_t, std::vector<std::string_view>> genres;  // by movieId, in id order
   std::vector<std::string> vocabulary;                      // sorted
@@ -85,6 +87,12 @@ Movies read_movies(const std::string& path, std::string_view text) {
     }
   }
   if (movies.genres.empty()) throw file_error(path, "no movies");
+  // Each genre is a feature column of every node: bounded before the matrix is sized by it
+  // (MovieLens has 20; ~100k made up ones in a few MB would ask for tens of GB).
+  if (names.size() > kMaxMovieLensGenres) {
+    throw file_error(path, std::to_string(names.size()) + " distinct genres; at most " +
+                               std::to_string(kMaxMovieLensGenres) + " (one feature column each)");
+  }
   for (const auto& [name, unused] : names) movies.vocabulary.emplace_back(name);
   return movies;
 }

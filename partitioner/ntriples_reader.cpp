@@ -350,6 +350,12 @@ Dataset read_ntriples(const std::string& dir, const ReadOptions& options) {
     }
     forward_type[i] = it->second;
   }
+  // A link and its inverse are one link: holding it out removes both (splits.h).
+  d.reverse_edge_type.resize(d.edge_types.size());
+  for (int32_t t = 0; t + 1 < static_cast<int32_t>(d.edge_types.size()); t += 2) {
+    d.reverse_edge_type[t] = t + 1;
+    d.reverse_edge_type[t + 1] = t;
+  }
   const size_t m = triples.size();
   d.edges.reserve(2 * m);
   for (size_t i = 0; i < m; ++i) d.edges.push_back(triples[i].s, triples[i].o);

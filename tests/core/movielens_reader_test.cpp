@@ -87,5 +87,22 @@ TEST(MovieLensReaderTest, TheSharedDataPartitionsInTwoWithEachTypeBalanced) {
   }
 }
 
+TEST(MovieLensReaderTest, TooManyGenresAreNamedBeforeTheFeaturesAreSized) {
+  testing::TempDir tmp;
+  fs::create_directories(tmp / "ml");
+  {
+    std::ofstream movies(tmp / "ml/movies.csv");
+    movies << "movieId,title,genres\n";
+    for (int m = 0; m < 1025; ++m) movies << m << ",M,g" << m << "\n";
+  }
+  std::ofstream(tmp / "ml/ratings.csv") << "userId,movieId,rating,timestamp\n1,1,4.0,1\n";
+  try {
+    read_dataset("movielens", tmp / "ml");
+    ADD_FAILURE() << "1025 genres were read";
+  } catch (const std::exception& e) {
+    EXPECT_CONTAINS(e.what(), "movies.csv: 1025 distinct genres; at most 1024");
+  }
+}
+
 }  // namespace
 }  // namespace partita

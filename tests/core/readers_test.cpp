@@ -1,4 +1,5 @@
 #include "partitioner/readers.h"
+#include "partitioner/splits.h"
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
@@ -11,6 +12,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "base/error.h"
 #include "partitioner/npy.h"
@@ -424,6 +426,28 @@ TEST(NTriplesTest, NodesTypesInversesAndLabels) {
   EXPECT_EQ(d.y[3], 1);
   EXPECT_EQ(d.test_idx, std::vector<int64_t>{3});
   EXPECT_EQ(d.train_idx.size() + d.val_idx.size(), 1u);
+  // Each relation and its inverse are declared reverses, so a held-out link leaves both.
+  EXPECT_EQ(d.reverse_edge_type, (std::vector<int32_t>{1, 0, 3, 2, 5, 4, 7, 6}));
+}
+
+TEST(NTriplesTest, AHeldOutAifbLinkLeavesItsInverseToo) {
+  Dataset d = read_ntriples(testing::dataset_path("aifb"));
+  hold_out_edges(d, 0.0, 0.05, 3);
+  ASSERT_GT(d.test_edges.size(), 0);
+  ASSERT_EQ(d.test_edges.type.size(), d.test_edges.src.size());
+  // A link: its two nodes (either order) and its relation (a predicate or its inverse).
+  const auto link = [&](int64_t a, int64_t b, int32_t type) {
+    return std::make_tuple(std::min(a, b), std::max(a, b), std::min(type, d.reverse_edge_type[type]));
+  };
+  std::set<std::tuple<int64_t, int64_t, int32_t>> held;
+  for (int64_t i = 0; i < d.test_edges.size(); ++i) {
+    held.insert(link(d.test_edges.src[i], d.test_edges.dst[i], d.test_edges.type[i]));
+  }
+  for (int64_t e = 0; e < d.num_edges(); ++e) {
+    ASSERT_EQ(held.count(link(d.edges.src[e], d.edges.dst[e], d.edges.type[e])), 0u)
+        << "edge " << e << " (" << d.edge_types[d.edges.type[e]].relation << ") is a held-out link";
+  }
+  EXPECT_NO_THROW(d.validate());
 }
 
 TEST(NTriplesTest, ReadsGzippedGraphsAndNamesBadLabelFiles) {
