@@ -440,6 +440,26 @@ TEST(SamplerTest, ManyRelationDrawsAreThoseRecorded) {
   EXPECT_EQ(h, 16520735147144671129ull);
 }
 
+// The actors' "fanouts" setting: one list for every edge type, or a list per edge type.
+TEST(SamplerTest, FanoutTablesAreReadOrTheProblemNamed) {
+  EXPECT_EQ(parse_fanout_table("3,2", 3, "f"), (std::vector<std::vector<int>>(3, {3, 2})));
+  EXPECT_EQ(parse_fanout_table("3,2;0,0;-1,1", 3, "f"), (std::vector<std::vector<int>>{{3, 2}, {0, 0}, {-1, 1}}));
+  const auto error_of = [](const std::string& text) {
+    try {
+      parse_fanout_table(text, 3, "setting 'fanouts'");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "accepted '" << text << "'";
+    return std::string();
+  };
+  EXPECT_CONTAINS(error_of("3,2;0,0"), "'3,2;0,0' has fanouts for 2 edge types, the graph has 3");
+  EXPECT_CONTAINS(error_of("3,2;0;1,1"), "edge type 1 has 1 hops in '3,2;0;1,1', edge type 0 has 2");
+  EXPECT_CONTAINS(error_of("0,2"), "'0' in '0,2' is not a fanout (a positive count, or -1 for all)");
+  EXPECT_CONTAINS(error_of("3,x;1,1;1,1"), "'x' in '3,x;1,1;1,1' is not a fanout (a positive count, 0 for none");
+  EXPECT_CONTAINS(error_of("3,2;;1,1"), "'' in '3,2;;1,1' is not a fanout");
+}
+
 TEST(SamplerTest, InvalidConfigsAreNamed) {
   Dataset d = sbm_graph();
   Topology t = topology_from_dataset(d);
