@@ -26,6 +26,11 @@ struct TrainBenchOptions {
   std::string work_dir;    // keeps the partitions between runs; default under /tmp
   uint64_t seed = 1;
   int compare_tls = 0;     // > 0: only (b), this many rounds over TLS and over plaintext each
+  // "graphsage", or "rgcn": R-GCN with basis decomposition (`bases` bases) on the
+  // heterogeneous generator's graph (num_nodes papers, half as many authors, 5 edge types;
+  // avg_degree citations per paper), the fanouts for every edge type; the step profile only.
+  std::string model = "graphsage";
+  int bases = 4;
 };
 
 // GraphSAGE with fanouts.size() layers on `input` or on RMAT with random labels,
