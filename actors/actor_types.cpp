@@ -117,10 +117,11 @@ std::string partition_dir_setting(const runtime::Settings& settings) {
 
 SamplerConfig sampler_config_from(const runtime::Settings& settings, const Topology& topology) {
   SamplerConfig config;
-  // One list for every edge type (PyG's num_neighbors given as a list): the hetero kernel
-  // samples that many neighbours per node and hop over each edge type ending in the node.
-  config.fanouts.assign(static_cast<size_t>(std::max(1, topology.num_edge_types())),
-                        parse_fanouts(required_setting(settings, "fanouts"), "setting 'fanouts'"));
+  // One list for every edge type (PyG's num_neighbors given as a list: the hetero kernel
+  // samples that many neighbours per node and hop over each edge type ending in the node),
+  // or one per edge type (as a dict).
+  config.fanouts = parse_fanout_table(required_setting(settings, "fanouts"), std::max(1, topology.num_edge_types()),
+                                      "setting 'fanouts'");
   config.replace = flag_setting(settings, "replace", false);
   config.disjoint = flag_setting(settings, "disjoint", false);
   config.hop_independent = flag_setting(settings, "hop_independent", false);

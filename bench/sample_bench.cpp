@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "base/error.h"
 #include "base/random.h"
 #include "bench/gather_bench.h"
 #include "bench/input_graph.h"
@@ -15,6 +16,7 @@
 #include "graph/subgraph_builder.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition_stores.h"
+#include "partitioner/readers.h"
 
 namespace partita::bench {
 
@@ -33,9 +35,10 @@ struct Throughput {
 
 // Every thread runs its own sampler on batches t, t + threads, ...: the way a loader
 // with several sampler workers uses the kernel.
+// `times`: each seed's time bound (temporal sampling), beside `seeds`; empty: none.
 Throughput measure(const Topology& topology, const SamplerConfig& config,
                    const std::vector<int64_t>& seeds, int64_t batch_size, int num_batches,
-                   int threads) {
+                   int threads, const std::vector<int64_t>& times = {}) {
   std::atomic<int64_t> edges{0}, nodes{0};
   auto run = [&](int first, int count) {
     NeighborSampler sampler(topology, config);
@@ -43,7 +46,9 @@ Throughput measure(const Topology& topology, const SamplerConfig& config,
     for (int b = first; b < count; b += threads) {
       size_t offset = (static_cast<size_t>(b) * batch_size) % (seeds.size() - batch_size);
       Span<const int64_t> batch(seeds.data() + offset, batch_size);
-      MiniBatch mb = sampler.sample(batch, {1, 0, static_cast<uint64_t>(b)});
+      Span<const int64_t> bounds;
+      if (!times.empty()) bounds = Span<const int64_t>(times.data() + offset, batch_size);
+      MiniBatch mb = sampler.sample(batch, {1, 0, static_cast<uint64_t>(b)}, bounds);
       local_edges += static_cast<int64_t>(mb.row.size());
       local_nodes += static_cast<int64_t>(mb.node_ids.size());
     }
@@ -126,13 +131,21 @@ void run_sample_bench(const SampleBenchOptions& o) {
 }
 
 void run_hetero_sample_bench(const SampleBenchOptions& o) {
-  HeteroOptions h;
-  h.num_papers = o.hetero_papers;
-  h.num_authors = o.hetero_papers / 2;
-  h.num_venues = std::max<int64_t>(h.num_classes, o.hetero_papers / 400);
-  h.feature_dim = 0;
-  h.seed = o.seed;
-  const Dataset typed = generate_hetero(h);
+  Dataset typed;
+  int64_t num_seeds = 0;  // seeds are nodes [0, num_seeds): the papers, or every entity
+  if (!o.triples.empty()) {
+    typed = read_dataset("triples", o.triples);
+    num_seeds = typed.num_nodes;
+  } else {
+    HeteroOptions h;
+    h.num_papers = o.hetero_papers;
+    h.num_authors = o.hetero_papers / 2;
+    h.num_venues = std::max<int64_t>(h.num_classes, o.hetero_papers / 400);
+    h.feature_dim = 0;
+    h.seed = o.seed;
+    typed = generate_hetero(h);
+    num_seeds = h.num_papers;
+  }
   Dataset plain = typed;  // the same edges, in the same order, without types
   plain.node_type_names.clear();
   plain.node_type.clear();
@@ -140,26 +153,25 @@ void run_hetero_sample_bench(const SampleBenchOptions& o) {
   plain.edges.type.clear();
   const Topology hetero_topology = topology_from_dataset(typed);
   const Topology plain_topology = topology_from_dataset(plain);
-  // Seeds: the papers (the labelled type), shuffled.
-  std::vector<int64_t> seeds(static_cast<size_t>(h.num_papers));
-  for (int64_t v = 0; v < h.num_papers; ++v) seeds[v] = v;
+  std::vector<int64_t> seeds(static_cast<size_t>(num_seeds));
+  for (int64_t v = 0; v < num_seeds; ++v) seeds[v] = v;
   Rng rng(o.seed);
   shuffle(seeds, rng);
-  std::printf("\nhetero graph: %lld nodes (%lld papers), %lld edges, %zu edge types; batch %lld, 1 thread, %d "
+  std::printf("\n%s: %lld nodes (%lld seed candidates), %lld edges, %zu edge types; batch %lld, 1 thread, %d "
               "interleaved rounds of %d batches\n\n",
-              (long long)typed.num_nodes, (long long)h.num_papers, (long long)typed.num_edges(),
-              typed.edge_types.size(), (long long)o.batch_size, o.rounds, o.num_batches);
-  std::printf("%-12s | %14s %14s | %14s %14s | %10s\n", "fanouts", "hetero edges/s", "edges/batch", "homog edges/s",
-              "edges/batch", "hetero/homog");
+              o.triples.empty() ? "hetero generator" : o.triples.c_str(), (long long)typed.num_nodes,
+              (long long)num_seeds, (long long)typed.num_edges(), typed.edge_types.size(), (long long)o.batch_size,
+              o.rounds, o.num_batches);
+  std::printf("%-12s | %14s %12s %12s | %14s %12s %12s | %12s\n", "fanouts", "hetero edges/s", "edges/batch",
+              "nodes/batch", "homog edges/s", "edges/batch", "nodes/batch", "hetero/homog");
   for (const auto& fanout : o.fanouts) {
     SamplerConfig typed_config, plain_config;
     typed_config.fanouts.assign(typed.edge_types.size(), fanout);
     plain_config.fanouts = {fanout};
     std::vector<double> typed_rate, plain_rate, ratio;
-    double typed_edges = 0, plain_edges = 0;
+    Throughput a, b;
     for (int round = 0; round < o.rounds; ++round) {
       // Alternate which goes first, so neither always runs on a warmer machine.
-      Throughput a, b;
       if (round % 2 == 0) {
         a = measure(hetero_topology, typed_config, seeds, o.batch_size, o.num_batches, 1);
         b = measure(plain_topology, plain_config, seeds, o.batch_size, o.num_batches, 1);
@@ -170,12 +182,78 @@ void run_hetero_sample_bench(const SampleBenchOptions& o) {
       typed_rate.push_back(a.edges_per_second);
       plain_rate.push_back(b.edges_per_second);
       ratio.push_back(a.edges_per_second / b.edges_per_second);
-      typed_edges = a.edges_per_second / a.batches_per_second;
-      plain_edges = b.edges_per_second / b.batches_per_second;
     }
-    std::printf("%-12s | %13.2fM %14.0f | %13.2fM %14.0f | %9.2fx\n", fanout_text(fanout).c_str(),
-                median(typed_rate) / 1e6, typed_edges, median(plain_rate) / 1e6, plain_edges, median(ratio));
+    std::printf("%-12s | %13.2fM %12.0f %12.0f | %13.2fM %12.0f %12.0f | %11.2fx\n", fanout_text(fanout).c_str(),
+                median(typed_rate) / 1e6, a.edges_per_second / a.batches_per_second, a.nodes_per_batch,
+                median(plain_rate) / 1e6, b.edges_per_second / b.batches_per_second, b.nodes_per_batch,
+                median(ratio));
     std::fflush(stdout);
+  }
+}
+
+void run_temporal_sample_bench(const SampleBenchOptions& o) {
+  const bool edge_times = o.temporal == "edge";
+  if (!edge_times && o.temporal != "node") {
+    throw UsageError("--temporal: '" + o.temporal + "' is not one of: edge, node");
+  }
+  RmatOptions rmat;
+  rmat.num_nodes = o.num_nodes;
+  rmat.avg_degree = o.avg_degree;
+  rmat.seed = o.seed;
+  const Dataset d = input_or_rmat(o.input, rmat);
+  const Topology topology = topology_from_dataset(d);
+  constexpr uint64_t kTimes = 1000000000;
+  const auto time_of = [&](uint64_t stream, int64_t id) {
+    return static_cast<int64_t>(mix64(o.seed, stream, static_cast<uint64_t>(id)) % kTimes);
+  };
+  std::vector<int64_t> edge_time(static_cast<size_t>(topology.num_edges())), node_time(static_cast<size_t>(d.num_nodes));
+  for (int64_t k = 0; k < topology.num_edges(); ++k) edge_time[k] = time_of(1, topology.original_edge_id(k));
+  for (int64_t v = 0; v < d.num_nodes; ++v) node_time[v] = time_of(2, v);
+  std::vector<int64_t> seeds(static_cast<size_t>(d.num_nodes)), times(seeds.size());
+  for (int64_t v = 0; v < d.num_nodes; ++v) seeds[v] = v;
+  Rng rng(o.seed);
+  shuffle(seeds, rng);
+  for (size_t i = 0; i < seeds.size(); ++i) times[i] = time_of(3, seeds[i]);
+
+  std::printf("\n%s: %lld nodes, %lld directed edges; %s times uniform in [0, 1e9), seed bounds too; batch %lld, "
+              "disjoint trees, 1 thread, %d interleaved rounds of %d batches\n\n",
+              o.input.empty() ? "RMAT" : o.input.c_str(), (long long)d.num_nodes, (long long)d.num_edges(),
+              o.temporal.c_str(), (long long)o.batch_size, o.rounds, o.num_batches);
+  std::printf("%-12s %-8s | %14s %12s %12s | %14s %12s %12s | %12s\n", "fanouts", "strategy", "temporal edges/s",
+              "edges/batch", "nodes/batch", "uniform edges/s", "edges/batch", "nodes/batch", "temporal/uniform");
+  for (const auto& fanout : o.fanouts) {
+    for (TemporalStrategy strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
+      SamplerConfig uniform, temporal;
+      uniform.fanouts = {fanout};
+      uniform.disjoint = true;
+      temporal = uniform;
+      temporal.temporal = edge_times ? TemporalMode::kEdgeTime : TemporalMode::kNodeTime;
+      temporal.temporal_strategy = strategy;
+      if (edge_times) {
+        temporal.edge_time = ArrayRef::from_vector(edge_time);
+      } else {
+        temporal.node_time = ArrayRef::from_vector(node_time);
+      }
+      std::vector<double> temporal_rate, uniform_rate, ratio;
+      Throughput a, b;
+      for (int round = 0; round < o.rounds; ++round) {
+        if (round % 2 == 0) {
+          a = measure(topology, temporal, seeds, o.batch_size, o.num_batches, 1, times);
+          b = measure(topology, uniform, seeds, o.batch_size, o.num_batches, 1);
+        } else {
+          b = measure(topology, uniform, seeds, o.batch_size, o.num_batches, 1);
+          a = measure(topology, temporal, seeds, o.batch_size, o.num_batches, 1, times);
+        }
+        temporal_rate.push_back(a.edges_per_second);
+        uniform_rate.push_back(b.edges_per_second);
+        ratio.push_back(a.edges_per_second / b.edges_per_second);
+      }
+      std::printf("%-12s %-8s | %13.2fM %12.0f %12.0f | %13.2fM %12.0f %12.0f | %15.2fx\n", fanout_text(fanout).c_str(),
+                  strategy == TemporalStrategy::kUniform ? "uniform" : "last", median(temporal_rate) / 1e6,
+                  a.edges_per_second / a.batches_per_second, a.nodes_per_batch, median(uniform_rate) / 1e6,
+                  b.edges_per_second / b.batches_per_second, b.nodes_per_batch, median(ratio));
+      std::fflush(stdout);
+    }
   }
 }
 

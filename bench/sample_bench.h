@@ -24,7 +24,16 @@ struct SampleBenchOptions {
   // >= 0.8 x homogeneous).
   bool hetero = false;
   int64_t hetero_papers = 200000;
+  // --hetero on a knowledge graph instead of the generator's: a folder of triples
+  // (`format: triples`, FB15k-237: 237 relations, each an edge type), every entity a seed.
+  std::string triples;
   int rounds = 5;
+  // Instead of the above: temporal sampling ("edge" or "node" times) against uniform
+  // sampling on the same graph (RMAT or `input`), both in disjoint mode (which temporal
+  // sampling needs), the same seeds, in `rounds` interleaved rounds (issue 12 §5; goal:
+  // temporal edges/s >= 0.8 x uniform). Times are uniform in [0, 10^9) by original id, each
+  // seed's bound too, so about half of a node's in-edges qualify.
+  std::string temporal;
 };
 
 // Prints, per fanout and thread count, batches/s and sampled edges/s, the scaling against
@@ -32,5 +41,6 @@ struct SampleBenchOptions {
 // of the sampled nodes' features next to a memcpy of the same bytes (bench/gather_bench.h).
 void run_sample_bench(const SampleBenchOptions& options);
 void run_hetero_sample_bench(const SampleBenchOptions& options);
+void run_temporal_sample_bench(const SampleBenchOptions& options);
 
 }  // namespace partita::bench

@@ -46,7 +46,7 @@ JobConfig bench_job(const TrainBenchOptions& o, int parts, int trainer_threads, 
   JobConfig job;
   if (o.input.empty()) {
     job.generate = true;
-    job.generate_spec.kind = "rmat";
+    job.generate_spec.kind = o.model == "rgcn" ? "hetero" : "rmat";
     job.generate_spec.nodes = o.num_nodes;
     job.generate_spec.avg_degree = o.avg_degree;
     job.generate_spec.features = o.feature_dim;
@@ -58,7 +58,12 @@ JobConfig bench_job(const TrainBenchOptions& o, int parts, int trainer_threads, 
     job.format = "npy";
   }
   job.num_partitions = parts;
-  job.model = "graphsage";
+  job.model = o.model;
+  if (o.model == "rgcn") {
+    job.decomposition = "basis";
+    job.bases = o.bases;
+    job.target_type = "paper";
+  }
   job.hidden = o.hidden;
   job.layers = static_cast<int>(o.fanouts.size());
   job.dropout = 0.5;
@@ -112,7 +117,8 @@ std::vector<MiniBatch> sample_batches(const std::string& dir, const TrainBenchOp
   const PartitionData data = folder.load_part(0);
   const PartitionStores stores = open_partition_stores(dir, 0);
   SamplerConfig config;
-  config.fanouts = {std::vector<int>(o.fanouts.begin(), o.fanouts.end())};
+  config.fanouts.assign(static_cast<size_t>(std::max(1, stores.topology->num_edge_types())),
+                        std::vector<int>(o.fanouts.begin(), o.fanouts.end()));
   NeighborSampler sampler(*stores.topology, config);
   const EpochPlan plan = plan_epoch(data.train_idx.as<int64_t>(), o.batch_size, o.seed, 0);
   if (plan.num_batches() < count) {
@@ -134,12 +140,30 @@ std::vector<ProfiledStep> profile_steps(const std::string& dir, const TrainBench
   std::vector<MiniBatch> batches = sample_batches(dir, o, kWarmupSteps + o.profile_steps);
   const PartitionMeta meta = PartitionFolder(dir).meta();
   ModelConfig config;
-  config.kind = "graphsage";
+  config.kind = o.model;
   config.in_dim = meta.feature_dim;
   config.hidden_dim = o.hidden;
   config.out_dim = meta.num_classes;
   config.num_layers = static_cast<int>(o.fanouts.size());
   config.dropout = 0.5;
+  // Relational models: as the trainer sets them up (training/trainer.cpp), from the one part.
+  std::vector<int32_t> node_type;
+  HeteroLayout hetero;
+  if (config.is_relational()) {
+    config.num_nodes = meta.num_nodes;
+    config.num_node_types = static_cast<int>(meta.node_types.size());
+    config.num_relations = static_cast<int>(meta.edge_types.size());
+    for (const EdgeType& t : meta.edge_types) {
+      const auto it = std::find(meta.node_types.begin(), meta.node_types.end(), t.dst_type);
+      config.relation_dst_type.push_back(static_cast<int32_t>(it - meta.node_types.begin()));
+    }
+    config.decomposition = "basis";
+    config.num_bases = o.bases;
+    const PartitionData part = PartitionFolder(dir).load_part(0);
+    const Span<const int32_t> types = part.node_type->as<int32_t>();
+    node_type.assign(types.begin(), types.end());
+    hetero = HeteroLayout{config.num_relations, &node_type};
+  }
   const JobConfig defaults;
   std::shared_ptr<GnnModel> model = make_model(config, o.seed);
   std::unique_ptr<torch::optim::Optimizer> optimizer =
@@ -155,7 +179,7 @@ std::vector<ProfiledStep> profile_steps(const std::string& dir, const TrainBench
     s.edges = static_cast<int64_t>(batches[b].row.size());
     Stopwatch watch;
     optimizer->zero_grad();
-    const GraphBatch batch = to_graph_batch(std::move(batches[b]));
+    const GraphBatch batch = to_graph_batch(std::move(batches[b]), {}, hetero);
     s.layout = watch.seconds();
     BatchTimes times;
     const BatchResult result = forward_backward(*model, batch, step_key(o.seed, 0, b, 0), &times);
@@ -285,10 +309,13 @@ void run_train_bench(const TrainBenchOptions& o) {
     forget_stale_partitions(o.input, dir, {one.partition_dir(), two.partition_dir()});
   }
   prepare_data(one, 0);
-  if (o.epochs) prepare_data(two, 0);
+  if (o.epochs && o.model == "graphsage") prepare_data(two, 0);
 
-  std::printf("\n%s: %d-layer GraphSAGE hidden %lld, fanouts", o.input.empty() ? "RMAT" : o.input.c_str(),
-              static_cast<int>(o.fanouts.size()), static_cast<long long>(o.hidden));
+  const bool rgcn = o.model == "rgcn";
+  std::printf("\n%s: %d-layer %s hidden %lld, fanouts%s", !o.input.empty() ? o.input.c_str() : rgcn ? "hetero generator" : "RMAT",
+              static_cast<int>(o.fanouts.size()),
+              rgcn ? ("R-GCN (basis, " + std::to_string(o.bases) + " bases)").c_str() : "GraphSAGE",
+              static_cast<long long>(o.hidden), rgcn ? " (every edge type)" : "");
   for (int64_t f : o.fanouts) std::printf(" %lld", static_cast<long long>(f));
   const PartitionMeta meta = PartitionFolder(one.partition_dir()).meta();
   std::printf(", batch %lld, %d cores in all; %lld nodes, %lld directed edges, %lld features, %lld classes\n",
@@ -302,7 +329,7 @@ void run_train_bench(const TrainBenchOptions& o) {
     floor = print_profile(profile_steps(one.partition_dir(), o), o);
     std::fflush(stdout);
   }
-  if (!o.epochs) return;
+  if (!o.epochs || rgcn) return;  // PyG's quoted epochs are GraphSAGE's
   if (o.compare_tls > 0) return compare_tls(two, o, per_daemon);
   if (o.compare_storage > 0) return compare_storage(one, o);
 

@@ -27,6 +27,11 @@ struct TrainBenchOptions {
   uint64_t seed = 1;
   int compare_tls = 0;     // > 0: only (b), this many rounds over TLS and over plaintext each
   int compare_storage = 0; // > 0: only (a), this many rounds with features in memory and on disk each
+  // "graphsage", or "rgcn": R-GCN with basis decomposition (`bases` bases) on the
+  // heterogeneous generator's graph (num_nodes papers, half as many authors, 5 edge types;
+  // avg_degree citations per paper), the fanouts for every edge type; the step profile only.
+  std::string model = "graphsage";
+  int bases = 4;
 };
 
 // GraphSAGE with fanouts.size() layers on `input` or on RMAT with random labels,

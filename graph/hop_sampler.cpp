@@ -53,7 +53,11 @@ void SamplerConfig::validate(const Topology& topology) const {
   }
 }
 
-std::vector<int> parse_fanouts(const std::string& text, const std::string& what) {
+namespace {
+
+// "15,10,5" -> {15, 10, 5}; 0 only where `zero_allowed`.
+std::vector<int> parse_fanout_list(const std::string& text, const std::string& whole, bool zero_allowed,
+                                   const std::string& what) {
   std::vector<int> fanouts;
   size_t start = 0;
   while (true) {
@@ -66,14 +70,46 @@ std::vector<int> parse_fanouts(const std::string& text, const std::string& what)
     } catch (const std::exception&) {
       used = 0;
     }
-    if (item.empty() || used != item.size() || value < -1 || value == 0) {
-      throw UsageError(what + ": '" + item + "' in '" + text +
-                       "' is not a fanout (a positive count, or -1 for all)");
+    if (item.empty() || used != item.size() || value < -1 || (value == 0 && !zero_allowed)) {
+      throw UsageError(what + ": '" + item + "' in '" + whole + "' is not a fanout (a positive count" +
+                       (zero_allowed ? ", 0 for none" : "") + ", or -1 for all)");
     }
     fanouts.push_back(value);
     if (comma == std::string::npos) return fanouts;
     start = comma + 1;
   }
+}
+
+}  // namespace
+
+std::vector<int> parse_fanouts(const std::string& text, const std::string& what) {
+  return parse_fanout_list(text, text, false, what);
+}
+
+std::vector<std::vector<int>> parse_fanout_table(const std::string& text, int num_edge_types,
+                                                 const std::string& what) {
+  if (text.find(';') == std::string::npos) {
+    return std::vector<std::vector<int>>(static_cast<size_t>(num_edge_types), parse_fanouts(text, what));
+  }
+  std::vector<std::vector<int>> table;
+  size_t start = 0;
+  while (true) {
+    const size_t semicolon = text.find(';', start);
+    table.push_back(parse_fanout_list(
+        text.substr(start, semicolon == std::string::npos ? std::string::npos : semicolon - start), text, true, what));
+    if (table.back().size() != table.front().size()) {
+      throw UsageError(what + ": edge type " + std::to_string(table.size() - 1) + " has " +
+                       std::to_string(table.back().size()) + " hops in '" + text + "', edge type 0 has " +
+                       std::to_string(table.front().size()));
+    }
+    if (semicolon == std::string::npos) break;
+    start = semicolon + 1;
+  }
+  if (static_cast<int>(table.size()) != num_edge_types) {
+    throw UsageError(what + ": '" + text + "' has fanouts for " + std::to_string(table.size()) +
+                     " edge types, the graph has " + std::to_string(num_edge_types));
+  }
+  return table;
 }
 
 uint64_t SamplerConfig::fingerprint() const {
@@ -117,8 +153,6 @@ struct Context {
   int hop;
   Span<const float> weight;
   Span<const int64_t> node_time, edge_time;
-  // Per node type, the edge types ending in it (hetero); {0} for homogeneous graphs.
-  std::vector<std::vector<int32_t>> types_into;
   // The column being sampled: its CSC and the position of its first entry.
   const CscColumns* csc = nullptr;
   int64_t column_begin = 0;
@@ -144,6 +178,43 @@ int64_t time_at(const Context& c, int64_t position) {
 
 double weight_at(const Context& c, int64_t position) {
   return static_cast<double>(c.weight[edge_id_at(c, position) - c.topology.edge_begin()]);
+}
+
+// c.candidates = the positions in [begin, end) whose time is <= bound, in canonical order.
+// Every entry's time is read: O(in-degree) per node where uniform sampling is O(fanout),
+// which is what temporal sampling costs on hubs (BENCHMARKS.md). So the loops are
+// branch-free (each position written, the count advanced by the comparison), and node
+// times, read at the neighbours' ids, are prefetched ahead.
+void collect_until(Context& c, int64_t begin, int64_t end, int64_t bound) {
+  c.candidates.resize(static_cast<size_t>(end - begin));
+  int64_t* out = c.candidates.data();
+  int64_t n = 0;
+  if (c.config.temporal == TemporalMode::kEdgeTime) {
+    const int64_t* time = c.edge_time.data();
+    if (c.csc->edge_ids.empty()) {  // edge id - edge_begin is the position
+      for (int64_t pos = begin; pos < end; ++pos) {
+        out[n] = pos;
+        n += time[pos] <= bound;
+      }
+    } else {
+      const int64_t* ids = c.csc->edge_ids.as<int64_t>().data();
+      const int64_t edge_begin = c.topology.edge_begin();
+      for (int64_t pos = begin; pos < end; ++pos) {
+        out[n] = pos;
+        n += time[ids[pos] - edge_begin] <= bound;
+      }
+    }
+  } else {
+    const int64_t* time = c.node_time.data();
+    const int64_t* indices = c.csc->indices.as<int64_t>().data();
+    constexpr int64_t kAhead = 16;
+    for (int64_t pos = begin; pos < end; ++pos) {
+      if (pos + kAhead < end) __builtin_prefetch(time + indices[pos + kAhead]);
+      out[n] = pos;
+      n += time[indices[pos]] <= bound;
+    }
+  }
+  c.candidates.resize(static_cast<size_t>(n));
 }
 
 // The `fanout` most recent candidates; among equal times the later edge counts as more
@@ -214,13 +285,23 @@ void select(Context& c, Rng& rng, uint64_t node_key, int64_t fanout, std::vector
   }
 }
 
+// The columns a node is sampled from: hetero, its type runs (the edge types it has in-edges
+// of, in increasing type order); homogeneous, its one column.
+Span<const TypeRun> columns_of(const Topology& t, int64_t local, TypeRun& homogeneous) {
+  if (!t.is_hetero()) return {&homogeneous, 1};  // sample_node reads the bounds from csc(0)
+  const int64_t* offsets = t.type_run_offsets().data();
+  return {t.type_runs().data() + offsets[local], static_cast<size_t>(offsets[local + 1] - offsets[local])};
+}
+
 // The general path: any edge type, weights, replacement, time bounds.
 void sample_node(Context& c, int64_t node, int64_t tree, int64_t time_bound, HopOutput& out) {
   const Topology& t = c.topology;
   const int64_t local = node - t.node_begin();
   uint64_t node_key = mix64(c.key, static_cast<uint64_t>(t.original_node_id(node)));
   if (tree >= 0) node_key = mix64(node_key, static_cast<uint64_t>(tree));
-  for (int32_t type : c.types_into[t.node_type(node)]) {
+  TypeRun homogeneous;
+  for (const TypeRun& run : columns_of(t, local, homogeneous)) {
+    const int32_t type = run.type;
     const CscColumns& csc = t.csc(type);
     const int fanout = c.config.fanouts[type][c.hop];
     auto indptr = csc.indptr.as<int64_t>();
@@ -228,10 +309,11 @@ void sample_node(Context& c, int64_t node, int64_t tree, int64_t time_bound, Hop
     const int64_t begin = indptr[local], end = indptr[local + 1];
     c.csc = &csc;
     c.column_begin = begin;
-    c.candidates.clear();
-    const bool timed = c.config.temporal != TemporalMode::kNone;
-    for (int64_t pos = begin; pos < end; ++pos) {
-      if (!timed || time_at(c, pos) <= time_bound) c.candidates.push_back(pos);
+    if (c.config.temporal == TemporalMode::kNone) {
+      c.candidates.clear();
+      for (int64_t pos = begin; pos < end; ++pos) c.candidates.push_back(pos);
+    } else {
+      collect_until(c, begin, end, time_bound);
     }
     uint64_t type_key = t.is_hetero() ? mix64(node_key, static_cast<uint64_t>(type)) : node_key;
     Rng rng(type_key);
@@ -301,26 +383,34 @@ void sample_uniform_homogeneous(const Topology& t, uint64_t key, int fanout, con
 // The common heterogeneous case (uniform, no replacement, no time): the general path's draws
 // (keyed by node and edge type, picks in canonical order), without building a candidate
 // list per column, which costs a node's whole in-degree of every type (a venue's hundreds
-// of papers) where a fanout of them is drawn; software-pipelined in blocks of nodes as
-// sample_uniform_homogeneous is: a block's picks are found and their entries prefetched,
-// then read.
+// of papers) where a fanout of them is drawn. A node's columns are its type runs
+// (Topology::type_runs), not every edge type ending in its type. Software-pipelined as
+// sample_uniform_homogeneous is, one stage deeper: for node i + 2*kBlock the run offsets
+// are prefetched, for node i + kBlock its runs (whose offsets have arrived), then a block's
+// picks are found with their entries prefetched, then read.
 void sample_uniform_hetero(const Topology& t, const SamplerConfig& config, uint64_t key, int hop,
-                           const std::vector<std::vector<int32_t>>& types_into, const HopInput& input,
-                           HopOutput& out, std::vector<int64_t>& picks) {
+                           const HopInput& input, HopOutput& out, std::vector<int64_t>& picks) {
   struct Column {
-    const int64_t* indptr;
     const int64_t* indices;
     const int64_t* edge_ids;  // null: edge_begin + position
+    int fanout;
   };
   std::vector<Column> columns;
   for (int type = 0; type < t.num_edge_types(); ++type) {
     const CscColumns& csc = t.csc(type);
-    columns.push_back({csc.indptr.as<int64_t>().data(), csc.indices.as<int64_t>().data(),
-                       csc.edge_ids.empty() ? nullptr : csc.edge_ids.as<int64_t>().data()});
+    columns.push_back({csc.indices.as<int64_t>().data(),
+                       csc.edge_ids.empty() ? nullptr : csc.edge_ids.as<int64_t>().data(), config.fanouts[type][hop]});
   }
   const int64_t* orig = t.orig_node_ids().data();
+  const int64_t* run_offsets = t.type_run_offsets().data();
+  const TypeRun* runs = t.type_runs().data();
+  const int64_t node_begin = t.node_begin();
   const size_t n = input.nodes.size();
   constexpr size_t kBlock = 32;
+  for (size_t i = 0; i < std::min(n, 2 * kBlock); ++i) {
+    __builtin_prefetch(run_offsets + (input.nodes[i] - node_begin));
+    __builtin_prefetch(orig + (input.nodes[i] - node_begin));
+  }
   std::vector<std::pair<int32_t, int64_t>> entries;  // a block's (type, position) picks, in order
   std::vector<int64_t> ends;                         // each node's end in `entries`
   for (size_t block = 0; block < n; block += kBlock) {
@@ -328,27 +418,29 @@ void sample_uniform_hetero(const Topology& t, const SamplerConfig& config, uint6
     entries.clear();
     ends.clear();
     for (size_t i = block; i < block_end; ++i) {
-      const int64_t node = input.nodes[i], local = node - t.node_begin();
-      const int32_t node_type = t.node_type(node);
-      if (node_type < static_cast<int32_t>(types_into.size())) {
-        uint64_t node_key = mix64(key, static_cast<uint64_t>(orig[local]));
-        if (!input.trees.empty()) node_key = mix64(node_key, static_cast<uint64_t>(input.trees[i]));
-        for (int32_t type : types_into[node_type]) {
-          const Column& col = columns[type];
-          const int64_t begin = col.indptr[local], degree = col.indptr[local + 1] - begin;
-          const int fanout = config.fanouts[type][hop];
-          auto pick = [&](int64_t pos) {
-            entries.emplace_back(type, pos);
-            __builtin_prefetch(col.indices + pos);
-            if (col.edge_ids != nullptr) __builtin_prefetch(col.edge_ids + pos);
-          };
-          if (fanout < 0 || degree <= fanout) {
-            for (int64_t pos = begin; pos < begin + degree; ++pos) pick(pos);
-          } else {
-            Rng rng(mix64(node_key, static_cast<uint64_t>(type)));
-            choose_distinct(rng, degree, fanout, picks);
-            for (int64_t p : picks) pick(begin + p);
-          }
+      if (i + 2 * kBlock < n) {
+        const int64_t ahead = input.nodes[i + 2 * kBlock] - node_begin;
+        __builtin_prefetch(run_offsets + ahead);
+        __builtin_prefetch(orig + ahead);
+      }
+      if (i + kBlock < n) __builtin_prefetch(runs + run_offsets[input.nodes[i + kBlock] - node_begin]);
+      const int64_t local = input.nodes[i] - node_begin;
+      uint64_t node_key = mix64(key, static_cast<uint64_t>(orig[local]));
+      if (!input.trees.empty()) node_key = mix64(node_key, static_cast<uint64_t>(input.trees[i]));
+      for (const TypeRun* run = runs + run_offsets[local]; run != runs + run_offsets[local + 1]; ++run) {
+        const Column& col = columns[run->type];
+        const int64_t begin = run->begin, degree = run->degree;
+        auto pick = [&](int64_t pos) {
+          entries.emplace_back(run->type, pos);
+          __builtin_prefetch(col.indices + pos);
+          if (col.edge_ids != nullptr) __builtin_prefetch(col.edge_ids + pos);
+        };
+        if (col.fanout < 0 || degree <= col.fanout) {
+          for (int64_t pos = begin; pos < begin + degree; ++pos) pick(pos);
+        } else {
+          Rng rng(mix64(node_key, static_cast<uint64_t>(run->type)));
+          choose_distinct(rng, degree, col.fanout, picks);
+          for (int64_t p : picks) pick(begin + p);
         }
       }
       ends.push_back(static_cast<int64_t>(entries.size()));
@@ -396,28 +488,15 @@ void sample_hop(const Topology& topology, const SamplerConfig& config, const Sam
   if (!config.edge_weight.empty()) c.weight = config.edge_weight.as<float>();
   if (config.temporal == TemporalMode::kNodeTime) c.node_time = config.node_time.as<int64_t>();
   if (config.temporal == TemporalMode::kEdgeTime) c.edge_time = config.edge_time.as<int64_t>();
-  if (topology.is_hetero()) {
-    for (int32_t type = 0; type < topology.num_edge_types(); ++type) {
-      int32_t dst = topology.edge_type_ends()[type].dst_type;
-      if (static_cast<int32_t>(c.types_into.size()) <= dst) c.types_into.resize(dst + 1);
-      c.types_into[dst].push_back(type);
-    }
-    c.types_into.resize(std::max<size_t>(c.types_into.size(), 1));
-  } else {
-    c.types_into = {{0}};
-  }
   if (topology.is_hetero() && config.edge_weight.empty() && !config.replace &&
       config.temporal == TemporalMode::kNone) {
-    sample_uniform_hetero(topology, config, k, hop, c.types_into, input, out, c.picks);
+    sample_uniform_hetero(topology, config, k, hop, input, out, c.picks);
     return;
   }
   for (size_t i = 0; i < input.nodes.size(); ++i) {
     int64_t tree = input.trees.empty() ? -1 : input.trees[i];
     int64_t bound = input.times.empty() ? 0 : input.times[i];
-    int32_t node_type = topology.node_type(input.nodes[i]);
-    if (node_type < static_cast<int32_t>(c.types_into.size())) {
-      sample_node(c, input.nodes[i], tree, bound, out);
-    }
+    sample_node(c, input.nodes[i], tree, bound, out);
     out.offsets.push_back(static_cast<int64_t>(out.neighbors.size()));
   }
 }

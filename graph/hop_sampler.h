@@ -69,6 +69,15 @@ struct SamplerConfig {
 // the bad item.
 std::vector<int> parse_fanouts(const std::string& text, const std::string& what);
 
+// SamplerConfig::fanouts for a graph with `num_edge_types` edge types from the text the
+// partition and sampler actors get (their "fanouts" setting): one list ("15,10,5") for
+// every edge type, or one list per edge type in type order, separated by ';'
+// ("15,10;0,0;5,5"), in which 0 leaves the type out at that hop. Throws UsageError naming
+// `what` and the problem: a bad item, a row count that is not the edge type count, rows of
+// different lengths.
+std::vector<std::vector<int>> parse_fanout_table(const std::string& text, int num_edge_types,
+                                                 const std::string& what);
+
 // The frontier nodes one partition samples at one hop (all owned by it).
 struct HopInput {
   Span<const int64_t> nodes;  // global ids

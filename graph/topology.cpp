@@ -1,5 +1,6 @@
 #include "graph/topology.h"
 
+#include <climits>
 #include <string>
 
 #include "base/error.h"
@@ -46,11 +47,37 @@ Topology::Topology(Parts parts) : p_(std::move(parts)) {
     node_types_ = p_.node_type.as<int32_t>();
     expect(static_cast<int64_t>(node_types_.size()) == n, "node types do not match the node count");
     expect(p_.edge_type_ends.size() == p_.csc.size(), "edge type ends do not match the edge types");
+    build_type_runs();
+  }
+}
+
+void Topology::build_type_runs() {
+  // Type by type, so each node's runs come out in increasing type order and every indptr is
+  // read front to back once.
+  const int64_t n = num_nodes();
+  run_offsets_.assign(static_cast<size_t>(n + 1), 0);
+  for (const CscColumns& c : p_.csc) {
+    const int64_t* indptr = c.indptr.as<int64_t>().data();
+    for (int64_t v = 0; v < n; ++v) run_offsets_[v + 1] += indptr[v + 1] > indptr[v];
+  }
+  for (int64_t v = 0; v < n; ++v) run_offsets_[v + 1] += run_offsets_[v];
+  runs_.resize(static_cast<size_t>(run_offsets_[n]));
+  std::vector<int64_t> next(run_offsets_.begin(), run_offsets_.end() - 1);
+  for (int32_t t = 0; t < num_edge_types(); ++t) {
+    const int64_t* indptr = p_.csc[t].indptr.as<int64_t>().data();
+    for (int64_t v = 0; v < n; ++v) {
+      const int64_t degree = indptr[v + 1] - indptr[v];
+      if (degree == 0) continue;
+      expect(degree <= INT32_MAX, "node " + std::to_string(node_begin_ + v) + " has " + std::to_string(degree) +
+                                      " in-edges of edge type " + std::to_string(t) + ", more than 2^31 - 1");
+      runs_[next[v]++] = {indptr[v], t, static_cast<int32_t>(degree)};
+    }
   }
 }
 
 size_t Topology::sampling_bytes() const {
-  size_t bytes = p_.orig_node_ids.bytes() + p_.node_type.bytes();
+  size_t bytes = p_.orig_node_ids.bytes() + p_.node_type.bytes() + run_offsets_.size() * sizeof(int64_t) +
+                 runs_.size() * sizeof(TypeRun);
   for (const auto& c : p_.csc) bytes += c.indptr.bytes() + c.indices.bytes() + c.edge_ids.bytes();
   return bytes;
 }

@@ -29,6 +29,17 @@ struct EdgeTypeEnds {
   int32_t dst_type = 0;
 };
 
+// One edge type a node has in-edges of: the node's column in csc(type) is
+// [begin, begin + degree). A heterogeneous topology lists, per node, only the types it has
+// in-edges of, in increasing type order: the sampler visits those instead of reading every
+// type's indptr (FB15k-237: 237 relations, a few per node; reading all 237 cost 88% of the
+// hetero kernel's time, BENCHMARKS.md).
+struct TypeRun {
+  int64_t begin = 0;
+  int32_t type = 0;
+  int32_t degree = 0;
+};
+
 class Topology {
  public:
   struct Parts {
@@ -67,16 +78,26 @@ class Topology {
   int32_t node_type(int64_t node) const {
     return node_types_.empty() ? 0 : node_types_[node - node_begin_];
   }
+  // Heterogeneous topologies: the runs of local node `local` (node - node_begin()) are
+  // type_runs()[type_run_offsets()[local] .. type_run_offsets()[local + 1]). Empty for
+  // homogeneous ones (their one column is csc(0)).
+  Span<const int64_t> type_run_offsets() const { return run_offsets_; }
+  Span<const TypeRun> type_runs() const { return runs_; }
 
-  // Bytes of the structure the sampler reads (CSC arrays and original node ids); the
+  // Bytes of the structure the sampler reads (CSC arrays, original node ids, type runs); the
   // original edge ids are only read to report results and stay on disk when mapped.
   size_t sampling_bytes() const;
 
  private:
+  void build_type_runs();
+
   Parts p_;
   int64_t node_begin_ = 0, node_end_ = 0, num_edges_ = 0;
   Span<const int64_t> orig_nodes_, orig_edges_;
   Span<const int32_t> node_types_;
+  // Built from the per-type columns by the constructor (hetero only).
+  std::vector<int64_t> run_offsets_;
+  std::vector<TypeRun> runs_;
 };
 
 // Regroups one CSC whose columns mix edge types into one CSC per type, each column keeping

@@ -39,7 +39,7 @@ at::Tensor GnnModel::activated_layer(int index, const at::Tensor& x, const Activ
 }
 
 StepCost GnnModel::step_cost(const GraphBatch&) const {
-  throw Error("step cost: not modelled for " + config_.kind + " (only graphsage)");
+  throw Error("step cost: not modelled for " + config_.kind + " (only graphsage and rgcn)");
 }
 
 void GnnModel::reset_parameters(uint64_t seed) {

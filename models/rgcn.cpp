@@ -92,6 +92,47 @@ class Rgcn : public GnnModel {
     return at::addmm(out, relation_means(x, batch, num_dst, path), w.reshape({-1, conv.out_dim}));
   }
 
+  // Mirrors layer(), as GraphSage::step_cost does (models/step_cost.h): per layer, the
+  // products forward() and backward() run and the aggregations. A dense layer: W_r from the
+  // bases (basis decomposition: comp [R, B] x bases [B, in*out]), the root product and
+  // [means of r] x [W_1; ...; W_R]; each mean is 2 FLOPs per edge and input feature, again
+  // for its gradient when the input needs one. A one-hot first layer runs no GEMM (its
+  // products are gathers of rows): only its aggregation, over B bases as heads with the
+  // basis decomposition, of out features, forward and backward.
+  StepCost step_cost(const GraphBatch& batch) const override {
+    StepCost cost;
+    const int layers = config().num_layers;
+    for (int i = 0; i < layers; ++i) {
+      const RgcnConv& conv = *convs_[i];
+      const int64_t ci = conv.in_dim, co = conv.out_dim, R = conv.relations;
+      const int64_t rows = batch.layer_rows(i, layers, config().trim);
+      double edges = 0;
+      for (const CscEdges& relation : batch.relations) edges += static_cast<double>(relation.edges_before(rows));
+      const bool basis = conv.decomposition == "basis";
+      const int64_t B = basis ? conv.bases.size(0) : 0;
+      if (conv.one_hot) {
+        cost.aggregation_flops += 2 * 2 * edges * static_cast<double>((basis ? B : 1) * co);
+        continue;
+      }
+      if (basis) {
+        cost.products.push_back({R, B, ci * co, false, false});  // W = comp x bases
+        cost.products.push_back({R, ci * co, B, false, true});   // grad comp = grad_W x bases^T
+        cost.products.push_back({B, R, ci * co, true, false});   // grad bases = comp^T x grad_W
+      }
+      const bool input_grad = i > 0;
+      // x [m, k] x W [k, co]: forward, grad_W = x^T grad, and grad_x = grad W^T.
+      auto linear = [&](int64_t m, int64_t k) {
+        cost.products.push_back({m, k, co, false, false});
+        cost.products.push_back({k, m, co, true, false});
+        if (input_grad) cost.products.push_back({m, co, k, false, true});
+      };
+      linear(rows, ci);      // the self-connection (root)
+      linear(rows, R * ci);  // the relations' means, stacked
+      cost.aggregation_flops += (input_grad ? 2 : 1) * 2 * edges * static_cast<double>(ci);
+    }
+    return cost;
+  }
+
   // PyG's RGCNConv.reset_parameters: glorot weights (and basis coefficients), zero bias.
   void reset(at::Generator& generator) override {
     for (auto& conv : convs_) {

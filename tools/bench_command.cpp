@@ -106,13 +106,18 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   sample->add_option("--features", s->feature_dim, "float32 features per node for the gather (0: skip)")->check(cli::at_least(0))->capture_default_str();
   sample->add_flag("--hetero", s->hetero, "the hetero kernel on the hetero generator's graph against the homogeneous kernel on the same edges");
   sample->add_option("--papers", s->hetero_papers, "--hetero: papers of the generated graph")->check(cli::positive())->capture_default_str();
-  sample->add_option("--rounds", s->rounds, "--hetero: interleaved rounds (medians reported)")->check(cli::positive())->capture_default_str();
+  sample->add_option("--triples", s->triples, "--hetero: a triples folder (FB15k-237) instead of the generator's graph");
+  sample->add_option("--temporal", s->temporal, "temporal sampling (edge or node times) against uniform on the same graph")
+      ->check(CLI::IsMember({"edge", "node"}));
+  sample->add_option("--rounds", s->rounds, "--hetero, --temporal: interleaved rounds (medians reported)")->check(cli::positive())->capture_default_str();
   sample->callback([s, fanouts] {
     if (!fanouts->empty()) {
       s->fanouts.clear();
       for (const auto& text : *fanouts) s->fanouts.push_back(parse_fanouts(text, "--fanouts"));
     }
-    if (s->hetero) {
+    if (!s->temporal.empty()) {
+      bench::run_temporal_sample_bench(*s);
+    } else if (s->hetero) {
       bench::run_hetero_sample_bench(*s);
     } else {
       bench::run_sample_bench(*s);
@@ -305,6 +310,9 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   train->add_flag("!--no-epochs", t->epochs, "only the step profile, no epochs");
   train->add_option("--workdir", t->work_dir, "keep the generated partitions here and reuse them")->capture_default_str();
   train->add_option("--seed", t->seed, "graph, weights and sampling seed")->capture_default_str();
+  train->add_option("--model", t->model, "graphsage, or rgcn (the hetero generator's graph, --nodes papers; step profile only)")
+      ->check(CLI::IsMember({"graphsage", "rgcn"}))->capture_default_str();
+  train->add_option("--bases", t->bases, "--model rgcn: bases of the basis decomposition")->check(cli::positive())->capture_default_str();
   train->callback([t, train_fanouts] {
     t->fanouts.clear();
     for (int f : parse_fanouts(*train_fanouts, "--fanouts")) t->fanouts.push_back(f);

@@ -235,25 +235,46 @@ void read_model(Section s, JobConfig& job) {
 
 void read_sampling(Section s, JobConfig& job) {
   if (s.has("fanouts")) {
-    YAML::Node list = s.get("fanouts");
-    if (!list.IsSequence() || list.size() == 0) s.fail(s.field("fanouts"), "expected a list of integers, e.g. [10, 10]");
+    YAML::Node node = s.get("fanouts");
+    // A list of fanouts at `field`; 0 (no neighbours at that hop) only per edge type.
+    const auto read_list = [&](const YAML::Node& list, const std::string& field, bool per_type) {
+      if (!list.IsSequence() || list.size() == 0) s.fail(field, "expected a list of integers, e.g. [10, 10]");
+      std::vector<int64_t> fanouts;
+      for (size_t i = 0; i < list.size(); ++i) {
+        const std::string item = field + "[" + std::to_string(i) + "]";
+        int64_t f = 0;
+        try {
+          f = list[i].as<int64_t>();
+        } catch (const YAML::Exception&) {
+          s.fail(item, "expected an integer");
+        }
+        if (f < -1 || (f == 0 && !per_type)) {
+          s.fail(item, per_type ? "must be positive, 0 (none) or -1 (all neighbours)"
+                                : "must be positive or -1 (all neighbours)");
+        }
+        if (f > JobLimits::kMaxFanout) {
+          s.fail(item, "must be at most " + std::to_string(JobLimits::kMaxFanout) + " (or -1: all neighbours), got " +
+                           std::to_string(f));
+        }
+        fanouts.push_back(f);
+      }
+      return fanouts;
+    };
     job.fanouts.clear();
-    for (size_t i = 0; i < list.size(); ++i) {
-      int64_t f = 0;
-      try {
-        f = list[i].as<int64_t>();
-      } catch (const YAML::Exception&) {
-        s.fail(s.field("fanouts") + "[" + std::to_string(i) + "]", "expected an integer");
+    job.fanouts_by_type.clear();
+    if (node.IsMap()) {
+      if (node.size() == 0) s.fail(s.field("fanouts"), "expected a list per edge type, e.g. {writes: [10, 10]}");
+      for (const auto& entry : node) {
+        const std::string key = entry.first.as<std::string>();
+        const std::string field = s.field("fanouts") + "." + key;
+        if (key == "default") {
+          job.fanouts = read_list(entry.second, field, false);
+        } else {
+          job.fanouts_by_type.emplace_back(key, read_list(entry.second, field, true));
+        }
       }
-      if (f < -1 || f == 0) {
-        s.fail(s.field("fanouts") + "[" + std::to_string(i) + "]", "must be positive or -1 (all neighbours)");
-      }
-      if (f > JobLimits::kMaxFanout) {
-        s.fail(s.field("fanouts") + "[" + std::to_string(i) + "]",
-               "must be at most " + std::to_string(JobLimits::kMaxFanout) + " (or -1: all neighbours), got " +
-                   std::to_string(f));
-      }
-      job.fanouts.push_back(f);
+    } else {
+      job.fanouts = read_list(node, s.field("fanouts"), false);
     }
   }
   s.read_int("batch_size", job.batch_size, 1, JobLimits::kMaxBatchSize);
@@ -461,9 +482,17 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
   if (job.holdout_by_time && !job.temporal()) {
     top.fail("data.holdout.by", "time holds out the latest links, for jobs with sampling.temporal");
   }
-  if ((!job.link_prediction() || job.link_gnn()) && static_cast<int>(job.fanouts.size()) != job.layers) {
-    top.fail("sampling.fanouts", "has " + std::to_string(job.fanouts.size()) + " entries but model.layers is " +
-                                     std::to_string(job.layers) + ": one fanout per layer");
+  if (!job.link_prediction() || job.link_gnn()) {
+    const auto check_hops = [&](const std::string& field, size_t hops) {
+      if (static_cast<int>(hops) != job.layers) {
+        top.fail(field, "has " + std::to_string(hops) + " entries but model.layers is " + std::to_string(job.layers) +
+                            ": one fanout per layer");
+      }
+    };
+    if (job.fanouts_by_type.empty() || !job.fanouts.empty()) {
+      check_hops(job.fanouts_by_type.empty() ? "sampling.fanouts" : "sampling.fanouts.default", job.fanouts.size());
+    }
+    for (const auto& [type, fanouts] : job.fanouts_by_type) check_hops("sampling.fanouts." + type, fanouts.size());
   }
   return job;
 }
@@ -546,7 +575,14 @@ std::string job_to_yaml(const JobConfig& job) {
     out << YAML::EndMap;
   }
   out << YAML::Key << "sampling" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "fanouts" << YAML::Value << YAML::Flow << job.fanouts;
+  if (job.fanouts_by_type.empty()) {
+    out << YAML::Key << "fanouts" << YAML::Value << YAML::Flow << job.fanouts;
+  } else {
+    out << YAML::Key << "fanouts" << YAML::Value << YAML::BeginMap;
+    for (const auto& [type, fanouts] : job.fanouts_by_type) out << YAML::Key << type << YAML::Value << YAML::Flow << fanouts;
+    if (!job.fanouts.empty()) out << YAML::Key << "default" << YAML::Value << YAML::Flow << job.fanouts;
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "batch_size" << YAML::Value << job.batch_size;
   out << YAML::Key << "prefetch" << YAML::Value << job.prefetch;
   out << YAML::Key << "replace" << YAML::Value << job.replace;
@@ -588,6 +624,56 @@ std::string job_to_yaml(const JobConfig& job) {
   out << YAML::Key << "output" << YAML::Value << job.output;
   out << YAML::EndMap;
   return out.c_str();
+}
+
+std::string fanout_setting(const JobConfig& job, const std::vector<EdgeType>& edge_types) {
+  const auto list_text = [](const std::vector<int64_t>& fanouts) {
+    std::string text;
+    for (int64_t f : fanouts) text += (text.empty() ? "" : ",") + std::to_string(f);
+    return text;
+  };
+  if (job.fanouts_by_type.empty()) return list_text(job.fanouts);
+  const auto full_name = [](const EdgeType& t) { return t.src_type + "," + t.relation + "," + t.dst_type; };
+  const std::string where = "sampling.fanouts of " + job.partition_dir();
+  if (edge_types.empty()) {
+    throw UsageError(where + ": fanouts per edge type need a heterogeneous graph; this one has no edge types");
+  }
+  std::vector<const std::vector<int64_t>*> rows(edge_types.size(), nullptr);
+  for (const auto& [key, fanouts] : job.fanouts_by_type) {
+    std::vector<size_t> matches;
+    for (size_t t = 0; t < edge_types.size(); ++t) {
+      if (key == full_name(edge_types[t])) matches = {t};
+    }
+    if (matches.empty()) {
+      for (size_t t = 0; t < edge_types.size(); ++t) {
+        if (key == edge_types[t].relation) matches.push_back(t);
+      }
+    }
+    if (matches.empty()) {
+      std::string known;
+      for (size_t t = 0; t < edge_types.size() && t < 10; ++t) known += (t ? "; " : "") + full_name(edge_types[t]);
+      if (edge_types.size() > 10) known += "; ... (" + std::to_string(edge_types.size()) + " in all)";
+      throw UsageError(where + ": '" + key + "' is not an edge type of the graph (" + known + ")");
+    }
+    if (matches.size() > 1) {
+      throw UsageError(where + ": relation '" + key + "' names " + std::to_string(matches.size()) + " edge types (" +
+                       full_name(edge_types[matches[0]]) + ", " + full_name(edge_types[matches[1]]) +
+                       ", ...): write it as src_type,relation,dst_type");
+    }
+    if (rows[matches[0]] != nullptr) {
+      throw UsageError(where + ": edge type " + full_name(edge_types[matches[0]]) + " is given twice");
+    }
+    rows[matches[0]] = &fanouts;
+  }
+  std::string text;
+  for (size_t t = 0; t < edge_types.size(); ++t) {
+    if (rows[t] == nullptr && job.fanouts.empty()) {
+      throw UsageError(where + ": edge type " + full_name(edge_types[t]) +
+                       " has no fanouts (name it, or give a `default` list)");
+    }
+    text += (t ? ";" : "") + list_text(rows[t] != nullptr ? *rows[t] : job.fanouts);
+  }
+  return text;
 }
 
 }  // namespace partita

@@ -14,7 +14,8 @@
 //     split_seed: 1            # for dataset: seed of its node split and held-out edges (train.seed)
 //   model: {kind: graphsage, hidden: 128, layers: 2, heads: 4, dropout: 0.5, trim: true,
 //           decomposition: none, bases: 0, blocks: 0, target_type: ""}   # the last four: rgcn, hetero_sage
-//   sampling: {fanouts: [10, 10], batch_size: 512, prefetch: 2, replace: false,
+//   sampling: {fanouts: [10, 10], batch_size: 512, prefetch: 2, replace: false,   # or per edge
+//              # type: fanouts: {writes: [5, 5], "paper,cites,paper": [10, 0], default: [3, 3]}
 //              feature_cache_mb: 0, feature_cache_policy: degree,   # cache 0 = off
 //              temporal: {time: node, strategy: uniform, batches: shuffled}}  # optional
 //   features: {storage: auto}   # auto, memory, mapped or disk (partitioner/partition_stores.h)
@@ -61,6 +62,7 @@
 #include <vector>
 
 #include "graph/epoch_plan.h"
+#include "partitioner/dataset.h"
 
 namespace partita {
 
@@ -176,6 +178,12 @@ struct JobConfig {
   std::string target_type;
   // sampling
   std::vector<int64_t> fanouts = {10, 10};
+  // sampling.fanouts as a mapping (heterogeneous graphs, as PyG's num_neighbors dict): per
+  // edge type, named by its relation or as "src_type,relation,dst_type", its list, in which
+  // 0 leaves the type out at that hop; the key `default` gives `fanouts` (the list of every
+  // type not named; without it every edge type must be named). Resolved against the
+  // graph's edge types by fanout_setting().
+  std::vector<std::pair<std::string, std::vector<int64_t>>> fanouts_by_type;
   int64_t batch_size = 512;
   int prefetch = 2;  // batches each trainer's sampler keeps in flight
   bool replace = false;
@@ -243,6 +251,12 @@ struct JobConfig {
 JobConfig load_job(const std::string& path);
 // The same from YAML text; `base_dir` resolves relative paths, `name` names the source.
 JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const std::string& name = "job");
+// The partition and sampler actors' "fanouts" setting (graph/hop_sampler.h,
+// parse_fanout_table) for a graph with `edge_types` (none: homogeneous). Throws UsageError
+// naming sampling.fanouts and the edge type: one that is not in the graph (the graph's are
+// listed), a relation name that several edge types share, an edge type with no list and
+// no `default`.
+std::string fanout_setting(const JobConfig& job, const std::vector<EdgeType>& edge_types);
 // The job as YAML with every field spelled out and absolute paths: what a trainer on
 // another machine is given, and what a run writes beside its results.
 std::string job_to_yaml(const JobConfig& job);

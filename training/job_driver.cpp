@@ -295,11 +295,8 @@ std::string Driver::describe_actor(const caf::actor_addr& actor) const {
 }
 
 void Driver::spawn_actors() {
-  const std::string fanouts = [&] {
-    std::string text;
-    for (int64_t f : job_.fanouts) text += (text.empty() ? "" : ",") + std::to_string(f);
-    return text;
-  }();
+  // Before anything is spawned: an edge type the graph lacks fails the job here.
+  const std::string fanouts = fanout_setting(job_, folder_.meta().edge_types);
   for (int p = 0; p < job_.num_partitions; ++p) {
     runtime::Settings settings{{"dir", dir_on(node_of_partition(p))},
                                {"part", std::to_string(p)},

@@ -374,6 +374,92 @@ TEST(SamplerTest, HeteroUniformDrawsAreThoseOfTheGeneralPath) {
   EXPECT_EQ(h, 6276892771624844421ull);
 }
 
+// Attributes of original ids, laid out for one partition.
+float weight_of_edge(int64_t original_edge) { return 1.0f + static_cast<float>(original_edge * 7 % 13); }
+int64_t time_of_edge(int64_t original_edge) { return original_edge * 13 % 100; }
+int64_t time_of_node(int64_t original_node) { return original_node * 37 % 100; }
+
+// A knowledge graph as FB15k-237 is (one node type, many relations, each an edge type):
+// relations of skewed sizes, so most nodes have in-edges of only a few of them.
+Dataset many_relation_graph(int64_t nodes, int relations, int64_t edges) {
+  Dataset d;
+  d.name = "kg";
+  d.num_nodes = nodes;
+  d.node_type_names = {"entity"};
+  d.node_type.assign(static_cast<size_t>(nodes), 0);
+  for (int r = 0; r < relations; ++r) d.edge_types.push_back({"entity", "r" + std::to_string(r), "entity"});
+  Rng rng(5);
+  for (int64_t e = 0; e < edges; ++e) {
+    const int64_t a = static_cast<int64_t>(rng.below(static_cast<uint64_t>(nodes)));
+    const int64_t b = static_cast<int64_t>(rng.below(static_cast<uint64_t>(nodes)));
+    // Relation r with probability ~ 1/(r+1); heads skewed to low ids (hubs).
+    const int r = static_cast<int>(rng.below(rng.below(static_cast<uint64_t>(relations)) + 1));
+    d.edges.push_back(a * a % nodes, b);
+    d.edges.type.push_back(r);
+  }
+  d.validate();
+  return d;
+}
+
+// The per-column structure of the hetero kernel (which columns it visits for a node, in
+// which order) decides its draws: a checksum of every batch array on a graph with many
+// relations, for the uniform fast path (shared and disjoint trees, a relation with fanout
+// 0, one with -1) and the general path (edge times, weights), recorded before the kernel
+// stopped visiting every edge type of each node.
+TEST(SamplerTest, ManyRelationDrawsAreThoseRecorded) {
+  Dataset d = many_relation_graph(4000, 40, 30000);
+  Topology t = topology_from_dataset(d);
+  ASSERT_EQ(t.num_edge_types(), 40);
+  std::vector<float> weight(t.num_edges());
+  std::vector<int64_t> edge_time(t.num_edges());
+  for (int64_t k = 0; k < t.num_edges(); ++k) {
+    weight[k] = weight_of_edge(t.original_edge_id(t.edge_begin() + k));
+    edge_time[k] = time_of_edge(t.original_edge_id(t.edge_begin() + k));
+  }
+  std::vector<int64_t> seeds{0, 7, 19, 250, 3999, 7, 1, 2, 3}, times(seeds.size(), 60);
+  uint64_t h = 0;
+  for (int variant = 0; variant < 4; ++variant) {
+    SamplerConfig c;
+    c.fanouts.assign(40, {3, 2});
+    c.fanouts[1] = {0, 2};
+    c.fanouts[3] = {-1, 1};
+    c.disjoint = variant >= 1;
+    if (variant == 2) {
+      c.temporal = TemporalMode::kEdgeTime;
+      c.edge_time = ArrayRef::from_vector(edge_time);
+    }
+    if (variant == 3) c.edge_weight = ArrayRef::from_vector(weight);
+    NeighborSampler sampler(t, c);
+    MiniBatch b = sampler.sample(seeds, {11, 2, 5}, variant == 2 ? Span<const int64_t>(times) : Span<const int64_t>());
+    ASSERT_GT(b.row.size(), seeds.size()) << "variant " << variant;
+    for (const auto* v : {&b.node_ids, &b.row, &b.col, &b.edge_ids}) {
+      for (int64_t x : *v) h = mix64(h, static_cast<uint64_t>(x));
+    }
+    for (int32_t x : b.edge_types) h = mix64(h, static_cast<uint64_t>(x));
+  }
+  EXPECT_EQ(h, 16520735147144671129ull);
+}
+
+// The actors' "fanouts" setting: one list for every edge type, or a list per edge type.
+TEST(SamplerTest, FanoutTablesAreReadOrTheProblemNamed) {
+  EXPECT_EQ(parse_fanout_table("3,2", 3, "f"), (std::vector<std::vector<int>>(3, {3, 2})));
+  EXPECT_EQ(parse_fanout_table("3,2;0,0;-1,1", 3, "f"), (std::vector<std::vector<int>>{{3, 2}, {0, 0}, {-1, 1}}));
+  const auto error_of = [](const std::string& text) {
+    try {
+      parse_fanout_table(text, 3, "setting 'fanouts'");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "accepted '" << text << "'";
+    return std::string();
+  };
+  EXPECT_CONTAINS(error_of("3,2;0,0"), "'3,2;0,0' has fanouts for 2 edge types, the graph has 3");
+  EXPECT_CONTAINS(error_of("3,2;0;1,1"), "edge type 1 has 1 hops in '3,2;0;1,1', edge type 0 has 2");
+  EXPECT_CONTAINS(error_of("0,2"), "'0' in '0,2' is not a fanout (a positive count, or -1 for all)");
+  EXPECT_CONTAINS(error_of("3,x;1,1;1,1"), "'x' in '3,x;1,1;1,1' is not a fanout (a positive count, 0 for none");
+  EXPECT_CONTAINS(error_of("3,2;;1,1"), "'' in '3,2;;1,1' is not a fanout");
+}
+
 TEST(SamplerTest, InvalidConfigsAreNamed) {
   Dataset d = sbm_graph();
   Topology t = topology_from_dataset(d);
@@ -482,10 +568,6 @@ ConfigFor fixed(SamplerConfig config) {
   return [config](const Topology&, const std::vector<int64_t>&) { return config; };
 }
 
-// Attributes of original ids, laid out for one partition.
-float weight_of_edge(int64_t original_edge) { return 1.0f + static_cast<float>(original_edge * 7 % 13); }
-int64_t time_of_edge(int64_t original_edge) { return original_edge * 13 % 100; }
-int64_t time_of_node(int64_t original_node) { return original_node * 37 % 100; }
 
 ConfigFor with_attributes(SamplerConfig base) {
   return [base](const Topology& t, const std::vector<int64_t>& original_of_global) {
@@ -552,6 +634,22 @@ TEST(PartitionInvarianceTest, HeterogeneousFanoutsPerEdgeType) {
   std::vector<int64_t> papers;
   for (int64_t i = 0; i < 64; ++i) papers.push_back(i * 31 % 2000);
   expect_partition_invariant(d, fixed(c), papers);
+}
+
+TEST(PartitionInvarianceTest, ManyRelationsUniformAndTemporal) {
+  Dataset d = many_relation_graph(3000, 40, 24000);
+  SamplerConfig c;
+  c.fanouts.assign(d.edge_types.size(), {3, 2});
+  c.fanouts[2] = {0, 1};
+  std::vector<int64_t> seeds, times;
+  for (int64_t i = 0; i < 64; ++i) {
+    seeds.push_back(i * 31 % 3000);
+    times.push_back(40 + i);
+  }
+  expect_partition_invariant(d, fixed(c), seeds);
+  c.disjoint = true;
+  c.temporal = TemporalMode::kEdgeTime;
+  expect_partition_invariant(d, with_attributes(c), seeds, times);
 }
 
 TEST(PartitionInvarianceTest, CoraSameBatchInOneTwoAndFourParts) {

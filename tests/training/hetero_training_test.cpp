@@ -114,6 +114,30 @@ TEST_P(HeteroJobTest, AMissingTargetTypeOrAHomogeneousGraphIsANamedError) {
   }
 }
 
+// Fanouts per edge type reach the job's samplers: a job that leaves authorship out trains,
+// and differently from one that samples it; one that names an edge type the graph lacks
+// fails before any actor starts, naming it.
+TEST_P(HeteroJobTest, FanoutsPerEdgeTypeReachTheSamplers) {
+  JobConfig all = job(model());
+  all.epochs = 1;
+  all.output = tmp_ / "all";
+  JobConfig typed = all;
+  typed.fanouts_by_type = {{"writes", {0, 0}}};
+  typed.output = tmp_ / "typed";
+  const JobReport with_authors = run_in_process(all), without = run_in_process(typed);
+  ASSERT_EQ(without.epochs.size(), 1u);
+  EXPECT_NE(without.epochs[0].step_hashes, with_authors.epochs[0].step_hashes);
+  typed.fanouts_by_type = {{"reads", {1, 1}}};
+  typed.output = tmp_ / "unknown";
+  try {
+    run_in_process(typed);
+    ADD_FAILURE() << "a job with fanouts for edge type 'reads' ran";
+  } catch (const UsageError& e) {
+    EXPECT_CONTAINS(e.what(), "sampling.fanouts of");
+    EXPECT_CONTAINS(e.what(), "'reads' is not an edge type of the graph (author,writes,paper;");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, HeteroJobTest, ::testing::Values("rgcn", "hetero_sage"));
 
 // examples/aifb.yaml as it is (2 partitions, R-GCN, 50 epochs) over 3 seeds: the R-GCN

@@ -6,8 +6,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
+#include "actors/actor_types.h"
 #include "base/error.h"
+#include "graph/neighbor_sampler.h"
+#include "partitioner/generators.h"
+#include "partitioner/partition_stores.h"
 #include "partitioned_graph.h"
 #include "partitioner/partition_format.h"
 #include "training/job_driver.h"
@@ -254,6 +259,101 @@ TEST_F(JobConfigTest, BadFilesNameTheField) {
 
 // Found by fuzz/fuzz_job_yaml.cpp: a mapping or a list used as a key ended the process with
 // an uncaught YAML::TypedBadConversion.
+TEST_F(JobConfigTest, FanoutsPerEdgeTypeRoundTripAndNameTheirErrors) {
+  JobConfig job = parse(job_text("sampling: {fanouts: {writes: [0, 0], \"paper,cites,paper\": [5, -1], "
+                                 "default: [3, 2]}}\n"));
+  EXPECT_EQ(job.fanouts, (std::vector<int64_t>{3, 2}));
+  ASSERT_EQ(job.fanouts_by_type.size(), 2u);
+  EXPECT_EQ(job.fanouts_by_type[0], (std::pair<std::string, std::vector<int64_t>>{"writes", {0, 0}}));
+  JobConfig again = parse_job(job_to_yaml(job), dir_.path(), "round trip");
+  EXPECT_EQ(again.fanouts, job.fanouts);
+  EXPECT_EQ(again.fanouts_by_type, job.fanouts_by_type);
+
+  const std::vector<EdgeType> types{{"author", "writes", "paper"},
+                                    {"paper", "written_by", "author"},
+                                    {"paper", "cites", "paper"},
+                                    {"venue", "cites", "paper"}};
+  EXPECT_EQ(fanout_setting(job, types), "0,0;3,2;5,-1;3,2");
+  EXPECT_EQ(fanout_setting(parse(job_text("sampling: {fanouts: [4, 4]}\n")), types), "4,4");
+  const auto setting_error = [&](const std::string& sampling) {
+    try {
+      fanout_setting(parse(job_text("sampling: " + sampling + "\n")), types);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "accepted " << sampling;
+    return std::string();
+  };
+  EXPECT_CONTAINS(setting_error("{fanouts: {reads: [1, 1], default: [2, 2]}}"),
+                  "'reads' is not an edge type of the graph (author,writes,paper; paper,written_by,author;");
+  EXPECT_CONTAINS(setting_error("{fanouts: {cites: [1, 1], default: [2, 2]}}"),
+                  "relation 'cites' names 2 edge types (paper,cites,paper, venue,cites,paper, ...)");
+  EXPECT_CONTAINS(setting_error("{fanouts: {writes: [1, 1]}}"),
+                  "edge type paper,written_by,author has no fanouts (name it, or give a `default` list)");
+  EXPECT_CONTAINS(setting_error("{fanouts: {writes: [1, 1], \"author,writes,paper\": [2, 2], default: [1, 1]}}"),
+                  "edge type author,writes,paper is given twice");
+  try {
+    fanout_setting(job, {});
+    ADD_FAILURE() << "fanouts per edge type accepted on a homogeneous graph";
+  } catch (const UsageError& e) {
+    EXPECT_CONTAINS(e.what(), "fanouts per edge type need a heterogeneous graph");
+  }
+
+  EXPECT_CONTAINS(error_of(job_text("sampling: {fanouts: {writes: [1, 1, 1], default: [2, 2]}}\n")),
+                  "sampling.fanouts.writes: has 3 entries but model.layers is 2");
+  EXPECT_CONTAINS(error_of(job_text("sampling: {fanouts: {writes: [1, 1], default: [2]}}\n")),
+                  "sampling.fanouts.default: has 1 entries but model.layers is 2");
+  EXPECT_CONTAINS(error_of(job_text("sampling: {fanouts: {writes: [1, -2]}}\n")),
+                  "sampling.fanouts.writes[1]: must be positive, 0 (none) or -1 (all neighbours)");
+  EXPECT_CONTAINS(error_of(job_text("sampling: {fanouts: {default: [0, 2]}}\n")),
+                  "sampling.fanouts.default[0]: must be positive or -1");
+  EXPECT_CONTAINS(error_of(job_text("sampling: {fanouts: {}}\n")), "sampling.fanouts: expected a list per edge type");
+}
+
+// What a job's actors sample with per-edge-type fanouts (the setting fanout_setting makes,
+// read by sampler_config_from as the partition and sampler actors read it): an edge type
+// with fanout 0 never appears in a batch, over every paper of a small hetero graph, and the
+// others keep their fanouts.
+TEST(FanoutsPerEdgeTypeTest, ATypeWithFanoutZeroNeverAppearsInABatch) {
+  HeteroOptions o;
+  o.num_papers = 1500;
+  o.num_authors = 700;
+  o.num_venues = 10;
+  o.threads = 1;
+  const Dataset d = generate_hetero(o);
+  const Topology topology = topology_from_dataset(d);
+  testing::TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 2;
+  partition_dataset(d, options, tmp / "parts");
+  const JobConfig job = parse_job("data: {partitions: parts}\nsampling: {fanouts: {writes: [0, 0], cites: [3, 0], "
+                                  "default: [2, 2]}, batch_size: 100}\n",
+                                  tmp.path(), "job");
+  // As the job driver resolves it: against the partition folder's edge types.
+  const std::string setting = fanout_setting(job, PartitionFolder(job.partition_dir()).meta().edge_types);
+  EXPECT_EQ(setting, "0,0;2,2;3,0;2,2;2,2");
+  const SamplerConfig config = sampler_config_from({{"fanouts", setting}}, topology);
+  NeighborSampler sampler(topology, config);
+  std::map<int32_t, int64_t> edges_of_type;
+  for (int64_t first = 0; first < o.num_papers; first += 100) {
+    std::vector<int64_t> papers;
+    for (int64_t p = first; p < std::min<int64_t>(first + 100, o.num_papers); ++p) papers.push_back(p);
+    const MiniBatch b = sampler.sample(papers, {1, 0, static_cast<uint64_t>(first)});
+    for (size_t k = 0; k < b.edge_types.size(); ++k) {
+      ++edges_of_type[b.edge_types[k]];
+      ASSERT_NE(b.edge_types[k], 0) << "an author-writes-paper edge in batch " << first / 100;
+      // cites has fanout 0 at the second hop: its edges all end in a seed.
+      if (b.edge_types[k] == 2) {
+        ASSERT_LT(b.col[k], static_cast<int64_t>(papers.size()));
+      }
+    }
+  }
+  EXPECT_EQ(edges_of_type.count(0), 0u);
+  EXPECT_GT(edges_of_type[2], 0);  // the graph has citations: the test can fail
+  EXPECT_GT(edges_of_type[4], 0);
+  ASSERT_GT(topology.csc(0).indices.rows(), 0);  // ... and authorship
+}
+
 TEST_F(JobConfigTest, KeysThatAreNotNamesAreNamed) {
   EXPECT_CONTAINS(error_of(job_text("? num_partitions: 2\n")), "job.yaml: the job: a key must be a name, not a list or mapping");
   EXPECT_CONTAINS(error_of(job_text("model: {[a, b]: 1}\n")), "job.yaml: model: a key must be a name");
