@@ -122,6 +122,16 @@ struct LinkPredictionSpec {
   int64_t eval_negatives = 0;    // 0: rank against all entities; K: against K sampled
   int64_t eval_block = 4096;     // entities per streamed block of ranking
   int eval_every = 1;            // rank after every N-th epoch (and after the last)
+  // embeddings (encoder: none): where the entity table lives. memory: sharded over the
+  // partitions' processes (training/embedding_shard.h); disk: split into
+  // embedding_partitions files in embedding_dir, at most embedding_buffer of them in memory
+  // (training/partition_buffer.h; one graph partition, one trainer).
+  std::string embedding_storage = "memory";
+  int embedding_partitions = 8;
+  int embedding_buffer = 4;
+  std::string embedding_dir;  // absolute; empty: <output>/embeddings
+  bool embedding_prefetch = true;
+  bool on_disk() const { return embedding_storage == "disk"; }
 };
 
 struct JobConfig {
