@@ -41,8 +41,6 @@ BucketEpoch plan_bucket_epoch(const KgTriples& triples, const std::vector<int64_
     const int b = shape.partition_of(table_id[static_cast<size_t>(train.tail[e])]);
     plan.edges[state_of_bucket[static_cast<size_t>(a) * p + b]].push_back(e);
   }
-  plan.sorted_edges = plan.edges;
-  for (auto& edges : plan.sorted_edges) std::sort(edges.begin(), edges.end());
   plan.first_step.push_back(0);
   for (const auto& edges : plan.edges) {
     plan.first_step.push_back(plan.first_step.back() + (static_cast<int64_t>(edges.size()) + batch_size - 1) / batch_size);
@@ -51,8 +49,23 @@ BucketEpoch plan_bucket_epoch(const KgTriples& triples, const std::vector<int64_
   return plan;
 }
 
+std::vector<int64_t> resident_edges(const KgTriples& triples, const std::vector<int64_t>& table_id,
+                                    const EmbeddingPartitions::Shape& shape, const std::vector<int>& partitions) {
+  std::vector<bool> in(static_cast<size_t>(shape.num_partitions), false);
+  for (int part : partitions) in.at(static_cast<size_t>(part)) = true;
+  const TripleList& train = triples.train();
+  std::vector<int64_t> out;
+  for (int64_t e = 0; e < train.size(); ++e) {
+    if (in[shape.partition_of(table_id[static_cast<size_t>(train.head[e])])] &&
+        in[shape.partition_of(table_id[static_cast<size_t>(train.tail[e])])]) {
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
 std::vector<int64_t> draw_buffer_negatives(const KgTriples& triples, const KgNegatives& negatives,
-                                           const BucketEpoch& plan, size_t state,
+                                           const BucketEpoch& plan, size_t state, const std::vector<int64_t>& edges,
                                            const EmbeddingPartitions::Shape& shape, uint64_t seed, uint64_t epoch,
                                            uint64_t step, uint64_t chunk) {
   if (negatives.k > triples.num_entities()) {
@@ -63,7 +76,6 @@ std::vector<int64_t> draw_buffer_negatives(const KgTriples& triples, const KgNeg
   std::sort(resident.begin(), resident.end());
   int64_t resident_entities = 0;
   for (int part : resident) resident_entities += shape.end(part) - shape.begin(part);
-  const std::vector<int64_t>& edges = plan.sorted_edges[state];
   const TripleList& train = triples.train();
   // The generator and the order of draws of KgTriples::draw_negatives.
   Rng rng(mix64(mix64(seed, 0x6b676e6567ull /* "kgneg" */), mix64(epoch, step), chunk));

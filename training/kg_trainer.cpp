@@ -57,7 +57,9 @@ struct KgReplica {
   std::unique_ptr<PartitionBuffer> partitions;
   std::vector<int64_t> table_id;
   BucketEpoch plan;
-  size_t state = 0;
+  std::vector<int64_t> resident_edges;  // of the state: the degree-based negatives' triples
+  static constexpr size_t kNoState = ~size_t{0};
+  size_t state = kNoState;  // the plan's state the buffer holds; kNoState before an epoch's first step
   SparseAdagrad entity_optimizer;
 };
 
@@ -95,9 +97,10 @@ void open_disk_table(KgReplica& r) {
 // the partition the state after it admits.
 void enter_state_of(KgReplica& r, int64_t step) {
   const size_t k = r.plan.state_of_step(step);
-  if (r.partitions->resident_count() > 0 && k == r.state) return;
+  if (k == r.state) return;
   r.partitions->enter(r.plan.order.states[k]);
   r.state = k;
+  r.resident_edges = resident_edges(*r.triples, r.table_id, r.disk->shape(), r.plan.order.states[k]);
   if (r.job.link.embedding_prefetch && k + 1 < r.plan.order.states.size()) {
     for (int next : r.plan.order.states[k + 1]) {
       if (!r.partitions->resident(next)) r.partitions->prefetch(next);
@@ -253,7 +256,7 @@ std::array<double, 2> train_step(KgReplica& r, uint64_t epoch, int64_t step) {
   negatives.reserve(static_cast<size_t>(groups * k));
   for (int64_t chunk : chunks) {
     std::vector<int64_t> drawn =
-        r.disk ? draw_buffer_negatives(kg, r.negatives, r.plan, r.state, r.disk->shape(), job.seed, epoch,
+        r.disk ? draw_buffer_negatives(kg, r.negatives, r.plan, r.state, r.resident_edges, r.disk->shape(), job.seed, epoch,
                                        static_cast<uint64_t>(step), static_cast<uint64_t>(chunk))
                : kg.draw_negatives(r.negatives, job.seed, epoch, static_cast<uint64_t>(step), static_cast<uint64_t>(chunk));
     negatives.insert(negatives.end(), drawn.begin(), drawn.end());
@@ -486,6 +489,7 @@ kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::
           if (r->disk) {
             r->plan = plan_bucket_epoch(*r->triples, r->table_id, r->disk->shape(), r->job.link.embedding_buffer,
                                         r->job.seed, epoch, r->job.batch_size);
+            r->state = KgReplica::kNoState;
             if (steps > r->plan.steps) {
               throw Error("asked for " + std::to_string(steps) + " steps, the epoch's walk has " +
                           std::to_string(r->plan.steps));
@@ -502,6 +506,7 @@ kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::
           if (r->partitions) {
             // The files hold the epoch's table: evaluation and checkpoints read them.
             r->partitions->flush();
+            r->state = KgReplica::kNoState;
             const PartitionBuffer::Stats& after = r->partitions->stats();
             spdlog::info("trainer {}: epoch {}: {} swaps (lower bound {}), {} partitions read ({} prefetched), {} "
                          "written, {:.2f} s waiting for reads, at most {} of {} resident",

@@ -102,8 +102,9 @@ TEST_F(BufferJobTest, EveryTripleIsTrainedOnceAnEpochInAStateHoldingBothEnds) {
         }
       }
       // The negatives are resident too.
+      const std::vector<int64_t> edges = resident_edges(triples, ids, shape, state);
       const std::vector<int64_t> negatives =
-          draw_buffer_negatives(triples, KgNegatives{10, 8, 0.5, false}, plan, k, shape, j.seed, epoch, 0, 0);
+          draw_buffer_negatives(triples, KgNegatives{10, 8, 0.5, false}, plan, k, edges, shape, j.seed, epoch, 0, 0);
       for (int64_t n : negatives) {
         const int part = shape.partition_of(ids[static_cast<size_t>(n)]);
         ASSERT_NE(std::find(state.begin(), state.end(), part), state.end()) << "negative " << n << " in state " << k;
