@@ -49,21 +49,6 @@ BucketEpoch plan_bucket_epoch(const KgTriples& triples, const std::vector<int64_
   return plan;
 }
 
-std::vector<int64_t> resident_edges(const KgTriples& triples, const std::vector<int64_t>& table_id,
-                                    const EmbeddingPartitions::Shape& shape, const std::vector<int>& partitions) {
-  std::vector<bool> in(static_cast<size_t>(shape.num_partitions), false);
-  for (int part : partitions) in.at(static_cast<size_t>(part)) = true;
-  const TripleList& train = triples.train();
-  std::vector<int64_t> out;
-  for (int64_t e = 0; e < train.size(); ++e) {
-    if (in[shape.partition_of(table_id[static_cast<size_t>(train.head[e])])] &&
-        in[shape.partition_of(table_id[static_cast<size_t>(train.tail[e])])]) {
-      out.push_back(e);
-    }
-  }
-  return out;
-}
-
 std::vector<int64_t> draw_buffer_negatives(const KgTriples& triples, const KgNegatives& negatives,
                                            const BucketEpoch& plan, size_t state, const std::vector<int64_t>& edges,
                                            const EmbeddingPartitions::Shape& shape, uint64_t seed, uint64_t epoch,

@@ -57,7 +57,7 @@ struct KgReplica {
   std::unique_ptr<PartitionBuffer> partitions;
   std::vector<int64_t> table_id;
   BucketEpoch plan;
-  std::vector<int64_t> resident_edges;  // of the state: the degree-based negatives' triples
+  std::vector<int64_t> state_edges;  // the state's own edges, sorted: the degree-based negatives' triples
   static constexpr size_t kNoState = ~size_t{0};
   size_t state = kNoState;  // the plan's state the buffer holds; kNoState before an epoch's first step
   SparseAdagrad entity_optimizer;
@@ -100,7 +100,8 @@ void enter_state_of(KgReplica& r, int64_t step) {
   if (k == r.state) return;
   r.partitions->enter(r.plan.order.states[k]);
   r.state = k;
-  r.resident_edges = resident_edges(*r.triples, r.table_id, r.disk->shape(), r.plan.order.states[k]);
+  r.state_edges = r.plan.edges[k];
+  std::sort(r.state_edges.begin(), r.state_edges.end());
   if (r.job.link.embedding_prefetch && k + 1 < r.plan.order.states.size()) {
     for (int next : r.plan.order.states[k + 1]) {
       if (!r.partitions->resident(next)) r.partitions->prefetch(next);
@@ -256,7 +257,7 @@ std::array<double, 2> train_step(KgReplica& r, uint64_t epoch, int64_t step) {
   negatives.reserve(static_cast<size_t>(groups * k));
   for (int64_t chunk : chunks) {
     std::vector<int64_t> drawn =
-        r.disk ? draw_buffer_negatives(kg, r.negatives, r.plan, r.state, r.resident_edges, r.disk->shape(), job.seed, epoch,
+        r.disk ? draw_buffer_negatives(kg, r.negatives, r.plan, r.state, r.state_edges, r.disk->shape(), job.seed, epoch,
                                        static_cast<uint64_t>(step), static_cast<uint64_t>(chunk))
                : kg.draw_negatives(r.negatives, job.seed, epoch, static_cast<uint64_t>(step), static_cast<uint64_t>(chunk));
     negatives.insert(negatives.end(), drawn.begin(), drawn.end());

@@ -102,7 +102,8 @@ TEST_F(BufferJobTest, EveryTripleIsTrainedOnceAnEpochInAStateHoldingBothEnds) {
         }
       }
       // The negatives are resident too.
-      const std::vector<int64_t> edges = resident_edges(triples, ids, shape, state);
+      std::vector<int64_t> edges = plan.edges[k];
+      std::sort(edges.begin(), edges.end());
       const std::vector<int64_t> negatives =
           draw_buffer_negatives(triples, KgNegatives{10, 8, 0.5, false}, plan, k, edges, shape, j.seed, epoch, 0, 0);
       for (int64_t n : negatives) {
