@@ -57,6 +57,7 @@ struct KgReplica {
   std::unique_ptr<PartitionBuffer> partitions;
   std::vector<int64_t> table_id;
   BucketEpoch plan;
+  int64_t states_entered = 0;  // this epoch's: its swaps are one fewer
   std::vector<int64_t> state_edges;  // the state's own edges, sorted: the degree-based negatives' triples
   static constexpr size_t kNoState = ~size_t{0};
   size_t state = kNoState;  // the plan's state the buffer holds; kNoState before an epoch's first step
@@ -100,6 +101,7 @@ void enter_state_of(KgReplica& r, int64_t step) {
   if (k == r.state) return;
   r.partitions->enter(r.plan.order.states[k]);
   r.state = k;
+  ++r.states_entered;
   r.state_edges = r.plan.edges[k];
   std::sort(r.state_edges.begin(), r.state_edges.end());
   if (r.job.link.embedding_prefetch && k + 1 < r.plan.order.states.size()) {
@@ -491,6 +493,7 @@ kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::
             r->plan = plan_bucket_epoch(*r->triples, r->table_id, r->disk->shape(), r->job.link.embedding_buffer,
                                         r->job.seed, epoch, r->job.batch_size);
             r->state = KgReplica::kNoState;
+            r->states_entered = 0;
             if (steps > r->plan.steps) {
               throw Error("asked for " + std::to_string(steps) + " steps, the epoch's walk has " +
                           std::to_string(r->plan.steps));
@@ -509,9 +512,9 @@ kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::
             r->partitions->flush();
             r->state = KgReplica::kNoState;
             const PartitionBuffer::Stats& after = r->partitions->stats();
-            spdlog::info("trainer {}: epoch {}: {} swaps (lower bound {}), {} partitions read ({} prefetched), {} "
-                         "written, {:.2f} s waiting for reads, at most {} of {} resident",
-                         r->index, epoch, r->plan.order.swaps(),
+            spdlog::info("trainer {}: epoch {}: {} of the walk's {} swaps (lower bound {}), {} partitions read ({} "
+                         "prefetched), {} written, {:.2f} s waiting for reads, at most {} of {} resident",
+                         r->index, epoch, std::max<int64_t>(r->states_entered - 1, 0), r->plan.order.swaps(),
                          swap_lower_bound(r->disk->num_partitions(), r->job.link.embedding_buffer),
                          after.reads - before.reads, after.prefetched - before.prefetched, after.writes - before.writes,
                          after.wait_seconds - before.wait_seconds, after.peak_resident, r->partitions->capacity());
