@@ -158,5 +158,14 @@ TEST_F(BufferJobTest, BadFieldsAreNamed) {
   }
 }
 
+TEST(BufferExampleTest, TheFb15k237BufferExampleLoads) {
+  const JobConfig j = load_job(std::string(PARTITA_TEST_CORPUS) + "/../../examples/fb15k237_buffer.yaml");
+  EXPECT_TRUE(j.link.on_disk());
+  EXPECT_EQ(j.link.embedding_partitions, 8);
+  EXPECT_EQ(j.link.embedding_buffer, 4);
+  EXPECT_EQ(j.num_partitions, 1);
+  EXPECT_EQ(fs::path(j.dataset).filename(), "fb15k-237");
+}
+
 }  // namespace
 }  // namespace partita
