@@ -147,6 +147,14 @@ void run_linkpred_bench(const LinkpredBenchOptions& o_in) {
   const int per_daemon = std::max(1, o.cores / 2);
   JobConfig one = bench_job(o, 1, o.cores, work.path());
   JobConfig two = bench_job(o, 2, per_daemon, work.path());
+  // (d): (a)'s partitions, its table on disk behind the buffer.
+  JobConfig buffered = one;
+  buffered.link.embedding_storage = "disk";
+  buffered.link.embedding_partitions = o.buffer_partitions;
+  buffered.link.embedding_buffer = o.buffer;
+  buffered.partitions = one.partition_dir();
+  buffered.dataset.clear();
+  buffered.output = (fs::path(work.path()) / "buffered").string();
   prepare_data(one, o.cores);
   prepare_data(two, o.cores);
   const KgTriples kg{PartitionFolder(one.partition_dir())};
@@ -162,13 +170,19 @@ void run_linkpred_bench(const LinkpredBenchOptions& o_in) {
               static_cast<long long>(o.steps));
   std::fflush(stdout);
 
-  std::vector<double> a_rate, b_rate, c_rate, a_eval, b_eval, floor;
+  std::vector<double> a_rate, b_rate, c_rate, d_rate, a_eval, b_eval, d_eval, floor;
   for (int round = 0; round < o.rounds; ++round) {
     {
       auto rt = runtime::Runtime::in_process(system_options(), job_actor_types());
       const JobTiming t = measure_job(*rt, one, o);
       a_rate.push_back(t.edges_per_second);
       a_eval.push_back(t.eval_seconds);
+    }
+    {
+      auto rt = runtime::Runtime::in_process(system_options(), job_actor_types());
+      const JobTiming t = measure_job(*rt, buffered, o);
+      d_rate.push_back(t.edges_per_second);
+      d_eval.push_back(t.eval_seconds);
     }
     {
       std::vector<runtime::DaemonChild> daemons;
@@ -186,8 +200,10 @@ void run_linkpred_bench(const LinkpredBenchOptions& o_in) {
     c_rate.push_back(measure_dense(kg, o));
     floor.push_back(measure_ranking_floor(2 * test_triples, kg.num_entities(), o.dim, one.link.eval_block,
                                           one.eval_batch_size));
-    std::printf("round %d: edges/s (a) %.0f (b) %.0f (c) %.0f; test ranking s (a) %.2f (b) %.2f floor %.2f\n", round + 1,
-                a_rate.back(), b_rate.back(), c_rate.back(), a_eval.back(), b_eval.back(), floor.back());
+    std::printf("round %d: edges/s (a) %.0f (d) %.0f (b) %.0f (c) %.0f; test ranking s (a) %.2f (d) %.2f (b) %.2f "
+                "floor %.2f\n",
+                round + 1, a_rate.back(), d_rate.back(), b_rate.back(), c_rate.back(), a_eval.back(), d_eval.back(),
+                b_eval.back(), floor.back());
     std::fflush(stdout);
   }
   // Edges: each positive with its negatives on both sides (what is scored); positives: the
@@ -198,11 +214,16 @@ void run_linkpred_bench(const LinkpredBenchOptions& o_in) {
     std::printf("%-60s %14.0f %13.0f %8.2f\n", name, rate, rate / per, rate / dense);
   };
   row("(a) 1 partition, 1 trainer, in one process", median(a_rate));
+  const std::string d_name = "(d) as (a), table on disk: " + std::to_string(o.buffer_partitions) + " partitions, buffer of " +
+                             std::to_string(o.buffer);
+  row(d_name.c_str(), median(d_rate));
+  std::printf("%-60s %14s %13s %8.2f  (d) / (a)\n", "", "", "", median(d_rate) / median(a_rate));
   row("(b) 2 partitions on 2 daemons, 1 trainer each", median(b_rate));
   row("(c) dense libtorch loop (Embedding, sparse grads, Adagrad)", dense);
   std::printf("\n%-60s %14s %10s\n", "filtered ranking, test triples both ways (medians)", "seconds", "/ floor");
   const double f = median(floor);
   std::printf("%-60s %14.2f %10.2f\n", "(a) 1 trainer in one process", median(a_eval), median(a_eval) / f);
+  std::printf("%-60s %14.2f %10.2f\n", "(d) as (a), rows read from the files", median(d_eval), median(d_eval) / f);
   std::printf("%-60s %14.2f %10.2f\n", "(b) 2 trainers on 2 daemons (each its share)", median(b_eval), median(b_eval) / f);
   std::printf("%-60s %14.2f %10.2f\n", "GEMM floor: every query x every entity block, torch::mm", f, 1.0);
 }

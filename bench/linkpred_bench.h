@@ -1,6 +1,7 @@
 // `partita bench linkpred`: training speed of knowledge-graph embeddings (DistMult on
-// FB15k-237) in edges per second (positives with both sides' negatives), in one process and
-// with 2 partitions on 2 daemons, next to a dense single-process libtorch loop (one
+// FB15k-237) in edges per second (positives with both sides' negatives), in one process,
+// with the table on disk behind a partition buffer, and with 2 partitions on 2 daemons,
+// next to a dense single-process libtorch loop (one
 // Embedding table with sparse gradients, index_select, torch's Adagrad) in the same run; and
 // filtered ranking of the test triples against every entity, next to its GEMM floor.
 #pragma once
@@ -19,11 +20,15 @@ struct LinkpredBenchOptions {
   int64_t steps = 60;         // timed training steps per configuration and round
   int rounds = 3;
   int cores = 2;              // torch threads in one process; split over the daemons
+  int buffer_partitions = 8;  // (d): the table in this many partitions on disk
+  int buffer = 4;             // (d): of which the buffer holds this many
   std::string work_dir;       // keeps the partitions between runs
   uint64_t seed = 1;
 };
 
-// Rounds interleave (a) 1 partition, 1 trainer on `cores` threads in this process, (b) 2
+// Rounds interleave (a) 1 partition, 1 trainer on `cores` threads in this process, (d) the
+// same with the entity table on disk in `buffer_partitions` partitions, `buffer` of them in
+// memory (training/partition_buffer.h; its swaps and reads are in the log), (b) 2
 // partitions on 2 `partita daemon` children, 1 trainer each on cores / 2 threads, (c) the
 // dense loop on `cores` threads in this process, each `steps` steps (after the first
 // step, which the job's set-up and the dense loop's warm-up include). After each of (a) and

@@ -268,7 +268,7 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   auto t = std::make_shared<bench::TrainBenchOptions>();
   auto lp = std::make_shared<bench::LinkpredBenchOptions>();
   CLI::App* linkpred = bench->add_subcommand(
-      "linkpred", "DistMult on FB15k-237: training edges/s (1 process, 2 daemons, a dense libtorch loop) and filtered ranking against its GEMM floor");
+      "linkpred", "DistMult on FB15k-237: training edges/s (1 process, a partition buffer on disk, 2 daemons, a dense libtorch loop) and filtered ranking against its GEMM floor");
   linkpred->add_option("--dataset", lp->dataset, "a triples folder (default: the shared FB15k-237)");
   linkpred->add_option("--dim", lp->dim, "embedding size")->check(cli::positive())->capture_default_str();
   linkpred->add_option("--batch-size", lp->batch_size, "positives per step")->check(cli::positive())->capture_default_str();
@@ -278,6 +278,12 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   linkpred->add_option("--rounds", lp->rounds, "interleaved rounds")->check(cli::positive())->capture_default_str();
   linkpred->add_option("--cores", lp->cores, "cores in all (torch threads in one process; split over the daemons)")
       ->check(cli::in_range(1, cli::kMaxThreads))->capture_default_str();
+  linkpred->add_option("--buffer-partitions", lp->buffer_partitions, "(d): the table's partitions on disk")
+      ->check(cli::positive())
+      ->capture_default_str();
+  linkpred->add_option("--buffer", lp->buffer, "(d): partitions the buffer holds (at least 2)")
+      ->check(cli::in_range(2, 1024))
+      ->capture_default_str();
   linkpred->add_option("--workdir", lp->work_dir, "keep the partitions here and reuse them");
   linkpred->add_option("--seed", lp->seed, "seed")->capture_default_str();
   linkpred->callback([lp] { bench::run_linkpred_bench(*lp); });

@@ -47,6 +47,11 @@ T number_setting(const runtime::Settings& settings, const std::string& key) {
 
 }  // namespace
 
+void initial_embedding_row(uint64_t seed, double init_std, int64_t original_id, int64_t dim, float* out) {
+  Rng rng(mix64(seed, 0x656d6200ull /* "emb" */, static_cast<uint64_t>(original_id)));
+  for (int64_t j = 0; j < dim; ++j) out[j] = static_cast<float>(rng.normal() * init_std);
+}
+
 EmbeddingShard::EmbeddingShard(EmbeddingShardConfig config, Span<const int64_t> original_ids)
     : config_(std::move(config)) {
   config_.optimizer.validate();
@@ -60,9 +65,7 @@ EmbeddingShard::EmbeddingShard(EmbeddingShardConfig config, Span<const int64_t> 
   table_.resize(static_cast<size_t>(rows * config_.dim));
   state_.assign(table_.size(), static_cast<float>(config_.optimizer.initial_accumulator));
   for (int64_t r = 0; r < rows; ++r) {
-    Rng rng(mix64(config_.seed, 0x656d6200ull /* "emb" */, static_cast<uint64_t>(original_ids[r])));
-    float* row = table_.data() + r * config_.dim;
-    for (int64_t j = 0; j < config_.dim; ++j) row[j] = static_cast<float>(rng.normal() * config_.init_std);
+    initial_embedding_row(config_.seed, config_.init_std, original_ids[r], config_.dim, table_.data() + r * config_.dim);
   }
   pushed_.assign(static_cast<size_t>(config_.num_trainers), 0);
   pending_ids_.resize(pushed_.size());

@@ -99,6 +99,10 @@ class EmbeddingShard {
   std::vector<std::vector<float>> pending_grads_;
 };
 
+// The initial value of entity `original_id`'s row: dim draws N(0, init_std) keyed by
+// (seed, original id), into out[0, dim). Every storage of the table starts from these.
+void initial_embedding_row(uint64_t seed, double init_std, int64_t original_id, int64_t dim, float* out);
+
 // A shard in this process, by the job's run key and part; null when there is none here
 // (the shard is in another process). Registered for as long as its actor lives.
 std::shared_ptr<EmbeddingShard> find_local_shard(const std::string& run_key, int part);

@@ -431,6 +431,27 @@ void read_train(Section s, JobConfig& job) {
   s.reject_unknown();
 }
 
+void read_embeddings(Section s, JobConfig& job, const std::string& base_dir) {
+  LinkPredictionSpec& link = job.link;
+  s.read_choice("storage", link.embedding_storage, {"memory", "disk"});
+  if (!link.on_disk()) {
+    for (const char* key : {"partitions", "buffer", "dir", "prefetch"}) {
+      if (s.has(key)) s.fail(s.field(key), "applies to storage: disk only");
+    }
+  }
+  s.read_int("partitions", link.embedding_partitions, 1, JobLimits::kMaxPartitions);
+  s.read_int("buffer", link.embedding_buffer, 2, JobLimits::kMaxPartitions);
+  if (link.on_disk() && link.embedding_buffer > link.embedding_partitions) {
+    s.fail(s.field("buffer"), std::to_string(link.embedding_buffer) + " is more than the " +
+                                  std::to_string(link.embedding_partitions) + " partitions");
+  }
+  std::string dir;
+  s.read("dir", dir, "a folder");
+  if (!dir.empty()) link.embedding_dir = absolute(dir, base_dir);
+  s.read("prefetch", link.embedding_prefetch, "true or false");
+  s.reject_unknown();
+}
+
 void read_cluster(Section s, JobConfig& job) {
   s.read_int("partitions_per_node", job.partitions_per_node, 1, JobLimits::kMaxPartitions);
   s.reject_unknown();
@@ -464,6 +485,10 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
     read_link_model(top.sub("model"), job);
     read_negatives(top.sub("negatives"), job);
     read_eval(top.sub("eval"), job);
+    if (top.has("embeddings")) {
+      if (job.link_gnn()) top.fail("embeddings", "holds learnable entity embeddings, which a GNN encoder has none of");
+      read_embeddings(top.sub("embeddings"), job, base_dir);
+    }
   } else {
     read_model(top.sub("model"), job);
   }
@@ -478,6 +503,12 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
 
   if (job.temporal() && job.link_prediction() && !job.link_gnn()) {
     top.fail("sampling.temporal", "bounds the sampled neighbourhoods of a GNN encoder; encoder: none samples none");
+  }
+  if (job.link.on_disk() && (job.num_partitions != 1 || job.trainers_per_partition != 1)) {
+    top.fail("embeddings.storage", "disk trains one table behind one buffer: it needs data.num_partitions: 1 and "
+                                   "train.trainers_per_partition: 1 (the job has " +
+                                       std::to_string(job.num_partitions) + " and " +
+                                       std::to_string(job.trainers_per_partition) + ")");
   }
   if (job.holdout_by_time && !job.temporal()) {
     top.fail("data.holdout.by", "time holds out the latest links, for jobs with sampling.temporal");
@@ -573,6 +604,17 @@ std::string job_to_yaml(const JobConfig& job) {
     out << YAML::Key << "block" << YAML::Value << link.eval_block;
     out << YAML::Key << "every" << YAML::Value << link.eval_every;
     out << YAML::EndMap;
+    if (!job.link_gnn()) {
+      out << YAML::Key << "embeddings" << YAML::Value << YAML::BeginMap;
+      out << YAML::Key << "storage" << YAML::Value << link.embedding_storage;
+      if (link.on_disk()) {
+        out << YAML::Key << "partitions" << YAML::Value << link.embedding_partitions;
+        out << YAML::Key << "buffer" << YAML::Value << link.embedding_buffer;
+        if (!link.embedding_dir.empty()) out << YAML::Key << "dir" << YAML::Value << link.embedding_dir;
+        out << YAML::Key << "prefetch" << YAML::Value << link.embedding_prefetch;
+      }
+      out << YAML::EndMap;
+    }
   }
   out << YAML::Key << "sampling" << YAML::Value << YAML::BeginMap;
   if (job.fanouts_by_type.empty()) {

@@ -133,9 +133,20 @@ struct LinkPredictionSpec {
   // edges are the positives, the ones held out and scored, and its destination type the
   // negatives. Empty: every edge, negatives from every node.
   std::vector<std::string> target_edge;
-  // model.embeddings: the relational encoder's input is a learnt row per node (one-hot, as
-  // for a featureless graph; PyG's nn.Embedding per node type) instead of the features.
-  bool embeddings = false;
+  // model.input: "features", or "learnt": the relational encoder's input is a learnt row
+  // per node (one-hot, as for a featureless graph; PyG's nn.Embedding per node type).
+  std::string input = "features";
+  bool learnt_input() const { return input == "learnt"; }
+  // embeddings (encoder: none): where the entity table lives. memory: sharded over the
+  // partitions' processes (training/embedding_shard.h); disk: split into
+  // embedding_partitions files in embedding_dir, at most embedding_buffer of them in memory
+  // (training/partition_buffer.h; one graph partition, one trainer).
+  std::string embedding_storage = "memory";
+  int embedding_partitions = 8;
+  int embedding_buffer = 4;
+  std::string embedding_dir;  // absolute; empty: <output>/embeddings
+  bool embedding_prefetch = true;
+  bool on_disk() const { return embedding_storage == "disk"; }
 };
 
 struct JobConfig {

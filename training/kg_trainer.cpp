@@ -20,8 +20,11 @@
 #include "partitioner/partition_format.h"
 #include "runtime/collective/allreduce_client.h"
 #include "runtime/settings.h"
+#include "training/bucket_epoch.h"
+#include "training/embedding_partitions.h"
 #include "training/job_config.h"
 #include "training/kg_triples.h"
+#include "training/partition_buffer.h"
 #include "training/sharded_embedding.h"
 
 namespace partita {
@@ -48,7 +51,102 @@ struct KgReplica {
   std::vector<float> buffer;
   std::vector<int64_t> order;  // the epoch's triple order
   uint64_t order_epoch = 0;
+  // embeddings.storage: disk: the table on disk, its buffer, the epoch's walk, the table id
+  // (original node id) of each global id, and the state the buffer is in.
+  std::unique_ptr<EmbeddingPartitions> disk;
+  std::unique_ptr<PartitionBuffer> partitions;
+  std::vector<int64_t> table_id;
+  BucketEpoch plan;
+  int64_t states_entered = 0;  // this epoch's: its swaps are one fewer
+  std::vector<int64_t> state_edges;  // the state's own edges, sorted: the degree-based negatives' triples
+  static constexpr size_t kNoState = ~size_t{0};
+  size_t state = kNoState;  // the plan's state the buffer holds; kNoState before an epoch's first step
+  SparseAdagrad entity_optimizer;
 };
+
+EmbeddingPartitions::Shape disk_shape(const KgReplica& r) {
+  EmbeddingPartitions::Shape shape;
+  shape.num_entities = r.triples->num_entities();
+  shape.num_partitions = r.job.link.embedding_partitions;
+  shape.dim = r.job.link.dim;
+  return shape;
+}
+
+std::string embedding_dir(const JobConfig& job) {
+  return job.link.embedding_dir.empty() ? job.output + "/embeddings" : job.link.embedding_dir;
+}
+
+// Creates the disk table with its initial values, and the buffer over it.
+void open_disk_table(KgReplica& r) {
+  const EmbeddingPartitions::Shape shape = disk_shape(r);
+  r.table_id = table_ids(*r.triples);
+  r.disk = std::make_unique<EmbeddingPartitions>(
+      EmbeddingPartitions::create(embedding_dir(r.job), shape, r.job.seed, r.job.link.init_std, 0.0));
+  r.partitions = std::make_unique<PartitionBuffer>(*r.disk, r.job.link.embedding_buffer, kStepDeadline);
+  r.entity_optimizer.learning_rate = r.job.learning_rate;
+  r.entity_optimizer.validate();
+  const std::vector<int64_t> sizes = bucket_sizes(*r.triples, r.table_id, shape);
+  const auto [smallest, largest] = std::minmax_element(sizes.begin(), sizes.end());
+  spdlog::info("trainer {}: entity embeddings on disk in {}: {} partitions of ~{} rows ({:.1f} MiB each with their "
+               "accumulators), a buffer of {}; edge buckets of {} to {} triples",
+               r.index, r.disk->dir(), shape.num_partitions, shape.num_entities / shape.num_partitions,
+               static_cast<double>(r.disk->payload_bytes(0)) / (1 << 20), r.job.link.embedding_buffer, *smallest,
+               *largest);
+}
+
+// Walks the buffer to the state that trains `step` of the epoch's plan, and starts reading
+// the partition the state after it admits.
+void enter_state_of(KgReplica& r, int64_t step) {
+  const size_t k = r.plan.state_of_step(step);
+  if (k == r.state) return;
+  r.partitions->enter(r.plan.order.states[k]);
+  r.state = k;
+  ++r.states_entered;
+  r.state_edges = r.plan.edges[k];
+  std::sort(r.state_edges.begin(), r.state_edges.end());
+  if (r.job.link.embedding_prefetch && k + 1 < r.plan.order.states.size()) {
+    for (int next : r.plan.order.states[k + 1]) {
+      if (!r.partitions->resident(next)) r.partitions->prefetch(next);
+    }
+  }
+}
+
+// The entity rows of `ids` (global ids) from the buffer (training: all resident) or, with
+// the buffer flushed, from the files (evaluation).
+void read_disk_rows(KgReplica& r, const std::vector<int64_t>& ids, float* out) {
+  const int64_t dim = r.job.link.dim;
+  std::vector<int64_t> table(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) table[i] = r.table_id[static_cast<size_t>(ids[i])];
+  if (r.partitions->resident_count() == 0) {
+    r.disk->read_rows(Span<const int64_t>(table), out);
+    return;
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int part = r.disk->partition_of(table[i]);
+    const Span<float> values = r.partitions->values(part);
+    std::memcpy(out + i * dim, values.data() + (table[i] - r.disk->begin(part)) * dim, static_cast<size_t>(dim) * sizeof(float));
+  }
+}
+
+// Applies a step's entity gradients (grads[i * dim, ...) for global ids[i], unique) to the
+// resident partitions, as an embedding shard applies them (models/sparse_adagrad.h).
+void apply_disk_gradients(KgReplica& r, const std::vector<int64_t>& ids, const std::vector<float>& grads) {
+  const int64_t dim = r.job.link.dim;
+  const int p = r.disk->num_partitions();
+  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(p));
+  std::vector<std::vector<float>> part_grads(static_cast<size_t>(p));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t t = r.table_id[static_cast<size_t>(ids[i])];
+    const int part = r.disk->partition_of(t);
+    rows[part].push_back(t - r.disk->begin(part));
+    part_grads[part].insert(part_grads[part].end(), grads.begin() + i * dim, grads.begin() + (i + 1) * dim);
+  }
+  for (int part = 0; part < p; ++part) {
+    if (rows[part].empty()) continue;
+    r.entity_optimizer.step(r.partitions->values(part), r.partitions->accumulators(part), dim,
+                            Span<const int64_t>(rows[part]), Span<const float>(part_grads[part]));
+  }
+}
 
 std::unique_ptr<KgReplica> make_replica(const runtime::Settings& settings) {
   auto r = std::make_unique<KgReplica>();
@@ -106,7 +204,12 @@ std::vector<int64_t> sorted_unique(std::vector<int64_t> ids) {
 // The rows of `ids` (sorted, unique) from their owners, as a [n, dim] tensor.
 at::Tensor read_rows(KgReplica& r, const std::vector<int64_t>& ids) {
   at::Tensor rows = torch::empty({static_cast<int64_t>(ids.size()), r.job.link.dim}, torch::kFloat);
-  if (!ids.empty()) r.table->read(Span<const int64_t>(ids), rows.data_ptr<float>());
+  if (ids.empty()) return rows;
+  if (r.disk) {
+    read_disk_rows(r, ids, rows.data_ptr<float>());
+  } else {
+    r.table->read(Span<const int64_t>(ids), rows.data_ptr<float>());
+  }
   return rows;
 }
 
@@ -115,11 +218,24 @@ std::array<double, 2> train_step(KgReplica& r, uint64_t epoch, int64_t step) {
   const JobConfig& job = r.job;
   const KgTriples& kg = *r.triples;
   const TripleList& train = kg.train();
-  const int64_t begin = std::min<int64_t>(step * job.batch_size, train.size());
-  const int64_t end = std::min<int64_t>(begin + job.batch_size, train.size());
-  const std::vector<int64_t> positions =
-      trainer_positions(kg, r.folder->book(), Span<const int64_t>(r.order), begin, end, r.part,
-                        r.index % job.trainers_per_partition, job.trainers_per_partition);
+  // The step's slice of triples: of the epoch's order, or (disk) of its buffer state's.
+  const std::vector<int64_t>* slice_of = &r.order;
+  int64_t begin = 0, end = 0;
+  std::vector<int64_t> positions;
+  if (r.disk) {
+    enter_state_of(r, step);
+    slice_of = &r.plan.edges[r.state];
+    const int64_t local = step - r.plan.first_step[r.state];
+    begin = local * job.batch_size;
+    end = std::min<int64_t>(begin + job.batch_size, static_cast<int64_t>(slice_of->size()));
+    for (int64_t i = 0; i < end - begin; ++i) positions.push_back(i);
+  } else {
+    begin = std::min<int64_t>(step * job.batch_size, train.size());
+    end = std::min<int64_t>(begin + job.batch_size, train.size());
+    positions = trainer_positions(kg, r.folder->book(), Span<const int64_t>(r.order), begin, end, r.part,
+                                  r.index % job.trainers_per_partition, job.trainers_per_partition);
+  }
+  const std::vector<int64_t>& slice = *slice_of;
   const int64_t p = static_cast<int64_t>(positions.size());
   const int64_t k = r.negatives.k;
 
@@ -128,7 +244,7 @@ std::array<double, 2> train_step(KgReplica& r, uint64_t epoch, int64_t step) {
   std::vector<int64_t> group_of(p), slot_of(p);
   int64_t max_slots = 0;
   for (int64_t i = 0; i < p; ++i) {
-    const int64_t e = r.order[begin + positions[i]];
+    const int64_t e = slice[begin + positions[i]];
     heads[i] = train.head[e];
     tails[i] = train.tail[e];
     rels[i] = train.relation[e];
@@ -142,8 +258,10 @@ std::array<double, 2> train_step(KgReplica& r, uint64_t epoch, int64_t step) {
   std::vector<int64_t> negatives;
   negatives.reserve(static_cast<size_t>(groups * k));
   for (int64_t chunk : chunks) {
-    std::vector<int64_t> drawn = kg.draw_negatives(r.negatives, job.seed, epoch, static_cast<uint64_t>(step),
-                                                   static_cast<uint64_t>(chunk));
+    std::vector<int64_t> drawn =
+        r.disk ? draw_buffer_negatives(kg, r.negatives, r.plan, r.state, r.state_edges, r.disk->shape(), job.seed, epoch,
+                                       static_cast<uint64_t>(step), static_cast<uint64_t>(chunk))
+               : kg.draw_negatives(r.negatives, job.seed, epoch, static_cast<uint64_t>(step), static_cast<uint64_t>(chunk));
     negatives.insert(negatives.end(), drawn.begin(), drawn.end());
   }
   std::vector<int64_t> all(heads);
@@ -225,8 +343,12 @@ std::array<double, 2> train_step(KgReplica& r, uint64_t epoch, int64_t step) {
     }
   }
   if (entity_grads.empty()) entity_grads.assign(ids.size() * static_cast<size_t>(job.link.dim), 0.0f);
-  // Every shard hears of every trainer's step, even with no rows of its own.
-  r.table->push(Span<const int64_t>(ids), Span<const float>(entity_grads));
+  if (r.disk) {
+    apply_disk_gradients(r, ids, entity_grads);
+  } else {
+    // Every shard hears of every trainer's step, even with no rows of its own.
+    r.table->push(Span<const int64_t>(ids), Span<const float>(entity_grads));
+  }
   r.buffer.resize(n);
   return sums;
 }
@@ -286,10 +408,14 @@ std::vector<double> evaluate(KgReplica& r, const std::string& split) {
     for (int p = 0; p < book.num_parts(); ++p) {
       for (int64_t b = book.begin(p); b < book.end(p); b += job.link.eval_block) {
         const int64_t e = std::min(book.end(p), b + job.link.eval_block);
-        at::Tensor block = torch::empty({e - b, job.link.dim}, torch::kFloat);
-        r.table->read_range(p, b, e, block.data_ptr<float>());
         candidates.resize(static_cast<size_t>(e - b));
         for (int64_t i = b; i < e; ++i) candidates[i - b] = i;
+        at::Tensor block = torch::empty({e - b, job.link.dim}, torch::kFloat);
+        if (r.disk) {
+          read_disk_rows(r, candidates, block.data_ptr<float>());
+        } else {
+          r.table->read_range(p, b, e, block.data_ptr<float>());
+        }
         rank_block(block, candidates);
       }
     }
@@ -348,8 +474,12 @@ kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::
                 const std::string& run_key) -> caf::result<bool> {
         try {
           if (!member) throw Error("set-up without an allreduce member");
-          r->table = std::make_unique<ShardedEmbedding>(self->system(), r->folder->book(), std::move(shards), run_key,
-                                                        r->index, r->job.link.dim, kStepDeadline);
+          if (r->job.link.on_disk()) {
+            open_disk_table(*r);
+          } else {
+            r->table = std::make_unique<ShardedEmbedding>(self->system(), r->folder->book(), std::move(shards), run_key,
+                                                          r->index, r->job.link.dim, kStepDeadline);
+          }
           r->allreduce = std::make_unique<runtime::Allreduce>(self->system(), std::move(member), kStepDeadline);
           return true;
         } catch (const std::exception& e) {
@@ -359,11 +489,35 @@ kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::
       [self, r](train_epoch_atom, uint64_t epoch, int64_t steps, caf::actor& driver) {
         try {
           if (!r->allreduce) throw Error("not set up");
-          r->order = r->triples->epoch_order(r->job.seed, epoch);
+          if (r->disk) {
+            r->plan = plan_bucket_epoch(*r->triples, r->table_id, r->disk->shape(), r->job.link.embedding_buffer,
+                                        r->job.seed, epoch, r->job.batch_size);
+            r->state = KgReplica::kNoState;
+            r->states_entered = 0;
+            if (steps > r->plan.steps) {
+              throw Error("asked for " + std::to_string(steps) + " steps, the epoch's walk has " +
+                          std::to_string(r->plan.steps));
+            }
+          } else {
+            r->order = r->triples->epoch_order(r->job.seed, epoch);
+          }
+          const PartitionBuffer::Stats before = r->partitions ? r->partitions->stats() : PartitionBuffer::Stats();
           for (int64_t step = 0; step < steps; ++step) {
             const std::array<double, 2> sums = train_step(*r, epoch, step);
             caf::anon_send(driver, train_step_atom::value, static_cast<int32_t>(r->index), epoch, step, steps, sums[0],
                            sums[1], 0.0, parameter_hash({r->relations}));
+          }
+          if (r->partitions) {
+            // The files hold the epoch's table: evaluation and checkpoints read them.
+            r->partitions->flush();
+            r->state = KgReplica::kNoState;
+            const PartitionBuffer::Stats& after = r->partitions->stats();
+            spdlog::info("trainer {}: epoch {}: {} of the walk's {} swaps (lower bound {}), {} partitions read ({} "
+                         "prefetched), {} written, {:.2f} s waiting for reads, at most {} of {} resident",
+                         r->index, epoch, std::max<int64_t>(r->states_entered - 1, 0), r->plan.order.swaps(),
+                         swap_lower_bound(r->disk->num_partitions(), r->job.link.embedding_buffer),
+                         after.reads - before.reads, after.prefetched - before.prefetched, after.writes - before.writes,
+                         after.wait_seconds - before.wait_seconds, after.peak_resident, r->partitions->capacity());
           }
           caf::anon_send(driver, train_done_atom::value, static_cast<int32_t>(r->index), epoch);
         } catch (const std::exception& e) {
@@ -373,7 +527,7 @@ kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::
       },
       [r](kg_eval_atom, const std::string& split) -> caf::result<std::vector<char>> {
         try {
-          if (!r->table) throw Error("not set up");
+          if (!r->table && !r->disk) throw Error("not set up");
           const std::vector<double> sums = evaluate(*r, split);
           std::vector<char> bytes(sums.size() * sizeof(double));
           std::memcpy(bytes.data(), sums.data(), bytes.size());

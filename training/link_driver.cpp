@@ -22,6 +22,7 @@
 #include "runtime/collective/allreduce_group.h"
 #include "runtime/errors.h"
 #include "runtime/host.h"
+#include "training/bucket_epoch.h"
 #include "training/embedding_shard.h"
 #include "training/kg_trainer.h"
 #include "training/metrics_record.h"
@@ -130,7 +131,8 @@ Reply LinkDriver::ask(const caf::actor& actor, const std::string& who, const std
 
 void LinkDriver::spawn_actors() {
   const int num_trainers = job_.num_trainers();
-  for (int p = 0; p < job_.num_partitions; ++p) {
+  // On disk, the trainer holds the table behind its partition buffer: no shards.
+  for (int p = 0; p < (job_.link.on_disk() ? 0 : job_.num_partitions); ++p) {
     const int node = node_of_partition(p);
     runtime::Settings settings{{"run", run_key_},
                                {"dir", folder_.dir()},
@@ -385,9 +387,31 @@ JobReport LinkDriver::run() {
   check_placement(options_.placement, job_.num_partitions, runtime_.num_nodes());
   // The key its nodes list its actors under: how a head matches them to the job.
   if (options_.on_owner) options_.on_owner(runtime::owner_key(caf::actor_cast<caf::actor_addr>(self_)));
+  if (job_.link.on_disk() && options_.resume) {
+    throw UsageError("cannot resume a job with embeddings.storage: disk (its table is not checkpointed yet)");
+  }
   spawn_actors();
   const int done_epochs = resume_point();
-  const int64_t full_steps = (folder_.meta().num_edges + job_.batch_size - 1) / job_.batch_size;
+  int64_t full_steps = (folder_.meta().num_edges + job_.batch_size - 1) / job_.batch_size;
+  // On disk, an epoch's steps follow its buffer walk (training/bucket_epoch.h): each state's
+  // last step may be short.
+  std::unique_ptr<KgTriples> triples;
+  std::vector<int64_t> table_id;
+  EmbeddingPartitions::Shape shape;
+  auto steps_of_epoch = [&](int epoch) {
+    int64_t n = full_steps;
+    if (triples) n = plan_bucket_epoch(*triples, table_id, shape, job_.link.embedding_buffer, job_.seed,
+                                       static_cast<uint64_t>(epoch), job_.batch_size).steps;
+    return options_.max_steps > 0 ? std::min(options_.max_steps, n) : n;
+  };
+  if (job_.link.on_disk()) {
+    triples = std::make_unique<KgTriples>(folder_);
+    table_id = table_ids(*triples);
+    shape.num_entities = triples->num_entities();
+    shape.num_partitions = job_.link.embedding_partitions;
+    shape.dim = job_.link.dim;
+    full_steps = steps_of_epoch(done_epochs + 1);
+  }
   const int64_t steps = options_.max_steps > 0 ? std::min(options_.max_steps, full_steps) : full_steps;
   spdlog::info("training {} embeddings (dim {}) on {}: {} trainer(s) on {} node(s), {} steps of {} triples per epoch",
                job_.link.decoder, job_.link.dim, folder_.dir(), trainers_.size(), runtime_.num_nodes(), steps,
@@ -400,7 +424,7 @@ JobReport LinkDriver::run() {
   std::vector<std::vector<char>> state;
   for (int epoch = done_epochs + 1; epoch <= last_epoch; ++epoch) {
     if (cancel_requested()) throw JobCancelled("job cancelled before epoch " + std::to_string(epoch), epoch, 0, checkpoint_epoch_);
-    EpochMetrics m = train_epoch(epoch, steps);
+    EpochMetrics m = train_epoch(epoch, steps_of_epoch(epoch));
     if (options_.evaluate && (epoch % job_.link.eval_every == 0 || epoch == last_epoch)) {
       for (const std::string split : {"valid", "test"}) {
         for (auto& metric : evaluate(split)) m.ranking.push_back(std::move(metric));
@@ -422,7 +446,7 @@ JobReport LinkDriver::run() {
       progress.event = JobProgress::Event::epoch;
       progress.epoch = epoch;
       progress.epochs = job_.epochs;
-      progress.step = progress.steps = steps;
+      progress.step = progress.steps = report.epochs.back().steps;
       progress.loss = report.epochs.back().train_loss;
       progress.seconds = report.epochs.back().seconds;
       progress.metrics = &report.epochs.back();

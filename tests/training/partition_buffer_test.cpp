@@ -1,0 +1,178 @@
+// The on-disk embedding table and its partition buffer (training/embedding_partitions.h,
+// training/partition_buffer.h): the budget of c resident partitions holds at every swap of
+// a whole walk with prefetching; what the walk wrote reaches the files (a re-read table
+// equals the in-memory one); corrupt, short and mismatched files and unwritable folders
+// are errors naming the file, the offset or the folder.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/error.h"
+#include "test_util.h"
+#include "training/bucket_order.h"
+#include "training/embedding_partitions.h"
+#include "training/embedding_shard.h"
+#include "training/partition_buffer.h"
+
+namespace partita {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+EmbeddingPartitions::Shape shape(int64_t entities, int p, int64_t dim) {
+  EmbeddingPartitions::Shape s;
+  s.num_entities = entities;
+  s.num_partitions = p;
+  s.dim = dim;
+  return s;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(EmbeddingPartitionsTest, RangesCoverTheEntitiesAndStartFromTheSharedInitialValues) {
+  testing::TempDir tmp;
+  const EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(103, 4, 3), 9, 0.5, 0.25);
+  int64_t covered = 0;
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(table.begin(i), covered);
+    covered = table.end(i);
+    for (int64_t id = table.begin(i); id < table.end(i); ++id) ASSERT_EQ(table.partition_of(id), i);
+  }
+  EXPECT_EQ(covered, 103);
+  std::vector<float> payload(table.payload_bytes(2) / sizeof(float));
+  table.read(2, Span<float>(payload));
+  std::vector<float> expected(3);
+  initial_embedding_row(9, 0.5, table.begin(2) + 1, 3, expected.data());
+  EXPECT_EQ(std::vector<float>(payload.begin() + 3, payload.begin() + 6), expected);
+  EXPECT_EQ(payload.back(), 0.25f);  // accumulators
+  std::vector<float> row(3);
+  const int64_t id = table.begin(2) + 1;
+  table.read_rows(Span<const int64_t>(&id, 1), row.data());
+  EXPECT_EQ(row, expected);
+}
+
+TEST(EmbeddingPartitionsTest, CorruptShortAndForeignFilesAreNamedWithTheOffset) {
+  testing::TempDir tmp;
+  EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(40, 2, 4), 1, 0.1, 0.0);
+  std::vector<float> payload(table.payload_bytes(1) / sizeof(float));
+  {
+    std::fstream f(table.file(1), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(64 + 17);
+    f.put('\x7f');
+  }
+  std::string what = error_of([&] { table.read(1, Span<float>(payload)); });
+  EXPECT_NE(what.find(table.file(1)), std::string::npos) << what;
+  EXPECT_NE(what.find("at offset 64"), std::string::npos) << what;
+  EXPECT_NE(what.find("checksum mismatch"), std::string::npos) << what;
+
+  fs::resize_file(table.file(0), 64 + 100);
+  what = error_of([&] { table.read(0, Span<float>(payload)); });
+  EXPECT_NE(what.find(table.file(0)), std::string::npos) << what;
+  EXPECT_NE(what.find("short read at offset 164"), std::string::npos) << what;
+
+  // A table of another shape in the folder.
+  what = error_of([&] { EmbeddingPartitions::open(tmp / "t", shape(40, 2, 8)); });
+  EXPECT_NE(what.find("of dim 4; expected partition 0, [0, 20) of dim 8"), std::string::npos) << what;
+}
+
+TEST(EmbeddingPartitionsTest, AnUnwritableFolderIsNamed) {
+  testing::TempDir tmp;
+  testing::write_text(tmp / "a-file", "not a folder");
+  const std::string what =
+      error_of([&] { EmbeddingPartitions::create(tmp / "a-file/embeddings", shape(10, 2, 2), 1, 0.1, 0.0); });
+  EXPECT_NE(what.find("embeddings: cannot create the folder " + (tmp / "a-file/embeddings")), std::string::npos) << what;
+  EXPECT_THROW(EmbeddingPartitions::create(tmp / "t", shape(10, 11, 2), 1, 0.1, 0.0), UsageError);
+  EXPECT_THROW(EmbeddingPartitions::create(tmp / "t", shape(10, 0, 2), 1, 0.1, 0.0), UsageError);
+}
+
+// A whole BETA walk, with prefetching: at every state the residents are exactly the
+// state's partitions and never more than c; each state adds to every row of its buckets'
+// partitions, as a shadow table in memory does; after flush the files equal the shadow.
+TEST(PartitionBufferTest, AWalkKeepsTheBudgetAndItsWritesReachTheFiles) {
+  for (const auto& [p, c] : std::vector<std::pair<int, int>>{{4, 2}, {8, 4}, {5, 3}, {3, 3}}) {
+    SCOPED_TRACE("p = " + std::to_string(p) + ", c = " + std::to_string(c));
+    testing::TempDir tmp;
+    const int64_t dim = 5;
+    EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(61, p, dim), 4, 1.0, 0.0);
+    std::vector<std::vector<float>> shadow(static_cast<size_t>(p));
+    for (int i = 0; i < p; ++i) {
+      shadow[i].resize(table.payload_bytes(i) / sizeof(float));
+      table.read(i, Span<float>(shadow[i]));
+    }
+    PartitionBuffer buffer(table, c, milliseconds(60000));
+    const BucketOrder order = beta_order(p, c);
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      for (size_t k = 0; k < order.states.size(); ++k) {
+        buffer.enter(order.states[k]);
+        ASSERT_LE(buffer.resident_count(), c);
+        for (int i = 0; i < p; ++i) {
+          const bool in_state = std::find(order.states[k].begin(), order.states[k].end(), i) != order.states[k].end();
+          ASSERT_EQ(buffer.resident(i), in_state) << "partition " << i << " in state " << k;
+        }
+        if (k + 1 < order.states.size()) {
+          for (int next : order.states[k + 1]) buffer.prefetch(next);
+        }
+        for (const auto& [a, b] : order.buckets[k]) {
+          for (int part : {a, b}) {
+            Span<float> values = buffer.values(part);
+            Span<float> acc = buffer.accumulators(part);
+            for (size_t j = 0; j < values.size(); ++j) {
+              values[j] += 1.0f + a;
+              acc[j] += 0.5f;
+              shadow[part][j] += 1.0f + a;
+              shadow[part][values.size() + j] += 0.5f;
+            }
+          }
+        }
+      }
+      buffer.flush();
+      EXPECT_EQ(buffer.resident_count(), 0);
+    }
+    EXPECT_EQ(buffer.stats().peak_resident, c);
+    if (p > c) {
+      EXPECT_EQ(buffer.stats().prefetched, 2 * order.swaps());
+    }
+    EXPECT_THROW(buffer.values(0), Error);  // nothing resident after flush
+    const EmbeddingPartitions reread = EmbeddingPartitions::open(tmp / "t", shape(61, p, dim));
+    for (int i = 0; i < p; ++i) {
+      std::vector<float> payload(reread.payload_bytes(i) / sizeof(float));
+      reread.read(i, Span<float>(payload));
+      EXPECT_EQ(payload, shadow[i]) << "partition " << i;
+    }
+  }
+}
+
+TEST(PartitionBufferTest, MoreThanTheBudgetIsRefused) {
+  testing::TempDir tmp;
+  EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(20, 4, 2), 1, 0.1, 0.0);
+  PartitionBuffer buffer(table, 2, milliseconds(60000));
+  const std::string what = error_of([&] { buffer.enter({0, 1, 2}); });
+  EXPECT_NE(what.find("a state of 3 partitions, the buffer holds 2"), std::string::npos) << what;
+  EXPECT_EQ(buffer.resident_count(), 0);
+  EXPECT_THROW(PartitionBuffer(table, 1, milliseconds(1000)), UsageError);
+  EXPECT_THROW(PartitionBuffer(table, 5, milliseconds(1000)), UsageError);
+}
+
+TEST(PartitionBufferTest, AFailedPrefetchIsReportedWhenThePartitionIsAdmitted) {
+  testing::TempDir tmp;
+  EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(20, 4, 2), 1, 0.1, 0.0);
+  PartitionBuffer buffer(table, 2, milliseconds(60000));
+  buffer.enter({0, 1});
+  fs::resize_file(table.file(3), 10);
+  buffer.prefetch(3);
+  const std::string what = error_of([&] { buffer.enter({0, 3}); });
+  EXPECT_NE(what.find("prefetching failed"), std::string::npos) << what;
+  EXPECT_NE(what.find(table.file(3)), std::string::npos) << what;
+}
+
+}  // namespace
+}  // namespace partita

@@ -1,0 +1,88 @@
+// An entity embedding table on disk, split into p physical partitions, each with its
+// Adagrad accumulators: the storage a partition buffer (training/partition_buffer.h) swaps
+// in and out when the table does not fit in memory (MariusGNN's on-disk embeddings).
+//
+// Partitions are ranges of entity ids (the entities' original node ids, so the table does
+// not depend on how the graph was partitioned): partition i holds ids [i*N/p, (i+1)*N/p).
+// Ranges rather than a hash because a partition is then one contiguous run of rows, read
+// and written with one pread/pwrite, and the entity -> (partition, row) map is arithmetic;
+// the bucket sizes a range split gives on FB15k-237 are in the job's log.
+//
+// Files: `dir`/part-<i>.bin, one per partition: a 64-byte header (magic, index, first id,
+// end id, dim, checksum of the payload) and the payload, the rows' values [rows, dim] then
+// their accumulators [rows, dim], float32, native byte order. Every write recomputes the
+// checksum; every read checks the header and the checksum, so a torn, short or corrupt
+// file is an Error naming the file and the offset, never silently wrong embeddings.
+//
+// Initial values: as the in-memory table (training/embedding_shard.h initial_embedding_row),
+// so a job gives the same first embeddings whichever storage it uses.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/file_util.h"
+#include "base/span.h"
+
+namespace partita {
+
+class EmbeddingPartitions {
+ public:
+  // The table's size and its split: partition i holds entity ids [begin(i), end(i)).
+  struct Shape {
+    int64_t num_entities = 0;
+    int num_partitions = 1;
+    int64_t dim = 0;
+    int64_t begin(int partition) const { return num_entities * partition / num_partitions; }
+    int64_t end(int partition) const { return begin(partition + 1); }
+    // The partition of entity `id`; Error for an id outside [0, num_entities).
+    int partition_of(int64_t id) const;
+  };
+  // Creates `dir` (and its parents) and writes every partition with its initial values
+  // (keyed by (seed, entity id), N(0, init_std)) and accumulators `initial_accumulator`.
+  // Throws UsageError naming the folder when it cannot be created or written, and for a
+  // shape with no entities, p < 1, p > entities or dim < 1.
+  static EmbeddingPartitions create(const std::string& dir, Shape shape, uint64_t seed, double init_std,
+                                    double initial_accumulator);
+  // Opens the table in `dir` (as create wrote it); throws Error naming the file whose
+  // header does not match `shape`.
+  static EmbeddingPartitions open(const std::string& dir, Shape shape);
+
+  EmbeddingPartitions(EmbeddingPartitions&&) = default;
+  EmbeddingPartitions& operator=(EmbeddingPartitions&&) = default;
+
+  const std::string& dir() const { return dir_; }
+  const Shape& shape() const { return shape_; }
+  int num_partitions() const { return shape_.num_partitions; }
+  int64_t dim() const { return shape_.dim; }
+  int64_t begin(int partition) const { return shape_.begin(partition); }
+  int64_t end(int partition) const { return shape_.end(partition); }
+  int64_t rows(int partition) const { return end(partition) - begin(partition); }
+  int partition_of(int64_t id) const { return shape_.partition_of(id); }
+  std::string file(int partition) const;
+  // Bytes of one partition's payload (values and accumulators).
+  size_t payload_bytes(int partition) const { return static_cast<size_t>(rows(partition) * shape_.dim) * 2 * sizeof(float); }
+
+  // Reads partition i's values and accumulators into `payload` (payload_bytes(i) bytes:
+  // values first). Throws Error naming the file and offset on a short read or a checksum
+  // mismatch. Safe to call from several threads for different partitions.
+  void read(int partition, Span<float> payload) const;
+  // Writes them back (and the header's new checksum). Throws Error naming the file and
+  // offset when the write fails.
+  void write(int partition, Span<const float> payload) const;
+  // Rows `ids` (entity ids, any order) of values only, into out[i * dim, ...), one pread
+  // per row; checks no checksum (evaluation reads a table just written).
+  void read_rows(Span<const int64_t> ids, float* out) const;
+
+ private:
+  EmbeddingPartitions(std::string dir, Shape shape);
+  void check_header(int partition) const;
+
+  std::string dir_;
+  Shape shape_;
+  std::vector<std::unique_ptr<ScopedFd>> files_;  // per partition, read-write
+};
+
+}  // namespace partita
