@@ -349,9 +349,9 @@ void read_link_model(Section s, JobConfig& job) {
         link.target_edge.push_back(list[i].Scalar());
       }
     }
-    s.read("embeddings", link.embeddings, "true or false");
-    if (link.embeddings && job.model != "rgcn" && job.model != "hetero_sage") {
-      s.fail(s.field("embeddings"), "a learnt input row per node is for encoder: rgcn or hetero_sage, not " + job.model);
+    s.read_choice("input", link.input, {"features", "learnt"});
+    if (link.learnt_input() && job.model != "rgcn" && job.model != "hetero_sage") {
+      s.fail(s.field("input"), "a learnt input row per node is for encoder: rgcn or hetero_sage, not " + job.model);
     }
     // The relations of DistMult, ComplEx and TransE are dense parameters of the encoder's
     // module (training/link_trainer.h), allreduced with its weights.
@@ -573,7 +573,7 @@ std::string job_to_yaml(const JobConfig& job) {
     out << YAML::Key << "decomposition" << YAML::Value << job.decomposition;
     out << YAML::Key << "bases" << YAML::Value << job.bases;
     out << YAML::Key << "blocks" << YAML::Value << job.blocks;
-    out << YAML::Key << "embeddings" << YAML::Value << link.embeddings;
+    out << YAML::Key << "input" << YAML::Value << link.input;
     if (!link.target_edge.empty()) out << YAML::Key << "target_edge" << YAML::Value << YAML::Flow << link.target_edge;
   } else if (!job.link_prediction()) {
     out << YAML::Key << "kind" << YAML::Value << job.model;

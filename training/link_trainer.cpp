@@ -181,7 +181,7 @@ std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
   r->decoder = parse_kg_decoder(r->job.link.decoder, r->job.link.transe_norm, "model.decoder");
   ModelConfig config;
   config.kind = r->job.model;
-  config.in_dim = r->job.link.embeddings ? 0 : meta.feature_dim;  // 0: one-hot, a learnt row per node
+  config.in_dim = r->job.link.learnt_input() ? 0 : meta.feature_dim;  // 0: one-hot, a learnt row per node
   config.hidden_dim = r->job.hidden;
   config.out_dim = r->job.link.dim;
   config.num_layers = r->job.layers;
@@ -330,7 +330,7 @@ Scores score(LinkReplica& r, MiniBatch&& sampled, const LinkStep& step, bool tra
   }
   at::Tensor local = torch::tensor(sampled.input_local, torch::kLong);
   if (r.model->config().in_dim == 0 && sampled.feature_dim > 0) {
-    // model.embeddings: the encoder reads node ids, not the features the sampler gathered.
+    // model.input: learnt: the encoder reads node ids, not the features the sampler gathered.
     r.sampler->give_back(std::move(sampled.x));
     sampled.x.clear();
     sampled.feature_dim = 0;

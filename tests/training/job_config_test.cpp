@@ -148,6 +148,14 @@ eval: {negatives: 100, block: 512, every: 2}
             std::string::npos);
   EXPECT_NE(error_of(job_text("negatives: {k: 4}")).find("negatives: unknown field"), std::string::npos);
   EXPECT_NE(error_of("task: ranking\n" + job_text("")).find("task: 'ranking' is not one of"), std::string::npos);
+  // A relational encoder's input: the features, or a learnt row per node.
+  const JobConfig learnt = parse("task: link_prediction\n" + job_text("model: {encoder: rgcn, input: learnt}"));
+  EXPECT_TRUE(learnt.link.learnt_input());
+  EXPECT_TRUE(parse_job(job_to_yaml(learnt), "/elsewhere", "sent job").link.learnt_input());
+  EXPECT_FALSE(parse("task: link_prediction\n" + job_text("model: {encoder: rgcn}")).link.learnt_input());
+  EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("model: {encoder: rgcn, input: ids}")), "model.input");
+  EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("model: {encoder: graphsage, input: learnt}")),
+                  "model.input: a learnt input row per node is for encoder: rgcn or hetero_sage, not graphsage");
 }
 
 TEST_F(JobConfigTest, GeneratedDataTrainsOnTheOutputsPartitions) {
