@@ -4,7 +4,9 @@
 // equals the in-memory one); corrupt, short and mismatched files and unwritable folders
 // are errors naming the file, the offset or the folder.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -92,6 +94,44 @@ TEST(EmbeddingPartitionsTest, AnUnwritableFolderIsNamed) {
   EXPECT_NE(what.find("embeddings: cannot create the folder " + (tmp / "a-file/embeddings")), std::string::npos) << what;
   EXPECT_THROW(EmbeddingPartitions::create(tmp / "t", shape(10, 11, 2), 1, 0.1, 0.0), UsageError);
   EXPECT_THROW(EmbeddingPartitions::create(tmp / "t", shape(10, 0, 2), 1, 0.1, 0.0), UsageError);
+}
+
+// A write-back cut short (here by a file size limit, as a full disk or a crash mid-write
+// would cut it) leaves the partition as it was before, whole: not a torn payload under the
+// old header, which open() would accept and read_rows() return.
+TEST(EmbeddingPartitionsTest, AWriteCutShortLeavesThePreviousPartitionWhole) {
+  testing::TempDir tmp;
+  EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(40, 2, 4), 1, 0.1, 0.0);
+  std::vector<float> before(table.payload_bytes(1) / sizeof(float));
+  table.read(1, Span<float>(before));
+  const std::vector<float> trained(before.size(), 7.0f);
+
+  rlimit old_limit{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  rlimit small = old_limit;
+  small.rlim_cur = 64 + 100;  // the header and 100 of the payload's 640 bytes
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const std::string what = error_of([&] { table.write(1, Span<const float>(trained)); });
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(what.find(table.file(1)), std::string::npos) << what;
+
+  std::vector<float> after(before.size());
+  EXPECT_EQ(error_of([&] { table.read(1, Span<float>(after)); }), "no error");
+  EXPECT_EQ(after, before);
+  const int64_t id = table.begin(1);
+  std::vector<float> row(4);
+  EmbeddingPartitions::open(tmp / "t", shape(40, 2, 4)).read_rows(Span<const int64_t>(&id, 1), row.data());
+  EXPECT_EQ(row, std::vector<float>(before.begin(), before.begin() + 4));
+  EXPECT_FALSE(fs::exists(table.file(1) + ".tmp"));
+
+  // A write that completes reaches the open table and the files.
+  table.write(1, Span<const float>(trained));
+  table.read(1, Span<float>(after));
+  EXPECT_EQ(after, trained);
+  EmbeddingPartitions::open(tmp / "t", shape(40, 2, 4)).read(1, Span<float>(after));
+  EXPECT_EQ(after, trained);
 }
 
 // A whole BETA walk, with prefetching: at every state the residents are exactly the
