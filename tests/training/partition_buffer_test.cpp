@@ -214,5 +214,34 @@ TEST(PartitionBufferTest, AFailedPrefetchIsReportedWhenThePartitionIsAdmitted) {
   EXPECT_NE(what.find(table.file(3)), std::string::npos) << what;
 }
 
+// A partition whose read fails is not admitted, and does not keep the slot it was read
+// into: once its file is whole again, the buffer fills all c slots.
+TEST(PartitionBufferTest, AFailedReadLeavesItsSlotFree) {
+  testing::TempDir tmp;
+  EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(30, 3, 2), 1, 0.1, 0.0);
+  std::vector<float> whole(table.payload_bytes(1) / sizeof(float));
+  table.read(1, Span<float>(whole));
+  {
+    std::fstream f(table.file(1), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(64 + 5);
+    f.put('\x7f');
+  }
+  PartitionBuffer buffer(table, 2, milliseconds(60000));
+  const std::string what = error_of([&] { buffer.enter({0, 1}); });
+  EXPECT_NE(what.find("checksum mismatch"), std::string::npos) << what;
+  EXPECT_TRUE(buffer.resident(0));
+  EXPECT_FALSE(buffer.resident(1));
+  EXPECT_EQ(buffer.resident_count(), 1);
+
+  table.write(1, Span<const float>(whole));
+  buffer.enter({0, 1});
+  EXPECT_EQ(buffer.resident_count(), 2);
+  const Span<float> values = buffer.values(1);
+  EXPECT_EQ(std::vector<float>(values.begin(), values.end()), std::vector<float>(whole.begin(), whole.begin() + whole.size() / 2));
+  buffer.enter({1, 2});
+  EXPECT_EQ(buffer.resident_count(), 2);
+  EXPECT_EQ(buffer.stats().peak_resident, 2);
+}
+
 }  // namespace
 }  // namespace partita
