@@ -164,9 +164,25 @@ void EmbeddingPartitions::write(int partition, Span<const float> payload) const 
   h.end = end(partition);
   h.dim = shape_.dim;
   h.checksum = checksum(payload.data(), payload_bytes(partition));
-  const int fd = files_[partition]->get();
-  pwrite_all(fd, path, reinterpret_cast<const char*>(payload.data()), payload_bytes(partition), sizeof(Header));
-  pwrite_all(fd, path, reinterpret_cast<const char*>(&h), sizeof(h), 0);
+  // Written whole to a sibling and renamed over the partition's file, so that a write cut
+  // short (a crash, a full disk) leaves the previous file, which loads as it was, never a
+  // torn one whose header is intact (open() checks headers only, read_rows() no checksum).
+  // No fsync: the table is created afresh by every job, so it need not survive power loss.
+  const std::string tmp = path + ".tmp";
+  ScopedFd fd(::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd.get() < 0) throw Error(tmp + ": cannot create: " + errno_text());
+  try {
+    pwrite_all(fd.get(), tmp, reinterpret_cast<const char*>(&h), sizeof(h), 0);
+    pwrite_all(fd.get(), tmp, reinterpret_cast<const char*>(payload.data()), payload_bytes(partition), sizeof(Header));
+    if (::rename(tmp.c_str(), path.c_str()) != 0) throw Error("cannot replace " + path + ": " + errno_text());
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  // The partition's descriptor still refers to the replaced file: make it the new one's.
+  if (::dup2(fd.get(), files_[partition]->get()) < 0) {
+    throw Error(path + ": cannot reopen after writing: " + errno_text());
+  }
 }
 
 void EmbeddingPartitions::read_rows(Span<const int64_t> ids, float* out) const {

@@ -11,8 +11,10 @@
 // Files: `dir`/part-<i>.bin, one per partition: a 64-byte header (magic, index, first id,
 // end id, dim, checksum of the payload) and the payload, the rows' values [rows, dim] then
 // their accumulators [rows, dim], float32, native byte order. Every write recomputes the
-// checksum; every read checks the header and the checksum, so a torn, short or corrupt
-// file is an Error naming the file and the offset, never silently wrong embeddings.
+// checksum and replaces the file whole (written to part-<i>.bin.tmp, renamed over it), so a
+// write cut short leaves the previous partition; every read checks the header and the
+// checksum, so a torn, short or corrupt file is an Error naming the file and the offset,
+// never silently wrong embeddings.
 //
 // Initial values: as the in-memory table (training/embedding_shard.h initial_embedding_row),
 // so a job gives the same first embeddings whichever storage it uses.
@@ -69,8 +71,9 @@ class EmbeddingPartitions {
   // values first). Throws Error naming the file and offset on a short read or a checksum
   // mismatch. Safe to call from several threads for different partitions.
   void read(int partition, Span<float> payload) const;
-  // Writes them back (and the header's new checksum). Throws Error naming the file and
-  // offset when the write fails.
+  // Writes them back (and the header's new checksum), replacing the file whole: after a
+  // failed (or interrupted) write the file holds the partition as before. Throws Error
+  // naming the file and offset when the write fails.
   void write(int partition, Span<const float> payload) const;
   // Rows `ids` (entity ids, any order) of values only, into out[i * dim, ...), one pread
   // per row; checks no checksum (evaluation reads a table just written).

@@ -114,8 +114,14 @@ void PartitionBuffer::enter(const std::vector<int>& state) {
       }
     }
     if (!taken) {
-      slots_[slot].resize(table_.payload_bytes(p) / sizeof(float));
-      table_.read(p, Span<float>(slots_[slot]));
+      std::vector<float>& payload = slots_[slot];
+      payload.resize(table_.payload_bytes(p) / sizeof(float));
+      try {
+        table_.read(p, Span<float>(payload));
+      } catch (...) {
+        payload.clear();  // an empty slot is a free one: a failed read must not hold on to it
+        throw;
+      }
       ++stats_.reads;
     }
     stats_.wait_seconds += waited.seconds();

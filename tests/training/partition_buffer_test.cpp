@@ -4,7 +4,9 @@
 // equals the in-memory one); corrupt, short and mismatched files and unwritable folders
 // are errors naming the file, the offset or the folder.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -94,6 +96,44 @@ TEST(EmbeddingPartitionsTest, AnUnwritableFolderIsNamed) {
   EXPECT_THROW(EmbeddingPartitions::create(tmp / "t", shape(10, 0, 2), 1, 0.1, 0.0), UsageError);
 }
 
+// A write-back cut short (here by a file size limit, as a full disk or a crash mid-write
+// would cut it) leaves the partition as it was before, whole: not a torn payload under the
+// old header, which open() would accept and read_rows() return.
+TEST(EmbeddingPartitionsTest, AWriteCutShortLeavesThePreviousPartitionWhole) {
+  testing::TempDir tmp;
+  EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(40, 2, 4), 1, 0.1, 0.0);
+  std::vector<float> before(table.payload_bytes(1) / sizeof(float));
+  table.read(1, Span<float>(before));
+  const std::vector<float> trained(before.size(), 7.0f);
+
+  rlimit old_limit{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  rlimit small = old_limit;
+  small.rlim_cur = 64 + 100;  // the header and 100 of the payload's 640 bytes
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const std::string what = error_of([&] { table.write(1, Span<const float>(trained)); });
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(what.find(table.file(1)), std::string::npos) << what;
+
+  std::vector<float> after(before.size());
+  EXPECT_EQ(error_of([&] { table.read(1, Span<float>(after)); }), "no error");
+  EXPECT_EQ(after, before);
+  const int64_t id = table.begin(1);
+  std::vector<float> row(4);
+  EmbeddingPartitions::open(tmp / "t", shape(40, 2, 4)).read_rows(Span<const int64_t>(&id, 1), row.data());
+  EXPECT_EQ(row, std::vector<float>(before.begin(), before.begin() + 4));
+  EXPECT_FALSE(fs::exists(table.file(1) + ".tmp"));
+
+  // A write that completes reaches the open table and the files.
+  table.write(1, Span<const float>(trained));
+  table.read(1, Span<float>(after));
+  EXPECT_EQ(after, trained);
+  EmbeddingPartitions::open(tmp / "t", shape(40, 2, 4)).read(1, Span<float>(after));
+  EXPECT_EQ(after, trained);
+}
+
 // A whole BETA walk, with prefetching: at every state the residents are exactly the
 // state's partitions and never more than c; each state adds to every row of its buckets'
 // partitions, as a shadow table in memory does; after flush the files equal the shadow.
@@ -172,6 +212,35 @@ TEST(PartitionBufferTest, AFailedPrefetchIsReportedWhenThePartitionIsAdmitted) {
   const std::string what = error_of([&] { buffer.enter({0, 3}); });
   EXPECT_NE(what.find("prefetching failed"), std::string::npos) << what;
   EXPECT_NE(what.find(table.file(3)), std::string::npos) << what;
+}
+
+// A partition whose read fails is not admitted, and does not keep the slot it was read
+// into: once its file is whole again, the buffer fills all c slots.
+TEST(PartitionBufferTest, AFailedReadLeavesItsSlotFree) {
+  testing::TempDir tmp;
+  EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(30, 3, 2), 1, 0.1, 0.0);
+  std::vector<float> whole(table.payload_bytes(1) / sizeof(float));
+  table.read(1, Span<float>(whole));
+  {
+    std::fstream f(table.file(1), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(64 + 5);
+    f.put('\x7f');
+  }
+  PartitionBuffer buffer(table, 2, milliseconds(60000));
+  const std::string what = error_of([&] { buffer.enter({0, 1}); });
+  EXPECT_NE(what.find("checksum mismatch"), std::string::npos) << what;
+  EXPECT_TRUE(buffer.resident(0));
+  EXPECT_FALSE(buffer.resident(1));
+  EXPECT_EQ(buffer.resident_count(), 1);
+
+  table.write(1, Span<const float>(whole));
+  buffer.enter({0, 1});
+  EXPECT_EQ(buffer.resident_count(), 2);
+  const Span<float> values = buffer.values(1);
+  EXPECT_EQ(std::vector<float>(values.begin(), values.end()), std::vector<float>(whole.begin(), whole.begin() + whole.size() / 2));
+  buffer.enter({1, 2});
+  EXPECT_EQ(buffer.resident_count(), 2);
+  EXPECT_EQ(buffer.stats().peak_resident, 2);
 }
 
 }  // namespace
