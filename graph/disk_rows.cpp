@@ -60,6 +60,7 @@ const char* disk_backend_name(DiskBackend backend) {
 struct DiskRows::Ring {
   io_uring ring{};
   bool ready = false;  // set up by io_uring_queue_init
+  bool stuck = false;  // reads were still in flight when a gather gave up on them
   AlignedBuffer buffers;
   ~Ring() {
     if (ready) io_uring_queue_exit(&ring);
@@ -115,7 +116,8 @@ DiskRows::DiskRows(MappedArray array, DiskReadOptions options)
       span_bytes_ = std::max<size_t>(span_bytes_, round_up(at + row_bytes_, align_) - round_down(at, align_));
     }
   }
-  slot_bytes_ = std::max(kMaxReadBytes, span_bytes_);
+  // Every slot starts page-aligned, as O_DIRECT wants (a span can exceed kMaxReadBytes).
+  slot_bytes_ = round_up(std::max(kMaxReadBytes, span_bytes_), kBufferAlign);
 }
 
 DiskRows::~DiskRows() {
@@ -180,7 +182,15 @@ void DiskRows::read(Span<const int64_t> ids, int64_t first_id, char* out) const 
       try {
         done = read_uring(*ring, reads, ids, first_id, out);
       } catch (...) {
-        give_back(std::move(ring));
+        if (!ring->stuck) {
+          give_back(std::move(ring));
+        } else {
+          // The kernel may still complete its reads into the ring's buffers, and a later
+          // gather would take those completions for its own: the ring is never used or freed
+          // again, and this file is read with pread from now on.
+          (void)ring.release();
+          uring_ok_ = false;
+        }
         throw;
       }
       if (done) {
@@ -250,6 +260,9 @@ bool DiskRows::read_uring(Ring& ring, const Plan& plan, Span<const int64_t> ids,
   std::string error;    // the first failed read; thrown once the reads in flight are drained
 
   const auto complete = [&](const io_uring_cqe* cqe) {
+    // liburing's wait with a timeout queues a request of its own on kernels without
+    // IORING_FEAT_EXT_ARG (before 5.11); its completion is not a read.
+    if (cqe->user_data >= static_cast<uint64_t>(depth)) return;
     const int slot = static_cast<int>(cqe->user_data);
     const size_t read = slot_read[static_cast<size_t>(slot)];
     free_slots.push_back(slot);
@@ -270,6 +283,7 @@ bool DiskRows::read_uring(Ring& ring, const Plan& plan, Span<const int64_t> ids,
       rc = io_uring_wait_cqe_timeout(&ring.ring, &cqe, &deadline);
     } while (rc == -EINTR);
     if (rc < 0) {
+      ring.stuck = true;
       throw file_error(path_, "no read completed within " + std::to_string(kCompletionDeadlineSeconds) +
                                   " s (" + std::to_string(in_flight) + " in flight): " + std::strerror(-rc));
     }

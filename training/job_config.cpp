@@ -442,8 +442,8 @@ void read_embeddings(Section s, JobConfig& job, const std::string& base_dir) {
   s.read_int("partitions", link.embedding_partitions, 1, JobLimits::kMaxPartitions);
   s.read_int("buffer", link.embedding_buffer, 2, JobLimits::kMaxPartitions);
   if (link.on_disk() && link.embedding_buffer > link.embedding_partitions) {
-    s.fail(s.field("buffer"), std::to_string(link.embedding_buffer) + " is more than the " +
-                                  std::to_string(link.embedding_partitions) + " partitions");
+    s.fail(s.field("buffer"), std::to_string(link.embedding_buffer) + (s.has("buffer") ? "" : " (the default)") +
+                                  " is more than the " + std::to_string(link.embedding_partitions) + " partitions");
   }
   std::string dir;
   s.read("dir", dir, "a folder");

@@ -54,8 +54,9 @@ void PartitionBuffer::reader_loop() {
 void PartitionBuffer::wait_for_reader(const char* why) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_for(lock, deadline_, [&] { return !busy_; })) {
-    throw Error(std::string("partition buffer: the background read did not finish within ") +
-                std::to_string(deadline_.count() / 1000) + " s (" + why + ")");
+    throw Error("partition buffer: the background read of partition " + std::to_string(reading_) + " (" +
+                table_.file(reading_) + ") did not finish within " + std::to_string(deadline_.count()) + " ms (" +
+                why + ")");
   }
   if (!failure_.empty()) {
     const std::string what = failure_;
@@ -74,6 +75,7 @@ void PartitionBuffer::prefetch(int partition) {
   if (staged_ == partition) return;
   staged_ = -1;
   requested_ = partition;
+  reading_ = partition;
   busy_ = true;
   ++stats_.reads;
   cv_.notify_all();

@@ -84,6 +84,7 @@ class PartitionBuffer {
   std::mutex mutex_;
   std::condition_variable cv_;
   int requested_ = -1;  // partition to read, -1: none
+  int reading_ = -1;    // the last partition asked of the reader (for errors)
   int staged_ = -1;     // partition whose payload is in staging_, -1: none
   bool busy_ = false;   // a read is in flight
   bool stopping_ = false;
