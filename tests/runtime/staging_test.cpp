@@ -6,9 +6,11 @@
 // and that the cache stays within its bound.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -200,6 +202,40 @@ TEST_F(StagingTest, AManifestFromTheNetworkIsChecked) {
   const std::vector<StagedUnit> back = units_from_json(units_to_json(manifest));
   ASSERT_EQ(back.size(), manifest.size());
   for (size_t u = 0; u < back.size(); ++u) EXPECT_EQ(back[u].key(), manifest[u].key());
+}
+
+// The driver serves every node at once, and a job whose every node reads every part has
+// sessions of (nodes x parts x files per part) files: a session may not hold them all open.
+TEST_F(StagingTest, AServerSessionHoldsFewFilesOpenWhateverItServes) {
+  const fs::path many = root_ / "many";
+  fs::create_directories(many);
+  constexpr int kFiles = 200;
+  for (int i = 0; i < kFiles; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof(name), "f%03d", i);
+    write_file_atomically((many / name).string(), std::string(name) + " holds a few bytes");
+  }
+  const std::vector<ServedUnit> served{{many.string(), describe_unit(many.string(), "many")}};
+  ASSERT_EQ(served[0].unit.files.size(), static_cast<size_t>(kFiles));
+  StageCache cache(options());
+
+  // Room for the channel's sockets and a few files, not for every served file at once.
+  size_t open_now = 0;
+  for ([[maybe_unused]] const auto& fd : fs::directory_iterator("/proc/self/fd")) ++open_now;
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
+  rlimit tight = before;
+  tight.rlim_cur = open_now + 64;
+  ASSERT_LT(tight.rlim_cur, open_now + kFiles);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+  struct Restore {
+    rlimit limit;
+    ~Restore() { ::setrlimit(RLIMIT_NOFILE, &limit); }
+  } restore{before};
+
+  const StageOutcome outcome = stage(cache, served);
+  EXPECT_EQ(outcome.files_copied, kFiles);
+  for (const StagedFile& f : served[0].unit.files) expect_same_file(many / f.name, fs::path(outcome.folder) / "many" / f.name);
 }
 
 TEST_F(StagingTest, AMissingCacheFolderParentIsAnErrorNamingIt) {
