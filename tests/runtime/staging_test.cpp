@@ -238,6 +238,29 @@ TEST_F(StagingTest, AServerSessionHoldsFewFilesOpenWhateverItServes) {
   for (const StagedFile& f : served[0].unit.files) expect_same_file(many / f.name, fs::path(outcome.folder) / "many" / f.name);
 }
 
+// A file named as the cache's own markers would be replaced by the marker after its check,
+// and the job would read the marker in its place: such a manifest is refused, named.
+TEST_F(StagingTest, AFileNamedAsTheCachesOwnIsRefusedNamingIt) {
+  StageCache cache(options());
+  const auto refused = [&](const fs::path& dir, const std::string& mount, const std::string& name) {
+    const std::vector<ServedUnit> served{{dir.string(), describe_unit(dir.string(), mount)}};
+    try {
+      const StageOutcome outcome = stage(cache, served);
+      ADD_FAILURE() << "staged " << name << " into " << outcome.folder << "; it now reads '"
+                    << read_file((fs::path(outcome.folder) / mount / name).string()).substr(0, 40) << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + name + "'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("the cache's own"), std::string::npos) << e.what();
+    }
+  };
+  fs::create_directories(root_ / "odd" / "unit");
+  write_file_atomically((root_ / "odd" / "unit" / "MANIFEST.json").string(), std::string("the job's own file"));
+  refused(root_ / "odd" / "unit", "unit", "MANIFEST.json");
+  fs::create_directories(root_ / "odd" / "top");
+  write_file_atomically((root_ / "odd" / "top" / "STAGED.json").string(), std::string("the job's own file"));
+  refused(root_ / "odd" / "top", "", "STAGED.json");
+}
+
 TEST_F(StagingTest, AMissingCacheFolderParentIsAnErrorNamingIt) {
   StageCacheOptions o = options();
   write_file_atomically((root_ / "file").string(), std::string("x"));
