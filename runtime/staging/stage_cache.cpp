@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -149,6 +150,23 @@ void check_names(const std::vector<StagedUnit>& units) {
   }
 }
 
+// Refuses a staging whose missing units would not fit on the cache's file system, before a
+// byte is written: sizes come from the network, and a copy that fills the disk fails only
+// at its end, after the node's other writers (logs, job outputs) failed too.
+void check_space(const fs::path& root, const std::vector<StagedUnit>& units) {
+  uint64_t needed = 0;
+  std::error_code ec;
+  for (const StagedUnit& u : units) {
+    if (fs::exists(root / "units" / key_text(u.key()) / kUnitMarker, ec)) continue;
+    for (const StagedFile& f : u.files) needed = f.bytes > UINT64_MAX - needed ? UINT64_MAX : needed + f.bytes;
+  }
+  const fs::space_info space = fs::space(root, ec);
+  if (!ec && needed > space.available) {
+    throw Error("staging into " + root.string() + ": the job's data needs " + std::to_string(needed) +
+                " bytes more there, and its file system has " + std::to_string(space.available) + " bytes free");
+  }
+}
+
 void touch(const fs::path& dir) {
   std::error_code ec;
   fs::last_write_time(dir, fs::file_time_type::clock::now(), ec);
@@ -194,6 +212,7 @@ StageOutcome StageCache::stage(const std::vector<StagedUnit>& units, const Chann
   std::lock_guard<std::mutex> guard(mutex_);
   CacheLock lock(options_.dir, options_.deadline);
   const fs::path root(options_.dir);
+  check_space(root, units);
   StageOutcome outcome;
   RequestClient client("staging from " + offer.host + ":" + std::to_string(offer.port));
   bool connected = false;

@@ -261,6 +261,25 @@ TEST_F(StagingTest, AFileNamedAsTheCachesOwnIsRefusedNamingIt) {
   refused(root_ / "odd" / "top", "", "STAGED.json");
 }
 
+// Sizes come from the network: a staging that cannot fit on the node's disk is refused
+// before a byte is written, naming what it needs and what is free.
+TEST_F(StagingTest, AStagingThatCannotFitOnTheDiskIsRefusedBeforeItWrites) {
+  StageCache cache(options());
+  StagedUnit huge;
+  huge.mount = "huge";
+  huge.files = {{"a.bin", uint64_t{1} << 62, 1}, {"b.bin", UINT64_MAX, 2}};  // their sum overflows
+  try {
+    const StageOutcome outcome = stage(cache, {{(root_ / "data").string(), huge}});
+    ADD_FAILURE() << "staged into " << outcome.folder;
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find((root_ / "cache").string()), std::string::npos) << what;
+    EXPECT_NE(what.find(std::to_string(UINT64_MAX) + " bytes more"), std::string::npos) << what;
+    EXPECT_NE(what.find("bytes free"), std::string::npos) << what;
+  }
+  for ([[maybe_unused]] const auto& unit : fs::directory_iterator(root_ / "cache" / "units")) ADD_FAILURE() << unit.path();
+}
+
 TEST_F(StagingTest, AMissingCacheFolderParentIsAnErrorNamingIt) {
   StageCacheOptions o = options();
   write_file_atomically((root_ / "file").string(), std::string("x"));
