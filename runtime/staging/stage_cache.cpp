@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "base/checksum.h"
@@ -127,6 +129,44 @@ void fetch_unit(RequestClient& client, const StagedUnit& unit, uint32_t first_fi
   }
 }
 
+// The names the cache writes beside a unit's files and a folder's links (units_from_json
+// checked the rest): a file of that name would be replaced by the marker after its check,
+// and the job would read the marker in its place.
+void check_names(const std::vector<StagedUnit>& units) {
+  std::set<std::string> mounts;
+  for (const StagedUnit& u : units) mounts.insert(u.mount);
+  for (const StagedUnit& u : units) {
+    if (u.mount == kFolderMarker) {
+      throw Error("staging manifest: mount '" + u.mount + "': the name is the cache's own (" + kFolderMarker + ")");
+    }
+    for (const StagedFile& f : u.files) {
+      const std::string where = "staging manifest: unit '" + u.mount + "', file '" + f.name + "'";
+      if (f.name == kUnitMarker) throw Error(where + ": the name is the cache's own (" + kUnitMarker + ")");
+      if (u.mount.empty() && f.name == kFolderMarker) {
+        throw Error(where + ": the name is the cache's own (" + kFolderMarker + ")");
+      }
+      if (u.mount.empty() && mounts.count(f.name)) throw Error(where + ": the name is also a unit's mount");
+    }
+  }
+}
+
+// Refuses a staging whose missing units would not fit on the cache's file system, before a
+// byte is written: sizes come from the network, and a copy that fills the disk fails only
+// at its end, after the node's other writers (logs, job outputs) failed too.
+void check_space(const fs::path& root, const std::vector<StagedUnit>& units) {
+  uint64_t needed = 0;
+  std::error_code ec;
+  for (const StagedUnit& u : units) {
+    if (fs::exists(root / "units" / key_text(u.key()) / kUnitMarker, ec)) continue;
+    for (const StagedFile& f : u.files) needed = f.bytes > UINT64_MAX - needed ? UINT64_MAX : needed + f.bytes;
+  }
+  const fs::space_info space = fs::space(root, ec);
+  if (!ec && needed > space.available) {
+    throw Error("staging into " + root.string() + ": the job's data needs " + std::to_string(needed) +
+                " bytes more there, and its file system has " + std::to_string(space.available) + " bytes free");
+  }
+}
+
 void touch(const fs::path& dir) {
   std::error_code ec;
   fs::last_write_time(dir, fs::file_time_type::clock::now(), ec);
@@ -168,9 +208,11 @@ uint64_t StageCache::cached_bytes() const {
 }
 
 StageOutcome StageCache::stage(const std::vector<StagedUnit>& units, const ChannelOffer& offer, uint32_t server) {
+  check_names(units);
   std::lock_guard<std::mutex> guard(mutex_);
   CacheLock lock(options_.dir, options_.deadline);
   const fs::path root(options_.dir);
+  check_space(root, units);
   StageOutcome outcome;
   RequestClient client("staging from " + offer.host + ":" + std::to_string(offer.port));
   bool connected = false;

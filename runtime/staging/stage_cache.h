@@ -68,7 +68,10 @@ class StageCache {
   const StageCacheOptions& options() const { return options_; }
 
   // Stages `units` (mounts distinct) from the server at `offer` as above. Throws Error
-  // naming the server, the unit or the file when a fetch or a check fails.
+  // naming the server, the unit or the file when a fetch or a check fails, or when a file
+  // or a mount is named as the cache's own (MANIFEST.json, STAGED.json at the top) or
+  // a top file as a mount, or, before anything is fetched, when the units it lacks would
+  // not fit on the cache's file system (naming the bytes needed and free).
   StageOutcome stage(const std::vector<StagedUnit>& units, const ChannelOffer& offer, uint32_t server);
 
   // The bytes of the units in the cache now.

@@ -14,11 +14,15 @@ namespace partita::runtime {
 
 namespace {
 
-// One node's session: its files, opened on first request and kept open.
+// One node's session: its files, of which the one asked for last is kept open (a node
+// fetches them in order). Keeping every file open exhausted the driver's descriptors: it
+// serves all nodes at once, and a job whose every node reads every part has sessions of
+// (nodes x parts x files per part) files.
 struct Session {
   std::shared_ptr<const std::vector<ServedUnit>> units;
   std::vector<std::string> paths;
-  std::vector<std::shared_ptr<ScopedFd>> fds;
+  size_t open_file = 0;           // the index of `fd`'s file
+  std::shared_ptr<ScopedFd> fd;   // shared with the reply's fill, which may outlive a switch
 };
 
 void refuse(ChannelReply& reply, const std::string& why) {
@@ -43,12 +47,14 @@ void answer(Session& s, Span<const char> request, ChannelReply& reply) {
   }
   const std::string& path = s.paths[r.file];
   try {
-    if (!s.fds[r.file]) {
+    if (!s.fd || s.open_file != r.file) {
+      s.fd.reset();  // the previous file's descriptor first
       const int opened = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (opened < 0) throw file_error(path, "cannot open: " + errno_text());
-      s.fds[r.file] = std::make_shared<ScopedFd>(opened);
+      s.fd = std::make_shared<ScopedFd>(opened);
+      s.open_file = r.file;
     }
-    const int fd = s.fds[r.file]->get();
+    const int fd = s.fd->get();
     const uint64_t size = regular_file_size(fd, path);
     if (r.offset > size || r.bytes > size - r.offset) {
       return refuse(reply, "the range [" + std::to_string(r.offset) + ", +" + std::to_string(r.bytes) + ") is past the end of " +
@@ -58,7 +64,7 @@ void answer(Session& s, Span<const char> request, ChannelReply& reply) {
     reply.head_length = 1;
     reply.body_bytes = r.bytes;
     reply.body_unit = 1;
-    reply.fill = [fd, path, start = r.offset](char* piece, uint64_t offset, uint64_t bytes) {
+    reply.fill = [keep = s.fd, fd, path, start = r.offset](char* piece, uint64_t offset, uint64_t bytes) {
       uint64_t done = 0;
       while (done < bytes) {
         const ssize_t n = ::pread(fd, piece + done, bytes - done, static_cast<off_t>(start + offset + done));
@@ -87,7 +93,6 @@ StageServer::StageServer(const std::string& host, std::chrono::milliseconds dead
             for (const ServedUnit& u : *session->units) {
               for (const StagedFile& f : u.unit.files) session->paths.push_back(u.dir + "/" + f.name);
             }
-            session->fds.resize(session->paths.size());
             ChannelService service;
             service.answer = [session](Span<const char> request, ChannelReply& reply) { answer(*session, request, reply); };
             service.refuse = [](const std::string& why, ChannelReply& reply) { refuse(reply, why); };

@@ -6,9 +6,11 @@
 // and that the cache stays within its bound.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -200,6 +202,82 @@ TEST_F(StagingTest, AManifestFromTheNetworkIsChecked) {
   const std::vector<StagedUnit> back = units_from_json(units_to_json(manifest));
   ASSERT_EQ(back.size(), manifest.size());
   for (size_t u = 0; u < back.size(); ++u) EXPECT_EQ(back[u].key(), manifest[u].key());
+}
+
+// The driver serves every node at once, and a job whose every node reads every part has
+// sessions of (nodes x parts x files per part) files: a session may not hold them all open.
+TEST_F(StagingTest, AServerSessionHoldsFewFilesOpenWhateverItServes) {
+  const fs::path many = root_ / "many";
+  fs::create_directories(many);
+  constexpr int kFiles = 200;
+  for (int i = 0; i < kFiles; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof(name), "f%03d", i);
+    write_file_atomically((many / name).string(), std::string(name) + " holds a few bytes");
+  }
+  const std::vector<ServedUnit> served{{many.string(), describe_unit(many.string(), "many")}};
+  ASSERT_EQ(served[0].unit.files.size(), static_cast<size_t>(kFiles));
+  StageCache cache(options());
+
+  // Room for the channel's sockets and a few files, not for every served file at once.
+  size_t open_now = 0;
+  for ([[maybe_unused]] const auto& fd : fs::directory_iterator("/proc/self/fd")) ++open_now;
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
+  rlimit tight = before;
+  tight.rlim_cur = open_now + 64;
+  ASSERT_LT(tight.rlim_cur, open_now + kFiles);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+  struct Restore {
+    rlimit limit;
+    ~Restore() { ::setrlimit(RLIMIT_NOFILE, &limit); }
+  } restore{before};
+
+  const StageOutcome outcome = stage(cache, served);
+  EXPECT_EQ(outcome.files_copied, kFiles);
+  for (const StagedFile& f : served[0].unit.files) expect_same_file(many / f.name, fs::path(outcome.folder) / "many" / f.name);
+}
+
+// A file named as the cache's own markers would be replaced by the marker after its check,
+// and the job would read the marker in its place: such a manifest is refused, named.
+TEST_F(StagingTest, AFileNamedAsTheCachesOwnIsRefusedNamingIt) {
+  StageCache cache(options());
+  const auto refused = [&](const fs::path& dir, const std::string& mount, const std::string& name) {
+    const std::vector<ServedUnit> served{{dir.string(), describe_unit(dir.string(), mount)}};
+    try {
+      const StageOutcome outcome = stage(cache, served);
+      ADD_FAILURE() << "staged " << name << " into " << outcome.folder << "; it now reads '"
+                    << read_file((fs::path(outcome.folder) / mount / name).string()).substr(0, 40) << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + name + "'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("the cache's own"), std::string::npos) << e.what();
+    }
+  };
+  fs::create_directories(root_ / "odd" / "unit");
+  write_file_atomically((root_ / "odd" / "unit" / "MANIFEST.json").string(), std::string("the job's own file"));
+  refused(root_ / "odd" / "unit", "unit", "MANIFEST.json");
+  fs::create_directories(root_ / "odd" / "top");
+  write_file_atomically((root_ / "odd" / "top" / "STAGED.json").string(), std::string("the job's own file"));
+  refused(root_ / "odd" / "top", "", "STAGED.json");
+}
+
+// Sizes come from the network: a staging that cannot fit on the node's disk is refused
+// before a byte is written, naming what it needs and what is free.
+TEST_F(StagingTest, AStagingThatCannotFitOnTheDiskIsRefusedBeforeItWrites) {
+  StageCache cache(options());
+  StagedUnit huge;
+  huge.mount = "huge";
+  huge.files = {{"a.bin", uint64_t{1} << 62, 1}, {"b.bin", UINT64_MAX, 2}};  // their sum overflows
+  try {
+    const StageOutcome outcome = stage(cache, {{(root_ / "data").string(), huge}});
+    ADD_FAILURE() << "staged into " << outcome.folder;
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find((root_ / "cache").string()), std::string::npos) << what;
+    EXPECT_NE(what.find(std::to_string(UINT64_MAX) + " bytes more"), std::string::npos) << what;
+    EXPECT_NE(what.find("bytes free"), std::string::npos) << what;
+  }
+  for ([[maybe_unused]] const auto& unit : fs::directory_iterator(root_ / "cache" / "units")) ADD_FAILURE() << unit.path();
 }
 
 TEST_F(StagingTest, AMissingCacheFolderParentIsAnErrorNamingIt) {

@@ -698,6 +698,13 @@ TEST_F(ClusterJobTest, NodesTrainOnStagedCopiesOfOnlyTheirPartsCachedAcrossJobs)
                        "--address", head.address});
   s = wait_for(head.address, [&](const json& s) { return epoch_of(s, "again-1") >= 1 && actors_on_live_nodes(s) > 0; });
   ASSERT_EQ(job_of(s, "again-1")["state"], "running") << s.dump(2) << second.output_so_far() << second.errors_so_far();
+  // The driver's log reaches `submit` as it follows it, after the head's status may already
+  // show the epoch: wait for both nodes' lines (a state, not a time).
+  const auto logged_until = std::chrono::steady_clock::now() + kBound;
+  while (staged_bytes(second.output_so_far()).size() < 2 && second.running() &&
+         std::chrono::steady_clock::now() < logged_until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   bytes = staged_bytes(second.output_so_far());
   EXPECT_EQ(bytes, (std::vector<uint64_t>{0, 0})) << second.output_so_far();
   s = wait_for(head.address, [](const json& s) {
