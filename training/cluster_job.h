@@ -68,8 +68,10 @@ struct ClusterJobOptions {
 // The job as a head's driver reads it (`partita submit --address`): the job as run
 // (job_to_yaml), with its data section as the user wrote it, paths made absolute. A job that
 // generates its graph or partitions a dataset thus has its data prepared by its driver, in
-// its output where the driver runs, rather than pointing at a folder on the submitting
-// machine that the driver's machine may not have. `job` is load_job(job_file).
+// its output where the driver runs, rather than pointing at a partition folder on the
+// submitting machine. A dataset's (or a partition folder's) absolute path must then exist on
+// the head's machine: the same machine, or a shared file system; datasets themselves are not
+// staged to the head. `job` is load_job(job_file).
 std::string submitted_job_yaml(const std::string& job_file, const JobConfig& job);
 
 // Runs the job as above and returns the last attempt's report (its epochs: those after the

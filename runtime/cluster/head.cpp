@@ -363,6 +363,12 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
         auto it = self->state.members.find(member);
         if (it == self->state.members.end() || !it->second.status.alive) return false;
         it->second.last_heartbeat = Clock::now();
+        // A unit's key is 16 hex digits (runtime/staging/stage_cache.h); anything else is not one.
+        const auto not_a_key = [](const std::string& key) {
+          return key.size() != 16 || key.find_first_not_of("0123456789abcdef") != std::string::npos;
+        };
+        load.cached_units.erase(std::remove_if(load.cached_units.begin(), load.cached_units.end(), not_a_key),
+                                load.cached_units.end());
         if (load.cached_units.size() > kMaxReportedCachedUnits) load.cached_units.resize(kMaxReportedCachedUnits);
         it->second.status.load = std::move(load);
         return true;

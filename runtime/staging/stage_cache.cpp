@@ -209,7 +209,8 @@ uint64_t StageCache::cached_bytes() const {
 
 StageOutcome StageCache::stage(const std::vector<StagedUnit>& units, const ChannelOffer& offer, uint32_t server) {
   check_names(units);
-  std::lock_guard<std::mutex> guard(mutex_);
+  // One staging at a time, within this process too: flock's lock belongs to each open of
+  // the lock file, so two threads conflict as two processes do, with the same deadline.
   CacheLock lock(options_.dir, options_.deadline);
   const fs::path root(options_.dir);
   check_space(root, units);

@@ -27,7 +27,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -79,7 +78,6 @@ class StageCache {
 
  private:
   StageCacheOptions options_;
-  std::mutex mutex_;  // one staging at a time in this process (the lock file: across processes)
 };
 
 }  // namespace partita::runtime
