@@ -25,13 +25,15 @@ namespace {
 
 // The first `daemon --head` of a cluster creates its CA and the head's identity where the
 // credentials are looked for (--tls-dir, PARTITA_TLS_DIR, ~/.partita/tls), as `partita
-// cluster init` would, when that folder holds neither a CA nor a certificate: a cluster
-// starts with one command. A folder with either is left alone (loading then names what is
+// cluster init` would, when that folder holds no CA, CA key or certificate: a cluster
+// starts with one command. A folder with any of them is left alone (loading then names what is
 // missing or wrong).
 void create_cluster_if_new(const GlobalOptions& global, const std::string& head_name) {
   namespace tls = runtime::tls;
   const std::filesystem::path dir = tls::credentials_dir(global.tls_dir);
-  if (std::filesystem::exists(dir / tls::kCaCertFile) || std::filesystem::exists(dir / tls::kCertFile)) return;
+  for (const char* file : {tls::kCaCertFile, tls::kCaKeyFile, tls::kCertFile}) {
+    if (std::filesystem::exists(dir / file)) return;
+  }
   std::string name = head_name.empty() ? "head" : head_name;
   try {
     tls::check_identity_name(name);

@@ -188,8 +188,10 @@ PemIdentity issue(const std::string& ca_cert_pem, const std::string& ca_key_pem,
 
 void init_cluster(const std::filesystem::path& dir, const std::string& node_name) {
   check_identity_name(node_name);
-  if (std::filesystem::exists(dir / kCaKeyFile) || std::filesystem::exists(dir / kCaCertFile)) {
-    throw Error(dir.string() + " already holds a cluster CA (" + kCaCertFile + "); remove it to start another cluster");
+  for (const char* file : {kCaCertFile, kCaKeyFile}) {
+    if (std::filesystem::exists(dir / file)) {
+      throw Error(dir.string() + " already holds a cluster CA (" + file + "); remove it to start another cluster");
+    }
   }
   const PemAuthority authority = make_authority("partita cluster CA", node_name);
   make_private_dir(dir);

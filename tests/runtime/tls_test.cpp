@@ -91,7 +91,17 @@ TEST(TlsTest, ClusterInitWritesACaAndAFirstIdentityWithPrivateKeys) {
     tls::init_cluster(dir, "head");
     ADD_FAILURE() << "init over an existing CA";
   } catch (const Error& e) {
-    EXPECT_CONTAINS(e.what(), "already holds a cluster CA");
+    EXPECT_CONTAINS(e.what(), "already holds a cluster CA (ca.crt)");
+  }
+  // An init cut short after the CA's key: the message names the file that is there.
+  const fs::path cut = tmp.path / "cut";
+  fs::create_directories(cut);
+  fs::copy_file(dir / "ca.key", cut / "ca.key");
+  try {
+    tls::init_cluster(cut, "head");
+    ADD_FAILURE() << "init over an existing CA key";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "already holds a cluster CA (ca.key)");
   }
 }
 
