@@ -13,6 +13,36 @@ namespace partita::bench {
 
 namespace fs = std::filesystem;
 
+std::string partitioned_graph(const Workdir& workdir, const std::string& folder, const std::string& params,
+                              const PartitionOptions& options, const std::function<Dataset()>& graph) {
+  const std::string dir = workdir.path() + "/" + folder, stamp = folder + "-params.txt";
+  if (workdir.has(stamp, params, folder + "/META.json")) return dir;
+  WriteOptions write;
+  write.overwrite = true;
+  partition_dataset(graph(), options, dir, write);
+  workdir.mark(stamp, params);
+  return dir;
+}
+
+std::string rmat_in_two_random_parts(const Workdir& workdir, int64_t num_nodes, double avg_degree, int64_t feature_dim,
+                                     uint64_t seed) {
+  std::ostringstream params;
+  params << "rmat nodes " << num_nodes << " degree " << avg_degree << " features " << feature_dim << " seed " << seed
+         << " random 2\n";
+  PartitionOptions options;
+  options.num_parts = 2;
+  options.method = PartitionMethod::kRandom;
+  options.seed = seed;
+  return partitioned_graph(workdir, "parts", params.str(), options, [&] {
+    RmatOptions rmat;
+    rmat.num_nodes = num_nodes;
+    rmat.avg_degree = avg_degree;
+    rmat.feature_dim = feature_dim;
+    rmat.seed = seed;
+    return generate_rmat(rmat);
+  });
+}
+
 Dataset input_or_rmat(const std::string& input, const RmatOptions& rmat) {
   return input.empty() ? generate_rmat(rmat) : read_npy_folder(input);
 }

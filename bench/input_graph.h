@@ -4,13 +4,29 @@
 // when the folder changed: its fingerprint is each file's name, size and modification time.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "bench/workdir.h"
 #include "partitioner/dataset.h"
 #include "partitioner/generators.h"
+#include "partitioner/partition.h"
+#include "partitioner/partition_format.h"
 
 namespace partita::bench {
+
+// workdir/`folder`: `graph()` partitioned with `options`, unless a folder made from the
+// same `params` (a text naming everything the graph and its partitioning depend on) is
+// there already. Returns the folder's path.
+std::string partitioned_graph(const Workdir& workdir, const std::string& folder, const std::string& params,
+                              const PartitionOptions& options, const std::function<Dataset()>& graph);
+
+// R-MAT with `num_nodes`, `avg_degree`, `feature_dim` and `seed` in 2 random parts (the
+// benchmarks that move a partition's bytes: its edges do not matter) in workdir/parts.
+std::string rmat_in_two_random_parts(const Workdir& workdir, int64_t num_nodes, double avg_degree, int64_t feature_dim,
+                                     uint64_t seed);
 
 // The graph a benchmark measures: `input` read as an npy folder, or, without one, R-MAT
 // generated from `rmat`.

@@ -9,16 +9,15 @@
 #include <algorithm>
 #include <functional>
 #include <regex>
-#include <sstream>
 #include <thread>
 
 #include "base/error.h"
 #include "base/subprocess.h"
+#include "bench/input_graph.h"
 #include "bench/stats.h"
 #include "bench/workdir.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
-#include "partitioner/partition_format.h"
 #include "runtime/actor_system.h"
 #include "runtime/address.h"
 #include "runtime/cluster/head_client.h"
@@ -33,26 +32,6 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kTrialBound{60000};  // ends a trial that hangs
 constexpr milliseconds kPoll{5};
-
-std::string prepare_graph(const RecoveryBenchOptions& o, const Workdir& workdir) {
-  std::ostringstream params;
-  params << "sbm nodes " << o.num_nodes << " seed " << o.seed << "\n";
-  const std::string dir = workdir.path() + "/parts", stamp = "recovery-bench-params.txt";
-  if (workdir.has(stamp, params.str(), "parts/META.json")) return dir;
-  SbmOptions sbm;
-  sbm.num_nodes = o.num_nodes;
-  sbm.num_classes = 4;
-  sbm.feature_dim = 16;
-  sbm.seed = o.seed;
-  PartitionOptions options;
-  options.num_parts = 2;
-  options.seed = o.seed;
-  WriteOptions write;
-  write.overwrite = true;
-  partition_dataset(generate_sbm(sbm), options, dir, write);
-  workdir.mark(stamp, params.str());
-  return dir;
-}
 
 struct Trial {
   std::string signal;
@@ -82,7 +61,19 @@ void print_summary(const std::vector<Trial>& trials, const std::string& signal) 
 void run_recovery_bench(const RecoveryBenchOptions& o) {
   if (o.trials < 1) throw UsageError("--trials must be at least 1");
   Workdir workdir(o.work_dir, "recovery-bench");
-  const std::string parts = prepare_graph(o, workdir);
+  PartitionOptions options;
+  options.num_parts = 2;
+  options.seed = o.seed;
+  const std::string parts =
+      partitioned_graph(workdir, "parts", "sbm nodes " + std::to_string(o.num_nodes) + " seed " + std::to_string(o.seed) + "\n",
+                        options, [&] {
+                          SbmOptions sbm;
+                          sbm.num_nodes = o.num_nodes;
+                          sbm.num_classes = 4;
+                          sbm.feature_dim = 16;
+                          sbm.seed = o.seed;
+                          return generate_sbm(sbm);
+                        });
   const std::string runs = workdir.path() + "/runs";
   const std::string exe = self_executable();
   runtime::DaemonChild head = runtime::start_daemon_child(exe, {"--head", "--runs", runs}, {"--log-level", "warn"});

@@ -3,14 +3,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <sstream>
 
 #include "base/error.h"
 #include "base/stopwatch.h"
+#include "bench/input_graph.h"
 #include "bench/stats.h"
 #include "bench/workdir.h"
-#include "partitioner/generators.h"
-#include "partitioner/partition.h"
 #include "partitioner/partition_format.h"
 #include "runtime/staging/stage_cache.h"
 #include "runtime/staging/stage_server.h"
@@ -26,28 +24,6 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr auto kDeadline = 120s;
-
-std::string prepare_graph(const StagingBenchOptions& o, const Workdir& workdir) {
-  std::ostringstream params;
-  params << "nodes " << o.num_nodes << " degree " << o.avg_degree << " features " << o.feature_dim << " seed " << o.seed
-         << "\n";
-  const std::string dir = workdir.path() + "/parts", stamp = "staging-bench-params.txt";
-  if (workdir.has(stamp, params.str(), "parts/META.json")) return dir;
-  RmatOptions rmat;
-  rmat.num_nodes = o.num_nodes;
-  rmat.avg_degree = o.avg_degree;
-  rmat.feature_dim = o.feature_dim;
-  rmat.seed = o.seed;
-  PartitionOptions options;
-  options.num_parts = 2;
-  options.method = PartitionMethod::kRandom;
-  options.seed = o.seed;
-  WriteOptions write;
-  write.overwrite = true;
-  partition_dataset(generate_rmat(rmat), options, dir, write);
-  workdir.mark(stamp, params.str());
-  return dir;
-}
 
 // (a) `bytes` over a request channel in replies of at most the staging chunk, from memory.
 double channel_seconds(uint64_t bytes) {
@@ -93,7 +69,7 @@ double channel_seconds(uint64_t bytes) {
 
 void run_staging_bench(const StagingBenchOptions& o) {
   Workdir workdir(o.workdir, "staging-bench");
-  const std::string dir = prepare_graph(o, workdir);
+  const std::string dir = rmat_in_two_random_parts(workdir, o.num_nodes, o.avg_degree, o.feature_dim, o.seed);
   const int parts = read_partition_meta(dir).num_parts;
   std::vector<runtime::ServedUnit> served{
       {dir, runtime::describe_unit(dir, "", {kMetaFile, "partition_book.bin"})}};

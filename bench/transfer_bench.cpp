@@ -9,7 +9,6 @@
 #include <caf/all.hpp>
 #include <cstdio>
 #include <cstring>
-#include <sstream>
 #include <thread>
 
 #include "actors/feature_channel.h"
@@ -19,11 +18,10 @@
 #include "base/random.h"
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
+#include "bench/input_graph.h"
 #include "bench/stats.h"
 #include "bench/workdir.h"
 #include "messages/codec.h"
-#include "partitioner/generators.h"
-#include "partitioner/partition.h"
 #include "partitioner/partition_stores.h"
 #include "runtime/client.h"
 #include "runtime/daemon_child.h"
@@ -38,30 +36,6 @@ namespace {
 
 constexpr auto kDeadline = 120s;
 
-
-// Generates and partitions (randomly: only partition 1's features matter) the graph into
-// workdir/parts, unless a folder from the same options is there already.
-std::string prepare_graph(const TransferBenchOptions& o, const Workdir& workdir) {
-  std::ostringstream params;
-  params << "nodes " << o.num_nodes << " degree " << o.avg_degree << " features " << o.feature_dim << " seed " << o.seed
-         << "\n";
-  const std::string dir = workdir.path() + "/parts", stamp = "transfer-bench-params.txt";
-  if (workdir.has(stamp, params.str(), "parts/META.json")) return dir;
-  RmatOptions rmat;
-  rmat.num_nodes = o.num_nodes;
-  rmat.avg_degree = o.avg_degree;
-  rmat.feature_dim = o.feature_dim;
-  rmat.seed = o.seed;
-  PartitionOptions options;
-  options.num_parts = 2;
-  options.method = PartitionMethod::kRandom;
-  options.seed = o.seed;
-  WriteOptions write;
-  write.overwrite = true;
-  partition_dataset(generate_rmat(rmat), options, dir, write);
-  workdir.mark(stamp, params.str());
-  return dir;
-}
 
 // (a) Moves `bytes` through a loopback TCP connection between two threads `requests` times
 // (after one warm-up); returns bytes/s.
@@ -192,7 +166,8 @@ double caf_bytes_per_second(caf::actor_system& system, const partition_actor& re
 
 void run_transfer_bench(const TransferBenchOptions& o) {
   const Workdir workdir(o.workdir, "transfer-bench");
-  const std::string dir = prepare_graph(o, workdir);
+  // Random parts: only partition 1's features matter.
+  const std::string dir = rmat_in_two_random_parts(workdir, o.num_nodes, o.avg_degree, o.feature_dim, o.seed);
 
   runtime::ActorSystemOptions system_options;
   add_protocol_types(system_options);
