@@ -184,6 +184,12 @@ class Driver {
   // Link prediction: AUC, MRR, Hits@k and loss over the split's held-out edges, scored by
   // every trainer ("valid" or "test").
   LinkMetrics evaluate_links(const std::string& split);
+  // One evaluation reply from each trainer, each handed to `on_reply` (a handler of the
+  // reply's types); an error reply, a lost actor or no reply within progress_deadline ends
+  // the job, naming it. Blocking receive leaves other messages in the mailbox, so every
+  // receive that ends without a failure took one reply.
+  template <class OnReply>
+  void receive_evaluations(const std::string& split, OnReply on_reply);
   // What a link-prediction job with a GNN encoder needs of its graph, checked before any
   // actor starts: UsageError naming the field otherwise.
   void check_link_job() const;
@@ -556,22 +562,12 @@ EpochMetrics Driver::train_epoch(int epoch, int64_t steps, const ResumePoint& fr
   return m;
 }
 
-std::pair<double, double> Driver::evaluate(const std::string& split) {
-  // Sent, not requested, so that every trainer evaluates at once; the replies come back
-  // as plain messages, told apart by their sender.
-  for (const auto& trainer : actors_.trainers) self_->send(trainer, evaluate_atom::value, split);
-  double loss = 0;
-  int64_t correct = 0, seeds = 0;
-  size_t replies = 0;
+template <class OnReply>
+void Driver::receive_evaluations(const std::string& split, OnReply on_reply) {
   std::optional<Error> failure;
-  while (replies < actors_.trainers.size() && !failure) {
+  for (size_t replies = 0; replies < actors_.trainers.size() && !failure; ++replies) {
     self_->receive(
-        [&](double l, int64_t c, int64_t n) {
-          loss += l;
-          correct += c;
-          seeds += n;
-          ++replies;
-        },
+        on_reply,
         [&](caf::error& e) {
           failure = Error(describe_actor(caf::actor_cast<caf::actor_addr>(self_->current_sender())) + ": evaluating " +
                           split + " failed: " + runtime::describe(runtime_.system(), e));
@@ -585,6 +581,19 @@ std::pair<double, double> Driver::evaluate(const std::string& split) {
         });
   }
   if (failure) fail(*failure);
+}
+
+std::pair<double, double> Driver::evaluate(const std::string& split) {
+  // Sent, not requested, so that every trainer evaluates at once; the replies come back
+  // as plain messages, told apart by their sender.
+  for (const auto& trainer : actors_.trainers) self_->send(trainer, evaluate_atom::value, split);
+  double loss = 0;
+  int64_t correct = 0, seeds = 0;
+  receive_evaluations(split, [&](double l, int64_t c, int64_t n) {
+    loss += l;
+    correct += c;
+    seeds += n;
+  });
   if (seeds == 0) return {0, 0};
   return {loss / seeds, static_cast<double>(correct) / seeds};
 }
@@ -593,30 +602,12 @@ LinkMetrics Driver::evaluate_links(const std::string& split) {
   for (const auto& trainer : actors_.trainers) self_->send(trainer, link_eval_atom::value, split);
   // By trainer, so that the metrics' sums run in one order however the replies arrive.
   std::vector<std::vector<char>> scores(actors_.trainers.size());
-  size_t replies = 0;
-  std::optional<Error> failure;
-  while (replies < actors_.trainers.size() && !failure) {
-    self_->receive(
-        [&](std::vector<char>& bytes) {
-          const caf::actor_addr sender = caf::actor_cast<caf::actor_addr>(self_->current_sender());
-          for (size_t t = 0; t < actors_.trainers.size(); ++t) {
-            if (actors_.trainers[t].address() == sender) scores[t] = std::move(bytes);
-          }
-          ++replies;
-        },
-        [&](caf::error& e) {
-          failure = Error(describe_actor(caf::actor_cast<caf::actor_addr>(self_->current_sender())) + ": evaluating " +
-                          split + " failed: " + runtime::describe(runtime_.system(), e));
-        },
-        [&](caf::down_msg& down) {
-          failure = Error(describe_actor(down.source) + " was lost: " + runtime::describe(runtime_.system(), down.reason));
-        },
-        caf::after(options_.progress_deadline) >> [&] {
-          failure = Error("no evaluation result from the trainers for " +
-                          std::to_string(options_.progress_deadline.count() / 1000) + " s");
-        });
-  }
-  if (failure) fail(*failure);
+  receive_evaluations(split, [&](std::vector<char>& bytes) {
+    const caf::actor_addr sender = caf::actor_cast<caf::actor_addr>(self_->current_sender());
+    for (size_t t = 0; t < actors_.trainers.size(); ++t) {
+      if (actors_.trainers[t].address() == sender) scores[t] = std::move(bytes);
+    }
+  });
   std::vector<float> rows;
   for (const std::vector<char>& bytes : scores) {
     const size_t at = rows.size(), n = bytes.size() / sizeof(float);
