@@ -206,8 +206,10 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
   }
 }
 
-void read_model(Section s, JobConfig& job) {
-  s.read_choice("kind", job.model, {"graphsage", "gcn", "gat", "rgcn", "hetero_sage"});
+// The GNN's shape, the same fields for a node classifier (model.kind) and a link
+// predictor's encoder (model.encoder): job.model is already read. `rgcn` is how the model
+// section names R-GCN ("rgcn" or "encoder: rgcn").
+void read_gnn_shape(Section& s, JobConfig& job, const std::string& rgcn) {
   s.read_int("hidden", job.hidden, 1, JobLimits::kMaxWidth);
   s.read_int("layers", job.layers, 1, JobLimits::kMaxLayers);
   s.read_int("heads", job.heads, 1, JobLimits::kMaxHeads);
@@ -216,20 +218,37 @@ void read_model(Section s, JobConfig& job) {
   s.read_choice("decomposition", job.decomposition, {"none", "basis", "block"});
   s.read_int("bases", job.bases, 0, JobLimits::kMaxWidth);
   s.read_int("blocks", job.blocks, 0, JobLimits::kMaxWidth);
-  s.read("target_type", job.target_type, "a node type name");
-  s.reject_unknown();
-  const bool relational = job.model == "rgcn" || job.model == "hetero_sage";
-  if (!relational && !job.target_type.empty()) {
-    s.fail(s.field("target_type"), "applies to the relational kinds (rgcn, hetero_sage), not " + job.model);
-  }
   if (job.decomposition != "none" && job.model != "rgcn") {
-    s.fail(s.field("decomposition"), "applies to rgcn only, not " + job.model);
+    s.fail(s.field("decomposition"), "applies to " + rgcn + " only, not " + job.model);
   }
   if (job.decomposition == "basis" && job.bases == 0) s.fail(s.field("bases"), "basis decomposition needs bases > 0");
   if (job.decomposition == "block" && job.blocks == 0) s.fail(s.field("blocks"), "block decomposition needs blocks > 0");
   if (job.model == "gat" && job.hidden % job.heads != 0) {
     s.fail(s.field("hidden"), std::to_string(job.hidden) + " is not a multiple of model.heads (" +
                                   std::to_string(job.heads) + "): GAT splits the hidden features over its heads");
+  }
+}
+
+// read_gnn_shape's fields, for job_to_yaml.
+void write_gnn_shape(YAML::Emitter& out, const JobConfig& job) {
+  out << YAML::Key << "hidden" << YAML::Value << job.hidden;
+  out << YAML::Key << "layers" << YAML::Value << job.layers;
+  out << YAML::Key << "heads" << YAML::Value << job.heads;
+  out << YAML::Key << "dropout" << YAML::Value << job.dropout;
+  out << YAML::Key << "trim" << YAML::Value << job.trim;
+  out << YAML::Key << "decomposition" << YAML::Value << job.decomposition;
+  out << YAML::Key << "bases" << YAML::Value << job.bases;
+  out << YAML::Key << "blocks" << YAML::Value << job.blocks;
+}
+
+void read_model(Section s, JobConfig& job) {
+  s.read_choice("kind", job.model, {"graphsage", "gcn", "gat", "rgcn", "hetero_sage"});
+  read_gnn_shape(s, job, "rgcn");
+  s.read("target_type", job.target_type, "a node type name");
+  s.reject_unknown();
+  const bool relational = job.model == "rgcn" || job.model == "hetero_sage";
+  if (!relational && !job.target_type.empty()) {
+    s.fail(s.field("target_type"), "applies to the relational kinds (rgcn, hetero_sage), not " + job.model);
   }
 }
 
@@ -317,26 +336,7 @@ void read_link_model(Section s, JobConfig& job) {
     link.eval_negatives = 1;
     job.optimizer = "adam";
     job.learning_rate = 0.01;
-    s.read_int("hidden", job.hidden, 1, JobLimits::kMaxWidth);
-    s.read_int("layers", job.layers, 1, JobLimits::kMaxLayers);
-    s.read_int("heads", job.heads, 1, JobLimits::kMaxHeads);
-    s.read_real("dropout", job.dropout, 0.0, 0.99);
-    s.read("trim", job.trim, "true or false");
-    if (job.model == "gat" && job.hidden % job.heads != 0) {
-      s.fail(s.field("hidden"), std::to_string(job.hidden) + " is not a multiple of model.heads (" +
-                                    std::to_string(job.heads) + "): GAT splits the hidden features over its heads");
-    }
-    // The relational encoders (heterogeneous graphs), as node classification reads them.
-    s.read_choice("decomposition", job.decomposition, {"none", "basis", "block"});
-    s.read_int("bases", job.bases, 0, JobLimits::kMaxWidth);
-    s.read_int("blocks", job.blocks, 0, JobLimits::kMaxWidth);
-    if (job.decomposition != "none" && job.model != "rgcn") {
-      s.fail(s.field("decomposition"), "applies to encoder: rgcn only, not " + job.model);
-    }
-    if (job.decomposition == "basis" && job.bases == 0) s.fail(s.field("bases"), "basis decomposition needs bases > 0");
-    if (job.decomposition == "block" && job.blocks == 0) {
-      s.fail(s.field("blocks"), "block decomposition needs blocks > 0");
-    }
+    read_gnn_shape(s, job, "encoder: rgcn");
     if (s.has("target_edge")) {
       const YAML::Node list = s.get("target_edge");
       if (!list.IsSequence() || list.size() != 3) {
@@ -565,26 +565,12 @@ std::string job_to_yaml(const JobConfig& job) {
     out << YAML::Key << "init_std" << YAML::Value << link.init_std;
   }
   if (job.link_gnn()) {
-    out << YAML::Key << "hidden" << YAML::Value << job.hidden;
-    out << YAML::Key << "layers" << YAML::Value << job.layers;
-    out << YAML::Key << "heads" << YAML::Value << job.heads;
-    out << YAML::Key << "dropout" << YAML::Value << job.dropout;
-    out << YAML::Key << "trim" << YAML::Value << job.trim;
-    out << YAML::Key << "decomposition" << YAML::Value << job.decomposition;
-    out << YAML::Key << "bases" << YAML::Value << job.bases;
-    out << YAML::Key << "blocks" << YAML::Value << job.blocks;
+    write_gnn_shape(out, job);
     out << YAML::Key << "input" << YAML::Value << link.input;
     if (!link.target_edge.empty()) out << YAML::Key << "target_edge" << YAML::Value << YAML::Flow << link.target_edge;
   } else if (!job.link_prediction()) {
     out << YAML::Key << "kind" << YAML::Value << job.model;
-    out << YAML::Key << "hidden" << YAML::Value << job.hidden;
-    out << YAML::Key << "layers" << YAML::Value << job.layers;
-    out << YAML::Key << "heads" << YAML::Value << job.heads;
-    out << YAML::Key << "dropout" << YAML::Value << job.dropout;
-    out << YAML::Key << "trim" << YAML::Value << job.trim;
-    out << YAML::Key << "decomposition" << YAML::Value << job.decomposition;
-    out << YAML::Key << "bases" << YAML::Value << job.bases;
-    out << YAML::Key << "blocks" << YAML::Value << job.blocks;
+    write_gnn_shape(out, job);
     out << YAML::Key << "target_type" << YAML::Value << job.target_type;
   }
   out << YAML::EndMap;
