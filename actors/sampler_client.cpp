@@ -41,12 +41,11 @@ void wire_sampler(caf::actor_system& system, const sampler_actor& sampler, const
   if (!failure.empty()) throw Error(failure);
 }
 
-int64_t SamplerClient::start_link_plan(const EpochPlan& plan) {
-  Encoded message;
-  Encoder().link_plan(plan, message.bytes);
+template <class What, class... Ts>
+int64_t SamplerClient::ask_for_epoch(const What& what, Ts&&... request) {
   std::string failure;
   int64_t batches = 0;
-  self_->request(sampler_, deadline_, link_plan_atom::value, std::move(message))
+  self_->request(sampler_, deadline_, std::forward<Ts>(request)...)
       .receive(
           [&](Encoded& reply) {
             try {
@@ -56,26 +55,21 @@ int64_t SamplerClient::start_link_plan(const EpochPlan& plan) {
             }
           },
           [&](caf::error& e) { failure = transport_failure(system_, e, deadline_); });
-  if (!failure.empty()) throw Error(name_ + ": link plan of epoch " + std::to_string(plan.epoch) + ": " + failure);
+  if (!failure.empty()) throw Error(name_ + ": " + what() + ": " + failure);
   return batches;
+}
+
+int64_t SamplerClient::start_link_plan(const EpochPlan& plan) {
+  Encoded message;
+  Encoder().link_plan(plan, message.bytes);
+  return ask_for_epoch([&] { return "link plan of epoch " + std::to_string(plan.epoch); }, link_plan_atom::value,
+                       std::move(message));
 }
 
 int64_t SamplerClient::start_epoch(const std::string& split, uint64_t plan_seed, uint64_t epoch, int64_t batch_size,
                                    bool shuffle) {
-  std::string failure;
-  int64_t batches = 0;
-  self_->request(sampler_, deadline_, epoch_atom::value, split, plan_seed, epoch, batch_size, shuffle)
-      .receive(
-          [&](Encoded& reply) {
-            try {
-              batches = decode_sampler_ack(Span<const char>(reply.bytes));
-            } catch (const Error& e) {
-              failure = e.what();
-            }
-          },
-          [&](caf::error& e) { failure = transport_failure(system_, e, deadline_); });
-  if (!failure.empty()) throw Error(name_ + ": epoch " + std::to_string(epoch) + " of '" + split + "': " + failure);
-  return batches;
+  return ask_for_epoch([&] { return "epoch " + std::to_string(epoch) + " of '" + split + "'"; }, epoch_atom::value,
+                       split, plan_seed, epoch, batch_size, shuffle);
 }
 
 MiniBatch SamplerClient::next() {

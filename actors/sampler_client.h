@@ -60,6 +60,11 @@ class SamplerClient {
   const sampler_actor& actor() const { return sampler_; }
 
  private:
+  // Sends `request...` to the sampler and returns the batch count of its ack; Error naming
+  // `what()` (what was asked) when the sampler refuses or does not answer in time.
+  template <class What, class... Ts>
+  int64_t ask_for_epoch(const What& what, Ts&&... request);
+
   caf::actor_system& system_;
   sampler_actor sampler_;
   std::chrono::milliseconds deadline_;
