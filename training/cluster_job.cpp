@@ -56,12 +56,23 @@ std::vector<std::string> stage_partitions(runtime::Runtime& rt, const JobConfig&
   std::vector<caf::actor> stagers;
   std::vector<std::vector<runtime::StagedUnit>> requests;
   caf::scoped_actor self(rt.system());
+  // The stagers go with the staging, and are gone when it returns (a node lists the actors
+  // it runs by owner: one left over would show as another job), waited for at most 5 s.
   struct StopStagers {
+    caf::scoped_actor& self;
     std::vector<caf::actor>& stagers;
     ~StopStagers() {
-      for (const auto& s : stagers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+      for (const auto& s : stagers) {
+        self->monitor(s);
+        self->send_exit(s, caf::exit_reason::user_shutdown);
+      }
+      for (size_t gone = 0; gone < stagers.size(); ++gone) {
+        bool timed_out = false;
+        self->receive([](const caf::down_msg&) {}, caf::after(std::chrono::seconds(5)) >> [&] { timed_out = true; });
+        if (timed_out) break;
+      }
     }
-  } stop{stagers};
+  } stop{self, stagers};
   std::vector<caf::response_handle<caf::blocking_actor, caf::message, true>> pending;
   for (int node = 0; node < rt.num_nodes(); ++node) {
     std::vector<runtime::ServedUnit> served{{dir, top}};
