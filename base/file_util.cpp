@@ -27,6 +27,14 @@ ScopedFd::~ScopedFd() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+ScopedFd& ScopedFd::operator=(ScopedFd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.release();
+  }
+  return *this;
+}
+
 void ScopedFd::close_or_throw(const std::string& path) {
   int fd = fd_;
   fd_ = -1;

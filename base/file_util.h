@@ -12,18 +12,28 @@ namespace partita {
 std::string errno_text();
 
 // Owns a POSIX file descriptor (closing it on scope exit) so that error paths leak nothing.
+// Movable: ownership travels with the object; -1 owns nothing.
 class ScopedFd {
  public:
+  ScopedFd() = default;
   explicit ScopedFd(int fd) : fd_(fd) {}
   ~ScopedFd();
+  ScopedFd(ScopedFd&& other) noexcept : fd_(other.release()) {}
+  ScopedFd& operator=(ScopedFd&& other) noexcept;
   ScopedFd(const ScopedFd&) = delete;
   ScopedFd& operator=(const ScopedFd&) = delete;
   int get() const { return fd_; }
+  // Gives up ownership: the caller closes the returned descriptor.
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
   // Closes now and reports failure (a full disk can surface only at close); errors name `path`.
   void close_or_throw(const std::string& path);
 
  private:
-  int fd_;
+  int fd_ = -1;
 };
 
 // Open for reading / for writing (created or truncated); errors name the file and the reason.

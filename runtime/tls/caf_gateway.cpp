@@ -5,10 +5,6 @@
 #include <caf/io/middleman_actor_impl.hpp>
 #include <caf/io/network/default_multiplexer.hpp>
 #include <caf/io/network/doorman_impl.hpp>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -26,9 +22,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/file_util.h"
 #include "runtime/errors.h"
 #include "runtime/tls/session.h"
 #include "runtime/transport/connection.h"
+#include "runtime/transport/tcp_socket.h"
 
 namespace partita::runtime::tls {
 
@@ -36,31 +34,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 const caf::atom_value kRegistryName = caf::atom("tlsgateway");
-
-std::string errno_string(int err) { return std::strerror(err); }
-
-void set_nonblocking(int fd) {
-  const int flags = ::fcntl(fd, F_GETFL, 0);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
-    throw Error("cannot make a socket non-blocking: " + errno_string(errno));
-  }
-}
-
-// A file descriptor closed on destruction.
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    std::swap(fd, o.fd);
-    return *this;
-  }
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  int release() { return std::exchange(fd, -1); }
-};
 
 // Runs the handshake of `session` on `fd` until done or `deadline`.
 void complete_handshake(Session& session, int fd, Deadline deadline) {
@@ -123,7 +96,7 @@ class BaspFrames {
 struct Link {
   static constexpr size_t kBuffer = 256 * 1024;
 
-  Fd net, local;
+  ScopedFd net, local;
   std::unique_ptr<Session> tls;
   std::string address;      // the peer's, for the log
   std::string where;        // the gate's endpoint ("" for outgoing links)
@@ -138,7 +111,7 @@ struct Link {
   bool net_eof = false, local_eof = false;
   uint64_t from_local = 0;  // bytes CAF has written into this link, ever
 
-  bool bridging() const { return local.fd >= 0; }
+  bool bridging() const { return local.get() >= 0; }
 
   short net_events() const {
     if (!bridging()) return tls->wants() != 0 ? tls->wants() : POLLIN;
@@ -151,14 +124,14 @@ struct Link {
 
   // Connects CAF's side once the handshake is done.
   void start_bridge() {
-    local = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    local = ScopedFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_un to{};
     to.sun_family = AF_UNIX;
     std::strncpy(to.sun_path, local_path.c_str(), sizeof(to.sun_path) - 1);
-    if (local.fd < 0 || ::connect(local.fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
-      throw Error("cannot hand the connection to the actor system: " + errno_string(errno));
+    if (local.get() < 0 || ::connect(local.get(), reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+      throw Error("cannot hand the connection to the actor system: " + errno_text());
     }
-    set_nonblocking(local.fd);
+    set_nonblocking(local.get());
     allocate();
   }
   void allocate() {
@@ -186,7 +159,7 @@ struct Link {
         }
       }
       if (in_end > in_begin) {
-        const ssize_t n = ::send(local.fd, in.data() + in_begin, in_end - in_begin, MSG_NOSIGNAL | MSG_DONTWAIT);
+        const ssize_t n = ::send(local.get(), in.data() + in_begin, in_end - in_begin, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;  // CAF closed its end
         if (n > 0) {
           in_begin += static_cast<size_t>(n);
@@ -195,7 +168,7 @@ struct Link {
         }
       }
       if (out_end < kBuffer && !local_eof) {
-        const ssize_t n = ::recv(local.fd, out.data() + out_end, kBuffer - out_end, MSG_DONTWAIT);
+        const ssize_t n = ::recv(local.get(), out.data() + out_end, kBuffer - out_end, MSG_DONTWAIT);
         if (n == 0) local_eof = true;  // CAF closed the connection
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
         if (n > 0) {
@@ -236,13 +209,13 @@ class Loop {
   // Accepts on `tcp` for a gate at `where`, handing connections to CAF at `local_path`.
   void add_listener(int tcp, std::string where, std::string local_path) {
     post([this, tcp, where = std::move(where), local_path = std::move(local_path)] {
-      listeners_.push_back({Fd(tcp), where, local_path});
+      listeners_.push_back({ScopedFd(tcp), where, local_path});
     });
   }
   // Stops accepting on `tcp` (the gate went); its open connections stay.
   void remove_listener(int tcp) {
     post([this, tcp] {
-      listeners_.remove_if([tcp](const Listening& l) { return l.tcp.fd == tcp; });
+      listeners_.remove_if([tcp](const Listening& l) { return l.tcp.get() == tcp; });
     });
   }
   // Bridges an established outgoing connection. False at kMaxBridges.
@@ -256,7 +229,7 @@ class Loop {
 
  private:
   struct Listening {
-    Fd tcp;
+    ScopedFd tcp;
     std::string where, local_path;
   };
 
@@ -267,18 +240,18 @@ class Loop {
     }
     const uint64_t one = 1;
     if (::write(wake_, &one, sizeof(one)) < 0 && errno != EAGAIN) {
-      spdlog::error("TLS gateway: cannot wake its thread: {}", errno_string(errno));
+      spdlog::error("TLS gateway: cannot wake its thread: {}", errno_text());
     }
   }
 
   void run() {
     for (;;) {
       std::vector<pollfd> fds{{stop_.fd(), POLLIN, 0}, {wake_, POLLIN, 0}};
-      for (const auto& l : listeners_) fds.push_back({l.tcp.fd, POLLIN, 0});
+      for (const auto& l : listeners_) fds.push_back({l.tcp.get(), POLLIN, 0});
       Deadline wake_at = kNoDeadline;
       for (const auto& link : links_) {
-        fds.push_back({link->net.fd, link->net_events(), 0});
-        fds.push_back({link->local.fd, link->bridging() ? link->local_events() : short{0}, 0});
+        fds.push_back({link->net.get(), link->net_events(), 0});
+        fds.push_back({link->local.get(), link->bridging() ? link->local_events() : short{0}, 0});
         if (!link->bridging()) wake_at = std::min(wake_at, link->deadline);
       }
       int timeout_ms = -1;
@@ -287,7 +260,7 @@ class Loop {
         timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
       }
       if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
-        spdlog::error("TLS gateway: poll failed: {}", errno_string(errno));
+        spdlog::error("TLS gateway: poll failed: {}", errno_text());
         return;
       }
       if (fds[0].revents != 0) {
@@ -297,7 +270,7 @@ class Loop {
       if (fds[1].revents != 0) run_tasks();
       size_t at = 2;
       for (auto& l : listeners_) {
-        if (at < fds.size() && fds[at].fd == l.tcp.fd && fds[at].revents != 0) accept_all(l);
+        if (at < fds.size() && fds[at].fd == l.tcp.get() && fds[at].revents != 0) accept_all(l);
         ++at;
       }
       (void)at;
@@ -352,8 +325,8 @@ class Loop {
       if (now >= until || (!unsent && now - quiet_since >= kDrainQuiet)) return;
       std::vector<pollfd> fds;
       for (const auto& link : links_) {
-        fds.push_back({link->net.fd, link->net_events(), 0});
-        fds.push_back({link->local.fd, link->local_events(), 0});
+        fds.push_back({link->net.get(), link->net_events(), 0});
+        fds.push_back({link->local.get(), link->local_events(), 0});
       }
       if (::poll(fds.data(), fds.size(), 10) < 0 && errno != EINTR) return;
     }
@@ -373,16 +346,14 @@ class Loop {
 
   void accept_all(Listening& l) {
     for (int i = 0; i < 64; ++i) {
-      Fd fd(::accept4(l.tcp.fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-      if (fd.fd < 0) return;
-      const int one = 1;
-      ::setsockopt(fd.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      ScopedFd fd = accept_tcp(l.tcp.get());
+      if (fd.get() < 0) return;
       auto link = std::make_unique<Link>();
-      link->address = peer_address(fd.fd);
+      link->address = peer_address(fd.get());
       link->where = l.where;
       link->local_path = l.local_path;
       link->deadline = Clock::now() + kHandshakeDeadline;
-      link->tls = std::make_unique<Session>(credentials_, fd.fd, Session::Role::server);
+      link->tls = std::make_unique<Session>(credentials_, fd.get(), Session::Role::server);
       link->net = std::move(fd);
       if (handshakes_ >= kMaxHandshakes || bridges_.load() >= kMaxBridges) cut_oldest_handshake(link->address);
       ++handshakes_;
@@ -470,10 +441,11 @@ class Loop {
 class Gate {
  public:
   Gate(std::shared_ptr<Loop> loop, const std::string& host, uint16_t port, bool reuse) : loop_(std::move(loop)) {
-    Fd tcp = listen_tcp(host, port, reuse);
+    ListeningSocket tcp = listen_tcp(host, port, 128, reuse);
     listen_local();
-    tcp_ = tcp.fd;
-    loop_->add_listener(tcp.release(), endpoint_.to_string(), path_);
+    endpoint_ = tcp.endpoint;
+    tcp_ = tcp.socket.get();
+    loop_->add_listener(tcp.socket.release(), endpoint_.to_string(), path_);
   }
   ~Gate() {
     loop_->remove_listener(tcp_);
@@ -488,59 +460,25 @@ class Gate {
   const Endpoint& endpoint() const { return endpoint_; }
 
  private:
-  Fd listen_tcp(const std::string& host, uint16_t port, bool reuse) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE;
-    addrinfo* list = nullptr;
-    const std::string service = std::to_string(port);
-    if (int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &list); rc != 0) {
-      throw Error("cannot resolve '" + host + "': " + ::gai_strerror(rc));
-    }
-    std::string last_error = "no address";
-    Fd result;
-    for (addrinfo* a = list; a != nullptr && result.fd < 0; a = a->ai_next) {
-      Fd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol));
-      if (fd.fd < 0) continue;
-      const int one = 1;
-      if (reuse) ::setsockopt(fd.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-      sockaddr_storage bound{};
-      socklen_t len = sizeof(bound);
-      if (::bind(fd.fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd.fd, 128) != 0 ||
-          ::getsockname(fd.fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
-        last_error = errno_string(errno);
-        continue;
-      }
-      const uint16_t p = bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                                     : reinterpret_cast<sockaddr_in*>(&bound)->sin_port;
-      endpoint_ = Endpoint{host, ntohs(p)};
-      result = std::move(fd);
-    }
-    ::freeaddrinfo(list);
-    if (result.fd < 0) throw Error("cannot listen on " + host + ":" + std::to_string(port) + ": " + last_error);
-    return result;
-  }
-
   void listen_local() {
     char pattern[] = "/tmp/partita-caf-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) throw Error("cannot create a private socket folder: " + errno_string(errno));
+    if (::mkdtemp(pattern) == nullptr) throw Error("cannot create a private socket folder: " + errno_text());
     dir_ = pattern;
     path_ = dir_ + "/basp.sock";
-    local_ = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    local_ = ScopedFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     std::strncpy(address.sun_path, path_.c_str(), sizeof(address.sun_path) - 1);
-    if (local_.fd < 0 || ::bind(local_.fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-        ::listen(local_.fd, 128) != 0) {
-      throw Error("cannot listen on " + path_ + ": " + errno_string(errno));
+    if (local_.get() < 0 || ::bind(local_.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+        ::listen(local_.get(), 128) != 0) {
+      throw Error("cannot listen on " + path_ + ": " + errno_text());
     }
   }
 
   std::shared_ptr<Loop> loop_;
   Endpoint endpoint_;
   int tcp_ = -1;  // the loop's
-  Fd local_;
+  ScopedFd local_;
   std::string dir_, path_;
 };
 
@@ -556,48 +494,6 @@ class GatedDoorman : public caf::io::network::doorman_impl {
  private:
   std::unique_ptr<Gate> gate_;
 };
-
-Fd connect_tcp(const std::string& host, uint16_t port, Deadline deadline) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* list = nullptr;
-  const std::string service = std::to_string(port);
-  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &list); rc != 0) {
-    throw Error("cannot resolve '" + host + "': " + ::gai_strerror(rc));
-  }
-  std::string last_error = "no address";
-  Fd result;
-  for (addrinfo* a = list; a != nullptr && result.fd < 0; a = a->ai_next) {
-    Fd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol));
-    if (fd.fd < 0) continue;
-    if (::connect(fd.fd, a->ai_addr, a->ai_addrlen) != 0) {
-      if (errno != EINPROGRESS) {
-        last_error = errno_string(errno);
-        continue;
-      }
-      try {
-        wait_ready(fd.fd, POLLOUT, deadline, nullptr, "connecting");
-      } catch (const Error& e) {
-        last_error = e.what();
-        continue;
-      }
-      int err = 0;
-      socklen_t len = sizeof(err);
-      ::getsockopt(fd.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-      if (err != 0) {
-        last_error = errno_string(err);
-        continue;
-      }
-    }
-    const int one = 1;
-    ::setsockopt(fd.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    result = std::move(fd);
-  }
-  ::freeaddrinfo(list);
-  if (result.fd < 0) throw Error(last_error);
-  return result;
-}
 
 class GatewayActor : public caf::io::middleman_actor_impl {
  public:
@@ -621,17 +517,17 @@ class GatewayActor : public caf::io::middleman_actor_impl {
     try {
       const Deadline deadline = Clock::now() + kHandshakeDeadline;
       auto link = std::make_unique<Link>();
-      link->net = connect_tcp(host, port, deadline);
+      link->net = connect_tcp(host, port, deadline, nullptr);
       link->address = where;
-      link->tls = std::make_unique<Session>(credentials_, link->net.fd, Session::Role::client);
-      complete_handshake(*link->tls, link->net.fd, deadline);
+      link->tls = std::make_unique<Session>(credentials_, link->net.get(), Session::Role::client);
+      complete_handshake(*link->tls, link->net.get(), deadline);
       int pair[2];
       if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-        throw Error("cannot create a socket pair: " + errno_string(errno));
+        throw Error("cannot create a socket pair: " + errno_text());
       }
-      Fd caf_end(pair[0]);
-      link->local = Fd(pair[1]);
-      set_nonblocking(link->local.fd);
+      ScopedFd caf_end(pair[0]);
+      link->local = ScopedFd(pair[1]);
+      set_nonblocking(link->local.get());
       link->allocate();
       if (!loop_->add_link(std::move(link))) throw Error(std::to_string(kMaxBridges) + " connections already open");
       return system().middleman().backend().new_scribe(caf_end.release());

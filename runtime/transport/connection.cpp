@@ -1,12 +1,8 @@
 #include "runtime/transport/connection.h"
 
-#include <fcntl.h>
 #include <limits.h>
-#include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +12,7 @@
 #include <vector>
 
 #include "runtime/tls/credentials.h"
+#include "runtime/transport/tcp_socket.h"
 #include "runtime/transport/wire_format.h"
 
 namespace partita::runtime {
@@ -26,8 +23,6 @@ using Clock = std::chrono::steady_clock;
 using HelloBytes = unsigned char[wire::kHelloBytes];
 
 
-std::string errno_string(int err) { return std::strerror(err); }
-
 // Empty if `bytes` are the hello {token, peer}; otherwise what is wrong with them.
 std::string check_hello(const HelloBytes& bytes, uint64_t token, uint32_t peer) {
   wire::Hello h;
@@ -37,90 +32,7 @@ std::string check_hello(const HelloBytes& bytes, uint64_t token, uint32_t peer) 
   return "";
 }
 
-void set_nonblocking_nodelay(int fd) {
-  const int flags = ::fcntl(fd, F_GETFL, 0);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
-    throw Error("transport: cannot make a socket non-blocking: " + errno_string(errno));
-  }
-  // Segments are large, but each exchange ends with a short one: do not let Nagle hold it.
-  const int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
-struct AddrInfo {
-  addrinfo* list = nullptr;
-  ~AddrInfo() {
-    if (list != nullptr) ::freeaddrinfo(list);
-  }
-};
-
-AddrInfo resolve(const std::string& host, uint16_t port, bool passive) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = passive ? AI_PASSIVE : 0;
-  AddrInfo result;
-  const std::string service = std::to_string(port);
-  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &result.list); rc != 0) {
-    throw Error("transport: cannot resolve '" + host + "': " + ::gai_strerror(rc));
-  }
-  return result;
-}
-
 }  // namespace
-
-// --- Waiting ---
-
-void wait_ready(pollfd* fds, size_t count, Deadline deadline, const Wakeup* wakeup, const std::string& doing) {
-  // The wakeup rides along as one more descriptor, so that a notify ends the poll at once.
-  // On the stack: this runs every time a socket is full or empty.
-  if (count > kMaxWaitDescriptors) throw Error("wait_ready: " + std::to_string(count) + " descriptors while " + doing);
-  pollfd all[kMaxWaitDescriptors + 1];
-  std::copy(fds, fds + count, all);
-  all[count] = {wakeup != nullptr ? wakeup->fd() : -1, POLLIN, 0};
-  for (;;) {
-    int timeout_ms = -1;
-    if (deadline != kNoDeadline) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-      timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
-    }
-    const int n = ::poll(all, count + 1, timeout_ms);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error("poll failed while " + doing + ": " + errno_string(errno));
-    if (all[count].revents != 0) throw Interrupted("interrupted while " + doing);
-    if (n > 0) {
-      for (size_t i = 0; i < count; ++i) fds[i].revents = all[i].revents;
-      return;
-    }
-    if (timeout_ms == 0) throw TimedOut("timed out while " + doing);
-  }
-}
-
-short wait_ready(int fd, short events, Deadline deadline, const Wakeup* wakeup, const std::string& doing) {
-  pollfd p{fd, events, 0};
-  wait_ready(&p, 1, deadline, wakeup, doing);
-  return p.revents;
-}
-
-// --- Wakeup ---
-
-Wakeup::Wakeup() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
-  if (fd_ < 0) throw Error("cannot create an eventfd: " + errno_string(errno));
-}
-
-Wakeup::~Wakeup() { ::close(fd_); }
-
-void Wakeup::notify() {
-  const uint64_t one = 1;
-  if (::write(fd_, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN) {
-    spdlog::error("transport: cannot signal a wakeup: {}", errno_string(errno));
-  }
-}
-
-bool Wakeup::notified() const {
-  pollfd p{fd_, POLLIN, 0};
-  return ::poll(&p, 1, 0) > 0;
-}
 
 // --- Connection ---
 
@@ -155,41 +67,16 @@ void Connection::secure(tls::Session::Role role, Deadline deadline, const Wakeup
 Connection Connection::connect(const Endpoint& to, uint64_t token, uint32_t self, std::string peer_name,
                                Deadline deadline, const Wakeup* wakeup) {
   const std::string what = "cannot connect to " + peer_name + " at " + to.to_string();
-  AddrInfo addresses = resolve(to.host, to.port, false);
-  std::string last_error = "no address";
-  for (addrinfo* a = addresses.list; a != nullptr; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
-      last_error = errno_string(errno);
-      continue;
-    }
-    Connection connection(fd, peer_name);
-    set_nonblocking_nodelay(fd);
-    try {
-      if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-        if (errno != EINPROGRESS) {
-          last_error = errno_string(errno);
-          continue;
-        }
-        wait_ready(fd, POLLOUT, deadline, wakeup, "connecting");
-        int err = 0;
-        socklen_t len = sizeof(err);
-        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err != 0) {
-          last_error = errno_string(err);
-          continue;
-        }
-      }
-      connection.secure(tls::Session::Role::client, deadline, wakeup);
-      HelloBytes hello;
-      wire::encode_hello({token, self}, hello);
-      connection.send_all(hello, sizeof(hello), deadline, wakeup, "sending the hello");
-    } catch (const Error& e) {
-      throw Error(what + ": " + e.what());
-    }
+  try {
+    Connection connection(connect_tcp(to.host, to.port, deadline, wakeup).release(), std::move(peer_name));
+    connection.secure(tls::Session::Role::client, deadline, wakeup);
+    HelloBytes hello;
+    wire::encode_hello({token, self}, hello);
+    connection.send_all(hello, sizeof(hello), deadline, wakeup, "sending the hello");
     return connection;
+  } catch (const Error& e) {
+    throw Error(what + ": " + e.what());
   }
-  throw Error(what + ": " + last_error);
 }
 
 void Connection::confirm(uint64_t token, uint32_t peer, Deadline deadline, const Wakeup* wakeup) {
@@ -217,7 +104,7 @@ size_t Connection::send_some(const void* data, size_t bytes) {
     if (n >= 0) return static_cast<size_t>(n);
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-    throw Error("lost the connection to " + peer_name_ + " (" + errno_string(errno) + ")");
+    throw Error("lost the connection to " + peer_name_ + " (" + errno_text() + ")");
   }
 }
 
@@ -236,7 +123,7 @@ size_t Connection::recv_some(void* data, size_t bytes) {
     if (n == 0) throw Error(peer_name_ + " closed its connection (its process ended?)");
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-    throw Error("lost the connection to " + peer_name_ + " (" + errno_string(errno) + ")");
+    throw Error("lost the connection to " + peer_name_ + " (" + errno_text() + ")");
   }
 }
 
@@ -290,7 +177,7 @@ void Connection::send_all(iovec* pieces, size_t count, Deadline deadline, const 
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        throw Error("lost the connection to " + peer_name_ + " while " + doing + " (" + errno_string(errno) + ")");
+        throw Error("lost the connection to " + peer_name_ + " while " + doing + " (" + errno_text() + ")");
       }
       wait_ready(fd_, POLLOUT, deadline, wakeup, doing);
       continue;
@@ -327,29 +214,13 @@ void Connection::wait_readable(Deadline deadline, const Wakeup* wakeup, const ch
 
 Listener::Listener(const std::string& host) {
   tls::check_plaintext_bind(host, "transport listener");
-  AddrInfo addresses = resolve(host, 0, true);
-  std::string last_error = "no address";
-  for (addrinfo* a = addresses.list; a != nullptr; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
-    if (fd < 0) {
-      last_error = errno_string(errno);
-      continue;
-    }
-    sockaddr_storage bound{};
-    socklen_t len = sizeof(bound);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 16) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
-      last_error = errno_string(errno);
-      ::close(fd);
-      continue;
-    }
-    fd_ = fd;
-    const uint16_t port = bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                                      : reinterpret_cast<sockaddr_in*>(&bound)->sin_port;
-    endpoint_ = Endpoint{host, ntohs(port)};
-    return;
+  try {
+    ListeningSocket listening = listen_tcp(host, 0, 16, false);
+    fd_ = listening.socket.release();
+    endpoint_ = listening.endpoint;
+  } catch (const Error& e) {
+    throw Error(std::string("transport: ") + e.what());
   }
-  throw Error("transport: cannot listen on " + host + ": " + last_error);
 }
 
 Listener::~Listener() {
@@ -427,23 +298,22 @@ Connection Listener::accept(uint64_t token, uint32_t peer, uint32_t self, std::s
       }
     }
     if (fds[0].revents != 0) {
-      const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd >= 0) {
+      if (ScopedFd accepted = accept_tcp(fd_); accepted.get() >= 0) {
+        const int fd = accepted.get();
         if (candidates.size() == kMaxCandidates) {
           refuse(0, "too many connections without a hello (" + std::to_string(kMaxCandidates) + "); dropped the oldest");
         }
         Candidate c;
-        c.connection = Connection(fd, "a connection to " + endpoint_.to_string());
+        c.connection = Connection(accepted.release(), "a connection to " + endpoint_.to_string());
         c.address = peer_address(fd);
         c.expires = Clock::now() + kHelloDeadline;
-        set_nonblocking_nodelay(fd);
         if (credentials) {
           c.connection.tls_ = std::make_unique<tls::Session>(credentials, fd, tls::Session::Role::server);
         }
         candidates.push_back(std::move(c));
         buffered = true;  // step it at once: its ClientHello may be there already
       } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
-        throw Error(doing + ": accept failed: " + errno_string(errno));
+        throw Error(doing + ": accept failed: " + errno_text());
       }
     }
   }

@@ -16,13 +16,11 @@
 // byte of hello or data is read. The hello then still proves which group and member the
 // peer is. Without credentials the transport is plaintext and listens on loopback only.
 //
-// Every wait goes through wait_ready (one poll loop): it ends when the socket is ready, at
-// its deadline (TimedOut) or when a Wakeup is notified from another thread (Interrupted: an
-// actor abandoning the work, a server stopping). kNoDeadline is for the one wait that may
-// last (a server waiting for its client's next request).
+// Every wait goes through wait_ready (runtime/transport/wait.h): it ends when the socket is
+// ready, at its deadline (TimedOut) or when a Wakeup is notified (Interrupted). Sockets are
+// opened by runtime/transport/tcp_socket.h.
 #pragma once
 
-#include <poll.h>
 #include <sys/uio.h>
 
 #include <chrono>
@@ -34,50 +32,9 @@
 #include "base/error.h"
 #include "runtime/address.h"
 #include "runtime/tls/session.h"
+#include "runtime/transport/wait.h"
 
 namespace partita::runtime {
-
-using Deadline = std::chrono::steady_clock::time_point;
-constexpr Deadline kNoDeadline = Deadline::max();
-
-// A wait that reached its deadline: "timed out while <doing>".
-class TimedOut : public Error {
- public:
-  using Error::Error;
-};
-// A wait ended by its Wakeup: "interrupted while <doing>".
-class Interrupted : public Error {
- public:
-  using Error::Error;
-};
-
-// Interrupts waits from another thread (an eventfd). Once notified it stays signalled: it
-// is for abandoning the work, not for pacing it.
-class Wakeup {
- public:
-  Wakeup();
-  ~Wakeup();
-  Wakeup(const Wakeup&) = delete;
-  Wakeup& operator=(const Wakeup&) = delete;
-
-  void notify();
-  bool notified() const;
-  int fd() const { return fd_; }
-
- private:
-  int fd_ = -1;
-};
-
-// The transport's one poll loop. Waits until one of fds[0..count) reports one of its events
-// (or an error or hang-up, which the next transfer reports), and returns; the caller reads
-// the revents. Throws TimedOut at `deadline`, Interrupted once `wakeup` (may be null) is
-// notified (checked first), Error if poll fails. `doing` ends the message: "timed out
-// while <doing>".
-// At most kMaxWaitDescriptors.
-constexpr size_t kMaxWaitDescriptors = 32;
-void wait_ready(pollfd* fds, size_t count, Deadline deadline, const Wakeup* wakeup, const std::string& doing);
-// The same for one socket; returns its revents.
-short wait_ready(int fd, short events, Deadline deadline, const Wakeup* wakeup, const std::string& doing);
 
 // One connected TCP stream (TCP_NODELAY, non-blocking), over TLS when the process has
 // credentials. Movable, closed on destruction.
