@@ -272,7 +272,20 @@ bool DiskRows::read_uring(Ring& ring, const Plan& plan, Span<const int64_t> ids,
       error = path_ + ": read at offset " + std::to_string(plan.reads[read].offset) + " failed: " + std::strerror(-cqe->res);
       return;
     }
-    error = place(plan, read, ring.buffers.get() + static_cast<size_t>(slot) * slot_bytes_, cqe->res, ids, first_id, out);
+    const DiskRequest& request = plan.reads[read];
+    char* data = ring.buffers.get() + static_cast<size_t>(slot) * slot_bytes_;
+    size_t got = static_cast<size_t>(cqe->res);
+    if (completions_.fetch_add(1) + 1 == options_.short_completion) got = round_down(got / 2, align_);
+    if (got < request.length) {
+      // Short: the rest is read here (the file's end, or a completion cut short).
+      try {
+        got = read_rest(data, request, got);
+      } catch (const Error& e) {
+        error = e.what();
+        return;
+      }
+    }
+    error = place(plan, read, data, static_cast<int64_t>(got), ids, first_id, out);
   };
   // Waits for one completion, then takes every one that is there.
   const auto reap = [&]() {
@@ -338,19 +351,22 @@ bool DiskRows::read_uring(Ring& ring, const Plan& plan, Span<const int64_t> ids,
 void DiskRows::read_pread(const Plan& plan, Span<const int64_t> ids, int64_t first_id, char* out) const {
   AlignedBuffer buffer = aligned_buffer(slot_bytes_, path_);
   for (size_t read = 0; read < plan.reads.size(); ++read) {
-    const DiskRequest& request = plan.reads[read];
-    size_t got = 0;
-    while (got < request.length) {
-      const ssize_t r = ::pread(fd_, buffer.get() + got, request.length - got, static_cast<off_t>(request.offset + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) throw file_error(path_, "read at offset " + std::to_string(request.offset) + " failed: " + errno_text());
-      if (r == 0) break;  // the file's end: place() names the first row it cut
-      got += static_cast<size_t>(r);
-      if (direct_ && got % align_ != 0) break;  // O_DIRECT goes on only at block boundaries: the end
-    }
+    const size_t got = read_rest(buffer.get(), plan.reads[read], 0);
     const std::string error = place(plan, read, buffer.get(), static_cast<int64_t>(got), ids, first_id, out);
     if (!error.empty()) throw Error(error);
   }
+}
+
+size_t DiskRows::read_rest(char* buffer, const DiskRequest& request, size_t got) const {
+  while (got < request.length) {
+    if (direct_ && got % align_ != 0) break;  // O_DIRECT stops short of a block only at the file's end
+    const ssize_t r = ::pread(fd_, buffer + got, request.length - got, static_cast<off_t>(request.offset + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw file_error(path_, "read at offset " + std::to_string(request.offset + got) + " failed: " + errno_text());
+    if (r == 0) break;  // the file's end: place() names the first row it cut
+    got += static_cast<size_t>(r);
+  }
+  return got;
 }
 
 }  // namespace partita

@@ -12,9 +12,23 @@ size_t BucketEpoch::state_of_step(int64_t step) const {
   return static_cast<size_t>(std::upper_bound(first_step.begin(), first_step.end(), step) - first_step.begin()) - 1;
 }
 
-std::vector<int64_t> table_ids(const KgTriples& triples) {
+std::vector<int64_t> table_ids(const KgTriples& triples, uint64_t seed) {
+  std::vector<int64_t> row_of_original(static_cast<size_t>(triples.num_entities()));
+  for (int64_t o = 0; o < triples.num_entities(); ++o) row_of_original[static_cast<size_t>(o)] = o;
+  Rng rng(mix64(seed, 0x726f7773ull /* "rows" */));
+  shuffle(row_of_original, rng);
   std::vector<int64_t> out(static_cast<size_t>(triples.num_entities()));
-  for (int64_t o = 0; o < triples.num_entities(); ++o) out[static_cast<size_t>(triples.global_of_original(o))] = o;
+  for (int64_t o = 0; o < triples.num_entities(); ++o) {
+    out[static_cast<size_t>(triples.global_of_original(o))] = row_of_original[static_cast<size_t>(o)];
+  }
+  return out;
+}
+
+std::vector<int64_t> original_ids_of_rows(const KgTriples& triples, const std::vector<int64_t>& table_id) {
+  std::vector<int64_t> out(table_id.size());
+  for (int64_t o = 0; o < triples.num_entities(); ++o) {
+    out[static_cast<size_t>(table_id[static_cast<size_t>(triples.global_of_original(o))])] = o;
+  }
   return out;
 }
 
@@ -30,16 +44,29 @@ BucketEpoch plan_bucket_epoch(const KgTriples& triples, const std::vector<int64_
   BucketEpoch plan;
   plan.order = relabel(beta_order(p, capacity), labels);
   const size_t states = plan.order.states.size();
-  std::vector<size_t> state_of_bucket(static_cast<size_t>(p) * p);
+  // Per bucket, the states holding both its ends: its first (where the walk trains it) first.
+  std::vector<std::vector<size_t>> states_of_bucket(static_cast<size_t>(p) * p);
   for (size_t k = 0; k < states; ++k) {
-    for (const auto& [a, b] : plan.order.buckets[k]) state_of_bucket[static_cast<size_t>(a) * p + b] = k;
+    for (const auto& [a, b] : plan.order.buckets[k]) states_of_bucket[static_cast<size_t>(a) * p + b].push_back(k);
   }
+  for (size_t k = 0; k < states; ++k) {
+    const std::vector<int>& state = plan.order.states[k];
+    for (int a : state) {
+      for (int b : state) {
+        std::vector<size_t>& holders = states_of_bucket[static_cast<size_t>(a) * p + b];
+        if (holders.front() != k) holders.push_back(k);
+      }
+    }
+  }
+  Rng spread_rng(mix64(seed, 0x737072656164ull /* "spread" */, epoch));
   plan.edges.resize(states);
   const TripleList& train = triples.train();
   for (int64_t e : triples.epoch_order(seed, epoch)) {
     const int a = shape.partition_of(table_id[static_cast<size_t>(train.head[e])]);
     const int b = shape.partition_of(table_id[static_cast<size_t>(train.tail[e])]);
-    plan.edges[state_of_bucket[static_cast<size_t>(a) * p + b]].push_back(e);
+    const std::vector<size_t>& holders = states_of_bucket[static_cast<size_t>(a) * p + b];
+    const size_t k = holders[spread_rng.below(holders.size())];
+    plan.edges[k].push_back(e);
   }
   plan.first_step.push_back(0);
   for (const auto& edges : plan.edges) {
@@ -51,16 +78,16 @@ BucketEpoch plan_bucket_epoch(const KgTriples& triples, const std::vector<int64_
 
 std::vector<int64_t> draw_buffer_negatives(const KgTriples& triples, const KgNegatives& negatives,
                                            const BucketEpoch& plan, size_t state, const std::vector<int64_t>& edges,
+                                           const std::vector<int64_t>& table_id,
                                            const EmbeddingPartitions::Shape& shape, uint64_t seed, uint64_t epoch,
                                            uint64_t step, uint64_t chunk) {
   if (negatives.k > triples.num_entities()) {
     throw UsageError("negatives.k: " + std::to_string(negatives.k) + " is more than the graph's " +
                      std::to_string(triples.num_entities()) + " entities");
   }
-  std::vector<int> resident = plan.order.states.at(state);
-  std::sort(resident.begin(), resident.end());
-  int64_t resident_entities = 0;
-  for (int part : resident) resident_entities += shape.end(part) - shape.begin(part);
+  std::vector<char> is_resident(static_cast<size_t>(shape.num_partitions), 0);
+  for (int part : plan.order.states.at(state)) is_resident[static_cast<size_t>(part)] = 1;
+  const uint64_t entities = static_cast<uint64_t>(triples.num_entities());
   const TripleList& train = triples.train();
   // The generator and the order of draws of KgTriples::draw_negatives.
   Rng rng(mix64(mix64(seed, 0x6b676e6567ull /* "kgneg" */), mix64(epoch, step), chunk));
@@ -71,14 +98,13 @@ std::vector<int64_t> draw_buffer_negatives(const KgTriples& triples, const KgNeg
       const int64_t e = edges[rng.below(static_cast<uint64_t>(edges.size()))];
       out[j] = (rng.next() & 1) ? train.head[e] : train.tail[e];
     } else {
-      int64_t u = static_cast<int64_t>(rng.below(static_cast<uint64_t>(resident_entities)));
-      for (int part : resident) {
-        const int64_t rows = shape.end(part) - shape.begin(part);
-        if (u < rows) {
-          out[j] = triples.global_of_original(shape.begin(part) + u);
+      // The in-memory draw, drawn again until it is resident (p / c draws on average).
+      for (;;) {
+        const int64_t g = triples.global_of_original(static_cast<int64_t>(rng.below(entities)));
+        if (is_resident[static_cast<size_t>(shape.partition_of(table_id[static_cast<size_t>(g)]))]) {
+          out[j] = g;
           break;
         }
-        u -= rows;
       }
     }
   }

@@ -83,8 +83,12 @@ int EmbeddingPartitions::Shape::partition_of(int64_t id) const {
 }
 
 EmbeddingPartitions EmbeddingPartitions::create(const std::string& dir, Shape shape, uint64_t seed, double init_std,
-                                                double initial_accumulator) {
+                                                double initial_accumulator, Span<const int64_t> key_of_row) {
   EmbeddingPartitions table(dir, shape);
+  if (!key_of_row.empty() && static_cast<int64_t>(key_of_row.size()) != shape.num_entities) {
+    throw Error("embeddings: " + std::to_string(key_of_row.size()) + " initial-value keys for " +
+                std::to_string(shape.num_entities) + " rows");
+  }
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) {
@@ -99,7 +103,9 @@ EmbeddingPartitions EmbeddingPartitions::create(const std::string& dir, Shape sh
     std::vector<float> payload(table.payload_bytes(i) / sizeof(float));
     const int64_t rows = table.rows(i);
     for (int64_t r = 0; r < rows; ++r) {
-      initial_embedding_row(seed, init_std, table.begin(i) + r, shape.dim, payload.data() + r * shape.dim);
+      const int64_t row = table.begin(i) + r;
+      initial_embedding_row(seed, init_std, key_of_row.empty() ? row : key_of_row[static_cast<size_t>(row)], shape.dim,
+                            payload.data() + r * shape.dim);
     }
     std::fill(payload.begin() + rows * shape.dim, payload.end(), static_cast<float>(initial_accumulator));
     table.write(i, Span<const float>(payload));

@@ -2,11 +2,11 @@
 // Adagrad accumulators: the storage a partition buffer (training/partition_buffer.h) swaps
 // in and out when the table does not fit in memory (MariusGNN's on-disk embeddings).
 //
-// Partitions are ranges of entity ids (the entities' original node ids, so the table does
-// not depend on how the graph was partitioned): partition i holds ids [i*N/p, (i+1)*N/p).
-// Ranges rather than a hash because a partition is then one contiguous run of rows, read
-// and written with one pread/pwrite, and the entity -> (partition, row) map is arithmetic;
-// the bucket sizes a range split gives on FB15k-237 are in the job's log.
+// Partitions are ranges of row ids: partition i holds rows [i*N/p, (i+1)*N/p). Ranges
+// because a partition is then one contiguous run of rows, read and written with one
+// pread/pwrite, and the row -> (partition, offset) map is arithmetic. Which entity a row
+// holds is the caller's (a knowledge-graph job shuffles them: training/bucket_epoch.h
+// table_ids); the bucket sizes it gives on FB15k-237 are in the job's log.
 //
 // Files: `dir`/part-<i>.bin, one per partition: a 64-byte header (magic, index, first id,
 // end id, dim, checksum of the payload) and the payload, the rows' values [rows, dim] then
@@ -16,8 +16,9 @@
 // checksum, so a torn, short or corrupt file is an Error naming the file and the offset,
 // never silently wrong embeddings.
 //
-// Initial values: as the in-memory table (training/embedding_shard.h initial_embedding_row),
-// so a job gives the same first embeddings whichever storage it uses.
+// Initial values: as the in-memory table (training/embedding_shard.h initial_embedding_row,
+// keyed by each row's original entity id), so a job gives the same first embeddings
+// whichever storage it uses.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +33,7 @@ namespace partita {
 
 class EmbeddingPartitions {
  public:
-  // The table's size and its split: partition i holds entity ids [begin(i), end(i)).
+  // The table's size and its split: partition i holds rows [begin(i), end(i)).
   struct Shape {
     int64_t num_entities = 0;
     int num_partitions = 1;
@@ -43,11 +44,13 @@ class EmbeddingPartitions {
     int partition_of(int64_t id) const;
   };
   // Creates `dir` (and its parents) and writes every partition with its initial values
-  // (keyed by (seed, entity id), N(0, init_std)) and accumulators `initial_accumulator`.
+  // (N(0, init_std) keyed by (seed, key_of_row[row]), or by the row id when key_of_row is
+  // empty) and accumulators `initial_accumulator`. Throws Error when key_of_row is neither
+  // empty nor one key per row.
   // Throws UsageError naming the folder when it cannot be created or written, and for a
   // shape with no entities, p < 1, p > entities or dim < 1.
   static EmbeddingPartitions create(const std::string& dir, Shape shape, uint64_t seed, double init_std,
-                                    double initial_accumulator);
+                                    double initial_accumulator, Span<const int64_t> key_of_row = {});
   // Opens the table in `dir` (as create wrote it); throws Error naming the file whose
   // header does not match `shape`.
   static EmbeddingPartitions open(const std::string& dir, Shape shape);
@@ -75,7 +78,7 @@ class EmbeddingPartitions {
   // failed (or interrupted) write the file holds the partition as before. Throws Error
   // naming the file and offset when the write fails.
   void write(int partition, Span<const float> payload) const;
-  // Rows `ids` (entity ids, any order) of values only, into out[i * dim, ...), one pread
+  // Rows `ids` (row ids, any order) of values only, into out[i * dim, ...), one pread
   // per row; checks no checksum (evaluation reads a table just written).
   void read_rows(Span<const int64_t> ids, float* out) const;
 

@@ -79,9 +79,9 @@ std::string embedding_dir(const JobConfig& job) {
 // Creates the disk table with its initial values, and the buffer over it.
 void open_disk_table(KgReplica& r) {
   const EmbeddingPartitions::Shape shape = disk_shape(r);
-  r.table_id = table_ids(*r.triples);
-  r.disk = std::make_unique<EmbeddingPartitions>(
-      EmbeddingPartitions::create(embedding_dir(r.job), shape, r.job.seed, r.job.link.init_std, 0.0));
+  r.table_id = table_ids(*r.triples, r.job.seed);
+  r.disk = std::make_unique<EmbeddingPartitions>(EmbeddingPartitions::create(
+      embedding_dir(r.job), shape, r.job.seed, r.job.link.init_std, 0.0, original_ids_of_rows(*r.triples, r.table_id)));
   r.partitions = std::make_unique<PartitionBuffer>(*r.disk, r.job.link.embedding_buffer, kStepDeadline);
   r.entity_optimizer.learning_rate = r.job.learning_rate;
   r.entity_optimizer.validate();
@@ -259,7 +259,7 @@ std::array<double, 2> train_step(KgReplica& r, uint64_t epoch, int64_t step) {
   negatives.reserve(static_cast<size_t>(groups * k));
   for (int64_t chunk : chunks) {
     std::vector<int64_t> drawn =
-        r.disk ? draw_buffer_negatives(kg, r.negatives, r.plan, r.state, r.state_edges, r.disk->shape(), job.seed, epoch,
+        r.disk ? draw_buffer_negatives(kg, r.negatives, r.plan, r.state, r.state_edges, r.table_id, r.disk->shape(), job.seed, epoch,
                                        static_cast<uint64_t>(step), static_cast<uint64_t>(chunk))
                : kg.draw_negatives(r.negatives, job.seed, epoch, static_cast<uint64_t>(step), static_cast<uint64_t>(chunk));
     negatives.insert(negatives.end(), drawn.begin(), drawn.end());
@@ -521,8 +521,16 @@ kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::
           }
           caf::anon_send(driver, train_done_atom::value, static_cast<int32_t>(r->index), epoch);
         } catch (const std::exception& e) {
-          spdlog::error("trainer {}: epoch {} failed: {}", r->index, epoch, e.what());
-          caf::anon_send(driver, train_failed_atom::value, static_cast<int32_t>(r->index), std::string(e.what()));
+          std::string what = e.what();
+          if (r->partitions) {
+            // No half-entered state outlives the epoch: evaluation and the next walk read the
+            // files, each whole as last written, with the rows trained so far written back.
+            const std::string unsaved = r->partitions->settle();
+            r->state = KgReplica::kNoState;
+            if (!unsaved.empty()) what += " (and writing the buffer back failed: " + unsaved + ")";
+          }
+          spdlog::error("trainer {}: epoch {} failed: {}", r->index, epoch, what);
+          caf::anon_send(driver, train_failed_atom::value, static_cast<int32_t>(r->index), what);
         }
       },
       [r](kg_eval_atom, const std::string& split) -> caf::result<std::vector<char>> {

@@ -406,7 +406,7 @@ JobReport LinkDriver::run() {
   };
   if (job_.link.on_disk()) {
     triples = std::make_unique<KgTriples>(folder_);
-    table_id = table_ids(*triples);
+    table_id = table_ids(*triples, job_.seed);
     shape.num_entities = triples->num_entities();
     shape.num_partitions = job_.link.embedding_partitions;
     shape.dim = job_.link.dim;

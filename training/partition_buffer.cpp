@@ -51,7 +51,7 @@ void PartitionBuffer::reader_loop() {
   }
 }
 
-void PartitionBuffer::wait_for_reader(const char* why) {
+void PartitionBuffer::wait_for_reader(const char* why, bool report_failure) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_for(lock, deadline_, [&] { return !busy_; })) {
     throw Error("partition buffer: the background read of partition " + std::to_string(reading_) + " (" +
@@ -61,7 +61,7 @@ void PartitionBuffer::wait_for_reader(const char* why) {
   if (!failure_.empty()) {
     const std::string what = failure_;
     failure_.clear();
-    throw Error("partition buffer: prefetching failed: " + what);
+    if (report_failure) throw Error("partition buffer: prefetching failed: " + what);
   }
 }
 
@@ -101,6 +101,11 @@ void PartitionBuffer::enter(const std::vector<int>& state) {
   }
   for (int p : state) {
     if (resident(p)) continue;
+    // The budget, checked where it could be broken: a slot must be free before one is taken.
+    if (resident_count_ >= capacity_) {
+      throw Error("partition buffer: admitting partition " + std::to_string(p) + " would make " +
+                  std::to_string(resident_count_ + 1) + " resident, the budget is " + std::to_string(capacity_));
+    }
     const size_t slot = static_cast<size_t>(std::find_if(slots_.begin(), slots_.end(), [](const auto& s) { return s.empty(); }) -
                                             slots_.begin());
     Stopwatch waited;
@@ -129,22 +134,45 @@ void PartitionBuffer::enter(const std::vector<int>& state) {
     stats_.wait_seconds += waited.seconds();
     slot_of_[p] = static_cast<int>(slot);
     ++resident_count_;
-    // The budget, counted where it could be broken.
-    if (resident_count_ > capacity_) {
-      throw Error("partition buffer: " + std::to_string(resident_count_) + " partitions resident, the budget is " +
-                  std::to_string(capacity_));
-    }
     stats_.peak_resident = std::max(stats_.peak_resident, resident_count_);
   }
 }
 
 void PartitionBuffer::flush() {
-  wait_for_reader("flushing");
-  {
+  drop_staged();
+  enter({});
+}
+
+void PartitionBuffer::drop_staged() {
+  // A prefetch that failed concerns a partition no longer wanted: not an error of the flush.
+  wait_for_reader("flushing", false);
+  std::lock_guard<std::mutex> lock(mutex_);
+  staged_ = -1;
+}
+
+std::string PartitionBuffer::settle() {
+  std::string errors;
+  try {
+    drop_staged();
+  } catch (const std::exception& e) {
+    errors = e.what();  // the reader is stuck past its deadline: its payload is never admitted
     std::lock_guard<std::mutex> lock(mutex_);
     staged_ = -1;
   }
-  enter({});
+  for (int p = 0; p < table_.num_partitions(); ++p) {
+    if (!resident(p)) continue;
+    std::vector<float>& payload = slots_[static_cast<size_t>(slot_of_[p])];
+    try {
+      table_.write(p, Span<const float>(payload));
+      ++stats_.writes;
+    } catch (const std::exception& e) {
+      errors += (errors.empty() ? "" : "; ") + std::string(e.what());
+    }
+    payload.clear();
+    slot_of_[p] = -1;
+    --resident_count_;
+  }
+  return errors;
 }
 
 std::vector<float>& PartitionBuffer::payload_of(int partition) {

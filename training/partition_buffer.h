@@ -4,8 +4,10 @@
 // train (MariusGNN's partition buffer).
 //
 // Budget: at most `capacity` partitions are resident (trainable) at any time; enter()
-// writes back and drops the partitions leaving before it admits the ones arriving, and
-// counts the residents at every admission (peak_resident(), which the tests assert). A
+// writes back and drops the partitions leaving before it admits the ones arriving, checks
+// before every admission that a slot is free (an Error otherwise, never a (c+1)-th
+// resident), and records the most residents seen (Stats::peak_resident, which the tests
+// assert over whole walks). A
 // prefetched partition waits in one staging payload outside the budget until enter()
 // admits it, so memory holds at most c + 1 partitions' payloads (c without prefetch).
 //
@@ -19,6 +21,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -55,8 +58,16 @@ class PartitionBuffer {
   // resident or already staged. Waits (deadline) for a read still in flight first.
   void prefetch(int partition);
   // Writes back every resident partition and drops it, and drops a staged one: after
-  // flush() the files hold the table as trained.
+  // flush() the files hold the table as trained. Throws Error naming the file and offset
+  // when a write fails (the partitions not yet written stay resident).
   void flush();
+  // Ends a walk that failed midway (a read, a write or a step): writes back every resident
+  // partition it can, drops them all and the staged one, whatever fails. After it the
+  // buffer is empty, as after flush(), and every file holds its partition whole as last
+  // written (a failed write leaves the previous file: embedding_partitions.h), so an
+  // evaluation or the next walk reads the files, never a half-entered state. Returns the
+  // failures met, "" when every resident partition was written.
+  std::string settle();
 
   bool resident(int partition) const { return slot_of_[static_cast<size_t>(partition)] >= 0; }
   int resident_count() const { return resident_count_; }
@@ -68,8 +79,11 @@ class PartitionBuffer {
 
  private:
   void reader_loop();
-  // Waits for the read in flight (if any) to finish; rethrows its failure.
-  void wait_for_reader(const char* why);
+  // Waits for the read in flight (if any) to finish; rethrows its failure when
+  // `report_failure` (and forgets it otherwise).
+  void wait_for_reader(const char* why, bool report_failure = true);
+  // Waits for the reader and drops the partition it staged (a failed read is not reported).
+  void drop_staged();
   std::vector<float>& payload_of(int partition);
 
   const EmbeddingPartitions& table_;

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "base/error.h"
@@ -82,7 +83,7 @@ TEST_F(BufferJobTest, EveryTripleIsTrainedOnceAnEpochInAStateHoldingBothEnds) {
   const JobReport report = run_in_process(j);
   const PartitionFolder folder(j.partition_dir());
   const KgTriples triples(folder);
-  const std::vector<int64_t> ids = table_ids(triples);
+  const std::vector<int64_t> ids = table_ids(triples, j.seed);
   EmbeddingPartitions::Shape shape;
   shape.num_entities = triples.num_entities();
   shape.num_partitions = 4;
@@ -105,7 +106,7 @@ TEST_F(BufferJobTest, EveryTripleIsTrainedOnceAnEpochInAStateHoldingBothEnds) {
       std::vector<int64_t> edges = plan.edges[k];
       std::sort(edges.begin(), edges.end());
       const std::vector<int64_t> negatives =
-          draw_buffer_negatives(triples, KgNegatives{10, 8, 0.5, false}, plan, k, edges, shape, j.seed, epoch, 0, 0);
+          draw_buffer_negatives(triples, KgNegatives{10, 8, 0.5, false}, plan, k, edges, ids, shape, j.seed, epoch, 0, 0);
       for (int64_t n : negatives) {
         const int part = shape.partition_of(ids[static_cast<size_t>(n)]);
         ASSERT_NE(std::find(state.begin(), state.end(), part), state.end()) << "negative " << n << " in state " << k;
@@ -120,6 +121,46 @@ TEST_F(BufferJobTest, EveryTripleIsTrainedOnceAnEpochInAStateHoldingBothEnds) {
   for (int i = 0; i < 4; ++i) {
     std::vector<float> payload(table.payload_bytes(i) / sizeof(float));
     EXPECT_NO_THROW(table.read(i, Span<float>(payload)));
+  }
+}
+
+// The table's rows are the entities in a seeded order (every entity one row), and a
+// triple whose ends are resident together in several states goes to one of them drawn per
+// triple: buckets are split between the states that hold them.
+TEST_F(BufferJobTest, RowsAreShuffledAndTriplesSpreadOverTheStatesThatHoldThem) {
+  const JobConfig j = job("{storage: disk, partitions: 4, buffer: 3}", "disk");
+  run_in_process(j);  // partitions the data
+  const PartitionFolder folder(j.partition_dir());
+  const KgTriples triples(folder);
+  const std::vector<int64_t> ids = table_ids(triples, j.seed);
+  std::vector<int64_t> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) ASSERT_EQ(sorted[i], static_cast<int64_t>(i));
+  EXPECT_NE(ids, table_ids(triples, j.seed + 1));
+  const std::vector<int64_t> originals = original_ids_of_rows(triples, ids);
+  for (int64_t o = 0; o < triples.num_entities(); ++o) {
+    ASSERT_EQ(originals[static_cast<size_t>(ids[static_cast<size_t>(triples.global_of_original(o))])], o);
+  }
+  EmbeddingPartitions::Shape shape;
+  shape.num_entities = triples.num_entities();
+  shape.num_partitions = 4;
+  shape.dim = 8;
+  const TripleList& train = triples.train();
+  for (uint64_t epoch = 1; epoch <= 2; ++epoch) {
+    const BucketEpoch plan = plan_bucket_epoch(triples, ids, shape, 3, j.seed, epoch, j.batch_size);
+    ASSERT_GT(plan.order.states.size(), 1u);
+    // bucket -> the states its triples went to
+    std::map<std::pair<int, int>, std::set<size_t>> states_of_bucket;
+    for (size_t k = 0; k < plan.edges.size(); ++k) {
+      for (int64_t e : plan.edges[k]) {
+        const int a = shape.partition_of(ids[static_cast<size_t>(train.head[e])]);
+        const int b = shape.partition_of(ids[static_cast<size_t>(train.tail[e])]);
+        states_of_bucket[{a, b}].insert(k);
+      }
+    }
+    size_t split = 0;
+    for (const auto& entry : states_of_bucket) split += entry.second.size() > 1 ? 1 : 0;
+    EXPECT_GT(split, 0u) << "epoch " << epoch;
   }
 }
 

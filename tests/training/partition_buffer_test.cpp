@@ -243,5 +243,82 @@ TEST(PartitionBufferTest, AFailedReadLeavesItsSlotFree) {
   EXPECT_EQ(buffer.stats().peak_resident, 2);
 }
 
+// An epoch that fails midway (here the admission of a corrupt partition, read in the
+// background) is settled: the trained residents reach the files, the buffer is empty, and
+// the next walk starts from the files; a prefetch failure does not stop a flush.
+TEST(PartitionBufferTest, AWalkThatFailsMidwayIsSettledIntoTheFiles) {
+  testing::TempDir tmp;
+  EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(40, 4, 2), 1, 0.1, 0.0);
+  auto file_values = [&](int part) {
+    std::vector<float> payload(table.payload_bytes(part) / sizeof(float));
+    table.read(part, Span<float>(payload));
+    return payload;
+  };
+  PartitionBuffer buffer(table, 2, milliseconds(60000));
+  buffer.enter({0, 1});
+  for (int part : {0, 1}) {
+    for (float& v : buffer.values(part)) v += 1.0f;  // a state's training
+  }
+  std::vector<std::vector<float>> trained;
+  for (int part : {0, 1}) {
+    const Span<float> v = buffer.values(part), a = buffer.accumulators(part);
+    std::vector<float> payload(v.begin(), v.end());
+    payload.insert(payload.end(), a.begin(), a.end());
+    trained.push_back(payload);
+  }
+  {
+    std::fstream f(table.file(2), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(64 + 3);
+    f.put('\x7f');
+  }
+  buffer.prefetch(2);
+  const std::string what = error_of([&] { buffer.enter({1, 2}); });
+  EXPECT_NE(what.find(table.file(2)), std::string::npos) << what;
+  EXPECT_TRUE(buffer.resident(1));  // the failed state is half entered
+
+  EXPECT_EQ(buffer.settle(), "");
+  EXPECT_EQ(buffer.resident_count(), 0);
+  EXPECT_EQ(file_values(0), trained[0]);
+  EXPECT_EQ(file_values(1), trained[1]);
+  // The next walk reads the files.
+  buffer.enter({1, 3});
+  const Span<float> again = buffer.values(1);
+  EXPECT_EQ(std::vector<float>(again.begin(), again.end()),
+            std::vector<float>(trained[1].begin(), trained[1].begin() + trained[1].size() / 2));
+  // A failed prefetch concerns a partition the flush drops anyway.
+  buffer.prefetch(2);
+  EXPECT_NO_THROW(buffer.flush());
+  EXPECT_EQ(buffer.resident_count(), 0);
+  EXPECT_EQ(buffer.stats().peak_resident, 2);
+}
+
+// A write-back that fails while settling is reported, naming the file; the partition is
+// dropped all the same and its file holds it as last written whole.
+TEST(PartitionBufferTest, SettlingReportsAWriteThatFailsAndStillEmptiesTheBuffer) {
+  testing::TempDir tmp;
+  EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(40, 2, 4), 1, 0.1, 0.0);
+  std::vector<float> before(table.payload_bytes(1) / sizeof(float));
+  table.read(1, Span<float>(before));
+  PartitionBuffer buffer(table, 2, milliseconds(60000));
+  buffer.enter({0, 1});
+  for (float& v : buffer.values(1)) v = 7.0f;
+
+  rlimit old_limit{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  rlimit small = old_limit;
+  small.rlim_cur = 64 + 100;
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const std::string unsaved = buffer.settle();
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(unsaved.find(table.file(0)), std::string::npos) << unsaved;
+  EXPECT_NE(unsaved.find(table.file(1)), std::string::npos) << unsaved;
+  EXPECT_EQ(buffer.resident_count(), 0);
+  std::vector<float> after(before.size());
+  EXPECT_EQ(error_of([&] { table.read(1, Span<float>(after)); }), "no error");
+  EXPECT_EQ(after, before);
+}
+
 }  // namespace
 }  // namespace partita
