@@ -24,8 +24,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Version 2 added the optimiser's kind and step count to the header (version 1 files:
-// Adagrad state without a count).
+// Version 2 added the optimiser's kind and step count to the header; version 1 files
+// (Adagrad's state, header begin, end, dim) still load into an Adagrad shard.
 constexpr char kMagic[8] = {'P', 'T', 'S', 'H', 'A', 'R', 'D', '2'};
 constexpr char kMagicV1[8] = {'P', 'T', 'S', 'H', 'A', 'R', 'D', '1'};
 // The header after the envelope: begin, end, dim, optimiser kind, optimiser steps.
@@ -197,19 +197,19 @@ std::vector<char> EmbeddingShard::save(milliseconds deadline) {
 
 void EmbeddingShard::load(const std::vector<char>& bytes) {
   const std::string name = shard_name(config_.part);
-  const size_t payload = kHeaderValues * sizeof(int64_t) + (table_.size() + state_.size()) * sizeof(float);
-  if (bytes.size() >= sizeof(kMagicV1) && std::memcmp(bytes.data(), kMagicV1, sizeof(kMagicV1)) == 0) {
-    throw Error(name + ": the checkpoint is of an earlier format (version 1, without the optimiser's step count); "
-                       "start the job afresh");
-  }
-  if (bytes.size() < sizeof(kMagic) + sizeof(uint64_t) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+  const size_t envelope = sizeof(kMagic) + sizeof(uint64_t);
+  // Version 1 (Adagrad's state, no step count) loads into an Adagrad shard as it was saved:
+  // Adagrad does not read the count.
+  const bool v1 = bytes.size() >= sizeof(kMagicV1) && std::memcmp(bytes.data(), kMagicV1, sizeof(kMagicV1)) == 0;
+  if (!v1 && (bytes.size() < envelope || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)) {
     throw Error(name + ": the checkpoint is not an embedding shard's");
   }
-  const char* body = bytes.data() + sizeof(kMagic) + sizeof(uint64_t);
-  int64_t header[kHeaderValues];
-  const size_t envelope = sizeof(kMagic) + sizeof(uint64_t);
-  if (bytes.size() < envelope + sizeof(header)) throw Error(name + ": the checkpoint is cut short");
-  std::memcpy(header, body, sizeof(header));
+  int64_t header[kHeaderValues] = {0, 0, 0, static_cast<int64_t>(RowOptimizerKind::kAdagrad), 0};
+  const size_t header_bytes = (v1 ? 3 : kHeaderValues) * sizeof(int64_t);
+  const size_t payload = header_bytes + (table_.size() + state_.size()) * sizeof(float);
+  const char* body = bytes.data() + envelope;
+  if (bytes.size() < envelope + header_bytes) throw Error(name + ": the checkpoint is cut short");
+  std::memcpy(header, body, header_bytes);
   // The optimiser first: its state's size tells the payload's.
   if (header[3] != static_cast<int64_t>(config_.optimizer.kind)) {
     throw Error(name + ": the checkpoint was trained with another optimiser than the job's " +
@@ -228,8 +228,8 @@ void EmbeddingShard::load(const std::vector<char>& bytes) {
                 std::to_string(config_.end) + ") of dim " + std::to_string(config_.dim));
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  std::memcpy(table_.data(), body + sizeof(header), table_.size() * sizeof(float));
-  std::memcpy(state_.data(), body + sizeof(header) + table_.size() * sizeof(float), state_.size() * sizeof(float));
+  std::memcpy(table_.data(), body + header_bytes, table_.size() * sizeof(float));
+  std::memcpy(state_.data(), body + header_bytes + table_.size() * sizeof(float), state_.size() * sizeof(float));
   optimizer_steps_ = static_cast<uint64_t>(header[4]);
   std::fill(pushed_.begin(), pushed_.end(), 0);
   applied_ = 0;

@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "actors/protocol.h"
+#include "base/checksum.h"
 #include "base/error.h"
 #include "base/random.h"
 #include "daemon_process.h"
@@ -27,6 +28,7 @@
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
+#include "training/embedding_shard.h"
 #include "training/job_types.h"
 #include "training/kg_triples.h"
 
@@ -437,6 +439,55 @@ TEST_F(LinkJobTest, AShardedStepEqualsTheDenseComputation) {
   EXPECT_GT((expected - table).abs().max().item<float>(), 0);  // the step moved rows
   EXPECT_TRUE(torch::allclose(sharded, expected, 1e-5, 1e-6)) << (sharded - expected).abs().max();
   }
+}
+
+// A shard checkpoint of version 1 (before SparseAdam: Adagrad's state, no step count)
+// loads into an Adagrad shard as it was saved, and is refused by a SparseAdam one, named.
+TEST(EmbeddingShardTest, AVersionOneCheckpointLoadsIntoAnAdagradShardOnly) {
+  EmbeddingShardConfig config;
+  config.end = 3;
+  config.dim = 2;
+  config.seed = 4;
+  const std::vector<int64_t> original{0, 1, 2};
+  EmbeddingShard trained(config, original);
+  trained.push(0, std::vector<int64_t>{1}, std::vector<float>{0.5f, -0.25f});
+  const std::vector<char> v2 = trained.save(seconds(10));
+  // Version 1: magic "PTSHARD1", checksum, header {begin, end, dim}, rows, state.
+  std::vector<char> body(v2.begin() + 16, v2.end());
+  body.erase(body.begin() + 3 * sizeof(int64_t), body.begin() + 5 * sizeof(int64_t));
+  std::vector<char> v1(v2.begin(), v2.begin() + 8);
+  v1[7] = '1';
+  const uint64_t sum = checksum(body.data(), body.size());
+  v1.insert(v1.end(), reinterpret_cast<const char*>(&sum), reinterpret_cast<const char*>(&sum) + sizeof(sum));
+  v1.insert(v1.end(), body.begin(), body.end());
+
+  EmbeddingShard loaded(config, original);
+  loaded.load(v1);
+  const std::vector<char> again = loaded.save(seconds(10));
+  ASSERT_EQ(again.size(), v2.size());
+  // The same rows and Adagrad state; only the step count (unknown in version 1) is 0.
+  EXPECT_TRUE(std::equal(again.begin() + 16 + 5 * sizeof(int64_t), again.end(), v2.begin() + 16 + 5 * sizeof(int64_t)));
+  std::vector<float> rows(6), expected(6);
+  loaded.read(0, std::vector<int64_t>{0, 1, 2}, rows.data(), seconds(10));
+  trained.read(0, std::vector<int64_t>{0, 1, 2}, expected.data(), seconds(10));
+  EXPECT_EQ(rows, expected);
+
+  config.optimizer = RowOptimizer::parse("sparse_adam", 0.01, "train.optimizer");
+  EmbeddingShard adam(config, original);
+  try {
+    adam.load(v1);
+    ADD_FAILURE() << "a version-1 (Adagrad) checkpoint loaded into a SparseAdam shard";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another optimiser than the job's sparse_adam"), std::string::npos) << e.what();
+  }
+  // And SparseAdam's own checkpoint holds its step count.
+  adam.push(0, std::vector<int64_t>{2}, std::vector<float>{1.0f, 1.0f});
+  const std::vector<char> adam_bytes = adam.save(seconds(10));
+  int64_t header[5];
+  std::memcpy(header, adam_bytes.data() + 16, sizeof(header));
+  EXPECT_EQ(header[3], 1);
+  EXPECT_EQ(header[4], 1);
+  EXPECT_EQ(adam_bytes.size(), 16 + sizeof(header) + 3 * 6 * sizeof(float));
 }
 
 // The example job (BENCHMARKS.md's quality run) is a valid job for the shared data.
