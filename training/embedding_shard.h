@@ -1,5 +1,5 @@
 // A learnable embedding table sharded like the graph: partition p's shard holds the rows of
-// the entities p owns (global ids [book[p], book[p+1])) with their Adagrad state, and no
+// the entities p owns (global ids [book[p], book[p+1])) with their optimiser state, and no
 // process holds the whole table (DGL's DistEmbedding, Marius's partition buffer). A trainer
 // reads the rows its batch needs from their owners and sends the rows' gradients back; the
 // owner sums the trainers' gradients and applies them with the job's row optimiser
