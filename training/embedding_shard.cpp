@@ -24,7 +24,12 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr char kMagic[8] = {'P', 'T', 'S', 'H', 'A', 'R', 'D', '1'};
+// Version 2 added the optimiser's kind and step count to the header; version 1 files
+// (Adagrad's state, header begin, end, dim) still load into an Adagrad shard.
+constexpr char kMagic[8] = {'P', 'T', 'S', 'H', 'A', 'R', 'D', '2'};
+constexpr char kMagicV1[8] = {'P', 'T', 'S', 'H', 'A', 'R', 'D', '1'};
+// The header after the envelope: begin, end, dim, optimiser kind, optimiser steps.
+constexpr size_t kHeaderValues = 5;
 // A trainer that connected but sends nothing for this long is dropped; waits for a step to
 // be applied use the caller's deadline.
 constexpr milliseconds kSessionDeadline{120000};
@@ -63,7 +68,7 @@ EmbeddingShard::EmbeddingShard(EmbeddingShardConfig config, Span<const int64_t> 
                 std::to_string(rows) + " rows");
   }
   table_.resize(static_cast<size_t>(rows * config_.dim));
-  state_.assign(table_.size(), static_cast<float>(config_.optimizer.initial_accumulator));
+  state_.assign(table_.size() * static_cast<size_t>(config_.optimizer.state_slots()), config_.optimizer.initial_state());
   for (int64_t r = 0; r < rows; ++r) {
     initial_embedding_row(config_.seed, config_.init_std, original_ids[r], config_.dim, table_.data() + r * config_.dim);
   }
@@ -159,8 +164,11 @@ void EmbeddingShard::apply_pending() {
     pending_ids_[t].clear();
     pending_grads_[t].clear();
   }
+  // Every step counts, even one that touched none of this shard's rows: SparseAdam's bias
+  // correction follows the table's steps, as torch's does for one parameter.
   config_.optimizer.step(Span<float>(table_), Span<float>(state_), config_.dim, Span<const int64_t>(rows),
-                         Span<const float>(sums));
+                         Span<const float>(sums), optimizer_steps_ + 1);
+  ++optimizer_steps_;
   ++applied_;
   applied_cv_.notify_all();
 }
@@ -171,8 +179,10 @@ std::vector<char> EmbeddingShard::save(milliseconds deadline) {
     throw Error(shard_name(config_.part) + ": a step was still pending after " + std::to_string(deadline.count() / 1000) + " s");
   }
   check_running();
-  const int64_t header[3] = {config_.begin, config_.end, config_.dim};
-  const size_t payload = sizeof(header) + 2 * table_.size() * sizeof(float);
+  const int64_t header[kHeaderValues] = {config_.begin, config_.end, config_.dim,
+                                         static_cast<int64_t>(config_.optimizer.kind),
+                                         static_cast<int64_t>(optimizer_steps_)};
+  const size_t payload = sizeof(header) + (table_.size() + state_.size()) * sizeof(float);
   std::vector<char> bytes(sizeof(kMagic) + sizeof(uint64_t) + payload);
   char* p = bytes.data();
   std::memcpy(p, kMagic, sizeof(kMagic));
@@ -187,28 +197,40 @@ std::vector<char> EmbeddingShard::save(milliseconds deadline) {
 
 void EmbeddingShard::load(const std::vector<char>& bytes) {
   const std::string name = shard_name(config_.part);
-  const size_t payload = 3 * sizeof(int64_t) + 2 * table_.size() * sizeof(float);
-  if (bytes.size() < sizeof(kMagic) + sizeof(uint64_t) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+  const size_t envelope = sizeof(kMagic) + sizeof(uint64_t);
+  // Version 1 (Adagrad's state, no step count) loads into an Adagrad shard as it was saved:
+  // Adagrad does not read the count.
+  const bool v1 = bytes.size() >= sizeof(kMagicV1) && std::memcmp(bytes.data(), kMagicV1, sizeof(kMagicV1)) == 0;
+  if (!v1 && (bytes.size() < envelope || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)) {
     throw Error(name + ": the checkpoint is not an embedding shard's");
   }
-  if (bytes.size() != sizeof(kMagic) + sizeof(uint64_t) + payload) {
-    throw Error(name + ": the checkpoint holds " + std::to_string(bytes.size()) + " bytes, expected " +
-                std::to_string(sizeof(kMagic) + sizeof(uint64_t) + payload) + " (another table?)");
+  int64_t header[kHeaderValues] = {0, 0, 0, static_cast<int64_t>(RowOptimizerKind::kAdagrad), 0};
+  const size_t header_bytes = (v1 ? 3 : kHeaderValues) * sizeof(int64_t);
+  const size_t payload = header_bytes + (table_.size() + state_.size()) * sizeof(float);
+  const char* body = bytes.data() + envelope;
+  if (bytes.size() < envelope + header_bytes) throw Error(name + ": the checkpoint is cut short");
+  std::memcpy(header, body, header_bytes);
+  // The optimiser first: its state's size tells the payload's.
+  if (header[3] != static_cast<int64_t>(config_.optimizer.kind)) {
+    throw Error(name + ": the checkpoint was trained with another optimiser than the job's " +
+                config_.optimizer.name() + " (train.optimizer changed?)");
   }
-  const char* body = bytes.data() + sizeof(kMagic) + sizeof(uint64_t);
+  if (bytes.size() != envelope + payload) {
+    throw Error(name + ": the checkpoint holds " + std::to_string(bytes.size()) + " bytes, expected " +
+                std::to_string(envelope + payload) + " (another table?)");
+  }
   uint64_t sum = 0;
   std::memcpy(&sum, bytes.data() + sizeof(kMagic), sizeof(sum));
   if (checksum(body, payload) != sum) throw Error(name + ": the checkpoint is corrupt (checksum mismatch)");
-  int64_t header[3];
-  std::memcpy(header, body, sizeof(header));
-  if (header[0] != config_.begin || header[1] != config_.end || header[2] != config_.dim) {
+  if (header[0] != config_.begin || header[1] != config_.end || header[2] != config_.dim || header[4] < 0) {
     throw Error(name + ": the checkpoint holds ids [" + std::to_string(header[0]) + ", " + std::to_string(header[1]) +
                 ") of dim " + std::to_string(header[2]) + ", this shard [" + std::to_string(config_.begin) + ", " +
                 std::to_string(config_.end) + ") of dim " + std::to_string(config_.dim));
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  std::memcpy(table_.data(), body + sizeof(header), table_.size() * sizeof(float));
-  std::memcpy(state_.data(), body + sizeof(header) + table_.size() * sizeof(float), state_.size() * sizeof(float));
+  std::memcpy(table_.data(), body + header_bytes, table_.size() * sizeof(float));
+  std::memcpy(state_.data(), body + header_bytes + table_.size() * sizeof(float), state_.size() * sizeof(float));
+  optimizer_steps_ = static_cast<uint64_t>(header[4]);
   std::fill(pushed_.begin(), pushed_.end(), 0);
   applied_ = 0;
   for (auto& v : pending_ids_) v.clear();
@@ -389,7 +411,8 @@ void register_embedding_shard_type(runtime::ActorTypeRegistry& registry) {
     config.num_trainers = static_cast<int>(runtime::integer_setting(settings, "trainers", 1, 1 << 16));
     config.seed = number_setting<uint64_t>(settings, "seed");
     config.init_std = number_setting<double>(settings, "init_std");
-    config.optimizer.learning_rate = number_setting<double>(settings, "learning_rate");
+    config.optimizer = RowOptimizer::parse(runtime::text_setting(settings, "optimizer", "adagrad"),
+                                           number_setting<double>(settings, "learning_rate"), "setting 'optimizer'");
     const PartitionData data = folder.load_part(config.part);
     auto shard = std::make_shared<EmbeddingShard>(config, data.orig_ids.as<int64_t>());
     register_local(run_key, config.part, shard);

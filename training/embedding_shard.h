@@ -1,8 +1,9 @@
 // A learnable embedding table sharded like the graph: partition p's shard holds the rows of
-// the entities p owns (global ids [book[p], book[p+1])) with their Adagrad state, and no
+// the entities p owns (global ids [book[p], book[p+1])) with their optimiser state, and no
 // process holds the whole table (DGL's DistEmbedding, Marius's partition buffer). A trainer
 // reads the rows its batch needs from their owners and sends the rows' gradients back; the
-// owner sums the trainers' gradients and applies them (models/sparse_adagrad.h).
+// owner sums the trainers' gradients and applies them with the job's row optimiser
+// (models/row_optimizer.h: sparse Adagrad, or SparseAdam with the shard's step count).
 //
 // Steps, and why the job is deterministic: every trainer pushes to every shard once per
 // step (an empty push when it touched none of the shard's rows). A shard applies a step once
@@ -34,7 +35,7 @@
 #include <vector>
 
 #include "base/span.h"
-#include "models/sparse_adagrad.h"
+#include "models/row_optimizer.h"
 #include "runtime/host.h"
 
 namespace partita {
@@ -46,7 +47,7 @@ struct EmbeddingShardConfig {
   int num_trainers = 1;  // pushes per step
   uint64_t seed = 0;
   double init_std = 1e-3;
-  SparseAdagrad optimizer;
+  RowOptimizer optimizer;
 };
 
 class EmbeddingShard {
@@ -69,10 +70,10 @@ class EmbeddingShard {
   // changing anything.
   void push(int trainer, Span<const int64_t> ids, Span<const float> grads);
 
-  // The table and its optimiser state, once no step is pending: for checkpoints. load()
-  // checks the bytes (envelope, checksum, this shard's ids and dim) and resets the step
-  // counters (a resumed job's trainers start counting afresh). Throws Error naming the
-  // problem.
+  // The table, its optimiser state and the optimiser's step count, once no step is
+  // pending: for checkpoints. load() checks the bytes (envelope, checksum, this shard's ids,
+  // dim and optimiser) and resets the trainers' step counters (a resumed job's trainers
+  // start counting afresh; the optimiser's count goes on). Throws Error naming the problem.
   std::vector<char> save(std::chrono::milliseconds deadline);
   void load(const std::vector<char>& bytes);
 
@@ -90,9 +91,10 @@ class EmbeddingShard {
   EmbeddingShardConfig config_;
   std::mutex mutex_;
   std::condition_variable applied_cv_;
-  std::vector<float> table_, state_;
+  std::vector<float> table_, state_;  // state_: optimizer.state_slots() x table_'s size
   std::vector<uint64_t> pushed_;  // steps pushed, per trainer
-  uint64_t applied_ = 0;          // steps applied
+  uint64_t applied_ = 0;          // steps applied since the start or the last load()
+  uint64_t optimizer_steps_ = 0;  // steps applied to the table over the job (SparseAdam's t)
   bool stopped_ = false;
   // The pending step's gradients per trainer (at most one step is pending).
   std::vector<std::vector<int64_t>> pending_ids_;
@@ -120,8 +122,8 @@ using embedding_shard_actor = caf::typed_actor<
     caf::replies_to<shard_load_atom, std::vector<char>>::with<bool>>;
 
 // Registers "embedding_shard". Settings: run (the job run's key), dir (partition folder),
-// part, dim, trainers, seed, init_std, learning_rate, host (where sessions listen; default
-// 127.0.0.1).
+// part, dim, trainers, seed, init_std, learning_rate, optimizer (adagrad or sparse_adam;
+// default adagrad), host (where sessions listen; default 127.0.0.1).
 void register_embedding_shard_type(runtime::ActorTypeRegistry& registry);
 
 // The request frames of a shard's channel.

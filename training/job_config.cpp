@@ -403,7 +403,10 @@ void read_train(Section s, JobConfig& job) {
     if (job.link_gnn()) {
       s.read_choice("optimizer", job.optimizer, {"adam", "sgd"});
     } else {
-      s.read_choice("optimizer", job.optimizer, {"adagrad"});
+      // Of the entity rows, applied by their owners (models/row_optimizer.h); SparseAdam
+      // starts from torch's default rate.
+      s.read_choice("optimizer", job.optimizer, {"adagrad", "sparse_adam"});
+      if (job.optimizer == "sparse_adam") job.learning_rate = 1e-3;
     }
     s.read_choice("loss", job.link.loss, {"softmax", "bce", "margin"});
     s.read_real("margin", job.link.margin, 0, 1e6);
@@ -503,6 +506,11 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
 
   if (job.temporal() && job.link_prediction() && !job.link_gnn()) {
     top.fail("sampling.temporal", "bounds the sampled neighbourhoods of a GNN encoder; encoder: none samples none");
+  }
+  if (job.link.on_disk() && job.optimizer == "sparse_adam") {
+    top.fail("train.optimizer", "sparse_adam keeps two moments per entity row (3x the table, against Adagrad's 2x) and "
+                                "is not supported with embeddings.storage: disk, whose partition files hold one "
+                                "Adagrad accumulator per row; use adagrad");
   }
   if (job.link.on_disk() && (job.num_partitions != 1 || job.trainers_per_partition != 1)) {
     top.fail("embeddings.storage", "disk trains one table behind one buffer: it needs data.num_partitions: 1 and "

@@ -45,7 +45,7 @@ struct KgReplica {
   KgRegularizer regularizer = KgRegularizer::kNone;
   KgNegatives negatives;
   at::Tensor relations;  // [R, dim], replicated
-  std::unique_ptr<torch::optim::Adagrad> optimizer;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;  // the relations': Adagrad, or Adam with sparse_adam
   std::unique_ptr<ShardedEmbedding> table;
   std::unique_ptr<runtime::Allreduce> allreduce;
   std::vector<float> buffer;
@@ -177,8 +177,15 @@ std::unique_ptr<KgReplica> make_replica(const runtime::Settings& settings) {
   Rng rng(mix64(r->job.seed, 0x72656cull /* "rel" */));
   for (float& v : init) v = static_cast<float>(rng.normal() * link.init_std);
   r->relations = torch::from_blob(init.data(), {num_relations, link.dim}, torch::kFloat).clone().set_requires_grad(true);
-  r->optimizer = std::make_unique<torch::optim::Adagrad>(std::vector<at::Tensor>{r->relations},
-                                                         torch::optim::AdagradOptions(r->job.learning_rate).eps(1e-10));
+  // The relations are dense and replicated: torch's own optimiser of the family the job
+  // chose for the entity rows (whose owners apply models/row_optimizer.h).
+  if (r->job.optimizer == "sparse_adam") {
+    r->optimizer = std::make_unique<torch::optim::Adam>(std::vector<at::Tensor>{r->relations},
+                                                        torch::optim::AdamOptions(r->job.learning_rate));
+  } else {
+    r->optimizer = std::make_unique<torch::optim::Adagrad>(std::vector<at::Tensor>{r->relations},
+                                                           torch::optim::AdagradOptions(r->job.learning_rate).eps(1e-10));
+  }
   return r;
 }
 
@@ -443,6 +450,8 @@ std::vector<char> save_state(KgReplica& r) {
   std::ostringstream stream;
   torch::serialize::OutputArchive archive;
   archive.write("relations", r.relations.detach());
+  // Which optimiser's state follows (torch fails on another's with an internal assert).
+  archive.write("sparse_adam", torch::tensor(r.job.optimizer == "sparse_adam" ? 1 : 0));
   torch::serialize::OutputArchive optimizer;
   r.optimizer->save(optimizer);
   archive.write("optimizer", optimizer);
@@ -460,6 +469,12 @@ void load_state(KgReplica& r, const std::vector<char>& bytes) {
     throw Error("the checkpoint's relations are " + std::to_string(relations.size(0)) + " x " +
                 std::to_string(relations.dim() > 1 ? relations.size(1) : 0) + ", the job's " +
                 std::to_string(r.relations.size(0)) + " x " + std::to_string(r.relations.size(1)));
+  }
+  at::Tensor sparse_adam = torch::tensor(0);  // checkpoints before SparseAdam: Adagrad's
+  archive.try_read("sparse_adam", sparse_adam);
+  if (sparse_adam.numel() != 1 || (sparse_adam.item<int64_t>() != 0) != (r.job.optimizer == "sparse_adam")) {
+    throw Error("the checkpoint was trained with another optimiser than the job's " + r.job.optimizer +
+                " (train.optimizer changed?)");
   }
   torch::NoGradGuard no_grad;
   r.relations.copy_(relations);

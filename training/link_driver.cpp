@@ -141,7 +141,8 @@ void LinkDriver::spawn_actors() {
                                {"trainers", std::to_string(num_trainers)},
                                {"seed", std::to_string(job_.seed)},
                                {"init_std", fmt::format("{:.17g}", job_.link.init_std)},
-                               {"learning_rate", fmt::format("{:.17g}", job_.learning_rate)}};
+                               {"learning_rate", fmt::format("{:.17g}", job_.learning_rate)},
+                               {"optimizer", job_.optimizer}};
     if (runtime_.is_distributed()) settings["host"] = runtime::parse_endpoint(runtime_.node_name(node), "daemon").host;
     shards_.push_back(runtime_.spawn(node, "embedding_shard", settings));
   }

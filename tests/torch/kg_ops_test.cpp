@@ -1,9 +1,11 @@
 // The knowledge-graph operators: decoders (query form equals the triple's score, grouped
 // scores equal pairwise ones), losses (by hand; a masked negative counts as undrawn),
-// sparse Adagrad against torch's dense Adagrad, and filtered vs raw ranks on a toy by hand.
+// sparse Adagrad against torch's dense Adagrad, SparseAdam against torch's Adam and a dense
+// reference of torch's SparseAdam, and filtered vs raw ranks on a toy by hand.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <vector>
 
 #include "base/error.h"
@@ -11,6 +13,7 @@
 #include "models/kg_loss.h"
 #include "models/kg_ranking.h"
 #include "models/sparse_adagrad.h"
+#include "models/sparse_adam.h"
 
 namespace partita {
 namespace {
@@ -137,6 +140,97 @@ TEST(SparseAdagradTest, DuplicateOrOutOfRangeRowsAreRefusedBeforeAnyChange) {
   EXPECT_THROW(sparse.step(Span<float>(table), Span<float>(state), 4, std::vector<int64_t>{0, 2}, grads), Error);
   EXPECT_EQ(table, std::vector<float>(8, 1.0f));
   EXPECT_EQ(state, std::vector<float>(8, 0.0f));
+}
+
+// SparseAdam touching every row at every step is Adam: torch's own, on the dense table (up
+// to where each adds eps: Adam to sqrt(v / (1 - b2^t)), SparseAdam to sqrt(v)).
+TEST(SparseAdamTest, EveryRowAtEveryStepIsTorchsAdam) {
+  torch::manual_seed(11);
+  const int64_t rows = 6, dim = 5;
+  const at::Tensor initial = torch::randn({rows, dim});
+  at::Tensor dense = initial.clone().set_requires_grad(true);
+  torch::optim::Adam dense_opt({dense}, torch::optim::AdamOptions(0.05));
+  std::vector<float> table(initial.data_ptr<float>(), initial.data_ptr<float>() + rows * dim);
+  std::vector<float> moments(2 * table.size(), 0.0f);
+  SparseAdam sparse;
+  sparse.learning_rate = 0.05;
+  const std::vector<int64_t> all = {0, 1, 2, 3, 4, 5};
+  for (uint64_t step = 1; step <= 6; ++step) {
+    const at::Tensor grads = torch::randn({rows, dim});
+    dense_opt.zero_grad();
+    dense.mutable_grad() = grads.clone();
+    dense_opt.step();
+    sparse.step(Span<float>(table), Span<float>(moments), dim, Span<const int64_t>(all),
+                Span<const float>(grads.data_ptr<float>(), rows * dim), step);
+  }
+  const at::Tensor result = torch::from_blob(table.data(), {rows, dim});
+  EXPECT_GT((result - initial).abs().min().item<float>(), 0);
+  EXPECT_TRUE(torch::allclose(result, dense.detach(), 1e-5, 1e-6)) << result - dense.detach();
+}
+
+// Steps touching a few rows equal torch.optim.SparseAdam's update written densely (its
+// _functional.sparse_adam: moments and values change on the gradient's rows only, bias
+// correction by the parameter's step count): a row first touched at step 3 is corrected
+// as step 3, and rows never touched keep their values and zero moments exactly.
+TEST(SparseAdamTest, SparseUpdatesEqualADenseReferenceOfTorchsSparseAdam) {
+  torch::manual_seed(7);
+  const int64_t rows = 10, dim = 4;
+  const double lr = 0.02, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  const at::Tensor initial = torch::randn({rows, dim});
+  at::Tensor value = initial.clone().to(torch::kDouble);
+  at::Tensor m = torch::zeros({rows, dim}, torch::kDouble), v = torch::zeros({rows, dim}, torch::kDouble);
+  std::vector<float> table(initial.data_ptr<float>(), initial.data_ptr<float>() + rows * dim);
+  std::vector<float> moments(2 * table.size(), 0.0f);
+  SparseAdam sparse;
+  sparse.learning_rate = lr;
+  const std::vector<std::vector<int64_t>> touched = {{1, 4, 7}, {4, 0}, {9, 1, 4, 2}, {7}, {0, 9}};
+  for (size_t s = 0; s < touched.size(); ++s) {
+    const std::vector<int64_t>& ids = touched[s];
+    const at::Tensor grads = torch::randn({static_cast<int64_t>(ids.size()), dim});
+    const double t = static_cast<double>(s + 1);
+    const double step_size = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const at::Tensor g = grads[i].to(torch::kDouble);
+      const int64_t r = ids[i];
+      m[r] = m[r] + (g - m[r]) * (1 - b1);
+      v[r] = v[r] + (g * g - v[r]) * (1 - b2);
+      value[r] = value[r] - step_size * m[r] / (v[r].sqrt() + eps);
+    }
+    sparse.step(Span<float>(table), Span<float>(moments), dim, Span<const int64_t>(ids),
+                Span<const float>(grads.data_ptr<float>(), ids.size() * dim), s + 1);
+  }
+  const at::Tensor result = torch::from_blob(table.data(), {rows, dim});
+  const at::Tensor first = torch::from_blob(moments.data(), {rows, dim});
+  const at::Tensor second = torch::from_blob(moments.data() + rows * dim, {rows, dim});
+  EXPECT_TRUE(torch::allclose(result.to(torch::kDouble), value, 1e-5, 1e-6)) << result.to(torch::kDouble) - value;
+  EXPECT_TRUE(torch::allclose(first.to(torch::kDouble), m, 1e-5, 1e-7));
+  EXPECT_TRUE(torch::allclose(second.to(torch::kDouble), v, 1e-5, 1e-9));
+  for (int64_t r : {3, 5, 6, 8}) {
+    EXPECT_TRUE(torch::equal(result[r], initial[r])) << r;
+    EXPECT_EQ(first[r].abs().sum().item<float>(), 0) << r;
+    EXPECT_EQ(second[r].abs().sum().item<float>(), 0) << r;
+  }
+  // Row 2, first touched at step 3, moved as step 3 (not as its own first step): Adam's
+  // first step moves every element by lr (m / sqrt(v) = sign(g)); step 3's correction less.
+  const float moved = (result[2] - initial[2]).abs().max().item<float>();
+  EXPECT_LT(moved, 0.99 * lr);
+  EXPECT_GT(moved, 0.0f);
+}
+
+TEST(SparseAdamTest, BadRowsOrStepAreRefusedBeforeAnyChange) {
+  std::vector<float> table(8, 1.0f), moments(16, 0.0f);
+  const std::vector<float> grads(8, 0.5f);
+  SparseAdam sparse;
+  EXPECT_THROW(sparse.step(Span<float>(table), Span<float>(moments), 4, std::vector<int64_t>{1, 1}, grads, 1), Error);
+  EXPECT_THROW(sparse.step(Span<float>(table), Span<float>(moments), 4, std::vector<int64_t>{0, 2}, grads, 1), Error);
+  EXPECT_THROW(sparse.step(Span<float>(table), Span<float>(moments), 4, std::vector<int64_t>{0, 1}, grads, 0), Error);
+  std::vector<float> short_moments(8, 0.0f);
+  EXPECT_THROW(sparse.step(Span<float>(table), Span<float>(short_moments), 4, std::vector<int64_t>{0, 1}, grads, 1),
+               Error);
+  EXPECT_EQ(table, std::vector<float>(8, 1.0f));
+  EXPECT_EQ(moments, std::vector<float>(16, 0.0f));
+  sparse.beta2 = 1.0;
+  EXPECT_THROW(sparse.validate(), UsageError);
 }
 
 // A toy by hand: 6 candidate entities 0..5 in two blocks; query 0's answer is entity 2

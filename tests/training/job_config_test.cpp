@@ -158,6 +158,29 @@ eval: {negatives: 100, block: 512, every: 2}
                   "model.input: a learnt input row per node is for encoder: rgcn or hetero_sage, not graphsage");
 }
 
+// The entity rows' optimiser: Adagrad (lr 0.1) by default, SparseAdam (lr 0.001 unless
+// given) on request; not on disk, whose files hold one accumulator per row.
+TEST_F(JobConfigTest, SparseAdamIsAnOptimiserOfEntityRowsInMemory) {
+  const JobConfig adam = parse("task: link_prediction\n" + job_text("train: {optimizer: sparse_adam}"));
+  EXPECT_EQ(adam.optimizer, "sparse_adam");
+  EXPECT_DOUBLE_EQ(adam.learning_rate, 0.001);
+  const JobConfig back = parse_job(job_to_yaml(adam), "/elsewhere", "sent job");
+  EXPECT_EQ(back.optimizer, "sparse_adam");
+  EXPECT_DOUBLE_EQ(back.learning_rate, 0.001);
+  EXPECT_DOUBLE_EQ(
+      parse("task: link_prediction\n" + job_text("train: {optimizer: sparse_adam, learning_rate: 0.02}")).learning_rate,
+      0.02);
+  EXPECT_DOUBLE_EQ(parse("task: link_prediction\n" + job_text("")).learning_rate, 0.1);
+  EXPECT_CONTAINS(error_of("task: link_prediction\n" +
+                           job_text("train: {optimizer: sparse_adam}\nembeddings: {storage: disk}")),
+                  "train.optimizer: sparse_adam keeps two moments per entity row");
+  EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("train: {optimizer: adam}")),
+                  "train.optimizer: 'adam' is not one of");
+  // A GNN encoder's dense weights have no rows to apply SparseAdam to.
+  EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("model: {encoder: graphsage}\ntrain: {optimizer: sparse_adam}")),
+                  "train.optimizer: 'sparse_adam' is not one of");
+}
+
 TEST_F(JobConfigTest, GeneratedDataTrainsOnTheOutputsPartitions) {
   JobConfig job = parse("data: {generate: {nodes: 1000, classes: 4}, num_partitions: 3}\noutput: out\n");
   EXPECT_TRUE(job.generate);

@@ -2,10 +2,13 @@
 // knowledge graph written as triples: true triples rank first after training; the same
 // losses on 1 and 2 partitions and in one process and on two daemons; resuming ends in the
 // same state; one sharded step equals the dense computation; strict negatives; bad input
-// named (a relation outside the training set: the triples reader's tests).
+// named (a relation outside the training set: the triples reader's tests). The
+// determinism, resume and dense-step tests run with each row optimiser (train.optimizer:
+// adagrad, sparse_adam).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <filesystem>
 #include <cstring>
 #include <fstream>
@@ -15,6 +18,7 @@
 #include <tuple>
 
 #include "actors/protocol.h"
+#include "base/checksum.h"
 #include "base/error.h"
 #include "base/random.h"
 #include "daemon_process.h"
@@ -24,6 +28,7 @@
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
+#include "training/embedding_shard.h"
 #include "training/job_types.h"
 #include "training/kg_triples.h"
 
@@ -81,10 +86,13 @@ class LinkJobTest : public ::testing::Test {
                      "output: " + output + "\n",
                      tmp_.path(), "link job");
   }
-  JobConfig small_job(int parts, const std::string& output) {
+  JobConfig small_job(int parts, const std::string& output, const std::string& optimizer = "adagrad") {
+    const std::string rate = optimizer == "adagrad" ? "0.2" : "0.05";
     return job(parts, "{encoder: none, decoder: distmult, dim: 16, init_std: 0.1}",
-               "{k: 12, chunk_size: 8, degree_fraction: 0.5}", "{epochs: 2, learning_rate: 0.2, seed: 3}", output);
+               "{k: 12, chunk_size: 8, degree_fraction: 0.5}",
+               "{epochs: 2, optimizer: " + optimizer + ", learning_rate: " + rate + ", seed: 3}", output);
   }
+  static constexpr const char* kOptimizers[] = {"adagrad", "sparse_adam"};
   std::vector<std::tuple<int, int, int>> triples_;
   testing::TempDir tmp_;
 };
@@ -114,24 +122,43 @@ TEST_F(LinkJobTest, TrueTriplesRankFirstAfterTraining) {
 }
 
 TEST_F(LinkJobTest, OneAndTwoPartitionsAndTrainersGiveTheSameLosses) {
-  const JobReport one = run_in_process(small_job(1, "one"));
-  JobConfig four_trainers = small_job(2, "four");
-  four_trainers.trainers_per_partition = 2;
-  for (const JobConfig& j : {small_job(2, "two"), four_trainers}) {
-    SCOPED_TRACE(std::to_string(j.num_trainers()) + " trainers");
-    const JobReport other = run_in_process(j);
-    ASSERT_EQ(one.epochs.size(), other.epochs.size());
-    for (size_t e = 0; e < one.epochs.size(); ++e) {
-      ASSERT_EQ(one.epochs[e].step_losses.size(), other.epochs[e].step_losses.size());
-      for (size_t s = 0; s < one.epochs[e].step_losses.size(); ++s) {
-        // The same positives meet the same negatives; only the order of float sums differs.
-        EXPECT_NEAR(one.epochs[e].step_losses[s], other.epochs[e].step_losses[s], 1e-5 * one.epochs[e].step_losses[s])
-            << "epoch " << e + 1 << " step " << s;
+  for (const std::string optimizer : kOptimizers) {
+    SCOPED_TRACE(optimizer);
+    const JobReport one = run_in_process(small_job(1, "one-" + optimizer, optimizer));
+    JobConfig four_trainers = small_job(2, "four-" + optimizer, optimizer);
+    four_trainers.trainers_per_partition = 2;
+    for (const JobConfig& j : {small_job(2, "two-" + optimizer, optimizer), four_trainers}) {
+      SCOPED_TRACE(std::to_string(j.num_trainers()) + " trainers");
+      const JobReport other = run_in_process(j);
+      ASSERT_EQ(one.epochs.size(), other.epochs.size());
+      for (size_t e = 0; e < one.epochs.size(); ++e) {
+        ASSERT_EQ(one.epochs[e].step_losses.size(), other.epochs[e].step_losses.size());
+        for (size_t s = 0; s < one.epochs[e].step_losses.size(); ++s) {
+          // The same positives meet the same negatives; only the order of float sums differs.
+          EXPECT_NEAR(one.epochs[e].step_losses[s], other.epochs[e].step_losses[s],
+                      1e-5 * one.epochs[e].step_losses[s])
+              << "epoch " << e + 1 << " step " << s;
+        }
+        EXPECT_NEAR(one.epochs[e].ranking_metric("test.mrr"), other.epochs[e].ranking_metric("test.mrr"), 1e-3);
+        EXPECT_EQ(one.epochs[e].ranking_metric("test.queries"), other.epochs[e].ranking_metric("test.queries"));
       }
-      EXPECT_NEAR(one.epochs[e].ranking_metric("test.mrr"), other.epochs[e].ranking_metric("test.mrr"), 1e-3);
-      EXPECT_EQ(one.epochs[e].ranking_metric("test.queries"), other.epochs[e].ranking_metric("test.queries"));
     }
   }
+}
+
+// The row optimisers train differently (a test that the job field reaches the owners), and
+// SparseAdam lowers the loss too.
+TEST_F(LinkJobTest, SparseAdamIsTheOptimiserTheOwnersApply) {
+  RunOptions options;
+  options.evaluate = false;
+  const JobReport adagrad = run_in_process(small_job(2, "adagrad"), options);
+  JobConfig j = small_job(2, "sparse_adam", "sparse_adam");
+  j.epochs = 6;
+  const JobReport adam = run_in_process(j, options);
+  ASSERT_EQ(adam.epochs.size(), 6u);
+  EXPECT_EQ(adam.epochs[0].step_losses[0], adagrad.epochs[0].step_losses[0]);  // the same start
+  EXPECT_NE(adam.epochs[0].step_losses[1], adagrad.epochs[0].step_losses[1]);
+  EXPECT_LT(adam.epochs[5].train_loss, 0.8 * adam.epochs[0].train_loss);
 }
 
 // Ranking against K sampled entities: a subset of every entity, so no rank can be worse
@@ -151,24 +178,27 @@ TEST_F(LinkJobTest, SampledEvaluationRanksAgainstASubsetOfTheEntities) {
 }
 
 TEST_F(LinkJobTest, TwoDaemonsGiveTheSameLossesAndStateAsOneProcess) {
-  JobConfig j = small_job(2, "local");
-  const JobReport local = run_in_process(j);
   std::vector<testing::Daemon> daemons;
   for (int d = 0; d < 2; ++d) {
     daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(d)}));
     ASSERT_FALSE(daemons.back().address.empty());
   }
-  j.output = tmp_ / "remote";
-  j.partitions = tmp_ / "local/partitions";  // the folder the local run wrote
   auto rt = runtime::Runtime::connect(system_options(), {daemons[0].address, daemons[1].address}, seconds(10));
-  const JobReport remote = run_job(*rt, j, {});
-  ASSERT_EQ(remote.epochs.size(), local.epochs.size());
-  for (size_t e = 0; e < local.epochs.size(); ++e) {
-    EXPECT_EQ(remote.epochs[e].step_losses, local.epochs[e].step_losses) << "epoch " << e + 1;
-    EXPECT_EQ(remote.epochs[e].step_hashes, local.epochs[e].step_hashes) << "epoch " << e + 1;
-    EXPECT_EQ(remote.epochs[e].ranking_metric("test.mrr"), local.epochs[e].ranking_metric("test.mrr"));
+  for (const std::string optimizer : kOptimizers) {
+    SCOPED_TRACE(optimizer);
+    JobConfig j = small_job(2, "local-" + optimizer, optimizer);
+    const JobReport local = run_in_process(j);
+    j.output = tmp_ / ("remote-" + optimizer);
+    j.partitions = tmp_ / ("local-" + optimizer + "/partitions");  // the folder the local run wrote
+    const JobReport remote = run_job(*rt, j, {});
+    ASSERT_EQ(remote.epochs.size(), local.epochs.size());
+    for (size_t e = 0; e < local.epochs.size(); ++e) {
+      EXPECT_EQ(remote.epochs[e].step_losses, local.epochs[e].step_losses) << "epoch " << e + 1;
+      EXPECT_EQ(remote.epochs[e].step_hashes, local.epochs[e].step_hashes) << "epoch " << e + 1;
+      EXPECT_EQ(remote.epochs[e].ranking_metric("test.mrr"), local.epochs[e].ranking_metric("test.mrr"));
+    }
+    EXPECT_EQ(remote.parameter_hash, local.parameter_hash);
   }
-  EXPECT_EQ(remote.parameter_hash, local.parameter_hash);
 }
 
 TEST_F(LinkJobTest, AKilledDaemonFailsTheJobNamingIt) {
@@ -218,19 +248,35 @@ TEST_F(LinkJobTest, EveryDecoderAndLossTrains) {
 }
 
 TEST_F(LinkJobTest, ResumingFromACheckpointEndsInTheSameState) {
-  const JobReport whole = run_in_process(small_job(2, "whole"));
-  JobConfig j = small_job(2, "parts");
-  RunOptions first;
-  first.stop_after_epoch = 1;
-  run_in_process(j, first);
+  for (const std::string optimizer : kOptimizers) {
+    SCOPED_TRACE(optimizer);
+    const JobReport whole = run_in_process(small_job(2, "whole-" + optimizer, optimizer));
+    JobConfig j = small_job(2, "parts-" + optimizer, optimizer);
+    RunOptions first;
+    first.stop_after_epoch = 1;
+    run_in_process(j, first);
+    RunOptions rest;
+    rest.resume = true;
+    const JobReport resumed = run_in_process(j, rest);
+    ASSERT_EQ(resumed.first_epoch, 2);
+    EXPECT_EQ(resumed.epochs[0].step_losses, whole.epochs[1].step_losses);
+    // Every shard's rows, optimiser state and (SparseAdam) step count are in the hash.
+    EXPECT_EQ(resumed.parameter_hash, whole.parameter_hash);
+  }
+  // A checkpoint of the other optimiser is named, not loaded.
+  JobConfig other = small_job(2, "parts-adagrad", "sparse_adam");
   RunOptions rest;
   rest.resume = true;
-  const JobReport resumed = run_in_process(j, rest);
-  ASSERT_EQ(resumed.first_epoch, 2);
-  EXPECT_EQ(resumed.epochs[0].step_losses, whole.epochs[1].step_losses);
-  EXPECT_EQ(resumed.parameter_hash, whole.parameter_hash);
+  try {
+    run_in_process(other, rest);
+    ADD_FAILURE() << "resumed an Adagrad checkpoint with sparse_adam";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another optimiser than the job's sparse_adam"), std::string::npos)
+        << e.what();
+  }
   // A damaged shard file is named, not loaded.
-  const std::string shard = tmp_ / "parts/checkpoints/epoch-2-shard1.bin";
+  JobConfig j = small_job(2, "parts-adagrad");
+  const std::string shard = tmp_ / "parts-adagrad/checkpoints/epoch-2-shard1.bin";
   ASSERT_TRUE(fs::exists(shard));
   { std::ofstream(shard, std::ios::binary | std::ios::app) << "x"; }
   try {
@@ -287,31 +333,43 @@ TEST_F(LinkJobTest, BadInputIsNamed) {
   EXPECT_THROW(job(2, "{encoder: none, decoder: distmult}", "{k: 0}", "{epochs: 1}", "x"), UsageError);
 }
 
-// A shard file's table and Adagrad state (training/embedding_shard.cpp's layout: magic,
-// checksum, begin, end, dim, rows, state).
-std::pair<at::Tensor, at::Tensor> read_shard(const std::string& path) {
+// A shard file's table, optimiser state ([slots x rows, dim]) and optimiser step count
+// (training/embedding_shard.cpp's layout: magic, checksum, begin, end, dim, optimiser kind,
+// steps, rows, state).
+struct ShardFile {
+  at::Tensor table, state;
+  int64_t steps = 0;
+};
+ShardFile read_shard(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  int64_t header[3];
+  int64_t header[5];
   std::memcpy(header, bytes.data() + 16, sizeof(header));
   const int64_t rows = header[1] - header[0], dim = header[2];
+  const int64_t slots = header[3] == 0 ? 1 : 2;
   const float* data = reinterpret_cast<const float*>(bytes.data() + 16 + sizeof(header));
+  EXPECT_EQ(bytes.size(), 16 + sizeof(header) + static_cast<size_t>((1 + slots) * rows * dim) * sizeof(float));
   return {torch::from_blob(const_cast<float*>(data), {rows, dim}).clone(),
-          torch::from_blob(const_cast<float*>(data + rows * dim), {rows, dim}).clone()};
+          torch::from_blob(const_cast<float*>(data + rows * dim), {slots * rows, dim}).clone(), header[4]};
 }
 
 // One step of the sharded job (rows read from the owner, their gradient pushed back and
-// applied there by sparse Adagrad) equals the dense computation: the whole table as one
-// tensor, the same step's loss, its dense gradient, and Adagrad on every row.
+// applied there by sparse Adagrad or SparseAdam) equals the dense computation: the whole
+// table as one tensor, the same step's loss, its dense gradient, and the optimiser's dense
+// formula on every row (rows without gradient: Adagrad leaves them, SparseAdam skips them).
 TEST_F(LinkJobTest, AShardedStepEqualsTheDenseComputation) {
-  JobConfig j = small_job(1, "dense");
+  for (const std::string optimizer : kOptimizers) {
+  SCOPED_TRACE(optimizer);
+  JobConfig j = small_job(1, "dense-" + optimizer, optimizer);
   j.epochs = 2;
   RunOptions first;
   first.stop_after_epoch = 1;
   first.evaluate = false;
   run_in_process(j, first);
-  const std::string dir = tmp_ / "dense/checkpoints";
-  const auto [table, state] = read_shard(dir + "/epoch-1-shard0.bin");
+  const std::string dir = tmp_ / ("dense-" + optimizer + "/checkpoints");
+  const ShardFile before = read_shard(dir + "/epoch-1-shard0.bin");
+  const at::Tensor& table = before.table;
+  const at::Tensor& state = before.state;
   std::ifstream replica_file(dir + "/epoch-1-replica.bin", std::ios::binary);
   std::vector<char> replica((std::istreambuf_iterator<char>(replica_file)), std::istreambuf_iterator<char>());
   torch::serialize::InputArchive archive;
@@ -324,10 +382,11 @@ TEST_F(LinkJobTest, AShardedStepEqualsTheDenseComputation) {
   one_step.max_steps = 1;
   one_step.evaluate = false;
   run_in_process(j, one_step);
-  const at::Tensor sharded = read_shard(dir + "/epoch-2-shard0.bin").first;
+  const ShardFile after = read_shard(dir + "/epoch-2-shard0.bin");
+  const at::Tensor& sharded = after.table;
 
   // The dense step: epoch 2, step 0 of the job's plan, chunks of its negatives.
-  const KgTriples kg{PartitionFolder(tmp_ / "dense/partitions")};
+  const KgTriples kg{PartitionFolder(tmp_ / ("dense-" + optimizer + "/partitions"))};
   const std::vector<int64_t> order = kg.epoch_order(j.seed, 2);
   KgNegatives negatives;
   negatives.k = j.link.negatives;
@@ -356,10 +415,79 @@ TEST_F(LinkJobTest, AShardedStepEqualsTheDenseComputation) {
   }
   (loss / static_cast<double>(positives)).backward();
   const at::Tensor g = dense.grad();
-  const at::Tensor new_state = state + g * g;
-  const at::Tensor expected = table - j.learning_rate * g / (new_state.sqrt() + 1e-10);
+  at::Tensor expected;
+  if (optimizer == "adagrad") {
+    const at::Tensor new_state = state + g * g;
+    expected = table - j.learning_rate * g / (new_state.sqrt() + 1e-10);
+  } else {
+    // torch.optim.SparseAdam, densely: the rows with a gradient only, corrected as the
+    // table's step (every step of epoch 1, then this one).
+    const int64_t rows = table.size(0);
+    const int64_t steps_per_epoch = (kg.train().size() + j.batch_size - 1) / j.batch_size;
+    EXPECT_EQ(before.steps, steps_per_epoch);
+    EXPECT_EQ(after.steps, steps_per_epoch + 1);
+    const double t = static_cast<double>(before.steps + 1);
+    const at::Tensor touched = (g.abs().sum(1, true) > 0);
+    const at::Tensor m = state.narrow(0, 0, rows), v = state.narrow(0, rows, rows);
+    const at::Tensor new_m = m + (g - m) * 0.1, new_v = v + (g * g - v) * 0.001;
+    const double step_size = j.learning_rate * std::sqrt(1 - std::pow(0.999, t)) / (1 - std::pow(0.9, t));
+    expected = torch::where(touched, table - step_size * new_m / (new_v.sqrt() + 1e-8), table);
+    EXPECT_TRUE(torch::allclose(after.state.narrow(0, 0, rows), torch::where(touched, new_m, m), 1e-5, 1e-7));
+    EXPECT_TRUE(torch::equal(after.state.narrow(0, 0, rows).masked_select(~touched.expand_as(m)),
+                             m.masked_select(~touched.expand_as(m))));
+  }
   EXPECT_GT((expected - table).abs().max().item<float>(), 0);  // the step moved rows
   EXPECT_TRUE(torch::allclose(sharded, expected, 1e-5, 1e-6)) << (sharded - expected).abs().max();
+  }
+}
+
+// A shard checkpoint of version 1 (before SparseAdam: Adagrad's state, no step count)
+// loads into an Adagrad shard as it was saved, and is refused by a SparseAdam one, named.
+TEST(EmbeddingShardTest, AVersionOneCheckpointLoadsIntoAnAdagradShardOnly) {
+  EmbeddingShardConfig config;
+  config.end = 3;
+  config.dim = 2;
+  config.seed = 4;
+  const std::vector<int64_t> original{0, 1, 2};
+  EmbeddingShard trained(config, original);
+  trained.push(0, std::vector<int64_t>{1}, std::vector<float>{0.5f, -0.25f});
+  const std::vector<char> v2 = trained.save(seconds(10));
+  // Version 1: magic "PTSHARD1", checksum, header {begin, end, dim}, rows, state.
+  std::vector<char> body(v2.begin() + 16, v2.end());
+  body.erase(body.begin() + 3 * sizeof(int64_t), body.begin() + 5 * sizeof(int64_t));
+  std::vector<char> v1(v2.begin(), v2.begin() + 8);
+  v1[7] = '1';
+  const uint64_t sum = checksum(body.data(), body.size());
+  v1.insert(v1.end(), reinterpret_cast<const char*>(&sum), reinterpret_cast<const char*>(&sum) + sizeof(sum));
+  v1.insert(v1.end(), body.begin(), body.end());
+
+  EmbeddingShard loaded(config, original);
+  loaded.load(v1);
+  const std::vector<char> again = loaded.save(seconds(10));
+  ASSERT_EQ(again.size(), v2.size());
+  // The same rows and Adagrad state; only the step count (unknown in version 1) is 0.
+  EXPECT_TRUE(std::equal(again.begin() + 16 + 5 * sizeof(int64_t), again.end(), v2.begin() + 16 + 5 * sizeof(int64_t)));
+  std::vector<float> rows(6), expected(6);
+  loaded.read(0, std::vector<int64_t>{0, 1, 2}, rows.data(), seconds(10));
+  trained.read(0, std::vector<int64_t>{0, 1, 2}, expected.data(), seconds(10));
+  EXPECT_EQ(rows, expected);
+
+  config.optimizer = RowOptimizer::parse("sparse_adam", 0.01, "train.optimizer");
+  EmbeddingShard adam(config, original);
+  try {
+    adam.load(v1);
+    ADD_FAILURE() << "a version-1 (Adagrad) checkpoint loaded into a SparseAdam shard";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another optimiser than the job's sparse_adam"), std::string::npos) << e.what();
+  }
+  // And SparseAdam's own checkpoint holds its step count.
+  adam.push(0, std::vector<int64_t>{2}, std::vector<float>{1.0f, 1.0f});
+  const std::vector<char> adam_bytes = adam.save(seconds(10));
+  int64_t header[5];
+  std::memcpy(header, adam_bytes.data() + 16, sizeof(header));
+  EXPECT_EQ(header[3], 1);
+  EXPECT_EQ(header[4], 1);
+  EXPECT_EQ(adam_bytes.size(), 16 + sizeof(header) + 3 * 6 * sizeof(float));
 }
 
 // The example job (BENCHMARKS.md's quality run) is a valid job for the shared data.
