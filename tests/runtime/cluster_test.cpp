@@ -2,7 +2,7 @@
 // (`--join`), asked with `partita status --json` as a user or a script would. Joining, the
 // status of each node, a killed node and a frozen one declared dead (the frozen one back as
 // a new member), nodes joining a restarted head, `partita stop`, and bad input named. First
-// on loopback, then with every daemon on a host of its own (tests/netns_cluster.h).
+// on loopback, then with every daemon on a host of its own (base/netns_cluster.h).
 //
 // Waits are bounded only to end a hang; what is checked is the state reached and why.
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 
 #include "base/subprocess.h"
 #include "daemon_process.h"
-#include "netns_cluster.h"
+#include "base/netns_cluster.h"
 #include "runtime/runtime_test_util.h"
 
 namespace partita::runtime {
@@ -226,7 +226,7 @@ TEST(ClusterTest, BadInputIsNamed) {
 // The same cluster with each daemon on a host of its own: addresses that exist only in
 // their namespaces, traffic over veth pairs and a bridge.
 TEST(NetnsClusterTest, MembershipAcrossSeparateHosts) {
-  testing::NetnsCluster hosts(3);
+  NetnsCluster hosts(3);
   if (!hosts.unavailable().empty()) GTEST_SKIP() << "no separate hosts: " << hosts.unavailable();
   const std::string head_address = hosts.address(0) + ":7070";
   auto start_in = [&](int host, const std::vector<std::string>& args, const std::string& listen) {

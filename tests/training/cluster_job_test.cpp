@@ -28,7 +28,7 @@
 #include "base/subprocess.h"
 #include "daemon_process.h"
 #include "job_runs.h"
-#include "netns_cluster.h"
+#include "base/netns_cluster.h"
 #include "partitioned_graph.h"
 #include "partitioner/partition.h"
 #include "runtime/actor_system.h"
@@ -752,10 +752,10 @@ TEST_F(ClusterJobTest, NodesTrainOnStagedCopiesOfOnlyTheirPartsCachedAcrossJobs)
   EXPECT_GT(bytes[0] + bytes[1], 0u) << "the damaged part is copied again";
 }
 
-// The same on separate hosts (tests/netns_cluster.h): the head in one network namespace,
+// The same on separate hosts (base/netns_cluster.h): the head in one network namespace,
 // three nodes in theirs, addresses that exist only there; a node killed mid-job.
 TEST_F(ClusterJobTest, OnSeparateHostsAKilledNodeCostsARestartNotResults) {
-  testing::NetnsCluster hosts(4);
+  NetnsCluster hosts(4);
   if (!hosts.unavailable().empty()) GTEST_SKIP() << "no separate hosts: " << hosts.unavailable();
   const std::string head_address = hosts.address(0) + ":7070";
   auto start_in = [&](int host, const std::vector<std::string>& args, const std::string& listen) -> testing::Daemon {
