@@ -41,7 +41,8 @@ struct NetworkBenchOptions {
 // the first, from the run's metrics.jsonl (training only, evaluation excluded). The data is
 // staged to the nodes by their first job and reused by the rest. Prints nodes and edges per
 // batch (sampled from the graph in one part, as an epoch's first batches), each job, the
-// wire's measured TCP round trip, and per N the medians and (b)/(a), (c)/(a).
+// wire's measured TCP round trip, and per N the medians and the medians of the rounds'
+// (b)/(a) and (c)/(a).
 //
 // Needs root, iproute2 and /dev/net/tun (the hosts); without them, throws Error saying why.
 // Every child process and namespace is gone when this returns or throws.
