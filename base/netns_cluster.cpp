@@ -164,7 +164,10 @@ struct NetnsCluster::Wire {
           0, std::chrono::duration_cast<std::chrono::nanoseconds>(wake - Clock::now()).count());
       const timespec timeout{static_cast<time_t>(wait_ns / 1000000000), static_cast<long>(wait_ns % 1000000000)};
       for (pollfd& p : fds) p.revents = 0;
-      if (::ppoll(fds.data(), fds.size(), &timeout, nullptr) < 0 && errno != EINTR) return;
+      if (::ppoll(fds.data(), fds.size(), &timeout, nullptr) < 0 && errno != EINTR) {
+        spdlog::error("network namespaces: the wire stops, its hosts are cut off: ppoll: {}", std::strerror(errno));
+        return;
+      }
       if (fds[0].revents != 0) return;
       const auto delay = std::chrono::nanoseconds(delay_ns.load(std::memory_order_relaxed));
       for (size_t i = 0; i < links.size(); ++i) {
