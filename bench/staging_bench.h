@@ -1,5 +1,5 @@
 // `partita bench staging`: data staging (runtime/staging/) of a partition folder to a
-// node's cache next to the bare request channel moving the same bytes.
+// node's cache next to raw TCP and the bare request channel moving the same bytes.
 #pragma once
 
 #include <cstdint>
@@ -20,13 +20,15 @@ struct StagingBenchOptions {
 // default), served by a StageServer and staged by a StageCache in this process over
 // loopback (TLS unless --insecure: the bench's own cluster CA). Each round, one after the
 // other:
+//   (t) raw TCP (bench/raw_tcp.h): the same bytes over a plain loopback socket, no TLS, in
+//       writes of the staging chunk size, from memory into a reused buffer;
 //   (a) the request channel alone: the same bytes in replies of the staging chunk size,
 //       filled from memory and received into a reused buffer (the transport's own rate);
 //   (b) staging into an empty cache: reading the files, sending, writing them under
 //       temporary names, checking every file's checksum, renaming;
 //   (c) staging again into that cache: every file checked, nothing copied (its bytes
 //       copied are printed, and must be 0).
-// Prints each round, then medians and the median of the rounds' (b)/(a) ratios.
+// Prints each round, then medians and the medians of the rounds' (b)/(t) and (b)/(a) ratios.
 void run_staging_bench(const StagingBenchOptions& options);
 
 }  // namespace partita::bench

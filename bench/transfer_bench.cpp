@@ -1,15 +1,9 @@
 #include "bench/transfer_bench.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <caf/all.hpp>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 #include "actors/feature_channel.h"
 #include "actors/partition_actor.h"
@@ -19,6 +13,7 @@
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
 #include "bench/input_graph.h"
+#include "bench/raw_tcp.h"
 #include "bench/stats.h"
 #include "bench/workdir.h"
 #include "messages/codec.h"
@@ -36,40 +31,6 @@ namespace {
 
 constexpr auto kDeadline = 120s;
 
-
-// (a) Moves `bytes` through a loopback TCP connection between two threads `requests` times
-// (after one warm-up); returns bytes/s.
-double raw_tcp_bytes_per_second(size_t bytes, int requests) {
-  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::listen(listener, 1) != 0 || ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    throw Error("raw TCP baseline: cannot listen on loopback: " + errno_text());
-  }
-  ScopedFd listen_fd(listener);
-  std::vector<char> out(bytes, 1), in(bytes);
-  std::thread sender([&] {
-    int fd = ::accept(listen_fd.get(), nullptr, nullptr);
-    if (fd < 0) return;
-    ScopedFd conn(fd);
-    for (int r = 0; r < requests + 1; ++r) write_all(conn.get(), "raw TCP baseline", out.data(), out.size());
-  });
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  ScopedFd conn(fd);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    sender.join();
-    throw Error("raw TCP baseline: cannot connect on loopback: " + errno_text());
-  }
-  read_exactly(conn.get(), "raw TCP baseline", in.data(), in.size());  // warm-up
-  Stopwatch watch;
-  for (int r = 0; r < requests; ++r) read_exactly(conn.get(), "raw TCP baseline", in.data(), in.size());
-  const double seconds = watch.seconds();
-  sender.join();
-  return static_cast<double>(bytes) * requests / seconds;
-}
 
 // Asks `ask` (which returns the payload bytes it received) once to warm up, then
 // `requests` times; returns bytes/s.
@@ -195,7 +156,9 @@ void run_transfer_bench(const TransferBenchOptions& o) {
   size_t reply_bytes = 0;
   for (int r = 0; r < o.repeat; ++r) {
     feature.push_back(feature_channel_bytes_per_second(channel, request, o.requests, &reply_bytes));
-    tcp.push_back(raw_tcp_bytes_per_second(reply_bytes, o.requests));
+    // (a) the same bytes through a loopback TCP connection, a reply's worth at a time.
+    const double total = static_cast<double>(reply_bytes) * o.requests;
+    tcp.push_back(total / raw_tcp_seconds(static_cast<uint64_t>(total), reply_bytes, 1));
     channel_alone.push_back(channel_bytes_per_second(reply_bytes, o.requests));
     caf_path.push_back(caf_bytes_per_second(system, remote, request, o.requests));
     channel_ratio.push_back(channel_alone.back() / tcp.back());

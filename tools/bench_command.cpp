@@ -9,6 +9,7 @@
 #include "graph/hop_sampler.h"
 #include "bench/gather_bench.h"
 #include "bench/loader_bench.h"
+#include "bench/network_bench.h"
 #include "bench/partition_bench.h"
 #include "bench/recovery_bench.h"
 #include "bench/sample_bench.h"
@@ -76,6 +77,28 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   recovery->add_option("--workdir", rb->work_dir, "keep the generated partitions here and reuse them");
   recovery->add_option("--seed", rb->seed, "graph and job seed")->capture_default_str();
   recovery->callback([rb] { bench::run_recovery_bench(*rb); });
+
+  auto nb = std::make_shared<bench::NetworkBenchOptions>();
+  CLI::App* network = bench->add_subcommand(
+      "network", "epoch time of a job on 2 and 3 hosts (network namespaces, 10 Gbit/s, 1 ms delay) next to loopback");
+  network->add_option("--hosts", nb->hosts, "cluster sizes, e.g. 2,3 (partitions = nodes = hosts)")
+      ->delimiter(',')
+      ->check(cli::in_range(2, 16))
+      ->capture_default_str();
+  network->add_option("--nodes", nb->num_nodes, "RMAT nodes")->check(cli::positive())->capture_default_str();
+  network->add_option("--avg-degree", nb->avg_degree, "RMAT directed edges per node")->check(cli::positive())->capture_default_str();
+  network->add_option("--features", nb->feature_dim, "float32 features per node")->check(cli::positive())->capture_default_str();
+  network->add_option("--train-nodes", nb->train_nodes, "training nodes")->check(cli::positive())->capture_default_str();
+  network->add_option("--hidden", nb->hidden, "hidden features")->check(cli::positive())->capture_default_str();
+  network->add_option("--fanouts", nb->fanouts, "neighbours per layer, e.g. 15,10,5")->delimiter(',')->check(cli::positive());
+  network->add_option("--batch-size", nb->batch_size, "seeds per batch")->check(cli::positive())->capture_default_str();
+  network->add_option("--epochs", nb->epochs, "epochs per job, the first a warm-up")->check(cli::in_range(2, 1000))->capture_default_str();
+  network->add_option("--rounds", nb->rounds, "interleaved rounds (medians are reported)")->check(cli::positive())->capture_default_str();
+  network->add_option("--delay-ms", nb->delay_ms, "one-way delay on every host's way out in (c)")->check(cli::at_least(0))->capture_default_str();
+  network->add_option("--rate", nb->rate, "the wire's rate in tc's syntax (\"\": no limit)")->capture_default_str();
+  network->add_option("--workdir", nb->work_dir, "keep the generated partitions here and reuse them");
+  network->add_option("--seed", nb->seed, "graph and job seed")->capture_default_str();
+  network->callback([nb] { bench::run_network_bench(*nb); });
 
   auto p = std::make_shared<bench::PartitionBenchOptions>();
   CLI::App* partition = bench->add_subcommand(

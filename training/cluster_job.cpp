@@ -35,9 +35,10 @@ std::vector<NodeOffer> usable(const std::vector<NodeOffer>& live, const std::map
 
 // The parts `node` (of the runtime's) opens: those placed there, or every part for a job
 // whose actors read all of them (a relational trainer's node types, temporal sampling's
-// node times).
+// node times, a knowledge-graph trainer's triples).
 std::vector<int> parts_on(const JobConfig& job, const std::vector<int>& placement, int node) {
-  const bool every_part = job.model == "rgcn" || job.model == "hetero_sage" || job.temporal();
+  const bool every_part = job.model == "rgcn" || job.model == "hetero_sage" || job.temporal() ||
+                          (job.link_prediction() && !job.link_gnn());
   std::vector<int> parts;
   for (int p = 0; p < static_cast<int>(placement.size()); ++p) {
     if (every_part || placement[p] == node) parts.push_back(p);
@@ -45,12 +46,21 @@ std::vector<int> parts_on(const JobConfig& job, const std::vector<int>& placemen
   return parts;
 }
 
+// The files of the folder's top level that `job`'s actors open: META.json and the partition
+// book; and the map of original ids for a knowledge-graph trainer (negatives are drawn as
+// original ids, training/kg_triples.h).
+std::vector<std::string> top_files(const JobConfig& job) {
+  std::vector<std::string> files{kMetaFile, "partition_book.bin"};
+  if (job.link_prediction() && !job.link_gnn()) files.push_back("node_map.bin");
+  return files;
+}
+
 // Stages on every node of `rt` the parts it hosts (as above) and returns where each node
 // has them. Throws Error naming the node when a staging fails.
 std::vector<std::string> stage_partitions(runtime::Runtime& rt, const JobConfig& job, const std::vector<int>& placement,
                                           const ClusterJobOptions& options) {
   const std::string dir = job.partition_dir();
-  const runtime::StagedUnit top = runtime::describe_unit(dir, "", {kMetaFile, "partition_book.bin"});
+  const runtime::StagedUnit top = runtime::describe_unit(dir, "", top_files(job));
   std::map<int, runtime::StagedUnit> parts;
   runtime::StageServer server(options.staging_host, options.staging_deadline);
   std::vector<caf::actor> stagers;
@@ -130,7 +140,7 @@ std::string submitted_job_yaml(const std::string& job_file, const JobConfig& job
 JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options) {
   if (!options.live_nodes) throw UsageError("run_cluster_job needs a source of live nodes");
   const std::vector<int64_t> bytes = partition_bytes(job.partition_dir(), job.num_partitions);
-  const bool staged = !options.staging_host.empty() && !(job.link_prediction() && !job.link_gnn());
+  const bool staged = !options.staging_host.empty();
   // Each part's staging key: placement prefers the nodes that have it cached.
   std::vector<std::string> part_keys;
   for (int p = 0; staged && p < job.num_partitions; ++p) {

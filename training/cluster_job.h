@@ -52,9 +52,9 @@ struct ClusterJobOptions {
   // Data staging (runtime/staging/): an address of this machine that the nodes reach (the
   // head's host), where each attempt serves every node it places partitions on the parts
   // it hosts; the nodes keep them in their cache and open the job's data there. Empty: the
-  // nodes read the partition folder at the driver's path (a folder they share). Jobs of
-  // task link_prediction without a GNN encoder are not staged (their driver reads every
-  // part on every node).
+  // nodes read the partition folder at the driver's path (a folder they share). Jobs whose
+  // actors read every part (knowledge-graph trainers, relational and temporal samplers) get
+  // every part on each node they use.
   std::string staging_host;
   // Bounds one node's staging (its every wait is bounded by the node's cache deadline).
   std::chrono::milliseconds staging_deadline{600000};

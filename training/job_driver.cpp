@@ -745,11 +745,7 @@ JobReport Driver::run() {
   if (job_.link_gnn()) check_link_job();
   if (job_.temporal()) check_temporal_job();
   open_job_output(job_, options_);
-  check_placement(options_.placement, job_.num_partitions, runtime_.num_nodes());
-  if (!options_.node_partition_dirs.empty() && static_cast<int>(options_.node_partition_dirs.size()) != runtime_.num_nodes()) {
-    throw UsageError("partition folders for " + std::to_string(options_.node_partition_dirs.size()) + " node(s) of " +
-                     std::to_string(runtime_.num_nodes()));
-  }
+  check_placement(options_, job_.num_partitions, runtime_.num_nodes());
 
   if (options_.on_owner) options_.on_owner(runtime::owner_key(caf::actor_cast<caf::actor_addr>(self_)));
   spawn_actors();
@@ -814,7 +810,12 @@ JobReport Driver::run() {
 
 }  // namespace
 
-void check_placement(const std::vector<int>& placement, int partitions, int nodes) {
+void check_placement(const RunOptions& options, int partitions, int nodes) {
+  const std::vector<int>& placement = options.placement;
+  if (!options.node_partition_dirs.empty() && static_cast<int>(options.node_partition_dirs.size()) != nodes) {
+    throw UsageError("partition folders for " + std::to_string(options.node_partition_dirs.size()) + " node(s) of " +
+                     std::to_string(nodes));
+  }
   if (placement.empty()) return;
   if (static_cast<int>(placement.size()) != partitions) {
     throw UsageError("a placement of " + std::to_string(placement.size()) + " partition(s) for a job of " +

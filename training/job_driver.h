@@ -164,10 +164,10 @@ std::optional<CheckpointPointer> read_checkpoint_pointer(const std::string& outp
 // metrics unless resuming, and writes job.yaml. Every driver starts with it.
 void open_job_output(const JobConfig& job, const RunOptions& options);
 
-// Checks RunOptions::placement against the job and the runtime: empty, or one node in
-// [0, nodes) per partition. Throws UsageError naming what is wrong. Every driver starts
-// with it.
-void check_placement(const std::vector<int>& placement, int partitions, int nodes);
+// Checks RunOptions::placement and node_partition_dirs against the job and the runtime:
+// each empty, or one node in [0, nodes) per partition and one folder per node. Throws
+// UsageError naming what is wrong. Every driver starts with it.
+void check_placement(const RunOptions& options, int partitions, int nodes);
 
 // Writes the job's partition folder when the job names a dataset or a generator and
 // OUTPUT/partitions does not already hold that data partitioned that way.

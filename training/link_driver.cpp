@@ -68,6 +68,12 @@ class LinkDriver {
     if (!options_.placement.empty()) return options_.placement.at(static_cast<size_t>(part));
     return JobConfig::node_of_partition(part, runtime_.num_nodes());
   }
+  // The partition folder as `node` opens it (RunOptions::node_partition_dirs): every part,
+  // as each trainer reads every part's triples (training/kg_triples.h).
+  const std::string& dir_on(int node) const {
+    if (options_.node_partition_dirs.empty()) return folder_.dir();
+    return options_.node_partition_dirs.at(static_cast<size_t>(node));
+  }
   std::string describe_trainer(int t) const {
     return "trainer " + std::to_string(t) + " (partition " + std::to_string(job_.part_of_trainer(t)) + ", on " +
            runtime_.node_name(node_of_partition(job_.part_of_trainer(t))) + ")";
@@ -135,7 +141,7 @@ void LinkDriver::spawn_actors() {
   for (int p = 0; p < (job_.link.on_disk() ? 0 : job_.num_partitions); ++p) {
     const int node = node_of_partition(p);
     runtime::Settings settings{{"run", run_key_},
-                               {"dir", folder_.dir()},
+                               {"dir", dir_on(node)},
                                {"part", std::to_string(p)},
                                {"dim", std::to_string(job_.link.dim)},
                                {"trainers", std::to_string(num_trainers)},
@@ -153,10 +159,15 @@ void LinkDriver::spawn_actors() {
     allreduce_.push_back(runtime_.spawn(node, "allreduce", settings));
   }
   runtime::connect_allreduce_group(runtime_.system(), allreduce_, kRequestDeadline);
-  const std::string job_yaml = job_to_yaml(job_);
+  // The job as each node reads it: with the partition folder where that node has it.
+  const auto job_yaml_on = [&](int node) {
+    JobConfig there = job_;
+    there.partitions = dir_on(node);
+    return job_to_yaml(there);
+  };
   for (int t = 0; t < num_trainers; ++t) {
     const int node = node_of_partition(job_.part_of_trainer(t));
-    trainers_.push_back(runtime_.spawn(node, "kg_trainer", {{"job", job_yaml}, {"trainer", std::to_string(t)}}));
+    trainers_.push_back(runtime_.spawn(node, "kg_trainer", {{"job", job_yaml_on(node)}, {"trainer", std::to_string(t)}}));
   }
   for (const auto& a : shards_) self_->monitor(a);
   for (const auto& a : allreduce_) self_->monitor(a);
@@ -385,7 +396,7 @@ JobReport LinkDriver::run() {
     throw UsageError("negatives.k: " + std::to_string(job_.link.negatives) + " is more than " + folder_.dir() + "'s " +
                      std::to_string(folder_.meta().num_nodes) + " entities");
   }
-  check_placement(options_.placement, job_.num_partitions, runtime_.num_nodes());
+  check_placement(options_, job_.num_partitions, runtime_.num_nodes());
   // The key its nodes list its actors under: how a head matches them to the job.
   if (options_.on_owner) options_.on_owner(runtime::owner_key(caf::actor_cast<caf::actor_addr>(self_)));
   if (job_.link.on_disk() && options_.resume) {

@@ -2,7 +2,7 @@
 // (`--join`), asked with `partita status --json` as a user or a script would. Joining, the
 // status of each node, a killed node and a frozen one declared dead (the frozen one back as
 // a new member), nodes joining a restarted head, `partita stop`, and bad input named. First
-// on loopback, then with every daemon on a host of its own (tests/netns_cluster.h).
+// on loopback, then with every daemon on a host of its own (base/netns_cluster.h).
 //
 // Waits are bounded only to end a hang; what is checked is the state reached and why.
 #include <gtest/gtest.h>
@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/netns_cluster.h"
 #include "base/subprocess.h"
 #include "daemon_process.h"
-#include "netns_cluster.h"
 #include "runtime/runtime_test_util.h"
 
 namespace partita::runtime {
@@ -224,10 +224,12 @@ TEST(ClusterTest, BadInputIsNamed) {
 }
 
 // The same cluster with each daemon on a host of its own: addresses that exist only in
-// their namespaces, traffic over veth pairs and a bridge.
-TEST(NetnsClusterTest, MembershipAcrossSeparateHosts) {
-  testing::NetnsCluster hosts(3);
+// their namespaces, traffic over `link`s and a bridge; the wire with 1 ms of delay each way
+// and 10 Gbit/s, as `partita bench network` runs it.
+void membership_across_separate_hosts(NetnsLink link) {
+  NetnsCluster hosts(3, link);
   if (!hosts.unavailable().empty()) GTEST_SKIP() << "no separate hosts: " << hosts.unavailable();
+  if (link == NetnsLink::kWire) hosts.set_wire(1, "10gbit");
   const std::string head_address = hosts.address(0) + ":7070";
   auto start_in = [&](int host, const std::vector<std::string>& args, const std::string& listen) {
     return start(args, listen, hosts.command(host, {}));
@@ -255,6 +257,10 @@ TEST(NetnsClusterTest, MembershipAcrossSeparateHosts) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
   }
 }
+
+TEST(NetnsClusterTest, MembershipAcrossSeparateHosts) { membership_across_separate_hosts(NetnsLink::kVeth); }
+
+TEST(NetnsClusterTest, MembershipAcrossHostsOnADelayingWire) { membership_across_separate_hosts(NetnsLink::kWire); }
 
 }  // namespace
 }  // namespace partita::runtime

@@ -13,6 +13,7 @@
 // Waits are bounded only to end a hang; what is checked is the state reached.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -25,10 +26,10 @@
 #include <thread>
 
 #include "actors/protocol.h"
+#include "base/netns_cluster.h"
 #include "base/subprocess.h"
 #include "daemon_process.h"
 #include "job_runs.h"
-#include "netns_cluster.h"
 #include "partitioned_graph.h"
 #include "partitioner/partition.h"
 #include "runtime/actor_system.h"
@@ -180,6 +181,27 @@ class ClusterJobTest : public ::testing::Test {
     return std::stoull(m[1]);
   }
   std::string run_dir(const std::string& id) { return tmp_ / ("runs/" + id); }
+  // The parts a node's staging cache holds in its staged folders.
+  static std::set<std::string> parts_in_cache(const std::string& cache) {
+    std::set<std::string> parts;
+    std::error_code ec;
+    for (const auto& folder : fs::directory_iterator(cache + "/folders", ec)) {
+      for (const auto& entry : fs::directory_iterator(folder.path(), ec)) {
+        const std::string name = entry.path().filename().string();
+        if (std::regex_match(name, std::regex("part\\d+"))) parts.insert(name);
+      }
+    }
+    return parts;
+  }
+  // The bytes each node's staging copied, from the driver's "staged N of M byte(s)" lines.
+  static std::vector<uint64_t> staged_bytes(const std::string& log) {
+    std::vector<uint64_t> bytes;
+    const std::regex line("staged (\\d+) of (\\d+) byte\\(s\\)");
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
+      bytes.push_back(std::stoull((*it)[1]));
+    }
+    return bytes;
+  }
 
   // Every epoch's metrics equal: a recovered or remote run against the reference.
   void expect_same_metrics(const std::string& id, const JobReport& expected) {
@@ -643,26 +665,6 @@ TEST_F(ClusterJobTest, NodesTrainOnStagedCopiesOfOnlyTheirPartsCachedAcrossJobs)
   const JobReport expected = reference(job);
   const std::map<std::string, std::string> cache_of{{a.address, tmp_ / "cache-a"}, {b.address, tmp_ / "cache-b"}};
 
-  // The staged folder of `node` as the driver logged it, and the parts it holds.
-  const auto parts_in_cache = [&](const std::string& cache) {
-    std::set<std::string> parts;
-    std::error_code ec;
-    for (const auto& folder : fs::directory_iterator(cache + "/folders", ec)) {
-      for (const auto& entry : fs::directory_iterator(folder.path(), ec)) {
-        const std::string name = entry.path().filename().string();
-        if (std::regex_match(name, std::regex("part\\d+"))) parts.insert(name);
-      }
-    }
-    return parts;
-  };
-  const auto staged_bytes = [](const std::string& log) {
-    std::vector<uint64_t> bytes;
-    const std::regex line("staged (\\d+) of (\\d+) byte\\(s\\)");
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
-      bytes.push_back(std::stoull((*it)[1]));
-    }
-    return bytes;
-  };
 
   ProcessResult r = run_process({PARTITA_BINARY, "submit", job, "--address", head.address}, kProcessSeconds);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -752,10 +754,91 @@ TEST_F(ClusterJobTest, NodesTrainOnStagedCopiesOfOnlyTheirPartsCachedAcrossJobs)
   EXPECT_GT(bytes[0] + bytes[1], 0u) << "the damaged part is copied again";
 }
 
-// The same on separate hosts (tests/netns_cluster.h): the head in one network namespace,
+// A knowledge-graph job (encoder: none, a triples dataset its driver partitions) is staged
+// as a GNN job is, except that each node gets every part: its trainer reads every part's
+// triples (training/kg_triples.h), and the map of original ids. Its actors open the cached
+// copies (as root: nodes that cannot see the driver's folder), and the job ends with the
+// weights and the ranking of the same job run in one process.
+TEST_F(ClusterJobTest, AKnowledgeGraphJobTrainsOnStagedCopiesOfEveryPart) {
+  // 40 entities, 2 relations, 160 distinct triples; held out: 30 of them again.
+  fs::create_directories(tmp_ / "kg");
+  {
+    std::ofstream train(tmp_ / "kg/train.txt"), valid(tmp_ / "kg/valid.txt"), test(tmp_ / "kg/test.txt");
+    int i = 0;
+    for (int h = 0; h < 40; ++h) {
+      for (int k = 1; k <= 4; ++k, ++i) {
+        const std::string line = "e" + std::to_string(h) + "\tr" + std::to_string(k % 2) + "\te" + std::to_string((h + 3 * k) % 40) + "\n";
+        train << line;
+        (i < 10 ? valid : test) << (i < 30 ? line : "");
+      }
+    }
+  }
+  const auto kg_job = [&](const std::string& name, int epochs) {
+    testing::write_text(tmp_ / name, "task: link_prediction\n"
+                                     "data: {dataset: " + tmp_ / "kg" + ", format: triples, num_partitions: 2}\n"
+                                     "model: {encoder: none, decoder: distmult, dim: 16, init_std: 0.1}\n"
+                                     "negatives: {k: 12, chunk_size: 8, degree_fraction: 0.5}\n"
+                                     "sampling: {batch_size: 32}\n"
+                                     "train: {epochs: " + std::to_string(epochs) + ", learning_rate: 0.2, seed: 3}\n"
+                                     "cluster: {partitions_per_node: 1}\n"
+                                     "output: " + tmp_ / "unused" + "\n");
+    return tmp_ / name;
+  };
+  testing::Daemon head = start_head();
+  ASSERT_FALSE(head.address.empty());
+  // As root, each node runs where the head's runs folder (which holds the driver's copy of
+  // the data, runs/ID/partitions) is an empty folder: a mount namespace of its own. It can
+  // train only on what was staged to it.
+  const bool hidden = ::geteuid() == 0 && fs::exists("/usr/bin/unshare");
+  const auto start_kg_node = [&](const std::string& name) -> testing::Daemon {
+    if (!hidden) return start_node(head.address, name);
+    fs::create_directories(tmp_ / "runs");
+    try {
+      return runtime::start_daemon_child(
+          "/usr/bin/unshare", {"--join", head.address, "--name", name, "--cache", tmp_ / ("cache-" + name)},
+          {"--mount", "--propagation", "private", "/bin/sh", "-c", "mount -t tmpfs tmpfs \"$0\" && exec \"$@\"",
+           tmp_ / "runs", PARTITA_BINARY, "--log-level", "info"},
+          std::chrono::seconds(30));
+    } catch (const Error& e) {
+      ADD_FAILURE() << e.what();
+      return {};
+    }
+  };
+  testing::Daemon a = start_kg_node("a");
+  testing::Daemon b = start_kg_node("b");
+  ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
+  const std::string job = kg_job("kg.yaml", 2);
+  const JobReport expected = reference(job);
+
+  ProcessResult r = run_process({PARTITA_BINARY, "submit", job, "--address", head.address}, kProcessSeconds);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string id = submitted_id(r.out);
+  EXPECT_EQ(logged_hash(r.out), expected.parameter_hash) << r.out;
+  const std::vector<EpochMetrics> got = read_metrics_file(run_dir(id) + "/metrics.jsonl");
+  ASSERT_EQ(got.size(), expected.epochs.size());
+  for (size_t e = 0; e < got.size(); ++e) {
+    EXPECT_DOUBLE_EQ(got[e].train_loss, expected.epochs[e].train_loss) << "epoch " << e + 1;
+    EXPECT_DOUBLE_EQ(got[e].ranking_metric("test.mrr"), expected.epochs[e].ranking_metric("test.mrr")) << "epoch " << e + 1;
+  }
+  const std::vector<uint64_t> bytes = staged_bytes(r.out);
+  ASSERT_EQ(bytes.size(), 2u) << r.out;
+  EXPECT_GT(bytes[0], 0u);
+  EXPECT_GT(bytes[1], 0u);
+  for (const std::string& cache : {tmp_ / "cache-a", tmp_ / "cache-b"}) {
+    EXPECT_EQ(parts_in_cache(cache), (std::set<std::string>{"part0", "part1"})) << cache << ": every part";
+  }
+
+  // The same job again: its data is in the nodes' caches, nothing is copied.
+  r = run_process({PARTITA_BINARY, "submit", kg_job("again.yaml", 2), "--address", head.address}, kProcessSeconds);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(staged_bytes(r.out), (std::vector<uint64_t>{0, 0})) << r.out;
+  EXPECT_EQ(logged_hash(r.out), expected.parameter_hash) << r.out;
+}
+
+// The same on separate hosts (base/netns_cluster.h): the head in one network namespace,
 // three nodes in theirs, addresses that exist only there; a node killed mid-job.
 TEST_F(ClusterJobTest, OnSeparateHostsAKilledNodeCostsARestartNotResults) {
-  testing::NetnsCluster hosts(4);
+  NetnsCluster hosts(4);
   if (!hosts.unavailable().empty()) GTEST_SKIP() << "no separate hosts: " << hosts.unavailable();
   const std::string head_address = hosts.address(0) + ":7070";
   auto start_in = [&](int host, const std::vector<std::string>& args, const std::string& listen) -> testing::Daemon {
