@@ -381,6 +381,90 @@ void sample_uniform_homogeneous(const Topology& t, uint64_t key, int fanout, con
   }
 }
 
+// Temporal sampling on a homogeneous graph without weights or replacement: the general
+// path's draws (select_in_time: ranks of the column's time order, picks emitted in
+// canonical order), software-pipelined as sample_uniform_homogeneous is. Two blocks ahead a
+// node's column bounds are prefetched, one block ahead the middle of its times (the binary
+// search's first probe); then each node of the block gets its qualifying count and its
+// ranks, whose offsets are prefetched; then the offsets become positions (sorted per node)
+// with their neighbours prefetched; then the block is emitted.
+void sample_temporal_homogeneous(const Topology& t, const SamplerConfig& config, uint64_t key, int fanout,
+                                 const HopInput& input, HopOutput& out, std::vector<int64_t>& ranks) {
+  const CscColumns& csc = t.csc(0);
+  const int64_t* indptr = csc.indptr.as<int64_t>().data();
+  const int64_t* indices = csc.indices.as<int64_t>().data();
+  const int64_t* edge_ids = csc.edge_ids.empty() ? nullptr : csc.edge_ids.as<int64_t>().data();
+  const int64_t* orig = t.orig_node_ids().data();
+  const int64_t* time = config.time_order->times(0).data();
+  const uint32_t* offset = config.time_order->offsets(0).data();
+  const bool last = config.temporal_strategy == TemporalStrategy::kLast;
+  const int64_t node_begin = t.node_begin(), edge_begin = t.edge_begin();
+  const size_t n = input.nodes.size();
+  constexpr size_t kBlock = 32;
+  for (size_t i = 0; i < std::min(n, 2 * kBlock); ++i) {
+    __builtin_prefetch(indptr + (input.nodes[i] - node_begin));
+    __builtin_prefetch(orig + (input.nodes[i] - node_begin));
+  }
+  std::vector<int64_t> at;      // a block's picks: first their index in the order, then their position
+  std::vector<int64_t> begins;  // each pick's column begin
+  std::vector<int64_t> ends;    // each node's end in `at`
+  for (size_t block = 0; block < n; block += kBlock) {
+    const size_t block_end = std::min(n, block + kBlock);
+    at.clear();
+    begins.clear();
+    ends.clear();
+    for (size_t i = block; i < block_end; ++i) {
+      if (i + 2 * kBlock < n) {
+        const int64_t ahead = input.nodes[i + 2 * kBlock] - node_begin;
+        __builtin_prefetch(indptr + ahead);
+        __builtin_prefetch(orig + ahead);
+      }
+      if (i + kBlock < n) {
+        const int64_t ahead = input.nodes[i + kBlock] - node_begin;
+        __builtin_prefetch(time + (indptr[ahead] + indptr[ahead + 1]) / 2);
+      }
+      const int64_t local = input.nodes[i] - node_begin;
+      const int64_t begin = indptr[local];
+      const int64_t count = std::upper_bound(time + begin, time + indptr[local + 1], input.times[i]) - (time + begin);
+      const auto pick = [&](int64_t rank) {
+        at.push_back(begin + rank);
+        begins.push_back(begin);
+        __builtin_prefetch(offset + begin + rank);
+      };
+      if (count > 0 && fanout != 0) {
+        if (fanout < 0 || fanout >= count) {
+          for (int64_t r = 0; r < count; ++r) pick(r);
+        } else if (last) {
+          for (int64_t r = count - fanout; r < count; ++r) pick(r);
+        } else {
+          uint64_t node_key = mix64(key, static_cast<uint64_t>(orig[local]));
+          if (!input.trees.empty()) node_key = mix64(node_key, static_cast<uint64_t>(input.trees[i]));
+          Rng rng(node_key);
+          choose_distinct(rng, count, fanout, ranks);
+          for (int64_t r : ranks) pick(r);
+        }
+      }
+      ends.push_back(static_cast<int64_t>(at.size()));
+    }
+    size_t first = 0;
+    for (int64_t end : ends) {
+      for (size_t j = first; j < static_cast<size_t>(end); ++j) {
+        at[j] = begins[j] + offset[at[j]];
+        __builtin_prefetch(indices + at[j]);
+        if (edge_ids != nullptr) __builtin_prefetch(edge_ids + at[j]);
+      }
+      std::sort(at.begin() + static_cast<std::ptrdiff_t>(first), at.begin() + end);
+      first = static_cast<size_t>(end);
+    }
+    const int64_t emitted = static_cast<int64_t>(out.neighbors.size());
+    for (int64_t pos : at) {
+      out.neighbors.push_back(indices[pos]);
+      out.edge_ids.push_back(edge_ids != nullptr ? edge_ids[pos] : edge_begin + pos);
+    }
+    for (int64_t end : ends) out.offsets.push_back(emitted + end);
+  }
+}
+
 // The common heterogeneous case (uniform, no replacement, no time): the general path's draws
 // (keyed by node and edge type, picks in canonical order), without building a candidate
 // list per column, which costs a node's whole in-degree of every type (a venue's hundreds
@@ -487,6 +571,16 @@ void sample_hop(const Topology& topology, const SamplerConfig& config, const Sam
   }
   if (config.temporal != TemporalMode::kNone && config.time_order == nullptr) {
     throw Error("sample: temporal sampling without the config's time order (SamplerConfig::order_by_time)");
+  }
+  if (config.temporal != TemporalMode::kNone && input.times.size() != input.nodes.size()) {
+    throw Error("sample: temporal sampling of " + std::to_string(input.nodes.size()) + " nodes with " +
+                std::to_string(input.times.size()) + " time bounds");
+  }
+  if (!topology.is_hetero() && config.edge_weight.empty() && !config.replace &&
+      config.temporal != TemporalMode::kNone) {
+    std::vector<int64_t> ranks;
+    sample_temporal_homogeneous(topology, config, k, config.fanouts[0][hop], input, out, ranks);
+    return;
   }
   Context c(topology, config, k, hop);
   if (!config.edge_weight.empty()) c.weight = config.edge_weight.as<float>();
