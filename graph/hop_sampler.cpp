@@ -1,7 +1,8 @@
 // The one-hop sampling kernel. Every choice is drawn from a stream keyed by (batch key,
 // hop, original node id [, tree] [, edge type]) over the node's neighbours in canonical
-// order, and chosen neighbours are emitted in that order: so the result is a function of
-// the graph and the key alone, whoever samples.
+// order (temporal sampling: over the ranks of the qualifying ones in time order,
+// graph/time_order.h), and chosen neighbours are emitted in canonical order: so the result
+// is a function of the graph and the key alone, whoever samples.
 #include "graph/hop_sampler.h"
 
 #include <algorithm>
