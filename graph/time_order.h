@@ -10,8 +10,8 @@
 //
 // Built once when a sampler or partition actor opens its partition for a temporal job, not
 // stored in the partition folder: the order depends on the job's time (node or edge), it
-// costs about a second per 20M edges to build (less than a tenth of what one epoch's
-// sampling saves on that graph, BENCHMARKS.md), and the folder's CSC keeps the canonical
+// costs 5-7 s for RMAT's 21M edges on one thread (about 40 batches of the old scan; an
+// epoch there is 1,024 batches: BENCHMARKS.md), and the folder's CSC keeps the canonical
 // order that every non-temporal sampler keys its draws on.
 //
 // Invariant (partition invariance): a column's ranks are its entries sorted by (time,
