@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/system_memory.h"
 #include "graph/epoch_plan.h"
+#include "graph/time_order.h"
 #include "partitioner/partition_stores.h"
 #include "runtime/settings.h"
 
@@ -71,7 +72,9 @@ std::shared_ptr<RowCache> node_cache(const std::string& dir, int part, const Par
 }
 
 // Temporal sampling's times: the node times of the whole graph (a neighbour's bound, and
-// a node seed's time), gathered from every part of `dir`, and the part's own edge times.
+// a node seed's time), gathered from every part of `dir`, and the part's own edge times;
+// and the part's time order, built once per process for a part and mode, so a partition
+// actor and a sampler actor of the same part share it (graph/time_order.h).
 // Throws UsageError naming the setting when the folder lacks the times its mode reads.
 void attach_times(SamplerConfig& config, const std::string& dir, const PartitionStores& stores) {
   if (config.temporal == TemporalMode::kNone) return;
@@ -93,6 +96,18 @@ void attach_times(SamplerConfig& config, const std::string& dir, const Partition
   } else if (config.temporal == TemporalMode::kEdgeTime) {
     throw UsageError("setting 'temporal': edge, but " + dir + " has no edge times");
   }
+  // Keyed by the topology object too: a folder partitioned again is opened as another.
+  using Key = std::tuple<std::string, int, int, const Topology*>;
+  static std::mutex mutex;
+  static std::map<Key, std::weak_ptr<const TimeOrder>> orders;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto it = orders.begin(); it != orders.end();) {  // orders no config holds any more
+    it = it->second.expired() ? orders.erase(it) : std::next(it);
+  }
+  std::weak_ptr<const TimeOrder>& entry = orders[Key{dir, stores.topology->part(), static_cast<int>(config.temporal), stores.topology.get()}];
+  config.time_order = entry.lock();
+  config.order_by_time(*stores.topology);  // builds it unless the shared one fits
+  entry = config.time_order;
 }
 
 int part_number(const runtime::Settings& settings) {

@@ -275,6 +275,7 @@ partition_actor spawn_partition_actor(caf::actor_system& system, std::shared_ptr
                                       std::shared_ptr<const FeatureStore> features, SamplerConfig config,
                                       PartitionActorOptions options) {
   if (!topology || !features) throw UsageError("partition actor: a topology and a feature store are required");
+  config.order_by_time(*topology);
   config.validate(*topology);
   return system.spawn(partition, std::move(topology), std::move(features), std::move(config), std::move(options));
 }

@@ -1,7 +1,8 @@
 // The one-hop sampling kernel. Every choice is drawn from a stream keyed by (batch key,
 // hop, original node id [, tree] [, edge type]) over the node's neighbours in canonical
-// order, and chosen neighbours are emitted in that order: so the result is a function of
-// the graph and the key alone, whoever samples.
+// order (temporal sampling: over the ranks of the qualifying ones in time order,
+// graph/time_order.h), and chosen neighbours are emitted in canonical order: so the result
+// is a function of the graph and the key alone, whoever samples.
 #include "graph/hop_sampler.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/random.h"
+#include "graph/time_order.h"
 
 namespace partita {
 
@@ -19,6 +21,22 @@ void HopOutput::clear() {
   edge_ids.clear();
   edge_types.clear();
 }
+
+namespace {
+
+// The times a temporal config reads cover `topology`; throws UsageError naming the mode.
+void check_times(const SamplerConfig& c, const Topology& topology) {
+  if (c.temporal == TemporalMode::kNodeTime &&
+      (c.node_time.dtype() != DType::kInt64 || c.node_time.rows() != topology.book().num_nodes())) {
+    throw UsageError("node-time sampling needs int64 node times for all nodes of the graph");
+  }
+  if (c.temporal == TemporalMode::kEdgeTime &&
+      (c.edge_time.dtype() != DType::kInt64 || c.edge_time.rows() != topology.num_edges())) {
+    throw UsageError("edge-time sampling needs int64 edge times for the partition's edges");
+  }
+}
+
+}  // namespace
 
 void SamplerConfig::validate(const Topology& topology) const {
   if (fanouts.empty()) throw UsageError("fanouts: at least one hop is needed");
@@ -43,14 +61,20 @@ void SamplerConfig::validate(const Topology& topology) const {
     throw UsageError("temporal sampling needs disjoint mode: a node reached from two seeds "
                      "would have two time bounds");
   }
-  if (temporal == TemporalMode::kNodeTime &&
-      (node_time.dtype() != DType::kInt64 || node_time.rows() != topology.book().num_nodes())) {
-    throw UsageError("node-time sampling needs int64 node times for all nodes of the graph");
+  check_times(*this, topology);
+  if (temporal != TemporalMode::kNone && (time_order == nullptr || !time_order->fits(topology, temporal))) {
+    throw Error("temporal sampling needs the config's time order for partition " + std::to_string(topology.part()) +
+                " (SamplerConfig::order_by_time)");
   }
-  if (temporal == TemporalMode::kEdgeTime &&
-      (edge_time.dtype() != DType::kInt64 || edge_time.rows() != topology.num_edges())) {
-    throw UsageError("edge-time sampling needs int64 edge times for the partition's edges");
-  }
+}
+
+void SamplerConfig::order_by_time(const Topology& topology) {
+  if (temporal == TemporalMode::kNone || (time_order != nullptr && time_order->fits(topology, temporal))) return;
+  check_times(*this, topology);
+  const bool by_edge = temporal == TemporalMode::kEdgeTime;
+  time_order = std::make_shared<const TimeOrder>(topology, temporal,
+                                                 by_edge ? Span<const int64_t>() : node_time.as<int64_t>(),
+                                                 by_edge ? edge_time.as<int64_t>() : Span<const int64_t>());
 }
 
 namespace {
@@ -152,16 +176,14 @@ struct Context {
   uint64_t key;  // the hop's key
   int hop;
   Span<const float> weight;
-  Span<const int64_t> node_time, edge_time;
   // The column being sampled: its CSC and the position of its first entry.
   const CscColumns* csc = nullptr;
   int64_t column_begin = 0;
   // Positions (in the CSC arrays) of the column's entries that qualify, in canonical order.
   std::vector<int64_t> candidates;
   // Scratch, reused across nodes.
-  std::vector<int64_t> picks;
+  std::vector<int64_t> picks, ranks;
   std::vector<std::pair<double, int64_t>> keyed;
-  std::vector<std::pair<int64_t, int64_t>> timed;
   std::vector<double> cumulative;
 };
 
@@ -170,65 +192,8 @@ int64_t edge_id_at(const Context& c, int64_t position) {
                                  : c.csc->edge_ids.as<int64_t>()[position];
 }
 
-int64_t time_at(const Context& c, int64_t position) {
-  return c.config.temporal == TemporalMode::kEdgeTime
-             ? c.edge_time[edge_id_at(c, position) - c.topology.edge_begin()]
-             : c.node_time[c.csc->indices.as<int64_t>()[position]];
-}
-
 double weight_at(const Context& c, int64_t position) {
   return static_cast<double>(c.weight[edge_id_at(c, position) - c.topology.edge_begin()]);
-}
-
-// c.candidates = the positions in [begin, end) whose time is <= bound, in canonical order.
-// Every entry's time is read: O(in-degree) per node where uniform sampling is O(fanout),
-// which is what temporal sampling costs on hubs (BENCHMARKS.md). So the loops are
-// branch-free (each position written, the count advanced by the comparison), and node
-// times, read at the neighbours' ids, are prefetched ahead.
-void collect_until(Context& c, int64_t begin, int64_t end, int64_t bound) {
-  c.candidates.resize(static_cast<size_t>(end - begin));
-  int64_t* out = c.candidates.data();
-  int64_t n = 0;
-  if (c.config.temporal == TemporalMode::kEdgeTime) {
-    const int64_t* time = c.edge_time.data();
-    if (c.csc->edge_ids.empty()) {  // edge id - edge_begin is the position
-      for (int64_t pos = begin; pos < end; ++pos) {
-        out[n] = pos;
-        n += time[pos] <= bound;
-      }
-    } else {
-      const int64_t* ids = c.csc->edge_ids.as<int64_t>().data();
-      const int64_t edge_begin = c.topology.edge_begin();
-      for (int64_t pos = begin; pos < end; ++pos) {
-        out[n] = pos;
-        n += time[ids[pos] - edge_begin] <= bound;
-      }
-    }
-  } else {
-    const int64_t* time = c.node_time.data();
-    const int64_t* indices = c.csc->indices.as<int64_t>().data();
-    constexpr int64_t kAhead = 16;
-    for (int64_t pos = begin; pos < end; ++pos) {
-      if (pos + kAhead < end) __builtin_prefetch(time + indices[pos + kAhead]);
-      out[n] = pos;
-      n += time[indices[pos]] <= bound;
-    }
-  }
-  c.candidates.resize(static_cast<size_t>(n));
-}
-
-// The `fanout` most recent candidates; among equal times the later edge counts as more
-// recent. Times are compared as integers: nanosecond timestamps exceed a double's 2^53.
-void select_most_recent(Context& c, int64_t fanout, std::vector<int64_t>& chosen) {
-  const int64_t n = static_cast<int64_t>(c.candidates.size());
-  c.timed.clear();
-  for (int64_t i = 0; i < n; ++i) c.timed.emplace_back(time_at(c, c.candidates[i]), i);
-  auto more_recent = [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second > b.second;
-  };
-  std::partial_sort(c.timed.begin(), c.timed.begin() + fanout, c.timed.end(), more_recent);
-  for (int64_t i = 0; i < fanout; ++i) chosen.push_back(c.timed[i].second);
-  std::sort(chosen.begin(), chosen.end());
 }
 
 // Drawn with probability proportional to the edge weight. Without replacement this is
@@ -263,26 +228,63 @@ void select_weighted(Context& c, Rng& rng, uint64_t node_key, int64_t fanout,
   std::sort(chosen.begin(), chosen.end());
 }
 
-// Picks, as indices into c.candidates, the neighbours to keep.
+// Picks, as indices into c.candidates, the neighbours to keep (non-temporal columns, and the
+// weighted draws of temporal ones).
 void select(Context& c, Rng& rng, uint64_t node_key, int64_t fanout, std::vector<int64_t>& chosen) {
   const int64_t n = static_cast<int64_t>(c.candidates.size());
   chosen.clear();
   if (n == 0 || fanout == 0) return;
-  const bool most_recent = c.config.temporal != TemporalMode::kNone &&
-                           c.config.temporal_strategy == TemporalStrategy::kLast;
-  // "The most recent k" has no replacement variant: at most every candidate once.
-  const bool replace = c.config.replace && !most_recent;
-  if (fanout < 0 || (!replace && fanout >= n)) {
+  if (fanout < 0 || (!c.config.replace && fanout >= n)) {
     for (int64_t i = 0; i < n; ++i) chosen.push_back(i);
-  } else if (most_recent) {
-    select_most_recent(c, fanout, chosen);
   } else if (!c.weight.empty()) {
     select_weighted(c, rng, node_key, fanout, chosen);
-  } else if (replace) {
+  } else if (c.config.replace) {
     for (int64_t i = 0; i < fanout; ++i) chosen.push_back(static_cast<int64_t>(rng.below(n)));
   } else {
     choose_distinct(rng, n, fanout, chosen);
   }
+}
+
+// Temporal columns: the qualifying entries are the ranks [0, count) of the column's time
+// order (graph/time_order.h), so the draws are made over ranks and read only the picked
+// entries. `last` takes the top ranks: the most recent, among equal times the later entry
+// in canonical order. `uniform` draws ranks as select draws candidates (Floyd's, or
+// independently with replacement). Weighted draws need every candidate's weight: they get
+// the qualifying positions in canonical order and select's draws, as without time.
+// `positions` gets the picks' CSC positions in canonical order (with replacement: in draw
+// order), as select emits them.
+void select_in_time(Context& c, Rng& rng, uint64_t type_key, int type, int64_t begin, int64_t end, int64_t bound,
+                    int64_t fanout, std::vector<int64_t>& positions) {
+  const TimeOrder& order = *c.config.time_order;
+  const int64_t count = order.count_until(type, begin, end, bound);
+  const uint32_t* offset = order.offsets(type).data() + begin;
+  const bool last = c.config.temporal_strategy == TemporalStrategy::kLast;
+  positions.clear();
+  if (!c.weight.empty() && !last) {
+    c.candidates.clear();
+    for (int64_t r = 0; r < count; ++r) c.candidates.push_back(begin + offset[r]);
+    std::sort(c.candidates.begin(), c.candidates.end());
+    select(c, rng, type_key, fanout, c.ranks);
+    for (int64_t i : c.ranks) positions.push_back(c.candidates[i]);
+    return;
+  }
+  // "The most recent k" has no replacement variant: at most every entry once.
+  const bool replace = c.config.replace && !last;
+  if (count == 0 || fanout == 0) return;
+  if (fanout < 0 || (!replace && fanout >= count)) {
+    for (int64_t r = 0; r < count; ++r) positions.push_back(begin + offset[r]);
+  } else if (last) {
+    for (int64_t r = count - fanout; r < count; ++r) positions.push_back(begin + offset[r]);
+  } else if (replace) {
+    for (int64_t i = 0; i < fanout; ++i) {
+      positions.push_back(begin + offset[rng.below(static_cast<uint64_t>(count))]);
+    }
+    return;
+  } else {
+    choose_distinct(rng, count, fanout, c.ranks);
+    for (int64_t r : c.ranks) positions.push_back(begin + offset[r]);
+  }
+  std::sort(positions.begin(), positions.end());
 }
 
 // The columns a node is sampled from: hetero, its type runs (the edge types it has in-edges
@@ -309,17 +311,17 @@ void sample_node(Context& c, int64_t node, int64_t tree, int64_t time_bound, Hop
     const int64_t begin = indptr[local], end = indptr[local + 1];
     c.csc = &csc;
     c.column_begin = begin;
+    uint64_t type_key = t.is_hetero() ? mix64(node_key, static_cast<uint64_t>(type)) : node_key;
+    Rng rng(type_key);
     if (c.config.temporal == TemporalMode::kNone) {
       c.candidates.clear();
       for (int64_t pos = begin; pos < end; ++pos) c.candidates.push_back(pos);
+      select(c, rng, type_key, fanout, c.picks);
+      for (int64_t& i : c.picks) i = c.candidates[i];
     } else {
-      collect_until(c, begin, end, time_bound);
+      select_in_time(c, rng, type_key, type, begin, end, time_bound, fanout, c.picks);
     }
-    uint64_t type_key = t.is_hetero() ? mix64(node_key, static_cast<uint64_t>(type)) : node_key;
-    Rng rng(type_key);
-    select(c, rng, type_key, fanout, c.picks);
-    for (int64_t i : c.picks) {
-      int64_t pos = c.candidates[i];
+    for (int64_t pos : c.picks) {
       out.neighbors.push_back(indices[pos]);
       out.edge_ids.push_back(edge_id_at(c, pos));
       if (t.is_hetero()) out.edge_types.push_back(type);
@@ -377,6 +379,90 @@ void sample_uniform_homogeneous(const Topology& t, uint64_t key, int fanout, con
       out.neighbors.push_back(indices[pos]);
       out.edge_ids.push_back(edge_begin + pos);
     }
+  }
+}
+
+// Temporal sampling on a homogeneous graph without weights or replacement: the general
+// path's draws (select_in_time: ranks of the column's time order, picks emitted in
+// canonical order), software-pipelined as sample_uniform_homogeneous is. Two blocks ahead a
+// node's column bounds are prefetched, one block ahead the middle of its times (the binary
+// search's first probe); then each node of the block gets its qualifying count and its
+// ranks, whose offsets are prefetched; then the offsets become positions (sorted per node)
+// with their neighbours prefetched; then the block is emitted.
+void sample_temporal_homogeneous(const Topology& t, const SamplerConfig& config, uint64_t key, int fanout,
+                                 const HopInput& input, HopOutput& out, std::vector<int64_t>& ranks) {
+  const CscColumns& csc = t.csc(0);
+  const int64_t* indptr = csc.indptr.as<int64_t>().data();
+  const int64_t* indices = csc.indices.as<int64_t>().data();
+  const int64_t* edge_ids = csc.edge_ids.empty() ? nullptr : csc.edge_ids.as<int64_t>().data();
+  const int64_t* orig = t.orig_node_ids().data();
+  const int64_t* time = config.time_order->times(0).data();
+  const uint32_t* offset = config.time_order->offsets(0).data();
+  const bool last = config.temporal_strategy == TemporalStrategy::kLast;
+  const int64_t node_begin = t.node_begin(), edge_begin = t.edge_begin();
+  const size_t n = input.nodes.size();
+  constexpr size_t kBlock = 32;
+  for (size_t i = 0; i < std::min(n, 2 * kBlock); ++i) {
+    __builtin_prefetch(indptr + (input.nodes[i] - node_begin));
+    __builtin_prefetch(orig + (input.nodes[i] - node_begin));
+  }
+  std::vector<int64_t> at;      // a block's picks: first their index in the order, then their position
+  std::vector<int64_t> begins;  // each pick's column begin
+  std::vector<int64_t> ends;    // each node's end in `at`
+  for (size_t block = 0; block < n; block += kBlock) {
+    const size_t block_end = std::min(n, block + kBlock);
+    at.clear();
+    begins.clear();
+    ends.clear();
+    for (size_t i = block; i < block_end; ++i) {
+      if (i + 2 * kBlock < n) {
+        const int64_t ahead = input.nodes[i + 2 * kBlock] - node_begin;
+        __builtin_prefetch(indptr + ahead);
+        __builtin_prefetch(orig + ahead);
+      }
+      if (i + kBlock < n) {
+        const int64_t ahead = input.nodes[i + kBlock] - node_begin;
+        __builtin_prefetch(time + (indptr[ahead] + indptr[ahead + 1]) / 2);
+      }
+      const int64_t local = input.nodes[i] - node_begin;
+      const int64_t begin = indptr[local];
+      const int64_t count = std::upper_bound(time + begin, time + indptr[local + 1], input.times[i]) - (time + begin);
+      const auto pick = [&](int64_t rank) {
+        at.push_back(begin + rank);
+        begins.push_back(begin);
+        __builtin_prefetch(offset + begin + rank);
+      };
+      if (count > 0 && fanout != 0) {
+        if (fanout < 0 || fanout >= count) {
+          for (int64_t r = 0; r < count; ++r) pick(r);
+        } else if (last) {
+          for (int64_t r = count - fanout; r < count; ++r) pick(r);
+        } else {
+          uint64_t node_key = mix64(key, static_cast<uint64_t>(orig[local]));
+          if (!input.trees.empty()) node_key = mix64(node_key, static_cast<uint64_t>(input.trees[i]));
+          Rng rng(node_key);
+          choose_distinct(rng, count, fanout, ranks);
+          for (int64_t r : ranks) pick(r);
+        }
+      }
+      ends.push_back(static_cast<int64_t>(at.size()));
+    }
+    size_t first = 0;
+    for (int64_t end : ends) {
+      for (size_t j = first; j < static_cast<size_t>(end); ++j) {
+        at[j] = begins[j] + offset[at[j]];
+        __builtin_prefetch(indices + at[j]);
+        if (edge_ids != nullptr) __builtin_prefetch(edge_ids + at[j]);
+      }
+      std::sort(at.begin() + static_cast<std::ptrdiff_t>(first), at.begin() + end);
+      first = static_cast<size_t>(end);
+    }
+    const int64_t emitted = static_cast<int64_t>(out.neighbors.size());
+    for (int64_t pos : at) {
+      out.neighbors.push_back(indices[pos]);
+      out.edge_ids.push_back(edge_ids != nullptr ? edge_ids[pos] : edge_begin + pos);
+    }
+    for (int64_t end : ends) out.offsets.push_back(emitted + end);
   }
 }
 
@@ -484,10 +570,21 @@ void sample_hop(const Topology& topology, const SamplerConfig& config, const Sam
     sample_uniform_homogeneous(topology, k, fanout, input, out, picks, positions);
     return;
   }
+  if (config.temporal != TemporalMode::kNone && config.time_order == nullptr) {
+    throw Error("sample: temporal sampling without the config's time order (SamplerConfig::order_by_time)");
+  }
+  if (config.temporal != TemporalMode::kNone && input.times.size() != input.nodes.size()) {
+    throw Error("sample: temporal sampling of " + std::to_string(input.nodes.size()) + " nodes with " +
+                std::to_string(input.times.size()) + " time bounds");
+  }
+  if (!topology.is_hetero() && config.edge_weight.empty() && !config.replace &&
+      config.temporal != TemporalMode::kNone) {
+    std::vector<int64_t> ranks;
+    sample_temporal_homogeneous(topology, config, k, config.fanouts[0][hop], input, out, ranks);
+    return;
+  }
   Context c(topology, config, k, hop);
   if (!config.edge_weight.empty()) c.weight = config.edge_weight.as<float>();
-  if (config.temporal == TemporalMode::kNodeTime) c.node_time = config.node_time.as<int64_t>();
-  if (config.temporal == TemporalMode::kEdgeTime) c.edge_time = config.edge_time.as<int64_t>();
   if (topology.is_hetero() && config.edge_weight.empty() && !config.replace &&
       config.temporal == TemporalMode::kNone) {
     sample_uniform_hetero(topology, config, k, hop, input, out, c.picks);

@@ -3,11 +3,13 @@
 //
 // Partition invariance: the neighbours chosen for a node depend only on (job seed, epoch,
 // batch, hop, the node's original id [, its tree in disjoint mode]) and on its neighbour
-// list in canonical order (original edge id). Neither the partition count, nor the
-// partition that samples the node, nor the partitioner's relabelling changes them.
+// list in canonical order (original edge id), or for temporal sampling in time order
+// (graph/time_order.h: by time, then canonical order). Neither the partition count, nor
+// the partition that samples the node, nor the partitioner's relabelling changes them.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,8 @@
 #include "graph/topology.h"
 
 namespace partita {
+
+class TimeOrder;
 
 // Where a batch is in the job: together with the hop and node it keys all randomness.
 struct SampleKey {
@@ -55,14 +59,22 @@ struct SamplerConfig {
   ArrayRef node_time;
   // int64 edge times by global edge id - edge_begin.
   ArrayRef edge_time;
+  // Temporal sampling: the partition's columns ranked by the mode's times, built by
+  // order_by_time once the times are set; copies of the config share it.
+  std::shared_ptr<const TimeOrder> time_order;
 
   int num_hops() const { return fanouts.empty() ? 0 : static_cast<int>(fanouts[0].size()); }
   // A hash of what decides the draws (fanouts, modes, whether weighted), not of the
   // per-partition arrays: sampler and partitions must agree on it, or batches silently
   // differ from the single-partition ones.
   uint64_t fingerprint() const;
-  // Throws UsageError naming the problem (e.g. temporal sampling without disjoint mode).
+  // Throws UsageError naming the problem (e.g. temporal sampling without disjoint mode);
+  // Error when a temporal config has no time order for `topology`.
   void validate(const Topology& topology) const;
+  // Temporal configs: builds time_order for `topology` from the times, unless it already
+  // ranks that partition by this mode (so calling it again is free). Throws UsageError when
+  // the times do not cover `topology`. No-op without time.
+  void order_by_time(const Topology& topology);
 };
 
 // "15,10,5" -> {15, 10, 5}; -1 means all neighbours. Throws UsageError naming `what` and

@@ -381,6 +381,7 @@ LinkSampler::LinkSampler(const Topology& topology, LinkSamplerConfig config)
     : topology_(topology),
       config_(std::move(config)),
       builder_(config_.sampler.disjoint) {
+  config_.sampler.order_by_time(topology_);
   config_.sampler.validate(topology_);
   config_.negatives.validate();
   if (config_.exclude_reverse_edges && !config_.exclude_seed_edges) {

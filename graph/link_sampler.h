@@ -198,7 +198,8 @@ struct LinkSamplerConfig {
 // one partition): strict mode tests edges with has_edge on it.
 class LinkSampler {
  public:
-  // Throws UsageError when the config does not fit the topology.
+  // Throws UsageError when the config does not fit the topology. A temporal config gets
+  // its time order here unless it carries one (SamplerConfig::order_by_time).
   LinkSampler(const Topology& topology, LinkSamplerConfig config);
 
   LinkBatch sample(const LinkInput& input, const SampleKey& key);

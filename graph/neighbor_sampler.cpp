@@ -8,6 +8,7 @@ namespace partita {
 
 NeighborSampler::NeighborSampler(const Topology& topology, SamplerConfig config)
     : topology_(topology), config_(std::move(config)), builder_(config_.disjoint) {
+  config_.order_by_time(topology_);
   config_.validate(topology_);
   if (topology_.num_nodes() != topology_.book().num_nodes()) {
     throw UsageError("the reference sampler needs the whole graph in one partition");

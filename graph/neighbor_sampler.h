@@ -14,7 +14,8 @@ namespace partita {
 
 class NeighborSampler {
  public:
-  // Throws UsageError when the config does not fit the topology.
+  // Throws UsageError when the config does not fit the topology. A temporal config gets
+  // its time order here unless it carries one (SamplerConfig::order_by_time).
   NeighborSampler(const Topology& topology, SamplerConfig config);
 
   MiniBatch sample(Span<const int64_t> seeds, const SampleKey& key,

@@ -111,6 +111,12 @@ void Dataset::validate() const {
   if (edge_feature_dim < 0) v.fail("edge_feature_dim is negative");
   v.expect_size("edge_attr", edge_attr.size(), num_edges() * edge_feature_dim,
                 "num_edges * edge_feature_dim");
+  if (!val_edge_attr.empty() || !test_edge_attr.empty()) {
+    v.expect_size("val_edge_attr", val_edge_attr.size(), val_edges.size() * edge_feature_dim,
+                  "val_edges * edge_feature_dim");
+    v.expect_size("test_edge_attr", test_edge_attr.size(), test_edges.size() * edge_feature_dim,
+                  "test_edges * edge_feature_dim");
+  }
   if (!node_time.empty()) v.expect_size("node_time", node_time.size(), num_nodes, "num_nodes");
   if (!edge_time.empty()) v.expect_size("edge_time", edge_time.size(), num_edges(), "num_edges");
   if (!node_type_names.empty()) {

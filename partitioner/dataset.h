@@ -66,6 +66,10 @@ struct Dataset {
   // Link-prediction splits: held-out edges, not part of `edges` (e.g. FB15k-237 valid/test).
   EdgeList val_edges;
   EdgeList test_edges;
+  // Their edge features, row-major [held-out edges, edge_feature_dim], as the edge held out
+  // had them (a MovieLens rating, what rating regression predicts): empty, or all of them.
+  std::vector<float> val_edge_attr;
+  std::vector<float> test_edge_attr;
 
   // The feature transforms applied to x, in order (partitioner/feature_transforms.h), as
   // META.json records them.

@@ -27,6 +27,7 @@ PartitionMeta describe_dataset(const Dataset& d) {
   meta.has_node_time = !d.node_time.empty();
   meta.has_edge_time = !d.edge_time.empty();
   meta.has_edge_splits = d.val_edges.size() > 0 || d.test_edges.size() > 0;
+  meta.has_edge_split_attr = meta.has_edge_splits && (!d.val_edge_attr.empty() || !d.test_edge_attr.empty());
   return meta;
 }
 
@@ -75,6 +76,7 @@ void write_meta_json(const PartitionMeta& meta, const std::string& path) {
   j["has_node_time"] = meta.has_node_time;
   j["has_edge_time"] = meta.has_edge_time;
   j["has_edge_splits"] = meta.has_edge_splits;
+  j["has_edge_split_attr"] = meta.has_edge_split_attr;
   j["partition_method"] = meta.method;
   j["seed"] = meta.seed;
   j["partition_book"] = meta.partition_book;
@@ -194,6 +196,8 @@ PartitionMeta parse_meta(const std::string& path) {
   meta.has_node_time = r.boolean("has_node_time");
   meta.has_edge_time = r.boolean("has_edge_time");
   meta.has_edge_splits = r.boolean("has_edge_splits");
+  // Absent in folders written before held-out edges kept their features.
+  if (j.contains("has_edge_split_attr")) meta.has_edge_split_attr = r.boolean("has_edge_split_attr");
   meta.method = r.string("partition_method");
   meta.seed = r.field(j, "seed", "").get<uint64_t>();
 

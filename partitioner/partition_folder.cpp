@@ -160,6 +160,10 @@ PartitionData PartitionFolder::load_part(int part, Verify verify) const {
     d.test_edge_type = load.open_if(typed_edges, "test_edge_type.bin", {stats.num_test_edges}, DType::kInt32);
     if (d.val_edge_type) check_types(*d.val_edge_type, meta_.edge_types.size());
     if (d.test_edge_type) check_types(*d.test_edge_type, meta_.edge_types.size());
+    const bool attr = meta_.has_edge_split_attr && meta_.edge_feature_dim > 0;
+    d.val_edge_attr = load.open_if(attr, "val_edge_attr.bin", {stats.num_val_edges, meta_.edge_feature_dim}, DType::kFloat32);
+    d.test_edge_attr =
+        load.open_if(attr, "test_edge_attr.bin", {stats.num_test_edges, meta_.edge_feature_dim}, DType::kFloat32);
   }
   return d;
 }

@@ -50,6 +50,8 @@ struct PartitionMeta {
   int64_t num_classes = 0;
   bool has_node_time = false, has_edge_time = false;
   bool has_edge_splits = false;  // val/test_edge_index.bin (link prediction)
+  // val/test_edge_attr.bin [k, edge_feature_dim]: the held-out edges' features (a rating).
+  bool has_edge_split_attr = false;
   std::string method;
   uint64_t seed = 0;
   std::vector<PartStats> parts;
@@ -101,6 +103,7 @@ struct PartitionData {
   std::optional<MappedArray> x, y, edge_attr, node_time, edge_time, node_type, edge_type;
   std::optional<MappedArray> val_edge_index, test_edge_index;  // int64 [2, k], global ids
   std::optional<MappedArray> val_edge_type, test_edge_type;    // int32 [k]
+  std::optional<MappedArray> val_edge_attr, test_edge_attr;    // float32 [k, edge_feature_dim]
 
   int64_t num_nodes() const { return node_end - node_begin; }
 };

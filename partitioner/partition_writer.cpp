@@ -102,24 +102,29 @@ std::vector<int64_t> split_of_part(const std::vector<int64_t>& split,
 }
 
 // Held-out edges go to the part that owns their destination, like message-passing edges.
-int64_t write_edge_split(const std::string& part_dir, const std::string& name,
-                         const EdgeList& edges, const std::vector<int64_t>& new_id,
-                         int64_t begin, int64_t end) {
-  std::vector<int64_t> src, dst;
+// `attr`: the held-out edges' features [edges, width], null when the held-out edges have
+// none. `typed`: the graph has edge types. Both files are written even for an empty split:
+// the reader expects them beside every split of such a graph.
+int64_t write_edge_split(const std::string& part_dir, const std::string& name, const EdgeList& edges, bool typed,
+                         const std::vector<float>* attr, int64_t width,
+                         const std::vector<int64_t>& new_id, int64_t begin, int64_t end) {
+  std::vector<int64_t> src, dst, kept;
   std::vector<int32_t> type;
   for (int64_t i = 0; i < edges.size(); ++i) {
     int64_t d = new_id[edges.dst[i]];
     if (d < begin || d >= end) continue;
     src.push_back(new_id[edges.src[i]]);
     dst.push_back(d);
+    kept.push_back(i);
     if (!edges.type.empty()) type.push_back(edges.type[i]);
   }
+  if (attr != nullptr) write_gathered(part_dir + "/" + name + "_edge_attr.bin", *attr, width, Span<const int64_t>(kept));
   ArrayWriter writer(part_dir + "/" + name + "_edge_index.bin", DType::kInt64,
                      {2, static_cast<int64_t>(src.size())});
   writer.append(Span<const int64_t>(src));
   writer.append(Span<const int64_t>(dst));
   writer.finish();
-  if (!edges.type.empty()) write_array(part_dir + "/" + name + "_edge_type.bin", type);
+  if (typed) write_array(part_dir + "/" + name + "_edge_type.bin", type);
   return static_cast<int64_t>(src.size());
 }
 
@@ -194,8 +199,12 @@ PartStats write_part(const WriteContext& c, int p, const std::string& part_dir) 
   if (!d.edge_time.empty()) write_gathered(part_dir + "/edge_time.bin", d.edge_time, 0, edge_ids);
   if (!d.edges.type.empty()) write_gathered(part_dir + "/edge_type.bin", d.edges.type, 0, edge_ids);
   if (d.val_edges.size() > 0 || d.test_edges.size() > 0) {
-    stats.num_val_edges = write_edge_split(part_dir, "val", d.val_edges, c.new_id, begin, end);
-    stats.num_test_edges = write_edge_split(part_dir, "test", d.test_edges, c.new_id, begin, end);
+    const bool typed = !d.edge_types.empty();
+    const bool attr = d.edge_feature_dim > 0 && (!d.val_edge_attr.empty() || !d.test_edge_attr.empty());
+    stats.num_val_edges = write_edge_split(part_dir, "val", d.val_edges, typed, attr ? &d.val_edge_attr : nullptr,
+                                           d.edge_feature_dim, c.new_id, begin, end);
+    stats.num_test_edges = write_edge_split(part_dir, "test", d.test_edges, typed, attr ? &d.test_edge_attr : nullptr,
+                                            d.edge_feature_dim, c.new_id, begin, end);
   }
   return stats;
 }

@@ -181,6 +181,7 @@ void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint6
   EdgeList kept;
   std::vector<float> kept_attr;
   std::vector<int64_t> kept_time;
+  const int64_t width = d.edge_feature_dim;
   // Held out in link order (their first edge's): the result does not depend on the draw's order.
   for (size_t l = 0; l < first_edge.size(); ++l) {
     if (where[l] == 0) continue;
@@ -190,8 +191,10 @@ void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint6
     const bool turn = edge_type >= 0 && typed && d.edges.type[e] != edge_type;
     to.push_back(turn ? d.edges.dst[e] : d.edges.src[e], turn ? d.edges.src[e] : d.edges.dst[e]);
     if (typed) to.type.push_back(edge_type >= 0 ? edge_type : d.edges.type[e]);
+    // Its features go with it (its first edge's: MovieLens' two edges of a rating agree).
+    std::vector<float>& attr = where[l] == 1 ? d.val_edge_attr : d.test_edge_attr;
+    attr.insert(attr.end(), d.edge_attr.begin() + e * width, d.edge_attr.begin() + (e + 1) * width);
   }
-  const int64_t width = d.edge_feature_dim;
   for (int64_t e = 0; e < m; ++e) {
     if (where[static_cast<size_t>(link[static_cast<size_t>(e)])] != 0) continue;
     kept.push_back(d.edges.src[e], d.edges.dst[e]);

@@ -44,7 +44,8 @@ void assign_random_split(Dataset& d, int64_t num_candidates, const SplitOptions&
 // with `seed` in a random order, or, by_time (a time split: train on the past, predict the
 // future), the latest links by edge time (a link's time is its first edge's) are the test
 // links and the ones before them the validation links, ties by edge order; what stays
-// keeps its order, types, times and attributes. Throws UsageError naming data.holdout when
+// keeps its order, types, times and attributes, and a held-out link keeps its first edge's
+// attributes in d.val_edge_attr or d.test_edge_attr. Throws UsageError naming data.holdout when
 // the fractions are not in [0, 1] or sum to more than 1, when d has held-out edges already
 // (its own split), by_time when d has no edge times, and model.target_edge when
 // `edge_type` is not one of d's edge types.

@@ -408,7 +408,11 @@ void read_train(Section s, JobConfig& job) {
       s.read_choice("optimizer", job.optimizer, {"adagrad", "sparse_adam"});
       if (job.optimizer == "sparse_adam") job.learning_rate = 1e-3;
     }
-    s.read_choice("loss", job.link.loss, {"softmax", "bce", "margin"});
+    s.read_choice("loss", job.link.loss, {"softmax", "bce", "margin", "mse"});
+    if (job.link.regression() && !job.link_gnn()) {
+      s.fail(s.field("loss"), "mse (rating regression) scores an edge from its ends' GNN encodings: it needs "
+                              "model.encoder (graphsage, gcn, gat, rgcn or hetero_sage)");
+    }
     s.read_real("margin", job.link.margin, 0, 1e6);
     if (job.link_gnn()) {
       s.read_choice("regularizer", job.link.regularizer, {"none"});  // of embedding rows: none here

@@ -120,7 +120,7 @@ struct LinkPredictionSpec {
   double degree_fraction = 0.0;  // share of negatives drawn by degree
   bool strict = false;
   // train
-  std::string loss = "softmax";  // softmax, bce, margin
+  std::string loss = "softmax";  // softmax, bce, margin; mse (GNN encoders: rating regression)
   double margin = 1.0;
   std::string regularizer = "none";  // none, l2, n3
   double regularization = 0.0;   // its weight, per positive
@@ -147,6 +147,10 @@ struct LinkPredictionSpec {
   std::string embedding_dir;  // absolute; empty: <output>/embeddings
   bool embedding_prefetch = true;
   bool on_disk() const { return embedding_storage == "disk"; }
+  // train.loss: mse: regress each target edge's value (its one edge feature, a MovieLens
+  // rating) from its ends' encodings instead of ranking it against negatives; evaluation
+  // reports RMSE (training/rating_metrics.h).
+  bool regression() const { return loss == "mse"; }
 };
 
 struct JobConfig {

@@ -30,6 +30,7 @@
 #include "runtime/errors.h"
 #include "training/link_driver.h"
 #include "training/link_metrics.h"
+#include "training/rating_metrics.h"
 #include "training/link_trainer.h"
 #include "training/relational_encoder.h"
 #include "training/metrics_record.h"
@@ -183,7 +184,8 @@ class Driver {
   std::pair<double, double> evaluate(const std::string& split);
   // Link prediction: AUC, MRR, Hits@k and loss over the split's held-out edges, scored by
   // every trainer ("valid" or "test").
-  LinkMetrics evaluate_links(const std::string& split);
+  // The trainers' rows for `split`'s held-out edges (training/link_trainer.h), in trainer order.
+  std::vector<float> evaluate_links(const std::string& split);
   // One evaluation reply from each trainer, each handed to `on_reply` (a handler of the
   // reply's types); an error reply, a lost actor or no reply within progress_deadline ends
   // the job, naming it. Blocking receive leaves other messages in the mailbox, so every
@@ -598,7 +600,7 @@ std::pair<double, double> Driver::evaluate(const std::string& split) {
   return {loss / seeds, static_cast<double>(correct) / seeds};
 }
 
-LinkMetrics Driver::evaluate_links(const std::string& split) {
+std::vector<float> Driver::evaluate_links(const std::string& split) {
   for (const auto& trainer : actors_.trainers) self_->send(trainer, link_eval_atom::value, split);
   // By trainer, so that the metrics' sums run in one order however the replies arrive.
   std::vector<std::vector<char>> scores(actors_.trainers.size());
@@ -614,7 +616,7 @@ LinkMetrics Driver::evaluate_links(const std::string& split) {
     rows.resize(at + n);
     if (n > 0) std::memcpy(rows.data() + at, bytes.data(), n * sizeof(float));
   }
-  return link_metrics(Span<const float>(rows), job_.link.eval_negatives);
+  return rows;
 }
 
 void Driver::check_link_job() const {
@@ -630,6 +632,7 @@ void Driver::check_link_job() const {
     const std::vector<int32_t> types = global_node_types(folder_);
     check_negatives_fit(job_, std::count(types.begin(), types.end(), index), "'" + type + "' nodes of model.target_edge");
   }
+  if (job_.link.regression()) check_rating_target(job_, meta, folder_.dir(), options_.evaluate);
   if (options_.evaluate && !meta.has_edge_splits) {
     throw UsageError(folder_.dir() + " has no held-out edges to evaluate a link predictor on: give data.holdout "
                                      "(e.g. {val: 0.05, test: 0.1})");
@@ -765,8 +768,20 @@ JobReport Driver::run() {
     if (cancel_requested()) throw_cancelled(epoch, 0);
     EpochMetrics m = train_epoch(epoch, steps, from);
     from = ResumePoint{};
-    if (options_.evaluate && job_.link_gnn()) {
-      const LinkMetrics valid = evaluate_links("valid"), test = evaluate_links("test");
+    if (options_.evaluate && job_.link_gnn() && job_.link.regression()) {
+      const RatingMetrics valid = rating_metrics(evaluate_links("valid")), test = rating_metrics(evaluate_links("test"));
+      m.val_loss = valid.rmse * valid.rmse;
+      m.test_loss = test.rmse * test.rmse;
+      for (const RatingMetrics* split : {&valid, &test}) {
+        for (auto& entry : split->named(split == &valid ? "valid" : "test")) m.ranking.push_back(std::move(entry));
+      }
+      spdlog::info("epoch {}/{}: {:.1f}s, {:.2f} batches/s, train mse {:.4f}, valid rmse {:.4f}, test rmse {:.4f} "
+                   "(predicting the training mean: {:.4f}, each destination's training mean: {:.4f})",
+                   epoch, job_.epochs, m.seconds, m.batches_per_second, m.train_loss, valid.rmse, test.rmse,
+                   test.rmse_global_mean, test.rmse_destination_mean);
+    } else if (options_.evaluate && job_.link_gnn()) {
+      const LinkMetrics valid = link_metrics(evaluate_links("valid"), job_.link.eval_negatives),
+                        test = link_metrics(evaluate_links("test"), job_.link.eval_negatives);
       m.val_loss = valid.loss;
       m.test_loss = test.loss;
       for (const LinkMetrics* split : {&valid, &test}) {

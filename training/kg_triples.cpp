@@ -9,7 +9,18 @@ namespace partita {
 
 namespace {
 
-TripleList read_split(const std::optional<MappedArray>& index, const std::optional<MappedArray>& types) {
+// The first column of an edge feature array [k, width] (a rating), or nothing.
+std::vector<float> first_column(const std::optional<MappedArray>& attr) {
+  if (!attr || attr->shape().size() != 2 || attr->shape()[1] < 1) return {};
+  Span<const float> all = attr->as<float>();
+  const size_t width = static_cast<size_t>(attr->shape()[1]);
+  std::vector<float> out(all.size() / width);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = all[i * width];
+  return out;
+}
+
+TripleList read_split(const std::optional<MappedArray>& index, const std::optional<MappedArray>& types,
+                      const std::optional<MappedArray>& attr) {
   TripleList out;
   if (!index) return out;
   Span<const int64_t> ends = index->as<int64_t>();
@@ -22,6 +33,7 @@ TripleList read_split(const std::optional<MappedArray>& index, const std::option
   } else {
     out.relation.assign(n, 0);
   }
+  out.value = first_column(attr);
   return out;
 }
 
@@ -58,6 +70,7 @@ KgTriples::KgTriples(const PartitionFolder& folder) {
   train_.tail.assign(m, -1);
   train_.relation.assign(m, 0);
   if (meta.has_edge_time) train_time_.assign(m, 0);
+  if (meta.edge_feature_dim > 0) train_.value.assign(m, 0.0f);
   valid_.resize(meta.num_parts);
   test_.resize(meta.num_parts);
   for (int p = 0; p < meta.num_parts; ++p) {
@@ -68,6 +81,7 @@ KgTriples::KgTriples(const PartitionFolder& folder) {
     if (d.edge_type) types = d.edge_type->as<int32_t>();
     Span<const int64_t> times;
     if (!train_time_.empty() && d.edge_time) times = d.edge_time->as<int64_t>();
+    const std::vector<float> values = train_.value.empty() ? std::vector<float>() : first_column(d.edge_attr);
     for (int64_t c = 0; c < d.num_nodes(); ++c) {
       for (int64_t j = indptr[c]; j < indptr[c + 1]; ++j) {
         const int64_t e = edge_ids[j];
@@ -79,10 +93,11 @@ KgTriples::KgTriples(const PartitionFolder& folder) {
         train_.tail[e] = d.node_begin + c;
         train_.relation[e] = types.empty() ? 0 : types[j];
         if (!times.empty()) train_time_[e] = times[j];
+        if (!values.empty()) train_.value[e] = values[j];
       }
     }
-    valid_[p] = read_split(d.val_edge_index, d.val_edge_type);
-    test_[p] = read_split(d.test_edge_index, d.test_edge_type);
+    valid_[p] = read_split(d.val_edge_index, d.val_edge_type, d.val_edge_attr);
+    test_[p] = read_split(d.test_edge_index, d.test_edge_type, d.test_edge_attr);
   }
   for (size_t e = 0; e < m; ++e) {
     if (train_.head[e] < 0) throw Error(folder.dir() + ": no part holds edge " + std::to_string(e));

@@ -30,6 +30,10 @@ namespace partita {
 struct TripleList {
   std::vector<int64_t> head, tail;
   std::vector<int32_t> relation;
+  // Each triple's edge value (the first column of its edge features: a MovieLens rating),
+  // what rating regression predicts; empty when the folder's edges (or, for held-out
+  // triples, its held-out edges) have no features.
+  std::vector<float> value;
   int64_t size() const { return static_cast<int64_t>(head.size()); }
 };
 

@@ -13,6 +13,7 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "actors/actor_types.h"
@@ -53,6 +54,7 @@ struct LinkStep {
   std::vector<int64_t> src, dst;
   std::vector<int32_t> relation;
   std::vector<int64_t> time;       // temporal sampling: each positive's time bound
+  std::vector<float> value;        // rating regression: each positive's value
   std::vector<int64_t> negatives;  // [positives, k] row-major
   int64_t size() const { return static_cast<int64_t>(src.size()); }
 };
@@ -89,6 +91,13 @@ struct LinkReplica {
   int32_t target = -1;
   std::vector<int64_t> target_edges;
   std::vector<int64_t> candidates;
+  // train.loss: mse (rating regression): no negatives; an edge's prediction is the decoder's
+  // score plus the mean value of the training positives. Evaluation returns it beside two
+  // baselines: that mean, and the mean of the destination's training positives (the
+  // per-movie mean; the global mean for a destination with none).
+  bool regression = false;
+  double mean_value = 0;
+  std::unordered_map<int64_t, double> destination_mean;
 };
 
 // A chunk's negatives: KgTriples' draw over every node, or, for a target edge type, k draws
@@ -122,6 +131,7 @@ TripleList canonical_held_out(const KgTriples& triples, const std::string& split
       all.head.push_back(part.head[i]);
       all.tail.push_back(part.tail[i]);
       all.relation.push_back(part.relation[i]);
+      if (!part.value.empty()) all.value.push_back(part.value[i]);
     }
   }
   std::vector<size_t> order(all.head.size());
@@ -135,6 +145,7 @@ TripleList canonical_held_out(const KgTriples& triples, const std::string& split
     sorted.head.push_back(all.head[i]);
     sorted.tail.push_back(all.tail[i]);
     sorted.relation.push_back(all.relation[i]);
+    if (!all.value.empty()) sorted.value.push_back(all.value[i]);
   }
   return sorted;
 }
@@ -177,7 +188,30 @@ std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
   r->negatives.chunk_size = r->job.link.chunk_size;
   r->negatives.degree_fraction = r->job.link.degree_fraction;
   r->negatives.strict = r->job.link.strict;
-  r->loss = parse_kg_loss(r->job.link.loss, "train.loss");
+  r->regression = r->job.link.regression();
+  if (r->regression) {
+    check_rating_target(r->job, meta, folder.dir(), false);
+    // The training positives' mean value, and each destination's: the prediction's offset
+    // and evaluation's baselines, the same in every trainer (every trainer reads all edges).
+    const TripleList& train = r->triples->train();
+    std::unordered_map<int64_t, std::pair<double, int64_t>> by_destination;
+    double sum = 0;
+    int64_t count = 0;
+    for (int64_t e = 0; e < train.size(); ++e) {
+      if (r->target >= 0 && train.relation[e] != r->target) continue;
+      sum += train.value[e];
+      ++count;
+      auto& [destination_sum, destination_count] = by_destination[train.tail[e]];
+      destination_sum += train.value[e];
+      ++destination_count;
+    }
+    r->mean_value = count > 0 ? sum / static_cast<double>(count) : 0.0;
+    for (const auto& [node, sum_count] : by_destination) {
+      r->destination_mean[node] = sum_count.first / static_cast<double>(sum_count.second);
+    }
+  } else {
+    r->loss = parse_kg_loss(r->job.link.loss, "train.loss");
+  }
   r->decoder = parse_kg_decoder(r->job.link.decoder, r->job.link.transe_norm, "model.decoder");
   ModelConfig config;
   config.kind = r->job.model;
@@ -264,6 +298,10 @@ EpochPlan plan_training(LinkReplica& r, uint64_t epoch, int64_t steps) {
       step.dst.push_back(train.tail[e]);
       step.relation.push_back(train.relation[e]);
       if (temporal) step.time.push_back(times[e]);
+      if (r.regression) {
+        step.value.push_back(train.value[e]);
+        continue;
+      }
       const int64_t chunk = p / r.negatives.chunk_size;
       auto it = chunks.find(chunk);
       if (it == chunks.end()) {
@@ -288,10 +326,13 @@ EpochPlan plan_training(LinkReplica& r, uint64_t epoch, int64_t steps) {
 // folder, and a time split (data.holdout.by: time) puts every training edge before them.
 EpochPlan plan_evaluation(LinkReplica& r, const std::string& split) {
   const TripleList& edges = r.held_out.at(split);
+  if (r.regression && static_cast<int64_t>(edges.value.size()) != edges.size()) {
+    throw UsageError("train.loss: mse: the held-out " + split + " edges have no values to evaluate on");
+  }
   const uint64_t split_code = split == "valid" ? 1 : 2;
   const int64_t n = edges.size(), b = r.job.eval_batch_size;
   KgNegatives negatives;
-  negatives.k = r.job.link.eval_negatives;
+  negatives.k = r.regression ? 0 : r.job.link.eval_negatives;
   negatives.chunk_size = 1;
   EpochPlan plan;
   plan.job_seed = r.job.seed;
@@ -307,6 +348,10 @@ EpochPlan plan_evaluation(LinkReplica& r, const std::string& split) {
       step.dst.push_back(edges.tail[i]);
       step.relation.push_back(edges.relation[i]);
       if (r.job.temporal()) step.time.push_back(std::numeric_limits<int64_t>::max());
+      if (r.regression) {
+        step.value.push_back(edges.value[i]);
+        continue;
+      }
       const std::vector<int64_t> drawn = draw_negatives(r, negatives, plan.epoch, split_code, i);
       step.negatives.insert(step.negatives.end(), drawn.begin(), drawn.end());
     }
@@ -317,7 +362,7 @@ EpochPlan plan_evaluation(LinkReplica& r, const std::string& split) {
 
 struct Scores {
   at::Tensor positive;  // [P]
-  at::Tensor negative;  // [P, k]
+  at::Tensor negative;  // [P, k]; undefined without negatives (rating regression)
 };
 
 // Encodes the batch's nodes and scores the step's positives and negatives.
@@ -346,6 +391,7 @@ Scores score(LinkReplica& r, MiniBatch&& sampled, const LinkStep& step, bool tra
                                                          torch::kLong));
   }
   const at::Tensor query = kg_query(r.decoder, KgSide::kTail, src, relation);
+  if (k == 0) return {kg_score_pairs(r.decoder, query, dst), at::Tensor()};
   return {kg_score_pairs(r.decoder, query, dst), kg_score_groups(r.decoder, query.unsqueeze(1), neg).squeeze(1)};
 }
 
@@ -368,7 +414,16 @@ std::array<double, 3> train_step(LinkReplica& r, uint64_t epoch, int64_t s) {
   BatchResult result;
   MiniBatch sampled = r.sampler->next();  // first: it tells the client where buffers go back
   const LinkStep& step = r.steps[static_cast<size_t>(s)];
-  if (step.size() > 0) {
+  if (step.size() > 0 && r.regression) {
+    // Squared error of each positive's predicted value, summed; "correct": within 0.5.
+    const Scores scores = score(r, std::move(sampled), step, true, step_key(r.job.seed, epoch, s, r.index));
+    const at::Tensor error = scores.positive + r.mean_value - torch::tensor(step.value, torch::kFloat);
+    const at::Tensor loss = error.pow(2).sum();
+    loss.backward();
+    result.loss_sum = loss.item<double>();
+    result.seeds = step.size();
+    result.correct = (error.abs() <= 0.5).sum().item<int64_t>();
+  } else if (step.size() > 0) {
     const Scores scores = score(r, std::move(sampled), step, true, step_key(r.job.seed, epoch, s, r.index));
     const at::Tensor keep = r.negatives.strict ? strict_mask(r, step) : at::Tensor();
     const at::Tensor loss = kg_loss_sum(r.loss, scores.positive, scores.negative, keep, r.job.link.margin);
@@ -395,6 +450,18 @@ std::vector<char> evaluate(LinkReplica& r, const std::string& split) {
       continue;
     }
     const Scores scores = score(r, std::move(sampled), step, false, 0);
+    if (r.regression) {
+      // training/rating_metrics.h's rows: prediction, value, the two baselines' predictions.
+      const at::Tensor predicted = (scores.positive + r.mean_value).contiguous();
+      for (int64_t i = 0; i < step.size(); ++i) {
+        const auto mean = r.destination_mean.find(step.dst[static_cast<size_t>(i)]);
+        rows.push_back(predicted.data_ptr<float>()[i]);
+        rows.push_back(step.value[static_cast<size_t>(i)]);
+        rows.push_back(static_cast<float>(r.mean_value));
+        rows.push_back(static_cast<float>(mean != r.destination_mean.end() ? mean->second : r.mean_value));
+      }
+      continue;
+    }
     const at::Tensor table = at::cat({scores.positive.unsqueeze(1), scores.negative}, 1).contiguous();
     rows.insert(rows.end(), table.data_ptr<float>(), table.data_ptr<float>() + table.numel());
   }
@@ -472,6 +539,21 @@ int32_t check_link_encoder_fits(const JobConfig& job, const PartitionMeta& meta,
                      "one-hot, on a heterogeneous graph)");
   }
   return find_target_edge(meta.edge_types, job.link.target_edge, dir);
+}
+
+void check_rating_target(const JobConfig& job, const PartitionMeta& meta, const std::string& dir, bool evaluate) {
+  const std::string what = job.link.target_edge.empty()
+                               ? std::string("edges")
+                               : "[" + job.link.target_edge[0] + ", " + job.link.target_edge[1] + ", " +
+                                     job.link.target_edge[2] + "] edges";
+  if (meta.edge_feature_dim != 1) {
+    throw UsageError("train.loss: mse regresses each edge's value (one edge feature, as a MovieLens rating), but the " +
+                     what + " of " + dir + " have " + std::to_string(meta.edge_feature_dim) + " edge features");
+  }
+  if (evaluate && meta.has_edge_splits && !meta.has_edge_split_attr) {
+    throw UsageError("train.loss: mse evaluates on the held-out edges' values, and the held-out " + what + " of " + dir +
+                     " have none (partitioned before held-out edges kept their features: partition again)");
+  }
 }
 
 void check_negatives_fit(const JobConfig& job, int64_t candidates, const std::string& what) {

@@ -40,6 +40,13 @@
 // so the 1-vs-2-partition equality above no longer holds: trees are keyed by position);
 // `batches: time` orders the epoch's edges by time instead of permuting them.
 //
+// Rating regression (train.loss: mse; MovieLens' ratings): no negatives; a positive's
+// prediction is the decoder's score of its ends plus the mean value (edge feature) of the
+// training positives, the loss its squared error against the edge's value. Evaluation
+// returns each held-out edge's prediction and value beside two baselines' predictions (that
+// training mean, and the destination's training mean: the per-movie mean), and the driver
+// reports their RMSEs (training/rating_metrics.h).
+//
 // Evaluation: the held-out edges of the split (every partition's, in a canonical order by
 // original ids), each against `eval.negatives` sampled destinations keyed by its position;
 // each trainer scores those whose destination its partition owns, in batches of
@@ -66,8 +73,8 @@ using link_eval_atom = caf::atom_constant<caf::atom("t_leval")>;
 // epochs reported as train_step with seeds = positives and correct = positives scored
 // above all their negatives, state), with evaluation on edges instead of nodes:
 //   (link eval, "valid" | "test") -> its held-out edges' scores: rows of 1 + eval.negatives
-//       float32 (the edge's score, then its negatives'), as bytes in native order (the
-//       driver runs the same build)
+//       float32 (the edge's score, then its negatives'), or with train.loss: mse the rows of
+//       training/rating_metrics.h, as bytes in native order (the driver runs the same build)
 using link_trainer_actor = caf::typed_actor<
     caf::replies_to<train_setup_atom, caf::actor, caf::actor>::with<bool>,
     caf::reacts_to<train_epoch_atom, uint64_t, int64_t, int64_t, int64_t, caf::actor>,
@@ -83,6 +90,11 @@ struct JobConfig;
 // target edge must be one of the graph's types. Throws UsageError naming model.encoder or
 // model.target_edge otherwise. The driver checks before it spawns, each trainer again.
 int32_t check_link_encoder_fits(const JobConfig& job, const PartitionMeta& meta, const std::string& dir);
+
+// Rating regression (train.loss: mse): throws UsageError naming train.loss unless the
+// edges of `meta` have one feature (the value regressed, a MovieLens rating) and, when
+// `evaluate`, the held-out edges kept theirs.
+void check_rating_target(const JobConfig& job, const PartitionMeta& meta, const std::string& dir, bool evaluate);
 
 // Throws UsageError naming negatives.k or eval.negatives when either exceeds the
 // `candidates` its negatives are drawn from (`what`, e.g. "'movie' nodes of

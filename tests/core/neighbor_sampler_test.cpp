@@ -11,6 +11,7 @@
 #include "base/random.h"
 #include "graph/neighbor_sampler.h"
 #include "graph/subgraph_builder.h"
+#include "graph/time_order.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_stores.h"
@@ -185,6 +186,84 @@ TEST(SamplerTest, UniformIsUniformOnAStar) {
   }
   std::vector<double> expected(10, trials * 3.0 / 10);
   EXPECT_LT(chi_square(counts, expected), kChiSquare9);
+}
+
+// Temporal uniform sampling draws over the ranks of the qualifying in-edges in time order
+// (graph/time_order.h): every qualifying neighbour alike, none after the bound. The star's
+// edge i has time (i * 7) % 20, so the 10 qualifying edges (time <= 9) are spread over
+// canonical order, and time order is not canonical order.
+TEST(SamplerTest, TemporalUniformIsUniformOverTheQualifyingNeighbours) {
+  Dataset d = star(20);
+  Topology t = topology_from_dataset(d);
+  std::vector<int64_t> edge_time(20);
+  for (int i = 0; i < 20; ++i) edge_time[i] = (i * 7) % 20;
+  for (TemporalMode mode : {TemporalMode::kEdgeTime, TemporalMode::kNodeTime}) {
+    SamplerConfig c = homogeneous({3});
+    c.disjoint = true;
+    c.temporal = mode;
+    std::vector<int64_t> by_position(20), node_time(21, 0);
+    for (int64_t g = 0; g < 20; ++g) by_position[g] = edge_time[t.original_edge_id(g)];
+    for (int i = 0; i < 20; ++i) node_time[i + 1] = edge_time[i];  // edge i's source is node i + 1
+    c.edge_time = ArrayRef::from_vector(by_position);
+    c.node_time = ArrayRef::from_vector(node_time);
+    NeighborSampler sampler(t, c);
+    std::vector<double> counts(20, 0);
+    const int trials = 20000;
+    for (int batch = 0; batch < trials; ++batch) {
+      std::vector<int64_t> seed{0}, bound{9};
+      MiniBatch b = sampler.sample(seed, {3, 0, static_cast<uint64_t>(batch)}, bound);
+      ASSERT_EQ(b.row.size(), 3u);
+      for (int64_t r : b.row) counts[b.node_ids[r] - 1] += 1;
+    }
+    std::vector<double> observed, expected;
+    for (int i = 0; i < 20; ++i) {
+      if (edge_time[i] > 9) {
+        EXPECT_EQ(counts[i], 0) << "edge " << i << " has time " << edge_time[i];
+      } else {
+        observed.push_back(counts[i]);
+        expected.push_back(trials * 3.0 / 10);
+      }
+    }
+    ASSERT_EQ(observed.size(), 10u);
+    EXPECT_LT(chi_square(observed, expected), kChiSquare9);
+  }
+}
+
+// The time order ranks each column by (time, canonical position): ascending times, each
+// entry once.
+TEST(SamplerTest, TheTimeOrderRanksEveryColumnByTime) {
+  Dataset d = sbm_graph();
+  Topology t = topology_from_dataset(d);
+  std::vector<int64_t> edge_time(d.num_edges());
+  for (int64_t g = 0; g < d.num_edges(); ++g) edge_time[g] = static_cast<int64_t>(mix64(g) % 50);
+  const TimeOrder order(t, TemporalMode::kEdgeTime, {}, edge_time);
+  Span<const int64_t> indptr = t.csc(0).indptr.as<int64_t>();
+  for (int64_t v = 0; v < t.num_nodes(); ++v) {
+    const int64_t begin = indptr[v], end = indptr[v + 1];
+    std::vector<uint32_t> seen;
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t position = begin + order.offsets(0)[r];
+      ASSERT_EQ(order.times(0)[r], edge_time[position]);
+      if (r > begin) {
+        ASSERT_LE(order.times(0)[r - 1], order.times(0)[r]);
+        if (order.times(0)[r - 1] == order.times(0)[r]) {
+          ASSERT_LT(order.offsets(0)[r - 1], order.offsets(0)[r]);
+        }
+      }
+      seen.push_back(order.offsets(0)[r]);
+    }
+    std::sort(seen.begin(), seen.end());
+    for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], i);
+    EXPECT_EQ(order.count_until(0, begin, end, 24),
+              std::count_if(edge_time.begin() + begin, edge_time.begin() + end, [](int64_t x) { return x <= 24; }));
+  }
+  SamplerConfig unordered = homogeneous({2});
+  unordered.disjoint = true;
+  unordered.temporal = TemporalMode::kEdgeTime;
+  unordered.edge_time = ArrayRef::from_vector(edge_time);
+  EXPECT_THROW(unordered.validate(t), Error);  // sample_hop would have no order to read
+  unordered.order_by_time(t);
+  unordered.validate(t);
 }
 
 TEST(SamplerTest, WeightedFollowsWeightsOnAStar) {
@@ -582,6 +661,7 @@ ConfigFor with_attributes(SamplerConfig base) {
     if (!base.edge_weight.empty()) c.edge_weight = ArrayRef::from_vector(std::move(weight));
     c.edge_time = ArrayRef::from_vector(std::move(edge_time));
     c.node_time = ArrayRef::from_vector(std::move(node_time));
+    c.order_by_time(t);  // this part's columns in time order, as a partition actor ranks them
     return c;
   };
 }

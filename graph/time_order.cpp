@@ -1,0 +1,78 @@
+#include "graph/time_order.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "base/error.h"
+
+namespace partita {
+
+TimeOrder::TimeOrder(const Topology& topology, TemporalMode mode, Span<const int64_t> node_time,
+                     Span<const int64_t> edge_time)
+    : mode_(mode),
+      part_(topology.part()),
+      node_begin_(topology.node_begin()),
+      num_nodes_(topology.num_nodes()),
+      num_edges_(topology.num_edges()) {
+  if (mode == TemporalMode::kNone) throw Error("time order: no time mode given");
+  if (mode == TemporalMode::kNodeTime && static_cast<int64_t>(node_time.size()) != topology.book().num_nodes()) {
+    throw Error("time order: " + std::to_string(node_time.size()) + " node times for a graph of " +
+                std::to_string(topology.book().num_nodes()) + " nodes");
+  }
+  if (mode == TemporalMode::kEdgeTime && static_cast<int64_t>(edge_time.size()) != topology.num_edges()) {
+    throw Error("time order: " + std::to_string(edge_time.size()) + " edge times for a partition of " +
+                std::to_string(topology.num_edges()) + " edges");
+  }
+  const int64_t edge_begin = topology.edge_begin();
+  std::vector<std::pair<int64_t, uint32_t>> ranked;  // one column's (time, offset), sorted
+  columns_.resize(static_cast<size_t>(topology.num_edge_types()));
+  for (int type = 0; type < topology.num_edge_types(); ++type) {
+    const CscColumns& csc = topology.csc(type);
+    const int64_t* indptr = csc.indptr.as<int64_t>().data();
+    const int64_t* indices = csc.indices.as<int64_t>().data();
+    const int64_t* edge_ids = csc.edge_ids.empty() ? nullptr : csc.edge_ids.as<int64_t>().data();
+    const auto time_at = [&](int64_t pos) {
+      if (mode == TemporalMode::kNodeTime) return node_time[indices[pos]];
+      return edge_time[(edge_ids != nullptr ? edge_ids[pos] : edge_begin + pos) - edge_begin];
+    };
+    Column& column = columns_[type];
+    const int64_t m = indptr[num_nodes_];
+    column.time.resize(static_cast<size_t>(m));
+    column.offset.resize(static_cast<size_t>(m));
+    for (int64_t local = 0; local < num_nodes_; ++local) {
+      const int64_t begin = indptr[local], degree = indptr[local + 1] - begin;
+      if (degree >= static_cast<int64_t>(std::numeric_limits<uint32_t>::max())) {
+        throw Error("time order: node " + std::to_string(node_begin_ + local) + " has " + std::to_string(degree) +
+                    " in-edges of type " + std::to_string(type) + ", more than 32-bit ranks hold");
+      }
+      ranked.resize(static_cast<size_t>(degree));
+      for (int64_t r = 0; r < degree; ++r) ranked[r] = {time_at(begin + r), static_cast<uint32_t>(r)};
+      std::sort(ranked.begin(), ranked.end());  // by time, ties by canonical position
+      for (int64_t r = 0; r < degree; ++r) {
+        column.time[begin + r] = ranked[r].first;
+        column.offset[begin + r] = ranked[r].second;
+      }
+    }
+  }
+}
+
+bool TimeOrder::fits(const Topology& topology, TemporalMode mode) const {
+  return mode == mode_ && topology.part() == part_ && topology.node_begin() == node_begin_ &&
+         topology.num_nodes() == num_nodes_ && topology.num_edges() == num_edges_ &&
+         topology.num_edge_types() == static_cast<int>(columns_.size());
+}
+
+int64_t TimeOrder::count_until(int type, int64_t begin, int64_t end, int64_t bound) const {
+  const int64_t* time = columns_[type].time.data();
+  return std::upper_bound(time + begin, time + end, bound) - (time + begin);
+}
+
+size_t TimeOrder::bytes() const {
+  size_t total = 0;
+  for (const Column& c : columns_) total += c.time.size() * sizeof(int64_t) + c.offset.size() * sizeof(uint32_t);
+  return total;
+}
+
+}  // namespace partita
