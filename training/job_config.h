@@ -43,7 +43,9 @@
 //   negatives: {k: 256, chunk_size: 256, degree_fraction: 0.0, strict: false}
 //   sampling: {batch_size: 512}  # positive triples per step, over all trainers
 //   train: {loss: softmax, margin: 1.0, regularizer: none, regularization: 0.0,
-//           optimizer: adagrad, learning_rate: 0.1, ...}
+//           optimizer: adagrad, learning_rate: 0.1, ...}  # loss: softmax, bce, margin or mse
+//                                 # (mse: regression on the edge's one feature, GNN encoders);
+//                                 # optimizer of the entity rows: adagrad or sparse_adam
 //   eval: {negatives: all, block: 4096, every: 1}
 // With a GNN encoder (examples/cora_link.yaml) the model also takes node classification's
 // hidden, layers, heads, dropout and trim, sampling its fanouts, and the defaults differ.
