@@ -5,7 +5,7 @@
 #
 #   scripts/sanitize.sh          # the fast, torch-free binaries (what CI runs):
 #                                # partita_core_tests, partita_messages_tests, partita_runtime_tests
-#   scripts/sanitize.sh all      # the whole suite (builds everything, libtorch code included)
+#   scripts/sanitize.sh all      # the whole suite (the CLI and every test binary, libtorch code included)
 #
 # The fast binaries' tests that start `partita` (CLI commands, daemons as child processes)
 # run the ordinary build's binary (PARTITA_BUILD_DIR, default build/; built here if missing):
