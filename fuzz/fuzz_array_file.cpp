@@ -7,7 +7,6 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace partita;
   auto& dir = fuzz::ScratchDir::get();
-  dir.clear();
   const std::string path = dir.write("a.bin", fuzz::as_text(data, size));
   try {
     MappedArray array(path);

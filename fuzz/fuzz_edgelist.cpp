@@ -4,7 +4,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto& dir = partita::fuzz::ScratchDir::get();
-  dir.clear();
   const std::string path = dir.write("graph.txt", partita::fuzz::as_text(data, size));
   try {
     partita::Dataset d = partita::read_edgelist(path);

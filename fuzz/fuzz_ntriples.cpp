@@ -39,6 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const uint8_t mode = data[0] % 3;
   auto& dir = partita::fuzz::ScratchDir::get();
+  dir.remove(partita::fuzz::kNtriplesFiles[0] + ".gz");  // the previous input's, if it had one
   const std::string& folder = dir.write_files(partita::fuzz::as_text(data + 1, size - 1), partita::fuzz::kNtriplesFiles);
   const std::string graph = folder + "/" + partita::fuzz::kNtriplesFiles[0];
   if (mode != 0 && std::filesystem::exists(graph)) {

@@ -5,7 +5,7 @@
 #
 #   scripts/sanitize.sh          # the fast, torch-free binaries (what CI runs):
 #                                # partita_core_tests, partita_messages_tests, partita_runtime_tests
-#   scripts/sanitize.sh all      # the whole suite (builds everything, libtorch code included)
+#   scripts/sanitize.sh all      # the whole suite (the CLI and every test binary, libtorch code included)
 #
 # The fast binaries' tests that start `partita` (CLI commands, daemons as child processes)
 # run the ordinary build's binary (PARTITA_BUILD_DIR, default build/; built here if missing):
@@ -41,7 +41,11 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:handle_sigbus=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 cd "$ASAN_DIR"
 if [ "$WHICH" = all ]; then
-  cmake --build . -j"$(nproc)"
+  # What the suite runs: every test binary and the CLI (benchmarks and the fuzzers are not
+  # tests). The libtorch units compiled with ASan take most of this build's time.
+  binaries=(partita partita_core_tests partita_messages_tests partita_runtime_tests partita_actors_tests
+            partita_dashboard_tests partita_torch_tests partita_training_tests)
+  cmake --build . -j"$(nproc)" --target "${binaries[@]}"
   ctest --output-on-failure --timeout 900 -j2 "$@"
 else
   binaries=(partita_core_tests partita_messages_tests partita_runtime_tests)

@@ -29,6 +29,17 @@
 // sockets and one poll, so a process's thread count does not grow with its connections;
 // each established connection has 2 × 256 KiB of buffers, and kMaxBridges bounds them.
 //
+// Memory over all connections together (tests/runtime/tls_test.cpp, ManyConnections...):
+//   - before authentication, at most kMaxHandshakes handshakes are held, each at most
+//     kMaxHandshakeBytes: OpenSSL sizes a handshake message's buffer from its header, and
+//     the largest a client may send is a ClientHello of 131,396 bytes (its buffer grows
+//     by a third), beside the session's record buffers. So however many peers connect, what
+//     they make the gateway hold stays under kMaxHandshakes × kMaxHandshakeBytes = 16 MiB.
+//   - established (authenticated) connections: kMaxBridges × 2 × 256 KiB = 128 MiB of
+//     bridge buffers, plus CAF's receive buffer of each connection, sized by the largest
+//     message its member sent (at most 512 MiB each). That last part is bounded per
+//     connection, not over all of them: the members of the cluster are trusted with it.
+//
 // Use middleman_actor(system) wherever CAF's middleman().actor_handle() would be used
 // (connect_atom requests) and publish() instead of middleman().publish(): both fall back to
 // CAF's own in insecure mode (no credentials).
@@ -54,6 +65,8 @@ namespace partita::runtime::tls {
 inline constexpr std::chrono::seconds kHandshakeDeadline{10};
 inline constexpr size_t kMaxHandshakes = 64;
 inline constexpr size_t kMaxBridges = 256;
+// What one pending handshake holds at most (above: OpenSSL's limits, not ours to set).
+inline constexpr size_t kMaxHandshakeBytes = 256 * 1024;
 
 // Spawns the gateway's middleman actor for `system` (with networking) and registers it.
 // Called by ActorSystem (runtime/actor_system.h) when the process has credentials.
