@@ -31,6 +31,7 @@ cleanup() {
   local status=$?
   for g in "${groups[@]}"; do
     kill -KILL -- "-$g" 2>/dev/null || true
+    kill -KILL "$g" 2>/dev/null || true  # its group may not exist yet: setsid had not run
   done
   wait 2>/dev/null || true
   if [ "$status" -eq 0 ]; then
@@ -68,6 +69,10 @@ train: {epochs: 2000}
 output: browser-run
 EOF
 
+# The output files exist before the job starts: under load the shell reads job.out before
+# the child has opened it.
+: > "$work/job.out"
+: > "$work/job.err"
 setsid timeout --kill-after=5 240 "$partita" --threads 2 run "$work/job.yaml" --dashboard 0 \
   > "$work/job.out" 2> "$work/job.err" &
 groups+=($!)
