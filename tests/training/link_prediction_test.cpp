@@ -490,6 +490,47 @@ TEST(EmbeddingShardTest, AVersionOneCheckpointLoadsIntoAnAdagradShardOnly) {
   EXPECT_EQ(adam_bytes.size(), 16 + sizeof(header) + 3 * 6 * sizeof(float));
 }
 
+// A damaged checkpoint is named as damaged whichever byte is hit: a flipped optimiser kind
+// is not "another optimiser" (which would send the user to change train.optimizer), a
+// byte appended not "another table". A checkpoint written with a negative step count
+// (checksum intact) is refused, named.
+TEST(EmbeddingShardTest, ADamagedCheckpointIsNamedCorruptWhicheverByteIsHit) {
+  EmbeddingShardConfig config;
+  config.end = 3;
+  config.dim = 2;
+  const std::vector<int64_t> original{0, 1, 2};
+  EmbeddingShard trained(config, original);
+  trained.push(0, std::vector<int64_t>{1}, std::vector<float>{0.5f, -0.25f});
+  const std::vector<char> good = trained.save(seconds(10));
+  const auto load_error = [&](const std::vector<char>& bytes) {
+    EmbeddingShard shard(config, original);
+    try {
+      shard.load(bytes);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(load_error(good), "no error");
+  std::vector<char> kind = good;
+  kind[16 + 3 * sizeof(int64_t)] ^= 1;  // the optimiser's kind: Adagrad -> SparseAdam
+  EXPECT_NE(load_error(kind).find("corrupt (checksum mismatch)"), std::string::npos) << load_error(kind);
+  std::vector<char> longer = good;
+  longer.push_back('x');
+  EXPECT_NE(load_error(longer).find("corrupt (checksum mismatch)"), std::string::npos) << load_error(longer);
+  std::vector<char> negative = good;
+  const int64_t steps = -5;
+  std::memcpy(negative.data() + 16 + 4 * sizeof(int64_t), &steps, sizeof(steps));
+  const uint64_t sum = checksum(negative.data() + 16, negative.size() - 16);
+  std::memcpy(negative.data() + 8, &sum, sizeof(sum));
+  EXPECT_NE(load_error(negative).find("step count is negative (-5)"), std::string::npos) << load_error(negative);
+  // Another table's intact checkpoint is still named as such.
+  EmbeddingShardConfig wider = config;
+  wider.dim = 4;
+  EmbeddingShard other(wider, original);
+  EXPECT_NE(load_error(other.save(seconds(10))).find("another table?"), std::string::npos);
+}
+
 // The example job (BENCHMARKS.md's quality run) is a valid job for the shared data.
 TEST(LinkExampleTest, TheFb15k237ExampleLoads) {
   const JobConfig j = load_job(std::string(PARTITA_TEST_CORPUS) + "/../../examples/fb15k237.yaml");
