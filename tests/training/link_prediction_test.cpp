@@ -441,13 +441,26 @@ TEST_F(LinkJobTest, AShardedStepEqualsTheDenseComputation) {
   }
 }
 
-// A shard checkpoint of version 1 (before SparseAdam: Adagrad's state, no step count)
-// loads into an Adagrad shard as it was saved, and is refused by a SparseAdam one, named.
-TEST(EmbeddingShardTest, AVersionOneCheckpointLoadsIntoAnAdagradShardOnly) {
+// A shard of 3 rows of dim 2 (ids [0, 3), original ids 0..2).
+EmbeddingShardConfig three_row_shard() {
   EmbeddingShardConfig config;
   config.end = 3;
   config.dim = 2;
   config.seed = 4;
+  return config;
+}
+
+// The checkpoint of a shard of `config` after one step on row 1.
+std::vector<char> checkpoint_after_a_step(const EmbeddingShardConfig& config) {
+  EmbeddingShard trained(config, std::vector<int64_t>{0, 1, 2});
+  trained.push(0, std::vector<int64_t>{1}, std::vector<float>(static_cast<size_t>(config.dim), 0.5f));
+  return trained.save(seconds(10));
+}
+
+// A shard checkpoint of version 1 (before SparseAdam: Adagrad's state, no step count)
+// loads into an Adagrad shard as it was saved, and is refused by a SparseAdam one, named.
+TEST(EmbeddingShardTest, AVersionOneCheckpointLoadsIntoAnAdagradShardOnly) {
+  EmbeddingShardConfig config = three_row_shard();
   const std::vector<int64_t> original{0, 1, 2};
   EmbeddingShard trained(config, original);
   trained.push(0, std::vector<int64_t>{1}, std::vector<float>{0.5f, -0.25f});
@@ -495,15 +508,10 @@ TEST(EmbeddingShardTest, AVersionOneCheckpointLoadsIntoAnAdagradShardOnly) {
 // byte appended not "another table". A checkpoint written with a negative step count
 // (checksum intact) is refused, named.
 TEST(EmbeddingShardTest, ADamagedCheckpointIsNamedCorruptWhicheverByteIsHit) {
-  EmbeddingShardConfig config;
-  config.end = 3;
-  config.dim = 2;
-  const std::vector<int64_t> original{0, 1, 2};
-  EmbeddingShard trained(config, original);
-  trained.push(0, std::vector<int64_t>{1}, std::vector<float>{0.5f, -0.25f});
-  const std::vector<char> good = trained.save(seconds(10));
+  const EmbeddingShardConfig config = three_row_shard();
+  const std::vector<char> good = checkpoint_after_a_step(config);
   const auto load_error = [&](const std::vector<char>& bytes) {
-    EmbeddingShard shard(config, original);
+    EmbeddingShard shard(config, std::vector<int64_t>{0, 1, 2});
     try {
       shard.load(bytes);
     } catch (const Error& e) {
@@ -527,8 +535,7 @@ TEST(EmbeddingShardTest, ADamagedCheckpointIsNamedCorruptWhicheverByteIsHit) {
   // Another table's intact checkpoint is still named as such.
   EmbeddingShardConfig wider = config;
   wider.dim = 4;
-  EmbeddingShard other(wider, original);
-  EXPECT_NE(load_error(other.save(seconds(10))).find("another table?"), std::string::npos);
+  EXPECT_NE(load_error(checkpoint_after_a_step(wider)).find("another table?"), std::string::npos);
 }
 
 // The example job (BENCHMARKS.md's quality run) is a valid job for the shared data.
