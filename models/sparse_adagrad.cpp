@@ -2,9 +2,9 @@
 
 #include <cmath>
 #include <string>
-#include <vector>
 
 #include "base/error.h"
+#include "models/row_step.h"
 
 namespace partita {
 
@@ -21,19 +21,8 @@ void SparseAdagrad::step(Span<float> table, Span<float> state, int64_t dim, Span
   if (dim <= 0 || table.size() % static_cast<size_t>(dim) != 0 || state.size() != table.size()) {
     throw Error("sparse adagrad: table and state must both be [rows, " + std::to_string(dim) + "]");
   }
-  if (grads.size() != rows.size() * static_cast<size_t>(dim)) {
-    throw Error("sparse adagrad: " + std::to_string(grads.size()) + " gradient values for " +
-                std::to_string(rows.size()) + " rows of " + std::to_string(dim));
-  }
   const uint64_t num_rows = table.size() / static_cast<size_t>(dim);
-  std::vector<bool> seen(num_rows, false);
-  for (int64_t r : rows) {
-    if (static_cast<uint64_t>(r) >= num_rows) {
-      throw Error("sparse adagrad: row " + std::to_string(r) + " outside the table's " + std::to_string(num_rows));
-    }
-    if (seen[r]) throw Error("sparse adagrad: row " + std::to_string(r) + " given twice (sum duplicates first)");
-    seen[r] = true;
-  }
+  check_row_step("sparse adagrad", num_rows, dim, rows, grads.size());
   const float lr = static_cast<float>(learning_rate), eps = static_cast<float>(this->eps);
   for (size_t i = 0; i < rows.size(); ++i) {
     float* value = table.data() + rows[i] * dim;

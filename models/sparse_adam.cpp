@@ -2,9 +2,9 @@
 
 #include <cmath>
 #include <string>
-#include <vector>
 
 #include "base/error.h"
+#include "models/row_step.h"
 
 namespace partita {
 
@@ -21,20 +21,9 @@ void SparseAdam::step(Span<float> table, Span<float> moments, int64_t dim, Span<
     throw Error("sparse adam: the table must be [rows, " + std::to_string(dim) + "] and its moments [2, rows, " +
                 std::to_string(dim) + "]");
   }
-  if (grads.size() != rows.size() * static_cast<size_t>(dim)) {
-    throw Error("sparse adam: " + std::to_string(grads.size()) + " gradient values for " + std::to_string(rows.size()) +
-                " rows of " + std::to_string(dim));
-  }
   if (step < 1) throw Error("sparse adam: steps count from 1");
   const uint64_t num_rows = table.size() / static_cast<size_t>(dim);
-  std::vector<bool> seen(num_rows, false);
-  for (int64_t r : rows) {
-    if (static_cast<uint64_t>(r) >= num_rows) {
-      throw Error("sparse adam: row " + std::to_string(r) + " outside the table's " + std::to_string(num_rows));
-    }
-    if (seen[r]) throw Error("sparse adam: row " + std::to_string(r) + " given twice (sum duplicates first)");
-    seen[r] = true;
-  }
+  check_row_step("sparse adam", num_rows, dim, rows, grads.size());
   const double t = static_cast<double>(step);
   const double correction1 = 1 - std::pow(beta1, t), correction2 = 1 - std::pow(beta2, t);
   const float step_size = static_cast<float>(learning_rate * std::sqrt(correction2) / correction1);

@@ -61,7 +61,7 @@ std::vector<int64_t> table_ids(const KgTriples& triples, uint64_t seed);
 std::vector<int64_t> original_ids_of_rows(const KgTriples& triples, const std::vector<int64_t>& table_id);
 
 // Plans epoch `epoch` (training/kg_triples.h numbering) over `shape` with a buffer of
-// `capacity` partitions and steps of `batch_size` triples. `table_id`: table_ids(triples).
+// `capacity` partitions and steps of `batch_size` triples. `table_id`: table_ids(triples, seed).
 // Throws UsageError for a bad shape or capacity (training/bucket_order.h).
 BucketEpoch plan_bucket_epoch(const KgTriples& triples, const std::vector<int64_t>& table_id,
                               const EmbeddingPartitions::Shape& shape, int capacity, uint64_t seed, uint64_t epoch,
@@ -72,7 +72,8 @@ BucketEpoch plan_bucket_epoch(const KgTriples& triples, const std::vector<int64_
 // `table_id`: table_ids(triples, seed).
 std::vector<int64_t> draw_buffer_negatives(const KgTriples& triples, const KgNegatives& negatives,
                                            const BucketEpoch& plan, size_t state, const std::vector<int64_t>& edges,
-                                           const std::vector<int64_t>& table_id, const EmbeddingPartitions::Shape& shape, uint64_t seed, uint64_t epoch,
+                                           const std::vector<int64_t>& table_id,
+                                           const EmbeddingPartitions::Shape& shape, uint64_t seed, uint64_t epoch,
                                            uint64_t step, uint64_t chunk);
 
 // Triples per bucket, [p * p] row-major by (head partition, tail partition): for the log.

@@ -4,8 +4,10 @@
 // Edge bucket (i, j) holds the triples whose head is in partition i and tail in partition
 // j; it can train only while both partitions are in the buffer, which holds c of them.
 // An epoch is a sequence of buffer states, each differing from the previous by one swap
-// (one partition written back, another read in); every bucket is trained in the first
-// state that holds both its ends, so each bucket is visited exactly once per epoch.
+// (one partition written back, another read in); every bucket is listed in the first
+// state that holds both its ends, so each bucket is visited exactly once per epoch (a
+// job's walk then spreads a bucket's triples over every state holding both ends:
+// training/bucket_epoch.h).
 //
 // Why BETA: swaps are the I/O of the epoch. A swap admits one partition, which meets at
 // most c - 1 partitions it has not been resident with, and the first state covers c(c-1)/2

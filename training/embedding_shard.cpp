@@ -209,8 +209,13 @@ void EmbeddingShard::load(const std::vector<char>& bytes) {
   const size_t payload = header_bytes + (table_.size() + state_.size()) * sizeof(float);
   const char* body = bytes.data() + envelope;
   if (bytes.size() < envelope + header_bytes) throw Error(name + ": the checkpoint is cut short");
+  // Integrity before meaning: a damaged byte anywhere (the optimiser's kind or the step
+  // count included) is named as damage, not as another job's checkpoint.
+  uint64_t sum = 0;
+  std::memcpy(&sum, bytes.data() + sizeof(kMagic), sizeof(sum));
+  if (checksum(body, bytes.size() - envelope) != sum) throw Error(name + ": the checkpoint is corrupt (checksum mismatch)");
   std::memcpy(header, body, header_bytes);
-  // The optimiser first: its state's size tells the payload's.
+  // The optimiser before the size: its state's size tells the payload's.
   if (header[3] != static_cast<int64_t>(config_.optimizer.kind)) {
     throw Error(name + ": the checkpoint was trained with another optimiser than the job's " +
                 config_.optimizer.name() + " (train.optimizer changed?)");
@@ -219,13 +224,13 @@ void EmbeddingShard::load(const std::vector<char>& bytes) {
     throw Error(name + ": the checkpoint holds " + std::to_string(bytes.size()) + " bytes, expected " +
                 std::to_string(envelope + payload) + " (another table?)");
   }
-  uint64_t sum = 0;
-  std::memcpy(&sum, bytes.data() + sizeof(kMagic), sizeof(sum));
-  if (checksum(body, payload) != sum) throw Error(name + ": the checkpoint is corrupt (checksum mismatch)");
-  if (header[0] != config_.begin || header[1] != config_.end || header[2] != config_.dim || header[4] < 0) {
+  if (header[0] != config_.begin || header[1] != config_.end || header[2] != config_.dim) {
     throw Error(name + ": the checkpoint holds ids [" + std::to_string(header[0]) + ", " + std::to_string(header[1]) +
                 ") of dim " + std::to_string(header[2]) + ", this shard [" + std::to_string(config_.begin) + ", " +
                 std::to_string(config_.end) + ") of dim " + std::to_string(config_.dim));
+  }
+  if (header[4] < 0) {
+    throw Error(name + ": the checkpoint's optimiser step count is negative (" + std::to_string(header[4]) + ")");
   }
   std::lock_guard<std::mutex> lock(mutex_);
   std::memcpy(table_.data(), body + header_bytes, table_.size() * sizeof(float));

@@ -155,7 +155,9 @@ std::string PartitionBuffer::settle() {
   try {
     drop_staged();
   } catch (const std::exception& e) {
-    errors = e.what();  // the reader is stuck past its deadline: its payload is never admitted
+    // The reader is stuck past its deadline. What it stages when it ends is the partition's
+    // file as it stands: a partition being read is not resident, so nothing here writes it.
+    errors = e.what();
     std::lock_guard<std::mutex> lock(mutex_);
     staged_ = -1;
   }

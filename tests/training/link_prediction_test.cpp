@@ -441,13 +441,26 @@ TEST_F(LinkJobTest, AShardedStepEqualsTheDenseComputation) {
   }
 }
 
-// A shard checkpoint of version 1 (before SparseAdam: Adagrad's state, no step count)
-// loads into an Adagrad shard as it was saved, and is refused by a SparseAdam one, named.
-TEST(EmbeddingShardTest, AVersionOneCheckpointLoadsIntoAnAdagradShardOnly) {
+// A shard of 3 rows of dim 2 (ids [0, 3), original ids 0..2).
+EmbeddingShardConfig three_row_shard() {
   EmbeddingShardConfig config;
   config.end = 3;
   config.dim = 2;
   config.seed = 4;
+  return config;
+}
+
+// The checkpoint of a shard of `config` after one step on row 1.
+std::vector<char> checkpoint_after_a_step(const EmbeddingShardConfig& config) {
+  EmbeddingShard trained(config, std::vector<int64_t>{0, 1, 2});
+  trained.push(0, std::vector<int64_t>{1}, std::vector<float>(static_cast<size_t>(config.dim), 0.5f));
+  return trained.save(seconds(10));
+}
+
+// A shard checkpoint of version 1 (before SparseAdam: Adagrad's state, no step count)
+// loads into an Adagrad shard as it was saved, and is refused by a SparseAdam one, named.
+TEST(EmbeddingShardTest, AVersionOneCheckpointLoadsIntoAnAdagradShardOnly) {
+  EmbeddingShardConfig config = three_row_shard();
   const std::vector<int64_t> original{0, 1, 2};
   EmbeddingShard trained(config, original);
   trained.push(0, std::vector<int64_t>{1}, std::vector<float>{0.5f, -0.25f});
@@ -488,6 +501,41 @@ TEST(EmbeddingShardTest, AVersionOneCheckpointLoadsIntoAnAdagradShardOnly) {
   EXPECT_EQ(header[3], 1);
   EXPECT_EQ(header[4], 1);
   EXPECT_EQ(adam_bytes.size(), 16 + sizeof(header) + 3 * 6 * sizeof(float));
+}
+
+// A damaged checkpoint is named as damaged whichever byte is hit: a flipped optimiser kind
+// is not "another optimiser" (which would send the user to change train.optimizer), a
+// byte appended not "another table". A checkpoint written with a negative step count
+// (checksum intact) is refused, named.
+TEST(EmbeddingShardTest, ADamagedCheckpointIsNamedCorruptWhicheverByteIsHit) {
+  const EmbeddingShardConfig config = three_row_shard();
+  const std::vector<char> good = checkpoint_after_a_step(config);
+  const auto load_error = [&](const std::vector<char>& bytes) {
+    EmbeddingShard shard(config, std::vector<int64_t>{0, 1, 2});
+    try {
+      shard.load(bytes);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(load_error(good), "no error");
+  std::vector<char> kind = good;
+  kind[16 + 3 * sizeof(int64_t)] ^= 1;  // the optimiser's kind: Adagrad -> SparseAdam
+  EXPECT_NE(load_error(kind).find("corrupt (checksum mismatch)"), std::string::npos) << load_error(kind);
+  std::vector<char> longer = good;
+  longer.push_back('x');
+  EXPECT_NE(load_error(longer).find("corrupt (checksum mismatch)"), std::string::npos) << load_error(longer);
+  std::vector<char> negative = good;
+  const int64_t steps = -5;
+  std::memcpy(negative.data() + 16 + 4 * sizeof(int64_t), &steps, sizeof(steps));
+  const uint64_t sum = checksum(negative.data() + 16, negative.size() - 16);
+  std::memcpy(negative.data() + 8, &sum, sizeof(sum));
+  EXPECT_NE(load_error(negative).find("step count is negative (-5)"), std::string::npos) << load_error(negative);
+  // Another table's intact checkpoint is still named as such.
+  EmbeddingShardConfig wider = config;
+  wider.dim = 4;
+  EXPECT_NE(load_error(checkpoint_after_a_step(wider)).find("another table?"), std::string::npos);
 }
 
 // The example job (BENCHMARKS.md's quality run) is a valid job for the shared data.
