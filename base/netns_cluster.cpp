@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <filesystem>
 #include <sstream>
 #include <thread>
@@ -169,6 +170,15 @@ struct NetnsCluster::Wire {
         return;
       }
       if (fds[0].revents != 0) return;
+      // A device that is gone (its namespace deleted from outside) polls as an error for
+      // ever, and reads fail: carrying on would spin this real-time thread on a core.
+      for (size_t f = 1; f < fds.size(); ++f) {
+        if ((fds[f].revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) {
+          spdlog::error("network namespaces: the wire stops, its hosts are cut off: host {}'s {} failed",
+                        (f - 1) / 2, f % 2 == 1 ? "eth0" : "switch port");
+          return;
+        }
+      }
       const auto delay = std::chrono::nanoseconds(delay_ns.load(std::memory_order_relaxed));
       for (size_t i = 0; i < links.size(); ++i) {
         Link& l = links[i];
@@ -258,7 +268,7 @@ NetnsCluster::NetnsCluster(int hosts, NetnsLink link) : hosts_(hosts) {
         spdlog::warn("network namespaces: the wire thread runs without real-time priority; delays may stretch");
       }
     }
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // also std::thread's: the destructor then deletes what exists
     unavailable_ = std::string("cannot create network namespaces: ") + e.what();
   }
 }

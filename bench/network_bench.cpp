@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/file_util.h"
 #include "base/netns_cluster.h"
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
@@ -201,7 +202,8 @@ double wire_round_trip_ms(const NetnsCluster& hosts) {
   std::thread ping([&] {
     try {
       hosts.enter(0);
-      const int fd = bounded_socket();
+      const ScopedFd socket(bounded_socket());  // closed also when a trip fails: ends the echo loop
+      const int fd = socket.get();
       const sockaddr_in a = socket_address(hosts.address(1), kPort);
       const auto until = Clock::now() + std::chrono::seconds(10);
       while (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
@@ -216,7 +218,6 @@ double wire_round_trip_ms(const NetnsCluster& hosts) {
         }
         trips.push_back(watch.seconds() * 1e3);
       }
-      ::close(fd);  // ends the echo loop
     } catch (const Error& e) {
       ping_failure = e.what();
       if (listener >= 0) ::shutdown(listener, SHUT_RDWR);  // ends a wait in accept
@@ -249,6 +250,10 @@ void run_network_bench(const NetworkBenchOptions& o) {
   if (o.epochs < 2) throw UsageError("--epochs must be at least 2: the first is a warm-up");
   for (int n : o.hosts) {
     if (n < 2) throw UsageError("--hosts: a cluster of " + std::to_string(n) + " host(s); at least 2");
+  }
+  {  // before the graphs are generated and partitioned (minutes): can this process make hosts?
+    const NetnsCluster probe(2, NetnsLink::kWire);
+    if (!probe.unavailable().empty()) throw Error("bench network: no separate hosts: " + probe.unavailable());
   }
   Workdir workdir(o.work_dir, "network-bench");
   std::ostringstream params;

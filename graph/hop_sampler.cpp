@@ -570,8 +570,12 @@ void sample_hop(const Topology& topology, const SamplerConfig& config, const Sam
     sample_uniform_homogeneous(topology, k, fanout, input, out, picks, positions);
     return;
   }
-  if (config.temporal != TemporalMode::kNone && config.time_order == nullptr) {
-    throw Error("sample: temporal sampling without the config's time order (SamplerConfig::order_by_time)");
+  // The order's columns are indexed by this topology's CSC positions: another partition's
+  // order would be read out of bounds.
+  if (config.temporal != TemporalMode::kNone &&
+      (config.time_order == nullptr || !config.time_order->fits(topology, config.temporal))) {
+    throw Error("sample: temporal sampling of partition " + std::to_string(topology.part()) +
+                " without the config's time order for it (SamplerConfig::order_by_time)");
   }
   if (config.temporal != TemporalMode::kNone && input.times.size() != input.nodes.size()) {
     throw Error("sample: temporal sampling of " + std::to_string(input.nodes.size()) + " nodes with " +

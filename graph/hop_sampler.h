@@ -107,8 +107,8 @@ struct HopOutput {
   void clear();
 };
 
-// Samples one hop for `input` (nodes must be owned by `topology`; throws Error naming the
-// first that is not). `out` is cleared and reused, so repeated calls do not allocate.
+// Samples one hop for `input` into `out` (cleared and reused: repeated calls do not allocate).
+// Throws Error naming a node `topology` does not own, or (temporal) no time order for `topology`.
 void sample_hop(const Topology& topology, const SamplerConfig& config, const SampleKey& key,
                 int hop, const HopInput& input, HopOutput& out);
 

@@ -134,6 +134,12 @@ void Dataset::validate() const {
   if (!edge_types.empty() && edges.type.empty() && num_edges() > 0) {
     v.fail("edge_types are declared but edges carry no type");
   }
+  // The partition folder of a typed graph has val/test_edge_type.bin beside every split.
+  for (const auto& [field, held_out] : {std::make_pair("val_edges", &val_edges), std::make_pair("test_edges", &test_edges)}) {
+    if (!edge_types.empty() && held_out->type.empty() && held_out->size() > 0) {
+      v.fail(std::string("edge_types are declared but ") + field + " carry no type");
+    }
+  }
   for (const auto& t : edge_types) {
     if (node_type_names.empty()) break;
     auto known = [&](const std::string& n) {

@@ -84,6 +84,10 @@ TEST(DatasetTest, EdgeEndpointsMustHaveTheNodeTypesOfTheirEdgeType) {
                                      "but its dst node 1 has node type 'author'");
   d.test_edges.dst = {2};
   EXPECT_NO_THROW(d.validate());
+  // Held-out edges of a typed graph need their types as its edges do (the partition folder
+  // has test_edge_type.bin beside them).
+  d.test_edges.type.clear();
+  EXPECT_CONTAINS(validate_error(d), "edge_types are declared but test_edges carry no type");
 }
 
 TEST(DatasetTest, EmptyGraphIsRejected) {

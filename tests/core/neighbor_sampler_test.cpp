@@ -266,6 +266,32 @@ TEST(SamplerTest, TheTimeOrderRanksEveryColumnByTime) {
   unordered.validate(t);
 }
 
+// A config's time order indexes one partition's CSC positions: sampling another topology
+// with it is refused rather than read at the wrong (or out-of-range) positions.
+TEST(SamplerTest, SamplingWithAnotherPartitionsTimeOrderIsRefused) {
+  Dataset d = sbm_graph();
+  Topology t = topology_from_dataset(d);
+  SamplerConfig c = homogeneous({2});
+  c.disjoint = true;
+  c.temporal = TemporalMode::kEdgeTime;
+  c.edge_time = ArrayRef::from_vector(std::vector<int64_t>(static_cast<size_t>(d.num_edges()), 0));
+  c.order_by_time(t);
+  Topology other = topology_from_dataset(star(20));
+  std::vector<int64_t> nodes{0}, times{5};
+  HopInput input;
+  input.nodes = nodes;
+  input.times = times;
+  HopOutput out;
+  try {
+    sample_hop(other, c, {1, 0, 0}, 0, input, out);
+    ADD_FAILURE() << "sampled with another topology's time order";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "without the config's time order for it");
+  }
+  sample_hop(t, c, {1, 0, 0}, 0, input, out);  // its own topology: sampled
+  EXPECT_EQ(out.offsets.size(), 2u);  // [0, its one node's end]
+}
+
 TEST(SamplerTest, WeightedFollowsWeightsOnAStar) {
   Dataset d = star(10);
   Topology t = topology_from_dataset(d);
@@ -697,6 +723,13 @@ TEST(PartitionInvarianceTest, WeightedAndTemporalSamplingToo) {
       temporal.disjoint = true;
       temporal.temporal = mode;
       temporal.temporal_strategy = strategy;
+      expect_partition_invariant(d, with_attributes(temporal), seeds, times);
+      // The general path's temporal draws (not the homogeneous fast path's): with
+      // replacement, and weighted over the qualifying neighbours.
+      temporal.replace = true;
+      expect_partition_invariant(d, with_attributes(temporal), seeds, times);
+      temporal.replace = false;
+      temporal.edge_weight = ArrayRef::from_vector(std::vector<float>{1.f});  // replaced per part
       expect_partition_invariant(d, with_attributes(temporal), seeds, times);
     }
   }

@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "base/random.h"
@@ -19,6 +21,8 @@
 #include "training/job_config.h"
 #include "training/job_driver.h"
 #include "training/kg_triples.h"
+#include "training/link_trainer.h"
+#include "training/rating_metrics.h"
 
 namespace partita {
 namespace {
@@ -129,6 +133,52 @@ TEST(RatingRegressionTest, ARegressionWithoutRatingsOrEncoderIsNamed) {
                   tmp.path(), "regression with learnt embeddings");
       },
       "train.loss: mse (rating regression) scores an edge from its ends' GNN encodings: it needs model.encoder");
+}
+
+// A folder partitioned before held-out edges kept their features (META.json without
+// has_edge_split_attr) reads as having none, and a regression job that evaluates on it is
+// told to partition again; training alone still may.
+TEST(RatingRegressionTest, AFolderWhoseHeldOutRatingsWereNotKeptIsNamed) {
+  testing::TempDir tmp;
+  write_taste_movielens(tmp / "taste");
+  const JobConfig job = rating_job(tmp.path(), "taste", "loss: mse, epochs: 1", "old");
+  prepare_data(job, 1);
+  const std::string meta_file = job.partition_dir() + "/" + kMetaFile;
+  nlohmann::json meta = nlohmann::json::parse(testing::read_text(meta_file));
+  ASSERT_TRUE(meta.at("has_edge_split_attr").get<bool>());
+  check_rating_target(job, PartitionFolder(job.partition_dir()).meta(), job.partition_dir(), true);
+  meta.erase("has_edge_split_attr");
+  std::ofstream(meta_file) << meta.dump(2);
+  const PartitionMeta old = PartitionFolder(job.partition_dir()).meta();
+  EXPECT_FALSE(old.has_edge_split_attr);
+  try {
+    check_rating_target(job, old, job.partition_dir(), true);
+    ADD_FAILURE() << "accepted a folder whose held-out edges have no ratings";
+  } catch (const UsageError& e) {
+    EXPECT_CONTAINS(e.what(), "the held-out [user, rates, movie] edges of " + job.partition_dir() +
+                                  " have none (partitioned before held-out edges kept their features: partition again)");
+  }
+  check_rating_target(job, old, job.partition_dir(), false);
+}
+
+// The metrics of rows (prediction, value, training mean, destination mean) by hand.
+TEST(RatingMetricsTest, RmseMaeAndBaselinesByHand) {
+  const std::vector<float> rows{4, 5, 3, 4,   // errors: 1, 2, 1
+                                2, 1, 3, 2};  //         1, 2, 1
+  const RatingMetrics m = rating_metrics(Span<const float>(rows));
+  EXPECT_EQ(m.edges, 2);
+  EXPECT_DOUBLE_EQ(m.rmse, 1.0);
+  EXPECT_DOUBLE_EQ(m.mae, 1.0);
+  EXPECT_DOUBLE_EQ(m.rmse_global_mean, 2.0);
+  EXPECT_DOUBLE_EQ(m.rmse_destination_mean, 1.0);
+  EXPECT_EQ(m.named("test").front(), std::make_pair(std::string("test.rmse"), 1.0));
+  EXPECT_EQ(rating_metrics(Span<const float>()).edges, 0);
+  try {
+    rating_metrics(Span<const float>(rows.data(), 7));
+    ADD_FAILURE() << "7 floats taken as rows of 4";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "7 floats are not rows of 4");
+  }
 }
 
 }  // namespace
