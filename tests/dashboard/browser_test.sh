@@ -90,7 +90,8 @@ echo "== status page on port $port"
 # Wait for 2 finished epochs, so every curve has points to draw.
 ready=""
 for _ in $(seq 600); do
-  if http_get /api/jobs | grep -q '"last_epoch":{[^}]*"epoch":[2-9]'; then ready=yes; break; fi
+  jobs=$(http_get /api/jobs)
+  if grep -q '"last_epoch":{[^}]*"epoch":[2-9]' <<< "$jobs"; then ready=yes; break; fi
   kill -0 "${groups[0]}" 2>/dev/null || fail "the job ended before its second epoch"
   sleep 0.2
 done
@@ -132,9 +133,12 @@ chrome "$work/profile-shot" --window-size=1300,1100 --screenshot="$artefacts/das
 echo "screenshot: $artefacts/dashboard.png"
 
 echo "== an unknown job's page"
+# Matched with here-strings, not `echo | head | grep -q`: with pipefail, a reader that
+# stops early (head, grep -q) can kill the writer with SIGPIPE and fail a matching check.
 response=$(http_get /jobs/no-such-job)
-echo "$response" | head -1 | grep -q ' 404 ' || fail "an unknown job's page is not a 404: $(echo "$response" | head -1)"
-echo "$response" | grep -q "no job 'no-such-job'" || fail "the 404 does not name the job"
+status_line=${response%%$'\n'*}
+grep -q ' 404 ' <<< "$status_line" || fail "an unknown job's page is not a 404: $status_line"
+grep -q "no job 'no-such-job'" <<< "$response" || fail "the 404 does not name the job"
 
 kill -0 "${groups[0]}" 2>/dev/null || fail "the job ended during the checks (they must see it running)"
 echo "browser test passed"
