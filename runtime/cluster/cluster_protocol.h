@@ -136,6 +136,8 @@ using join_atom = caf::atom_constant<caf::atom("c_join")>;
 using heartbeat_atom = caf::atom_constant<caf::atom("c_beat")>;
 using status_atom = caf::atom_constant<caf::atom("c_status")>;
 using stop_cluster_atom = caf::atom_constant<caf::atom("c_stop")>;
+// The stopping client has the head's answer to stop_cluster_atom: the head may go.
+using stop_ack_atom = caf::atom_constant<caf::atom("c_stopack")>;
 using stop_node_atom = caf::atom_constant<caf::atom("c_stopnode")>;
 using submit_job_atom = caf::atom_constant<caf::atom("c_submit")>;
 using job_report_atom = caf::atom_constant<caf::atom("c_jreport")>;
@@ -171,6 +173,7 @@ using head_actor = caf::typed_actor<
     caf::replies_to<heartbeat_atom, uint64_t, NodeLoad>::with<bool>,
     caf::replies_to<status_atom>::with<ClusterStatus>,
     caf::replies_to<stop_cluster_atom>::with<int32_t>,
+    caf::reacts_to<stop_ack_atom>,
     caf::replies_to<submit_job_atom, std::string, std::string>::with<std::string>,
     caf::replies_to<job_report_atom, std::string, std::string, JobStatus>::with<bool>,
     caf::replies_to<job_logs_atom, std::string, int64_t>::with<std::string, int64_t, std::string>,

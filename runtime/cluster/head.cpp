@@ -30,6 +30,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+// How long an answered cluster stop waits for the client's acknowledgement before the head
+// goes anyway (a client that died meanwhile).
+constexpr milliseconds kStopAckDeadline{5000};
+
 // The head's own messages: the liveness check it schedules for itself, and the end of the
 // wait of a cluster stop.
 using check_atom = caf::atom_constant<caf::atom("c_check")>;
@@ -71,6 +75,8 @@ struct HeadState {
   // A cluster stop first cancels the jobs and waits for their drivers (draining), then
   // tells the nodes to stop.
   bool draining = false;
+  // The stop was answered; the head goes once the client acknowledges the answer.
+  bool answered = false;
   std::map<std::string, Job> jobs;  // by id
   uint64_t submitted = 0;
   std::string address;  // where drivers reach the head; "" until the daemon told it
@@ -97,6 +103,17 @@ void finish_stop_if_done(HeadPointer self) {
   if (!s.stopping || s.draining || !s.stopping_members.empty()) return;
   s.stopping->deliver(s.told_to_stop);
   s.stopping.reset();
+  // The head's process ends when the head does, and CAF drops the messages its network
+  // broker has not written yet: quitting at once lost the answer on a loaded machine (once
+  // in a full suite: `partita stop` timed out on a head that had stopped). So the head
+  // waits until the client says it has the answer (stop_cluster in head_client.h does),
+  // for at most kStopAckDeadline.
+  s.answered = true;
+  self->delayed_send(self, kStopAckDeadline, stop_ack_atom::value);
+}
+
+void quit_after_answer(HeadPointer self) {
+  if (!self->state.answered) return;  // no stop answered yet: a stray acknowledgement
   spdlog::info("head: cluster stopped; stopping the head");
   self->quit(caf::exit_reason::user_shutdown);
 }
@@ -447,7 +464,9 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
       },
       [self](stop_cluster_atom) -> caf::result<int32_t> {
         auto& s = self->state;
-        if (s.stopping) return caf::make_error(caf::sec::invalid_argument, "the cluster is already stopping");
+        if (s.stopping || s.answered) {
+          return caf::make_error(caf::sec::invalid_argument, "the cluster is already stopping");
+        }
         size_t running = 0;
         for (auto& [id, job] : s.jobs) {
           cancel(s, id, job);
@@ -485,6 +504,7 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
         continue_stop(self);
         self->delayed_send(self, std::max(milliseconds(1), s.options.heartbeat_period / 2), check_atom::value);
       },
+      [self](stop_ack_atom) { quit_after_answer(self); },
       [self](stop_deadline_atom) {
         auto& s = self->state;
         if (!s.stopping) return;

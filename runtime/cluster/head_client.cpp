@@ -55,6 +55,7 @@ int stop_cluster(caf::actor_system& system, const head_actor& head, const std::s
   self->monitor(head);
   int32_t nodes = 0;
   ask_head(system, head, where, "stop", timeout, [&](int32_t n) { nodes = n; }, stop_cluster_atom::value);
+  self->send(head, stop_ack_atom::value);  // the head waits for it before it goes
   bool gone = false;
   self->receive([&](caf::down_msg&) { gone = true; }, caf::after(timeout) >> [] {});
   if (!gone) throw Error("head " + where + ": told its " + std::to_string(nodes) + " node(s) to stop, but did not stop itself within " +

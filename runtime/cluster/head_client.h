@@ -22,7 +22,9 @@ ClusterStatus cluster_status(caf::actor_system& system, const head_actor& head, 
                              std::chrono::milliseconds timeout);
 
 // Stops the cluster: the head cancels its jobs and waits for their drivers (head.h), tells
-// every live node to stop, waits for them (its own deadlines), then stops itself; this waits (at most `timeout`) until the head is gone too.
+// every live node to stop, waits for them (its own deadlines) and answers; this
+// acknowledges the answer (stop_ack_atom), on which the head stops itself, and waits (at
+// most `timeout`) until the head is gone too.
 // Returns the number of nodes told to stop. Throws Error naming `where` on no answer in time.
 int stop_cluster(caf::actor_system& system, const head_actor& head, const std::string& where,
                  std::chrono::milliseconds timeout);

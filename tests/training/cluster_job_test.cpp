@@ -288,7 +288,15 @@ TEST_F(ClusterJobTest, SubmitDetachesOnCtrlCLogsReattachesStopCancels) {
   ProcessResult left = submit.wait(kProcessSeconds);
   EXPECT_EQ(left.exit_code, 0) << left.err;
   EXPECT_CONTAINS(left.out, "detached from job long-1 (it goes on)");
-  json s = wait_for(head.address, [&](const json& s) { return epoch_of(s, id) >= 2; });
+  // A node's list is as old as its last heartbeat (1 s): one sent while the job's data
+  // was staged still shows the stager, so wait for a report that has only the job.
+  auto lists_only_the_job = [&](const json& s) {
+    for (const auto& node : s["nodes"]) {
+      if (node["state"] == "alive" && node["jobs"] != json::array({id})) return false;
+    }
+    return true;
+  };
+  json s = wait_for(head.address, [&](const json& s) { return epoch_of(s, id) >= 2 && lists_only_the_job(s); });
   EXPECT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
   EXPECT_GT(actors_on_live_nodes(s), 0u) << "the job goes on after the detach";
   for (const auto& node : s["nodes"]) {

@@ -163,11 +163,34 @@ TEST_F(HeadJobsTest, AClusterStopEndsTheJobsDriversFirstAndRefusesNewJobs) {
   EXPECT_THROW_CONTAINS(submit(head, "late"), "the cluster is stopping");
   std::optional<int32_t> told;
   stopping.receive([&](int32_t n) { told = n; }, [&](caf::error& e) { ADD_FAILURE() << system_.get().render(e); });
+  self->send(head, stop_ack_atom::value);  // as stop_cluster does: the head goes on it
   bool down = false;
   self->receive([&](caf::down_msg&) { down = true; }, caf::after(kBound) >> [] {});
   EXPECT_TRUE(down) << "the head stops after its cluster";
   EXPECT_EQ(told, 0) << "no node to tell";
   EXPECT_FALSE(process_runs(pid)) << "its driver ended before the head did";
+}
+
+// A client that got the answer but died before acknowledging it does not keep the head:
+// it goes at its own deadline (5 s). A second stop meanwhile is refused.
+TEST_F(HeadJobsTest, AnAnsweredStopThatIsNeverAcknowledgedEndsTheHeadAnyway) {
+  const head_actor head = start("exec sleep 60");
+  caf::scoped_actor self{system_};
+  self->monitor(head);
+  std::optional<int32_t> told;
+  self->request(head, kBound, stop_cluster_atom::value)
+      .receive([&](int32_t n) { told = n; }, [&](caf::error& e) { ADD_FAILURE() << system_.get().render(e); });
+  EXPECT_EQ(told, 0) << "no node to tell";
+  std::string again = "answered";
+  self->request(head, kBound, stop_cluster_atom::value)
+      .receive([](int32_t) {}, [&](caf::error& e) { again = system_.get().render(e); });
+  // Refused, or (on a very slow machine) the head is gone already.
+  EXPECT_TRUE(again.find("already stopping") != std::string::npos ||
+              again.find("request_receiver_down") != std::string::npos)
+      << again;
+  bool down = false;
+  self->receive([&](caf::down_msg&) { down = true; }, caf::after(kBound) >> [] {});
+  EXPECT_TRUE(down) << "the head stops without the acknowledgement too";
 }
 
 TEST_F(HeadJobsTest, ReportsNeedTheDriversTokenAndASaneStatus) {
