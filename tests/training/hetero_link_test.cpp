@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "job_runs.h"
 #include "partitioner/partition_format.h"
+#include "expect_usage_error.h"
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
@@ -68,14 +69,7 @@ TEST(HeteroLinkTest, RgcnWithDistMultLearnsHeldOutAuthorships) {
 
 TEST(HeteroLinkTest, AnEncoderOrTargetThatDoesNotFitTheGraphIsNamed) {
   testing::TempDir tmp;
-  const auto refused = [&](const std::function<void()>& run, const std::string& why) {
-    try {
-      run();
-      ADD_FAILURE() << "accepted; expected: " << why;
-    } catch (const UsageError& e) {
-      EXPECT_CONTAINS(e.what(), why);
-    }
-  };
+  const auto& refused = testing::expect_usage_error;
   fs::create_directories(tmp / "plain");
   {
     std::ofstream edges(tmp / "plain/edges.txt");

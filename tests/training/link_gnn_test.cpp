@@ -20,6 +20,7 @@
 #include "daemon_process.h"
 #include "job_runs.h"
 #include "runtime/runtime.h"
+#include "expect_usage_error.h"
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
@@ -180,14 +181,7 @@ TEST_F(GnnLinkJobTest, TwoDaemonsGiveTheSameLossesAsOneProcess) {
 }
 
 TEST_F(GnnLinkJobTest, BadInputIsNamed) {
-  const auto refused = [&](const std::function<void()>& run, const std::string& why) {
-    try {
-      run();
-      ADD_FAILURE() << "accepted; expected: " << why;
-    } catch (const UsageError& e) {
-      EXPECT_CONTAINS(e.what(), why);
-    }
-  };
+  const auto& refused = testing::expect_usage_error;
   // More negatives than nodes.
   refused(
       [&] {

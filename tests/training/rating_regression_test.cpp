@@ -17,6 +17,7 @@
 #include "base/random.h"
 #include "job_runs.h"
 #include "partitioner/partition_format.h"
+#include "expect_usage_error.h"
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
@@ -105,14 +106,7 @@ TEST(RatingRegressionTest, HeteroSageBeatsTheTrainingMeanOnHeldOutRatings) {
 
 TEST(RatingRegressionTest, ARegressionWithoutRatingsOrEncoderIsNamed) {
   testing::TempDir tmp;
-  const auto refused = [&](const std::function<void()>& run, const std::string& why) {
-    try {
-      run();
-      ADD_FAILURE() << "accepted; expected: " << why;
-    } catch (const UsageError& e) {
-      EXPECT_CONTAINS(e.what(), why);
-    }
-  };
+  const auto& refused = testing::expect_usage_error;
   // The heterogeneous generator's edges carry no features: nothing to regress.
   refused(
       [&] {

@@ -17,6 +17,7 @@
 #include "partitioned_graph.h"
 #include "partitioner/readers.h"
 #include "runtime/runtime.h"
+#include "expect_usage_error.h"
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
@@ -84,14 +85,7 @@ TEST_F(TemporalJobTest, NodeAndLinkJobsTrainInTimeAndTheSameOnDaemons) {
 }
 
 TEST_F(TemporalJobTest, AGraphWithoutTimesAndFieldsThatDoNotFitAreNamed) {
-  const auto refused = [&](const std::function<void()>& run, const std::string& why) {
-    try {
-      run();
-      ADD_FAILURE() << "accepted; expected: " << why;
-    } catch (const UsageError& e) {
-      EXPECT_CONTAINS(e.what(), why);
-    }
-  };
+  const auto& refused = testing::expect_usage_error;
   refused(
       [&] {
         run_in_process(parse_job("data: {generate: {kind: sbm, nodes: 400, classes: 4, features: 8}}\n"
