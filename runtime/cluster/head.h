@@ -12,7 +12,8 @@
 // cancelled either way). The head checks its drivers every half heartbeat period: one that
 // exited without reporting an end is a failed job. A cluster stop cancels every job first
 // and stops the nodes only once their drivers are gone (a node stopping under a running job
-// would look like a lost node and cost it a restart). Drivers still running when the head's
+// would look like a lost node and cost it a restart), answers, and stops the head when the
+// client acknowledges the answer (or 5 s later). Drivers still running when the head's
 // process ends are killed; a driver also ends when its head's process dies (it asks the
 // kernel for SIGTERM then: PR_SET_PDEATHSIG), and its actors on the nodes stop when their
 // owner goes (runtime/host.h).
