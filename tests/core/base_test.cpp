@@ -17,6 +17,7 @@
 #include "base/random.h"
 #include "base/staging_dir.h"
 #include "base/subprocess.h"
+#include "expect_error.h"
 #include "test_util.h"
 
 namespace partita {
@@ -25,14 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(ArrayFileTest, RoundTripKeepsDtypeShapeAndData) {
   TempDir tmp;

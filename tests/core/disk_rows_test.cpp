@@ -20,6 +20,7 @@
 #include "base/error.h"
 #include "base/random.h"
 #include "graph/feature_store.h"
+#include "expect_error.h"
 #include "test_util.h"
 
 namespace partita {
@@ -27,14 +28,7 @@ namespace {
 
 using testing::TempDir;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 // A rows x width float matrix whose every value differs, written as an array file.
 std::vector<float> write_matrix(const std::string& path, int64_t rows, int64_t width) {

@@ -12,6 +12,7 @@
 #include "base/array_file.h"
 #include "base/error.h"
 #include "base/random.h"
+#include "expect_error.h"
 #include "test_util.h"
 
 namespace partita {
@@ -24,14 +25,7 @@ using testing::TempDir;
   return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 // Values that differ in every row and column, so a wrong row or a shifted copy shows.
 template <typename T>

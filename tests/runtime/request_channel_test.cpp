@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "expect_error.h"
 #include "runtime/runtime_test_util.h"
 #include "runtime/transport/request_channel.h"
 #include "runtime/transport/wire_format.h"
@@ -83,14 +84,7 @@ std::function<ChannelService()> repeat(std::shared_ptr<Gate> gate = nullptr) {
 
 using testing::next_reply;
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(RequestChannel, RepliesComeInRequestOrderAndLargeOnesIntact) {
   RequestServer server("127.0.0.1", 7, repeat(), 10s, "server 7");

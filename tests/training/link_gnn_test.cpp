@@ -20,7 +20,7 @@
 #include "daemon_process.h"
 #include "job_runs.h"
 #include "runtime/runtime.h"
-#include "expect_usage_error.h"
+#include "expect_error.h"
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"

@@ -17,7 +17,7 @@
 #include "base/random.h"
 #include "job_runs.h"
 #include "partitioner/partition_format.h"
-#include "expect_usage_error.h"
+#include "expect_error.h"
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"

@@ -17,7 +17,7 @@
 #include "partitioned_graph.h"
 #include "partitioner/readers.h"
 #include "runtime/runtime.h"
-#include "expect_usage_error.h"
+#include "expect_error.h"
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"

@@ -1,5 +1,5 @@
-// The check every bad-input test makes: the call is refused with a UsageError whose message
-// names the problem.
+// The two checks every bad-input test makes: what a call's Error says, and that a call is
+// refused with a UsageError naming the problem.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,8 +12,18 @@
 
 namespace partita::testing {
 
-// Runs `run`; a failure unless it throws UsageError containing `why`. Other exceptions
+// The message of the partita::Error `run` throws; "" if it returns. Other exceptions
 // propagate (the test fails naming them).
+inline std::string error_of(const std::function<void()>& run) {
+  try {
+    run();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Runs `run`; a failure unless it throws UsageError containing `why`.
 inline void expect_usage_error(const std::function<void()>& run, const std::string& why) {
   try {
     run();
