@@ -21,7 +21,7 @@
 
 #include "base/error.h"
 #include "base/file_util.h"
-#include "base/netns_cluster.h"
+#include "netns/netns_cluster.h"
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
 #include "bench/input_graph.h"

@@ -1,6 +1,6 @@
 // `partita bench network`: what the network costs a training epoch. The same job,
 // submitted to a head, on partitions = N hosts (N = 2, then 3), over loopback and over
-// separate hosts (network namespaces, base/netns_cluster.h) joined by a wire of 10 Gbit/s,
+// separate hosts (network namespaces, netns/netns_cluster.h) joined by a wire of 10 Gbit/s,
 // with and without 1 ms of delay on every host's way out (2 ms round trips, as
 // `tc qdisc add dev eth0 root netem delay 1ms rate 10gbit` on each host gives).
 #pragma once

@@ -2,7 +2,7 @@
 // (`--join`), asked with `partita status --json` as a user or a script would. Joining, the
 // status of each node, a killed node and a frozen one declared dead (the frozen one back as
 // a new member), nodes joining a restarted head, `partita stop`, and bad input named. First
-// on loopback, then with every daemon on a host of its own (base/netns_cluster.h).
+// on loopback, then with every daemon on a host of its own (netns/netns_cluster.h).
 //
 // Waits are bounded only to end a hang; what is checked is the state reached and why.
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "base/netns_cluster.h"
+#include "netns/netns_cluster.h"
 #include "base/subprocess.h"
 #include "daemon_process.h"
 #include "runtime/runtime_test_util.h"

@@ -26,7 +26,7 @@
 #include <thread>
 
 #include "actors/protocol.h"
-#include "base/netns_cluster.h"
+#include "netns/netns_cluster.h"
 #include "base/subprocess.h"
 #include "daemon_process.h"
 #include "job_runs.h"
@@ -843,7 +843,7 @@ TEST_F(ClusterJobTest, AKnowledgeGraphJobTrainsOnStagedCopiesOfEveryPart) {
   EXPECT_EQ(logged_hash(r.out), expected.parameter_hash) << r.out;
 }
 
-// The same on separate hosts (base/netns_cluster.h): the head in one network namespace,
+// The same on separate hosts (netns/netns_cluster.h): the head in one network namespace,
 // three nodes in theirs, addresses that exist only there; a node killed mid-job.
 TEST_F(ClusterJobTest, OnSeparateHostsAKilledNodeCostsARestartNotResults) {
   NetnsCluster hosts(4);

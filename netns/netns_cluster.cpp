@@ -1,4 +1,4 @@
-#include "base/netns_cluster.h"
+#include "netns/netns_cluster.h"
 
 #include <fcntl.h>
 #include <linux/if.h>
