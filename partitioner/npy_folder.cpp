@@ -231,6 +231,10 @@ std::vector<int64_t> read_split(const NpyFile& f, int64_t num_nodes) {
   return ids;
 }
 
+// Labels are class indices: the largest sets the model's output width, so one huge label
+// would ask for a layer of that many classes (and INT64_MAX + 1 overflowed; the fuzzer found it).
+constexpr int64_t kMaxLabel = (int64_t{1} << 24) - 1;
+
 std::vector<int64_t> read_labels(const NpyFile& f, int64_t* num_classes) {
   std::vector<int64_t> y = as_int64(f);
   int64_t max_label = -1;
@@ -238,6 +242,10 @@ std::vector<int64_t> read_labels(const NpyFile& f, int64_t* num_classes) {
     if (y[i] < -1) {
       throw file_error(f.path, "label " + std::to_string(y[i]) + " of node " + std::to_string(i) +
                                    " is negative (only -1, unlabelled, may be)");
+    }
+    if (y[i] > kMaxLabel) {
+      throw file_error(f.path, "label " + std::to_string(y[i]) + " of node " + std::to_string(i) +
+                                   " is over the largest class index, " + std::to_string(kMaxLabel));
     }
     max_label = std::max(max_label, y[i]);
   }

@@ -960,6 +960,7 @@ const std::map<std::string, std::string> kCorpusReasons = {
     {"linqs_no_content", "no .content file"},
     {"linqs_ragged", "r.content:3: has 1 features, the first paper has 2"},
     {"npy_bad_label", "y.npy: label -5 of node 1 is negative"},
+    {"npy_huge_label", "y.npy: label 9223372036854775807 of node 1 is over the largest class index, 16777215"},
     {"npy_edge_index_1d", "edge_index.npy: shape (2,) is not (2, num_edges)"},
     {"npy_edge_out_of_range", "edge_index.npy: edge 1 (1 -> 5) has node id 5, out of range"},
     {"npy_edge_type_mismatch", "edge_type.npy: edge 1 has type 0 (author, writes, paper), but its dst node 0 has type 'author'"},
