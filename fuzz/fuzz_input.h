@@ -15,6 +15,7 @@
 // catch partita::Error only.
 #pragma once
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -23,7 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,8 +76,13 @@ inline const std::vector<std::string> kNpyFolderFiles = {
 //
 // Inputs overwrite the files of the previous one in place (O_TRUNC) rather than emptying the
 // folder first: unlinking and creating a file per input was a fifth of a single-file
-// target's time (perf, fuzz_array_file). The readers write nothing into their input folder,
-// so after write() or write_files() the folder holds exactly the files they named.
+// target's time (perf, fuzz_array_file). And the folder remembers what it holds: a file
+// whose bytes are what the previous input wrote there is left as it is, and a file known to
+// be absent is not removed again. A mutation usually changes one piece of a multi-file
+// input, so most of the sixteen files of an npy folder were written (or unlinked) again
+// with the same bytes (perf, fuzz_npy_folder: the harness's writes and unlinks beside the
+// reader's opens). The readers write nothing into their input folder, so after write(),
+// remove() or write_files() the folder holds exactly the files they named, with those bytes.
 class ScratchDir {
  public:
   static ScratchDir& get() {
@@ -85,24 +91,37 @@ class ScratchDir {
   }
   const std::string& path() const { return path_; }
 
-  // Writes `bytes` to path()/name (replacing what the previous input left there) and
+  // Makes path()/name hold `bytes` (replacing what an earlier input left there) and
   // returns that path.
   std::string write(const std::string& name, std::string_view bytes) {
     const std::string file = path_ + "/" + name;
-    std::ofstream out(file, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
+    auto known = held_.find(name);
+    if (known != held_.end() && known->second == bytes) return file;
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    bool written = fd >= 0;
+    for (size_t done = 0; written && done < bytes.size();) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      written = n > 0;
+      done += written ? static_cast<size_t>(n) : 0;
+    }
+    if (fd < 0 || ::close(fd) != 0 || !written) {
       std::fprintf(stderr, "fuzz: cannot write %s\n", file.c_str());
       std::abort();  // the harness is broken, not the reader: stop loudly
     }
+    held_[name].assign(bytes.data(), bytes.size());
     return file;
   }
-  // Removes path()/name if the previous input left it.
-  void remove(const std::string& name) { ::unlink((path_ + "/" + name).c_str()); }
-  // Writes the input's pieces as names[0], names[1], ... and removes the others of `names`
-  // (an empty piece, or one beyond names, leaves its file out). Returns the folder.
-  const std::string& write_files(std::string_view input, const std::vector<std::string>& names) {
-    const auto pieces = split_files(input);
+  // Makes sure path()/name does not exist.
+  void remove(const std::string& name) {
+    auto known = held_.find(name);
+    if (known != held_.end()) {
+      ::unlink((path_ + "/" + name).c_str());
+      held_.erase(known);
+    }
+  }
+  // Writes pieces[i] as names[i] and removes the others of `names` (an empty piece, or
+  // one beyond names, leaves its file out). Returns the folder.
+  const std::string& write_files(const std::vector<std::string_view>& pieces, const std::vector<std::string>& names) {
     for (size_t i = 0; i < names.size(); ++i) {
       if (i < pieces.size() && !pieces[i].empty()) {
         write(names[i], pieces[i]);
@@ -112,11 +131,18 @@ class ScratchDir {
     }
     return path_;
   }
+  // The same with the input's pieces (split_files).
+  const std::string& write_files(std::string_view input, const std::vector<std::string>& names) {
+    return write_files(split_files(input), names);
+  }
 
  private:
+  // A fresh, empty folder: held_ (nothing) is then what it holds.
   ScratchDir() {
     const char* base = std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : std::getenv("TMPDIR");
     path_ = std::string(base != nullptr ? base : "/tmp") + "/partita-fuzz-" + std::to_string(::getpid());
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);  // a dead process's of the same id
     std::filesystem::create_directories(path_);
   }
   ~ScratchDir() {
@@ -124,6 +150,7 @@ class ScratchDir {
     std::filesystem::remove_all(path_, ignored);
   }
   std::string path_;
+  std::map<std::string, std::string> held_;  // file name -> its bytes, for every file there
 };
 
 }  // namespace partita::fuzz

@@ -8,7 +8,7 @@
 //   - the example jobs (EXAMPLES: examples/*.yaml);
 //   - small slices of the real datasets (SLICES: fuzz/seeds: AIFB's N-Triples and splits,
 //     MovieLens's two CSV files), whole lines, a few KiB each;
-//   - TLS handshakes as a client and a server send them (transport_tls).
+//   - TLS handshakes as a client and a server send them (tls_handshake).
 // scripts/fuzz.sh runs it before fuzzing; the fuzzers then grow their corpora from these.
 #include <caf/binary_serializer.hpp>
 #include <sys/socket.h>
@@ -187,7 +187,7 @@ void codec_seeds(const fs::path& out) {
     c.add(name, bytes, which);
   };
   runtime::NodeInfo info{"node-a", "127.0.0.1:4000", "0.1.0", 2, int64_t{1} << 34};
-  runtime::NodeLoad load{1 << 30, 1 << 30, {"partition", "sampler"}, {"job-1", ""}};
+  runtime::NodeLoad load{1 << 30, 1 << 30, {"partition", "sampler"}, {"job-1", ""}, {"unit-a"}};
   runtime::NodeStatus node{1, info, load, true, "", 12};
   runtime::JobStatus job;
   job.id = "job-1";
@@ -256,13 +256,20 @@ std::string first_flight(runtime::tls::Session::Role role, const std::string& fr
 }
 
 void transport_tls_seeds(const fs::path& out) {
-  // The plaintext target's streams run inside TLS there: the same seeds, and handshakes.
+  // The plaintext target's streams run inside TLS there: the same seeds.
   Seeds s(out, "transport_tls");
   for (const auto& entry : fs::directory_iterator(out / "transport")) s.add(entry.path().filename().string(), read_bytes(entry.path()));
+}
+
+// fuzz_tls_handshake.cpp's input: 0 (a server reads) and a client's first flight, 1 (a
+// client reads) and a server's answer to a ClientHello, both as members of another CA send
+// them.
+void tls_handshake_seeds(const fs::path& out) {
+  Seeds s(out, "tls_handshake");
   runtime::tls::set_process_credentials(runtime::tls::Credentials::ephemeral());
   const std::string client_hello = first_flight(runtime::tls::Session::Role::client, "");
-  s.add("handshake_client_hello", std::string(1, 3) + client_hello);
-  s.add("handshake_server_answer", std::string(1, 4) + first_flight(runtime::tls::Session::Role::server, client_hello));
+  s.add("client_hello", std::string(1, 0) + client_hello);
+  s.add("server_answer", std::string(1, 1) + first_flight(runtime::tls::Session::Role::server, client_hello));
   runtime::tls::set_process_credentials(nullptr);
 }
 
@@ -405,6 +412,7 @@ int main(int argc, char** argv) {
     codec_seeds(out);
     transport_seeds(out);
     transport_tls_seeds(out);
+    tls_handshake_seeds(out);
     ntriples_seeds(out, corpus, slices);
     npy_seeds(out, corpus);
     folder_seeds(out, corpus, scratch);
