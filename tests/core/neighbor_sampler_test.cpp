@@ -545,6 +545,63 @@ TEST(SamplerTest, ManyRelationDrawsAreThoseRecorded) {
   EXPECT_EQ(h, 16520735147144671129ull);
 }
 
+// What temporal sampling draws, as a checksum of every batch array, on a homogeneous and a
+// heterogeneous graph: edge and node times, both strategies, with and without replacement,
+// weighted (`last` ignores weights), fanouts -1 and 0 among them. Recorded when only the
+// homogeneous case without replacement had the pipelined kernel and the rest went through
+// the general path (one column at a time, graph/hop_sampler.cpp's select_in_time): the
+// pipelined kernel that now serves all of them but weighted `uniform` must draw exactly the
+// same.
+TEST(SamplerTest, TemporalDrawsAreThoseOfTheGeneralPath) {
+  HeteroOptions o;
+  o.num_papers = 3000;
+  o.num_authors = 1500;
+  o.num_venues = 12;
+  o.feature_dim = 0;
+  o.threads = 1;
+  for (const Dataset& d : {sbm_graph(3000), generate_hetero(o)}) {
+    Topology t = topology_from_dataset(d);
+    std::vector<float> weight(t.num_edges());
+    std::vector<int64_t> edge_time(t.num_edges()), node_time(d.num_nodes);
+    for (int64_t k = 0; k < t.num_edges(); ++k) {
+      weight[k] = weight_of_edge(t.original_edge_id(t.edge_begin() + k));
+      edge_time[k] = time_of_edge(t.original_edge_id(t.edge_begin() + k));
+    }
+    for (int64_t v = 0; v < d.num_nodes; ++v) node_time[v] = time_of_node(v);
+    std::vector<int64_t> seeds, times;
+    for (int64_t i = 0; i < 48; ++i) {
+      seeds.push_back(i * 61 % 3000);
+      times.push_back(i * 17 % 100);
+    }
+    uint64_t h = 0;
+    for (auto mode : {TemporalMode::kEdgeTime, TemporalMode::kNodeTime}) {
+      for (auto strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
+        for (int variant = 0; variant < 3; ++variant) {  // plain, with replacement, weighted
+          SamplerConfig c;
+          c.fanouts.assign(static_cast<size_t>(t.num_edge_types()), {4, 3});
+          c.fanouts[0] = {-1, 2};
+          if (t.num_edge_types() > 2) c.fanouts[2] = {0, 5};
+          c.disjoint = true;
+          c.replace = variant == 1;
+          if (variant == 2) c.edge_weight = ArrayRef::from_vector(weight);
+          c.temporal = mode;
+          c.temporal_strategy = strategy;
+          c.edge_time = ArrayRef::from_vector(edge_time);
+          c.node_time = ArrayRef::from_vector(node_time);
+          NeighborSampler sampler(t, c);
+          MiniBatch b = sampler.sample(seeds, {11, 2, 5}, times);
+          ASSERT_GT(b.row.size(), seeds.size());
+          for (const auto* v : {&b.node_ids, &b.row, &b.col, &b.edge_ids}) {
+            for (int64_t x : *v) h = mix64(h, static_cast<uint64_t>(x));
+          }
+          for (int32_t x : b.edge_types) h = mix64(h, static_cast<uint64_t>(x));
+        }
+      }
+    }
+    EXPECT_EQ(h, t.is_hetero() ? 15618422096498334366ull : 6159413376857636308ull) << (t.is_hetero() ? "heterogeneous" : "homogeneous");
+  }
+}
+
 // The actors' "fanouts" setting: one list for every edge type, or a list per edge type.
 TEST(SamplerTest, FanoutTablesAreReadOrTheProblemNamed) {
   EXPECT_EQ(parse_fanout_table("3,2", 3, "f"), (std::vector<std::vector<int>>(3, {3, 2})));
