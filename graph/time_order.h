@@ -6,13 +6,20 @@
 // every in-edge's time: on RMAT's hubs that made temporal sampling 0.07-0.18x as fast as
 // uniform sampling (BENCHMARKS.md, "Temporal sampling against uniform sampling"). With each
 // column's entries ranked by time, the qualifying ones are a prefix of the ranks, whose
-// length is a binary search.
+// length is a binary search. Each rank also holds its neighbour, so a pick reads its
+// neighbour and its canonical offset side by side (two independent loads) instead of going
+// through the offset to the CSC (two dependent cache misses: the costliest stage of the
+// sampler before, BENCHMARKS.md).
+//
+// Memory: 20 bytes per edge (an int64 time, an int64 neighbour id, a uint32 offset), beside
+// the topology's 8 (homogeneous) or 16 (heterogeneous) per edge: 420 MB for RMAT's 21M
+// edges.
 //
 // Built once when a sampler or partition actor opens its partition for a temporal job, not
 // stored in the partition folder: the order depends on the job's time (node or edge), it
-// costs 5-7 s for RMAT's 21M edges on one thread (about 40 batches of the old scan; an
-// epoch there is 1,024 batches: BENCHMARKS.md), and the folder's CSC keeps the canonical
-// order that every non-temporal sampler keys its draws on.
+// costs 1-7 s for RMAT's 21M edges on one thread (tens of batches; an epoch there is 1,024
+// batches: BENCHMARKS.md), and the folder's CSC keeps the canonical order that every
+// non-temporal sampler keys its draws on.
 //
 // Invariant (partition invariance): a column's ranks are its entries sorted by (time,
 // canonical position), and the canonical order is the order by original edge id, so the
@@ -43,10 +50,12 @@ class TimeOrder {
   bool fits(const Topology& topology, TemporalMode mode) const;
 
   // Column [begin, end) of edge type `type` (CSC positions): its entry of rank r (r <
-  // end - begin) has time times(type)[begin + r] and sits at position
-  // begin + offsets(type)[begin + r]. Times ascend within a column.
+  // end - begin) has time times(type)[begin + r], sits at position
+  // begin + offsets(type)[begin + r] and its neighbour (the CSC's indices there) is
+  // neighbors(type)[begin + r]. Times ascend within a column.
   Span<const int64_t> times(int type) const { return columns_[type].time; }
   Span<const uint32_t> offsets(int type) const { return columns_[type].offset; }
+  Span<const int64_t> neighbors(int type) const { return columns_[type].neighbor; }
 
   // How many entries of column [begin, end) of `type` have a time <= bound: the qualifying
   // entries are the ranks [0, count).
@@ -58,6 +67,7 @@ class TimeOrder {
   struct Column {
     std::vector<int64_t> time;
     std::vector<uint32_t> offset;
+    std::vector<int64_t> neighbor;
   };
   TemporalMode mode_;
   int part_ = 0;

@@ -243,6 +243,7 @@ TEST(SamplerTest, TheTimeOrderRanksEveryColumnByTime) {
     std::vector<uint32_t> seen;
     for (int64_t r = begin; r < end; ++r) {
       const int64_t position = begin + order.offsets(0)[r];
+      ASSERT_EQ(order.neighbors(0)[r], t.csc(0).indices.as<int64_t>()[position]);
       ASSERT_EQ(order.times(0)[r], edge_time[position]);
       if (r > begin) {
         ASSERT_LE(order.times(0)[r - 1], order.times(0)[r]);
