@@ -155,15 +155,16 @@ uint64_t hop_key(const SampleKey& key, int hop) {
 }
 
 // Floyd's algorithm: k distinct draws from [0, n) with exactly k random numbers. The
-// membership test scans the picks, which beats any set for the fanouts GNNs use.
-void choose_distinct(Rng& rng, int64_t n, int64_t k, std::vector<int64_t>& picks) {
+// membership test scans the picks, which beats any set for the fanouts GNNs use. The picks
+// come sorted unless `sorted` is false (a caller that orders them by something else).
+void choose_distinct(Rng& rng, int64_t n, int64_t k, std::vector<int64_t>& picks, bool sorted = true) {
   picks.clear();
   for (int64_t j = n - k; j < n; ++j) {
     int64_t t = static_cast<int64_t>(rng.below(static_cast<uint64_t>(j + 1)));
     bool taken = std::find(picks.begin(), picks.end(), t) != picks.end();
     picks.push_back(taken ? j : t);
   }
-  std::sort(picks.begin(), picks.end());
+  if (sorted) std::sort(picks.begin(), picks.end());
 }
 
 // Everything the per-node selection needs, resolved once per call.
@@ -255,9 +256,9 @@ void select_weighted_in_time(Context& c, Rng& rng, uint64_t type_key, int type, 
                              int64_t bound, int64_t fanout, std::vector<int64_t>& positions) {
   const TimeOrder& order = *c.config.time_order;
   const int64_t count = order.count_until(type, begin, end, bound);
-  const uint32_t* offset = order.offsets(type).data() + begin;
+  const TimeOrder::Entry* entry = order.entries(type).data() + begin;
   c.candidates.clear();
-  for (int64_t r = 0; r < count; ++r) c.candidates.push_back(begin + offset[r]);
+  for (int64_t r = 0; r < count; ++r) c.candidates.push_back(begin + entry[r].offset);
   std::sort(c.candidates.begin(), c.candidates.end());
   select(c, rng, type_key, fanout, c.ranks);
   positions.clear();
@@ -375,14 +376,14 @@ void sample_uniform_homogeneous(const Topology& t, uint64_t key, int fanout, con
 // its binary search (homogeneous) or its type runs (heterogeneous). Then a block's columns
 // are searched in lockstep, one probe per column per round with the next one prefetched, so
 // their cache misses overlap instead of each search paying log2(degree) misses in a row;
-// then each column's ranks are drawn and their neighbours and offsets (independent loads,
-// side by side in the order) prefetched; then read, and the picks ordered; then emitted.
+// then each column's ranks are drawn and their entries (neighbour and offset side by
+// side) prefetched; then read, and the picks ordered; then emitted.
+template <bool kHetero>
 void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t key, int hop, const HopInput& input,
                      HopOutput& out, std::vector<int64_t>& ranks) {
   struct Column {
     const int64_t* time;
-    const uint32_t* offset;
-    const int64_t* neighbor;
+    const TimeOrder::Entry* entry;
     const int64_t* edge_ids;  // null: edge_begin + position
     int fanout;
   };
@@ -390,10 +391,10 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
   std::vector<Column> columns;
   for (int type = 0; type < t.num_edge_types(); ++type) {
     const CscColumns& csc = t.csc(type);
-    columns.push_back({order.times(type).data(), order.offsets(type).data(), order.neighbors(type).data(),
+    columns.push_back({order.times(type).data(), order.entries(type).data(),
                        csc.edge_ids.empty() ? nullptr : csc.edge_ids.as<int64_t>().data(), config.fanouts[type][hop]});
   }
-  const bool hetero = t.is_hetero();
+  constexpr bool hetero = kHetero;  // homogeneous: one column per node, edge ids by position, no edge types
   const bool last = config.temporal_strategy == TemporalStrategy::kLast;
   const bool replace = config.replace && !last;  // "the most recent k" has no replacement variant
   const int64_t* indptr = t.csc(0).indptr.as<int64_t>().data();  // homogeneous
@@ -445,7 +446,7 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
         if (hetero) {
           __builtin_prefetch(runs + run_offsets[ahead]);
         } else {
-          __builtin_prefetch(time0 + (indptr[ahead] + indptr[ahead + 1]) / 2);
+          __builtin_prefetch(time0 + (indptr[ahead] + indptr[ahead + 1]) / 2);  // the search's first probe
         }
       }
       const int64_t local = input.nodes[i] - node_begin;
@@ -468,7 +469,7 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
       size_t still = 0;
       for (size_t k : searching) {
         Item& item = items[k];
-        const int64_t* time = columns[item.type].time;
+        const int64_t* time = hetero ? columns[item.type].time : time0;
         const int64_t half = item.len >> 1;
         const bool qualifies = time[item.lo + half] <= item.bound;
         item.lo = qualifies ? item.lo + half + 1 : item.lo;
@@ -491,20 +492,16 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
       }
       for (; k < node_items[i - block]; ++k) {
         Item& item = items[k];
-        const Column& col = columns[item.type];
+        const Column& col = columns[hetero ? item.type : 0];
         const int64_t count = item.lo - item.begin, fanout = col.fanout;
         const auto pick_range = [&](int64_t first, int64_t end) {  // the ranks [first, end)
           for (int64_t r = first; r < end; ++r) picks.push_back({item.begin + r, 0});
-          for (int64_t r = first; r < end; r += 8) {
-            __builtin_prefetch(col.neighbor + item.begin + r);
-            __builtin_prefetch(col.offset + item.begin + r);
-          }
-          __builtin_prefetch(col.neighbor + item.begin + end - 1);
+          for (int64_t r = first; r < end; r += 4) __builtin_prefetch(col.entry + item.begin + r);
+          __builtin_prefetch(col.entry + item.begin + end - 1);
         };
         const auto pick = [&](int64_t rank) {
           picks.push_back({item.begin + rank, 0});
-          __builtin_prefetch(col.neighbor + item.begin + rank);
-          __builtin_prefetch(col.offset + item.begin + rank);
+          __builtin_prefetch(col.entry + item.begin + rank);
         };
         if (count > 0) {
           if (fanout < 0 || (!replace && fanout >= count)) {
@@ -517,7 +514,7 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
               for (int64_t d = 0; d < fanout; ++d) pick(static_cast<int64_t>(rng.below(static_cast<uint64_t>(count))));
               item.in_canonical_order = false;  // draw order, as select emits draws with replacement
             } else {
-              choose_distinct(rng, count, fanout, ranks);
+              choose_distinct(rng, count, fanout, ranks, false);  // ordered by position below
               for (int64_t r : ranks) pick(r);
             }
           }
@@ -525,33 +522,43 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
         item.picks_end = picks.size();
       }
     }
-    // The picks' neighbours and positions, read side by side; each column's in canonical order.
+    // The picks' neighbours and positions, read side by side; each column's in canonical
+    // order; emitted. Heterogeneous columns' edge ids are another array, read a pass later.
+    const int64_t emitted = static_cast<int64_t>(out.neighbors.size());
     size_t first = 0;
     for (const Item& item : items) {
-      const Column& col = columns[item.type];
+      const Column& col = columns[hetero ? item.type : 0];
       for (size_t j = first; j < item.picks_end; ++j) {
         Pick& p = picks[j];
-        p.neighbor = col.neighbor[p.at];
-        p.at = item.begin + col.offset[p.at];
-        if (col.edge_ids != nullptr) __builtin_prefetch(col.edge_ids + p.at);
+        const TimeOrder::Entry& entry = col.entry[p.at];
+        p.neighbor = entry.neighbor;
+        p.at = item.begin + entry.offset;
+        if (hetero && col.edge_ids != nullptr) __builtin_prefetch(col.edge_ids + p.at);
       }
-      if (item.in_canonical_order) {
+      if (item.in_canonical_order && item.picks_end - first > 1) {
         std::sort(picks.begin() + static_cast<std::ptrdiff_t>(first),
                   picks.begin() + static_cast<std::ptrdiff_t>(item.picks_end),
                   [](const Pick& a, const Pick& b) { return a.at < b.at; });
       }
-      first = item.picks_end;
-    }
-    const int64_t emitted = static_cast<int64_t>(out.neighbors.size());
-    first = 0;
-    for (const Item& item : items) {
-      const Column& col = columns[item.type];
-      for (size_t j = first; j < item.picks_end; ++j) {
-        out.neighbors.push_back(picks[j].neighbor);
-        out.edge_ids.push_back(col.edge_ids != nullptr ? col.edge_ids[picks[j].at] : edge_begin + picks[j].at);
-        if (hetero) out.edge_types.push_back(item.type);
+      if (!hetero) {
+        for (size_t j = first; j < item.picks_end; ++j) {
+          out.neighbors.push_back(picks[j].neighbor);
+          out.edge_ids.push_back(edge_begin + picks[j].at);
+        }
       }
       first = item.picks_end;
+    }
+    if (hetero) {
+      first = 0;
+      for (const Item& item : items) {
+        const Column& col = columns[item.type];
+        for (size_t j = first; j < item.picks_end; ++j) {
+          out.neighbors.push_back(picks[j].neighbor);
+          out.edge_ids.push_back(col.edge_ids != nullptr ? col.edge_ids[picks[j].at] : edge_begin + picks[j].at);
+          out.edge_types.push_back(item.type);
+        }
+        first = item.picks_end;
+      }
     }
     for (size_t e : node_items) {
       out.offsets.push_back(emitted + static_cast<int64_t>(e == 0 ? 0 : items[e - 1].picks_end));
@@ -677,7 +684,11 @@ void sample_hop(const Topology& topology, const SamplerConfig& config, const Sam
   if (config.temporal != TemporalMode::kNone &&
       (config.edge_weight.empty() || config.temporal_strategy == TemporalStrategy::kLast)) {
     std::vector<int64_t> ranks;
-    sample_temporal(topology, config, k, hop, input, out, ranks);
+    if (topology.is_hetero()) {
+      sample_temporal<true>(topology, config, k, hop, input, out, ranks);
+    } else {
+      sample_temporal<false>(topology, config, k, hop, input, out, ranks);
+    }
     return;
   }
   Context c(topology, config, k, hop);

@@ -6,14 +6,15 @@
 // every in-edge's time: on RMAT's hubs that made temporal sampling 0.07-0.18x as fast as
 // uniform sampling (BENCHMARKS.md, "Temporal sampling against uniform sampling"). With each
 // column's entries ranked by time, the qualifying ones are a prefix of the ranks, whose
-// length is a binary search. Each rank also holds its neighbour, so a pick reads its
-// neighbour and its canonical offset side by side (two independent loads) instead of going
-// through the offset to the CSC (two dependent cache misses: the costliest stage of the
-// sampler before, BENCHMARKS.md).
+// length is a binary search. Each rank also holds its neighbour beside its canonical offset
+// (one 16-byte entry), so a pick costs one cache miss instead of two dependent ones (the
+// offset, then the CSC's neighbour there: the costliest stage of the sampler before,
+// BENCHMARKS.md). The times are an array of their own, so that a binary search reads 8 of
+// them per cache line.
 //
-// Memory: 20 bytes per edge (an int64 time, an int64 neighbour id, a uint32 offset), beside
-// the topology's 8 (homogeneous) or 16 (heterogeneous) per edge: 420 MB for RMAT's 21M
-// edges.
+// Memory: 24 bytes per edge (an int64 time; an int64 neighbour id and a uint32 offset,
+// padded to 16), beside the topology's 8 (homogeneous) or 16 (heterogeneous) per edge:
+// 503 MB for RMAT's 21M edges.
 //
 // Built once when a sampler or partition actor opens its partition for a temporal job, not
 // stored in the partition folder: the order depends on the job's time (node or edge), it
@@ -49,13 +50,17 @@ class TimeOrder {
   // Whether this order ranks `topology`'s columns by `mode` (same partition, same edges).
   bool fits(const Topology& topology, TemporalMode mode) const;
 
+  // An entry of a column in time order: where it sits in the column, and its neighbour.
+  struct Entry {
+    int64_t neighbor;  // global node id: the CSC's indices at begin + offset
+    uint32_t offset;   // its canonical position - the column's begin
+  };
+
   // Column [begin, end) of edge type `type` (CSC positions): its entry of rank r (r <
-  // end - begin) has time times(type)[begin + r], sits at position
-  // begin + offsets(type)[begin + r] and its neighbour (the CSC's indices there) is
-  // neighbors(type)[begin + r]. Times ascend within a column.
+  // end - begin) has time times(type)[begin + r] and is entries(type)[begin + r]. Times
+  // ascend within a column.
   Span<const int64_t> times(int type) const { return columns_[type].time; }
-  Span<const uint32_t> offsets(int type) const { return columns_[type].offset; }
-  Span<const int64_t> neighbors(int type) const { return columns_[type].neighbor; }
+  Span<const Entry> entries(int type) const { return columns_[type].entry; }
 
   // How many entries of column [begin, end) of `type` have a time <= bound: the qualifying
   // entries are the ranks [0, count).
@@ -66,8 +71,7 @@ class TimeOrder {
  private:
   struct Column {
     std::vector<int64_t> time;
-    std::vector<uint32_t> offset;
-    std::vector<int64_t> neighbor;
+    std::vector<Entry> entry;
   };
   TemporalMode mode_;
   int part_ = 0;

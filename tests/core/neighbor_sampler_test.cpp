@@ -242,16 +242,16 @@ TEST(SamplerTest, TheTimeOrderRanksEveryColumnByTime) {
     const int64_t begin = indptr[v], end = indptr[v + 1];
     std::vector<uint32_t> seen;
     for (int64_t r = begin; r < end; ++r) {
-      const int64_t position = begin + order.offsets(0)[r];
-      ASSERT_EQ(order.neighbors(0)[r], t.csc(0).indices.as<int64_t>()[position]);
+      const int64_t position = begin + order.entries(0)[r].offset;
+      ASSERT_EQ(order.entries(0)[r].neighbor, t.csc(0).indices.as<int64_t>()[position]);
       ASSERT_EQ(order.times(0)[r], edge_time[position]);
       if (r > begin) {
         ASSERT_LE(order.times(0)[r - 1], order.times(0)[r]);
         if (order.times(0)[r - 1] == order.times(0)[r]) {
-          ASSERT_LT(order.offsets(0)[r - 1], order.offsets(0)[r]);
+          ASSERT_LT(order.entries(0)[r - 1].offset, order.entries(0)[r].offset);
         }
       }
-      seen.push_back(order.offsets(0)[r]);
+      seen.push_back(order.entries(0)[r].offset);
     }
     std::sort(seen.begin(), seen.end());
     for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], i);
