@@ -546,8 +546,9 @@ TEST(SamplerTest, ManyRelationDrawsAreThoseRecorded) {
   EXPECT_EQ(h, 16520735147144671129ull);
 }
 
-// What temporal sampling draws, as a checksum of every batch array, on a homogeneous and a
-// heterogeneous graph: edge and node times, both strategies, with and without replacement,
+// What temporal sampling draws, as a checksum of every batch array (and that it holds nothing
+// after its seed's time, and `last` the most recent), on a homogeneous and a heterogeneous
+// graph: edge and node times, both strategies, with and without replacement,
 // weighted (`last` ignores weights), fanouts -1 and 0 among them. Recorded when only the
 // homogeneous case without replacement had the pipelined kernel and the rest went through
 // the general path (one column at a time, graph/hop_sampler.cpp's select_in_time): the
@@ -592,6 +593,32 @@ TEST(SamplerTest, TemporalDrawsAreThoseOfTheGeneralPath) {
           NeighborSampler sampler(t, c);
           MiniBatch b = sampler.sample(seeds, {11, 2, 5}, times);
           ASSERT_GT(b.row.size(), seeds.size());
+          // Nothing after its seed's time; `last` takes a seed's most recent in-edges of each type.
+          std::map<std::pair<int64_t, int32_t>, std::vector<int64_t>> hop1;  // (seed, type) -> times
+          for (size_t e = 0; e < b.row.size(); ++e) {
+            const int64_t time = mode == TemporalMode::kEdgeTime ? edge_time[b.edge_ids[e] - t.edge_begin()]
+                                                                 : node_time[b.node_ids[b.row[e]]];
+            ASSERT_LE(time, times[b.batch[b.col[e]]]);
+            const int32_t type = b.edge_types.empty() ? 0 : b.edge_types[e];
+            if (static_cast<int64_t>(e) < b.num_sampled_edges[1]) hop1[{b.col[e], type}].push_back(time);
+          }
+          if (strategy == TemporalStrategy::kLast && mode == TemporalMode::kEdgeTime) {
+            for (auto& [seed_type, got] : hop1) {
+              const auto [seed, type] = seed_type;
+              const Span<const int64_t> indptr = t.csc(type).indptr.as<int64_t>();
+              const int64_t v = seeds[seed] - t.node_begin();
+              std::vector<int64_t> qualifying;
+              for (int64_t k = indptr[v]; k < indptr[v + 1]; ++k) {
+                const int64_t edge = t.csc(type).edge_ids.empty() ? t.edge_begin() + k : t.csc(type).edge_ids.as<int64_t>()[k];
+                if (edge_time[edge - t.edge_begin()] <= times[seed]) qualifying.push_back(edge_time[edge - t.edge_begin()]);
+              }
+              std::sort(qualifying.rbegin(), qualifying.rend());
+              const int fanout = c.fanouts[type][0];
+              if (fanout >= 0 && qualifying.size() > static_cast<size_t>(fanout)) qualifying.resize(fanout);
+              std::sort(got.rbegin(), got.rend());
+              EXPECT_EQ(got, qualifying) << "seed " << seed << ", edge type " << type;
+            }
+          }
           for (const auto* v : {&b.node_ids, &b.row, &b.col, &b.edge_ids}) {
             for (int64_t x : *v) h = mix64(h, static_cast<uint64_t>(x));
           }
@@ -820,6 +847,12 @@ TEST(PartitionInvarianceTest, ManyRelationsUniformAndTemporal) {
   expect_partition_invariant(d, fixed(c), seeds);
   c.disjoint = true;
   c.temporal = TemporalMode::kEdgeTime;
+  expect_partition_invariant(d, with_attributes(c), seeds, times);
+  c.replace = true;  // the pipelined temporal kernel's draws with replacement
+  expect_partition_invariant(d, with_attributes(c), seeds, times);
+  c.replace = false;
+  c.temporal = TemporalMode::kNodeTime;
+  c.temporal_strategy = TemporalStrategy::kLast;
   expect_partition_invariant(d, with_attributes(c), seeds, times);
 }
 
