@@ -155,15 +155,16 @@ uint64_t hop_key(const SampleKey& key, int hop) {
 }
 
 // Floyd's algorithm: k distinct draws from [0, n) with exactly k random numbers. The
-// membership test scans the picks, which beats any set for the fanouts GNNs use.
-void choose_distinct(Rng& rng, int64_t n, int64_t k, std::vector<int64_t>& picks) {
+// membership test scans the picks, which beats any set for the fanouts GNNs use. The picks
+// come sorted unless `sorted` is false (a caller that orders them by something else).
+void choose_distinct(Rng& rng, int64_t n, int64_t k, std::vector<int64_t>& picks, bool sorted = true) {
   picks.clear();
   for (int64_t j = n - k; j < n; ++j) {
     int64_t t = static_cast<int64_t>(rng.below(static_cast<uint64_t>(j + 1)));
     bool taken = std::find(picks.begin(), picks.end(), t) != picks.end();
     picks.push_back(taken ? j : t);
   }
-  std::sort(picks.begin(), picks.end());
+  if (sorted) std::sort(picks.begin(), picks.end());
 }
 
 // Everything the per-node selection needs, resolved once per call.
@@ -245,46 +246,23 @@ void select(Context& c, Rng& rng, uint64_t node_key, int64_t fanout, std::vector
   }
 }
 
-// Temporal columns: the qualifying entries are the ranks [0, count) of the column's time
-// order (graph/time_order.h), so the draws are made over ranks and read only the picked
-// entries. `last` takes the top ranks: the most recent, among equal times the later entry
-// in canonical order. `uniform` draws ranks as select draws candidates (Floyd's, or
-// independently with replacement). Weighted draws need every candidate's weight: they get
-// the qualifying positions in canonical order and select's draws, as without time.
-// `positions` gets the picks' CSC positions in canonical order (with replacement: in draw
-// order), as select emits them.
-void select_in_time(Context& c, Rng& rng, uint64_t type_key, int type, int64_t begin, int64_t end, int64_t bound,
-                    int64_t fanout, std::vector<int64_t>& positions) {
+// Weighted temporal `uniform` sampling (every other temporal draw is sample_temporal's):
+// the qualifying entries are the ranks [0, count) of the column's time order
+// (graph/time_order.h), and the weighted draws need every one's weight, so they get the
+// qualifying positions in canonical order and select's draws, as without time. `positions`
+// gets the picks' CSC positions in canonical order (with replacement: in draw order), as
+// select emits them.
+void select_weighted_in_time(Context& c, Rng& rng, uint64_t type_key, int type, int64_t begin, int64_t end,
+                             int64_t bound, int64_t fanout, std::vector<int64_t>& positions) {
   const TimeOrder& order = *c.config.time_order;
   const int64_t count = order.count_until(type, begin, end, bound);
-  const uint32_t* offset = order.offsets(type).data() + begin;
-  const bool last = c.config.temporal_strategy == TemporalStrategy::kLast;
+  const TimeOrder::Entry* entry = order.entries(type).data() + begin;
+  c.candidates.clear();
+  for (int64_t r = 0; r < count; ++r) c.candidates.push_back(begin + entry[r].offset);
+  std::sort(c.candidates.begin(), c.candidates.end());
+  select(c, rng, type_key, fanout, c.ranks);
   positions.clear();
-  if (!c.weight.empty() && !last) {
-    c.candidates.clear();
-    for (int64_t r = 0; r < count; ++r) c.candidates.push_back(begin + offset[r]);
-    std::sort(c.candidates.begin(), c.candidates.end());
-    select(c, rng, type_key, fanout, c.ranks);
-    for (int64_t i : c.ranks) positions.push_back(c.candidates[i]);
-    return;
-  }
-  // "The most recent k" has no replacement variant: at most every entry once.
-  const bool replace = c.config.replace && !last;
-  if (count == 0 || fanout == 0) return;
-  if (fanout < 0 || (!replace && fanout >= count)) {
-    for (int64_t r = 0; r < count; ++r) positions.push_back(begin + offset[r]);
-  } else if (last) {
-    for (int64_t r = count - fanout; r < count; ++r) positions.push_back(begin + offset[r]);
-  } else if (replace) {
-    for (int64_t i = 0; i < fanout; ++i) {
-      positions.push_back(begin + offset[rng.below(static_cast<uint64_t>(count))]);
-    }
-    return;
-  } else {
-    choose_distinct(rng, count, fanout, c.ranks);
-    for (int64_t r : c.ranks) positions.push_back(begin + offset[r]);
-  }
-  std::sort(positions.begin(), positions.end());
+  for (int64_t i : c.ranks) positions.push_back(c.candidates[i]);
 }
 
 // The columns a node is sampled from: hetero, its type runs (the edge types it has in-edges
@@ -295,7 +273,8 @@ Span<const TypeRun> columns_of(const Topology& t, int64_t local, TypeRun& homoge
   return {t.type_runs().data() + offsets[local], static_cast<size_t>(offsets[local + 1] - offsets[local])};
 }
 
-// The general path: any edge type, weights, replacement, time bounds.
+// The general path: any edge type, weights, replacement; of temporal sampling, the weighted
+// `uniform` draws.
 void sample_node(Context& c, int64_t node, int64_t tree, int64_t time_bound, HopOutput& out) {
   const Topology& t = c.topology;
   const int64_t local = node - t.node_begin();
@@ -319,7 +298,7 @@ void sample_node(Context& c, int64_t node, int64_t tree, int64_t time_bound, Hop
       select(c, rng, type_key, fanout, c.picks);
       for (int64_t& i : c.picks) i = c.candidates[i];
     } else {
-      select_in_time(c, rng, type_key, type, begin, end, time_bound, fanout, c.picks);
+      select_weighted_in_time(c, rng, type_key, type, begin, end, time_bound, fanout, c.picks);
     }
     for (int64_t pos : c.picks) {
       out.neighbors.push_back(indices[pos]);
@@ -382,87 +361,208 @@ void sample_uniform_homogeneous(const Topology& t, uint64_t key, int fanout, con
   }
 }
 
-// Temporal sampling on a homogeneous graph without weights or replacement: the general
-// path's draws (select_in_time: ranks of the column's time order, picks emitted in
-// canonical order), software-pipelined as sample_uniform_homogeneous is. Two blocks ahead a
-// node's column bounds are prefetched, one block ahead the middle of its times (the binary
-// search's first probe); then each node of the block gets its qualifying count and its
-// ranks, whose offsets are prefetched; then the offsets become positions (sorted per node)
-// with their neighbours prefetched; then the block is emitted.
-void sample_temporal_homogeneous(const Topology& t, const SamplerConfig& config, uint64_t key, int fanout,
-                                 const HopInput& input, HopOutput& out, std::vector<int64_t>& ranks) {
-  const CscColumns& csc = t.csc(0);
-  const int64_t* indptr = csc.indptr.as<int64_t>().data();
-  const int64_t* indices = csc.indices.as<int64_t>().data();
-  const int64_t* edge_ids = csc.edge_ids.empty() ? nullptr : csc.edge_ids.as<int64_t>().data();
-  const int64_t* orig = t.orig_node_ids().data();
-  const int64_t* time = config.time_order->times(0).data();
-  const uint32_t* offset = config.time_order->offsets(0).data();
+// Temporal sampling, but for weighted `uniform` draws: any edge types, either strategy,
+// with or without replacement. The draws are made over ranks of the columns' time order
+// (graph/time_order.h), whose qualifying entries are the prefix [0, count): `last` takes the
+// top ranks (the most recent; among equal times the later entry in canonical order),
+// `uniform` draws ranks as select draws candidates (Floyd's, or independently with
+// replacement; keyed as the general path keys a column). A column's picks are emitted in
+// canonical order (with replacement: in draw order), its columns in type order, as the
+// general path emits them.
+//
+// Software-pipelined over blocks of nodes, as sample_uniform_homogeneous and
+// sample_uniform_hetero are: two blocks ahead a node's column bounds (homogeneous: indptr;
+// heterogeneous: its type run offsets) are prefetched, one block ahead the first probe of
+// its binary search (homogeneous) or its type runs (heterogeneous). Then a block's columns
+// are searched in lockstep, one probe per column per round with the next one prefetched, so
+// their cache misses overlap instead of each search paying log2(degree) misses in a row;
+// then each column's ranks are drawn and their entries (neighbour and offset side by
+// side) prefetched; then read, and the picks ordered; then emitted.
+template <bool kHetero>
+void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t key, int hop, const HopInput& input,
+                     HopOutput& out, std::vector<int64_t>& ranks) {
+  struct Column {
+    const int64_t* time;
+    const TimeOrder::Entry* entry;
+    const int64_t* edge_ids;  // null: edge_begin + position
+    int fanout;
+  };
+  const TimeOrder& order = *config.time_order;
+  std::vector<Column> columns;
+  for (int type = 0; type < t.num_edge_types(); ++type) {
+    const CscColumns& csc = t.csc(type);
+    columns.push_back({order.times(type).data(), order.entries(type).data(),
+                       csc.edge_ids.empty() ? nullptr : csc.edge_ids.as<int64_t>().data(), config.fanouts[type][hop]});
+  }
+  constexpr bool hetero = kHetero;  // homogeneous: one column per node, edge ids by position, no edge types
   const bool last = config.temporal_strategy == TemporalStrategy::kLast;
+  const bool replace = config.replace && !last;  // "the most recent k" has no replacement variant
+  const int64_t* indptr = t.csc(0).indptr.as<int64_t>().data();  // homogeneous
+  const int64_t* run_offsets = hetero ? t.type_run_offsets().data() : nullptr;
+  const TypeRun* runs = hetero ? t.type_runs().data() : nullptr;
+  const int64_t* bounds = hetero ? run_offsets : indptr;  // what locates a node's columns
+  const int64_t* orig = t.orig_node_ids().data();
+  const int64_t* time0 = columns[0].time;
   const int64_t node_begin = t.node_begin(), edge_begin = t.edge_begin();
   const size_t n = input.nodes.size();
   constexpr size_t kBlock = 32;
   for (size_t i = 0; i < std::min(n, 2 * kBlock); ++i) {
-    __builtin_prefetch(indptr + (input.nodes[i] - node_begin));
+    __builtin_prefetch(bounds + (input.nodes[i] - node_begin));
     __builtin_prefetch(orig + (input.nodes[i] - node_begin));
   }
-  std::vector<int64_t> at;      // a block's picks: first their index in the order, then their position
-  std::vector<int64_t> begins;  // each pick's column begin
-  std::vector<int64_t> ends;    // each node's end in `at`
+  // One column of one node of the block: its search, then its picks [previous picks_end, picks_end).
+  struct Item {
+    int64_t begin;  // the column's first CSC position
+    int64_t lo;     // the search's lower end; once done, begin + the qualifying count
+    int64_t len;    // what is left to search
+    int64_t bound;  // the node's time bound
+    int32_t type;
+    bool in_canonical_order;  // its picks are sorted by position (all but draws with replacement)
+    size_t picks_end;
+  };
+  // A pick: first its index in the order (begin + rank), then its CSC position.
+  struct Pick {
+    int64_t at;
+    int64_t neighbor;
+  };
+  std::vector<Item> items;
+  std::vector<size_t> node_items;  // each node's end in `items`
+  std::vector<size_t> searching;   // items whose search is not done
+  std::vector<Pick> picks;
   for (size_t block = 0; block < n; block += kBlock) {
     const size_t block_end = std::min(n, block + kBlock);
-    at.clear();
-    begins.clear();
-    ends.clear();
+    items.clear();
+    node_items.clear();
+    searching.clear();
+    picks.clear();
     for (size_t i = block; i < block_end; ++i) {
       if (i + 2 * kBlock < n) {
         const int64_t ahead = input.nodes[i + 2 * kBlock] - node_begin;
-        __builtin_prefetch(indptr + ahead);
+        __builtin_prefetch(bounds + ahead);
         __builtin_prefetch(orig + ahead);
       }
       if (i + kBlock < n) {
         const int64_t ahead = input.nodes[i + kBlock] - node_begin;
-        __builtin_prefetch(time + (indptr[ahead] + indptr[ahead + 1]) / 2);
-      }
-      const int64_t local = input.nodes[i] - node_begin;
-      const int64_t begin = indptr[local];
-      const int64_t count = std::upper_bound(time + begin, time + indptr[local + 1], input.times[i]) - (time + begin);
-      const auto pick = [&](int64_t rank) {
-        at.push_back(begin + rank);
-        begins.push_back(begin);
-        __builtin_prefetch(offset + begin + rank);
-      };
-      if (count > 0 && fanout != 0) {
-        if (fanout < 0 || fanout >= count) {
-          for (int64_t r = 0; r < count; ++r) pick(r);
-        } else if (last) {
-          for (int64_t r = count - fanout; r < count; ++r) pick(r);
+        if (hetero) {
+          __builtin_prefetch(runs + run_offsets[ahead]);
         } else {
-          uint64_t node_key = mix64(key, static_cast<uint64_t>(orig[local]));
-          if (!input.trees.empty()) node_key = mix64(node_key, static_cast<uint64_t>(input.trees[i]));
-          Rng rng(node_key);
-          choose_distinct(rng, count, fanout, ranks);
-          for (int64_t r : ranks) pick(r);
+          __builtin_prefetch(time0 + (indptr[ahead] + indptr[ahead + 1]) / 2);  // the search's first probe
         }
       }
-      ends.push_back(static_cast<int64_t>(at.size()));
-    }
-    size_t first = 0;
-    for (int64_t end : ends) {
-      for (size_t j = first; j < static_cast<size_t>(end); ++j) {
-        at[j] = begins[j] + offset[at[j]];
-        __builtin_prefetch(indices + at[j]);
-        if (edge_ids != nullptr) __builtin_prefetch(edge_ids + at[j]);
+      const int64_t local = input.nodes[i] - node_begin;
+      const auto add = [&](int32_t type, int64_t begin, int64_t degree) {
+        if (degree == 0 || columns[type].fanout == 0) return;
+        searching.push_back(items.size());
+        items.push_back({begin, begin, degree, input.times[i], type, true, 0});
+      };
+      if (hetero) {
+        for (const TypeRun* run = runs + run_offsets[local]; run != runs + run_offsets[local + 1]; ++run) {
+          add(run->type, run->begin, run->degree);
+        }
+      } else {
+        add(0, indptr[local], indptr[local + 1] - indptr[local]);
       }
-      std::sort(at.begin() + static_cast<std::ptrdiff_t>(first), at.begin() + end);
-      first = static_cast<size_t>(end);
+      node_items.push_back(items.size());
     }
+    // The searches: upper_bound of the node's bound in each column's times, in lockstep.
+    while (!searching.empty()) {
+      size_t still = 0;
+      for (size_t k : searching) {
+        Item& item = items[k];
+        const int64_t* time = hetero ? columns[item.type].time : time0;
+        const int64_t half = item.len >> 1;
+        const bool qualifies = time[item.lo + half] <= item.bound;
+        item.lo = qualifies ? item.lo + half + 1 : item.lo;
+        item.len = qualifies ? item.len - half - 1 : half;
+        if (item.len > 0) {
+          __builtin_prefetch(time + item.lo + (item.len >> 1));
+          searching[still++] = k;
+        }
+      }
+      searching.resize(still);
+    }
+    // The draws, over each column's qualifying ranks [0, count).
+    size_t k = 0;
+    for (size_t i = block; i < block_end; ++i) {
+      const int64_t local = input.nodes[i] - node_begin;
+      uint64_t node_key = 0;
+      if (k < node_items[i - block]) {
+        node_key = mix64(key, static_cast<uint64_t>(orig[local]));
+        if (!input.trees.empty()) node_key = mix64(node_key, static_cast<uint64_t>(input.trees[i]));
+      }
+      for (; k < node_items[i - block]; ++k) {
+        Item& item = items[k];
+        const Column& col = columns[hetero ? item.type : 0];
+        const int64_t count = item.lo - item.begin, fanout = col.fanout;
+        const auto pick_range = [&](int64_t first, int64_t end) {  // the ranks [first, end)
+          for (int64_t r = first; r < end; ++r) picks.push_back({item.begin + r, 0});
+          for (int64_t r = first; r < end; r += 4) __builtin_prefetch(col.entry + item.begin + r);
+          __builtin_prefetch(col.entry + item.begin + end - 1);
+        };
+        const auto pick = [&](int64_t rank) {
+          picks.push_back({item.begin + rank, 0});
+          __builtin_prefetch(col.entry + item.begin + rank);
+        };
+        if (count > 0) {
+          if (fanout < 0 || (!replace && fanout >= count)) {
+            pick_range(0, count);
+          } else if (last) {
+            pick_range(count - fanout, count);
+          } else {
+            Rng rng(hetero ? mix64(node_key, static_cast<uint64_t>(item.type)) : node_key);
+            if (replace) {
+              for (int64_t d = 0; d < fanout; ++d) pick(static_cast<int64_t>(rng.below(static_cast<uint64_t>(count))));
+              item.in_canonical_order = false;  // draw order, as select emits draws with replacement
+            } else {
+              choose_distinct(rng, count, fanout, ranks, false);  // ordered by position below
+              for (int64_t r : ranks) pick(r);
+            }
+          }
+        }
+        item.picks_end = picks.size();
+      }
+    }
+    // The picks' neighbours and positions, read side by side; each column's in canonical
+    // order; emitted. Heterogeneous columns' edge ids are another array, read a pass later.
     const int64_t emitted = static_cast<int64_t>(out.neighbors.size());
-    for (int64_t pos : at) {
-      out.neighbors.push_back(indices[pos]);
-      out.edge_ids.push_back(edge_ids != nullptr ? edge_ids[pos] : edge_begin + pos);
+    size_t first = 0;
+    for (const Item& item : items) {
+      const Column& col = columns[hetero ? item.type : 0];
+      for (size_t j = first; j < item.picks_end; ++j) {
+        Pick& p = picks[j];
+        const TimeOrder::Entry& entry = col.entry[p.at];
+        p.neighbor = entry.neighbor;
+        p.at = item.begin + entry.offset;
+        if (hetero && col.edge_ids != nullptr) __builtin_prefetch(col.edge_ids + p.at);
+      }
+      if (item.in_canonical_order && item.picks_end - first > 1) {
+        std::sort(picks.begin() + static_cast<std::ptrdiff_t>(first),
+                  picks.begin() + static_cast<std::ptrdiff_t>(item.picks_end),
+                  [](const Pick& a, const Pick& b) { return a.at < b.at; });
+      }
+      if (!hetero) {
+        for (size_t j = first; j < item.picks_end; ++j) {
+          out.neighbors.push_back(picks[j].neighbor);
+          out.edge_ids.push_back(edge_begin + picks[j].at);
+        }
+      }
+      first = item.picks_end;
     }
-    for (int64_t end : ends) out.offsets.push_back(emitted + end);
+    if (hetero) {
+      first = 0;
+      for (const Item& item : items) {
+        const Column& col = columns[item.type];
+        for (size_t j = first; j < item.picks_end; ++j) {
+          out.neighbors.push_back(picks[j].neighbor);
+          out.edge_ids.push_back(col.edge_ids != nullptr ? col.edge_ids[picks[j].at] : edge_begin + picks[j].at);
+          out.edge_types.push_back(item.type);
+        }
+        first = item.picks_end;
+      }
+    }
+    for (size_t e : node_items) {
+      out.offsets.push_back(emitted + static_cast<int64_t>(e == 0 ? 0 : items[e - 1].picks_end));
+    }
   }
 }
 
@@ -581,10 +681,14 @@ void sample_hop(const Topology& topology, const SamplerConfig& config, const Sam
     throw Error("sample: temporal sampling of " + std::to_string(input.nodes.size()) + " nodes with " +
                 std::to_string(input.times.size()) + " time bounds");
   }
-  if (!topology.is_hetero() && config.edge_weight.empty() && !config.replace &&
-      config.temporal != TemporalMode::kNone) {
+  if (config.temporal != TemporalMode::kNone &&
+      (config.edge_weight.empty() || config.temporal_strategy == TemporalStrategy::kLast)) {
     std::vector<int64_t> ranks;
-    sample_temporal_homogeneous(topology, config, k, config.fanouts[0][hop], input, out, ranks);
+    if (topology.is_hetero()) {
+      sample_temporal<true>(topology, config, k, hop, input, out, ranks);
+    } else {
+      sample_temporal<false>(topology, config, k, hop, input, out, ranks);
+    }
     return;
   }
   Context c(topology, config, k, hop);

@@ -40,7 +40,7 @@ TimeOrder::TimeOrder(const Topology& topology, TemporalMode mode, Span<const int
     Column& column = columns_[type];
     const int64_t m = indptr[num_nodes_];
     column.time.resize(static_cast<size_t>(m));
-    column.offset.resize(static_cast<size_t>(m));
+    column.entry.resize(static_cast<size_t>(m));
     for (int64_t local = 0; local < num_nodes_; ++local) {
       const int64_t begin = indptr[local], degree = indptr[local + 1] - begin;
       if (degree >= static_cast<int64_t>(std::numeric_limits<uint32_t>::max())) {
@@ -52,7 +52,7 @@ TimeOrder::TimeOrder(const Topology& topology, TemporalMode mode, Span<const int
       std::sort(ranked.begin(), ranked.end());  // by time, ties by canonical position
       for (int64_t r = 0; r < degree; ++r) {
         column.time[begin + r] = ranked[r].first;
-        column.offset[begin + r] = ranked[r].second;
+        column.entry[begin + r] = {indices[begin + ranked[r].second], ranked[r].second};
       }
     }
   }
@@ -71,7 +71,9 @@ int64_t TimeOrder::count_until(int type, int64_t begin, int64_t end, int64_t bou
 
 size_t TimeOrder::bytes() const {
   size_t total = 0;
-  for (const Column& c : columns_) total += c.time.size() * sizeof(int64_t) + c.offset.size() * sizeof(uint32_t);
+  for (const Column& c : columns_) {
+    total += c.time.size() * sizeof(int64_t) + c.entry.size() * sizeof(Entry);
+  }
   return total;
 }
 

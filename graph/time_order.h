@@ -6,13 +6,21 @@
 // every in-edge's time: on RMAT's hubs that made temporal sampling 0.07-0.18x as fast as
 // uniform sampling (BENCHMARKS.md, "Temporal sampling against uniform sampling"). With each
 // column's entries ranked by time, the qualifying ones are a prefix of the ranks, whose
-// length is a binary search.
+// length is a binary search. Each rank also holds its neighbour beside its canonical offset
+// (one 16-byte entry), so a pick costs one cache miss instead of two dependent ones (the
+// offset, then the CSC's neighbour there: the costliest stage of the sampler before,
+// BENCHMARKS.md). The times are an array of their own, so that a binary search reads 8 of
+// them per cache line.
+//
+// Memory: 24 bytes per edge (an int64 time; an int64 neighbour id and a uint32 offset,
+// padded to 16), beside the topology's 8 (homogeneous) or 16 (heterogeneous) per edge:
+// 503 MB for RMAT's 21M edges.
 //
 // Built once when a sampler or partition actor opens its partition for a temporal job, not
 // stored in the partition folder: the order depends on the job's time (node or edge), it
-// costs 5-7 s for RMAT's 21M edges on one thread (about 40 batches of the old scan; an
-// epoch there is 1,024 batches: BENCHMARKS.md), and the folder's CSC keeps the canonical
-// order that every non-temporal sampler keys its draws on.
+// costs 1-7 s for RMAT's 21M edges on one thread (tens of batches; an epoch there is 1,024
+// batches: BENCHMARKS.md), and the folder's CSC keeps the canonical order that every
+// non-temporal sampler keys its draws on.
 //
 // Invariant (partition invariance): a column's ranks are its entries sorted by (time,
 // canonical position), and the canonical order is the order by original edge id, so the
@@ -42,11 +50,17 @@ class TimeOrder {
   // Whether this order ranks `topology`'s columns by `mode` (same partition, same edges).
   bool fits(const Topology& topology, TemporalMode mode) const;
 
+  // An entry of a column in time order: where it sits in the column, and its neighbour.
+  struct Entry {
+    int64_t neighbor;  // global node id: the CSC's indices at begin + offset
+    uint32_t offset;   // its canonical position - the column's begin
+  };
+
   // Column [begin, end) of edge type `type` (CSC positions): its entry of rank r (r <
-  // end - begin) has time times(type)[begin + r] and sits at position
-  // begin + offsets(type)[begin + r]. Times ascend within a column.
+  // end - begin) has time times(type)[begin + r] and is entries(type)[begin + r]. Times
+  // ascend within a column.
   Span<const int64_t> times(int type) const { return columns_[type].time; }
-  Span<const uint32_t> offsets(int type) const { return columns_[type].offset; }
+  Span<const Entry> entries(int type) const { return columns_[type].entry; }
 
   // How many entries of column [begin, end) of `type` have a time <= bound: the qualifying
   // entries are the ranks [0, count).
@@ -57,7 +71,7 @@ class TimeOrder {
  private:
   struct Column {
     std::vector<int64_t> time;
-    std::vector<uint32_t> offset;
+    std::vector<Entry> entry;
   };
   TemporalMode mode_;
   int part_ = 0;

@@ -242,15 +242,16 @@ TEST(SamplerTest, TheTimeOrderRanksEveryColumnByTime) {
     const int64_t begin = indptr[v], end = indptr[v + 1];
     std::vector<uint32_t> seen;
     for (int64_t r = begin; r < end; ++r) {
-      const int64_t position = begin + order.offsets(0)[r];
+      const int64_t position = begin + order.entries(0)[r].offset;
+      ASSERT_EQ(order.entries(0)[r].neighbor, t.csc(0).indices.as<int64_t>()[position]);
       ASSERT_EQ(order.times(0)[r], edge_time[position]);
       if (r > begin) {
         ASSERT_LE(order.times(0)[r - 1], order.times(0)[r]);
         if (order.times(0)[r - 1] == order.times(0)[r]) {
-          ASSERT_LT(order.offsets(0)[r - 1], order.offsets(0)[r]);
+          ASSERT_LT(order.entries(0)[r - 1].offset, order.entries(0)[r].offset);
         }
       }
-      seen.push_back(order.offsets(0)[r]);
+      seen.push_back(order.entries(0)[r].offset);
     }
     std::sort(seen.begin(), seen.end());
     for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], i);
@@ -545,6 +546,90 @@ TEST(SamplerTest, ManyRelationDrawsAreThoseRecorded) {
   EXPECT_EQ(h, 16520735147144671129ull);
 }
 
+// What temporal sampling draws, as a checksum of every batch array (and that it holds nothing
+// after its seed's time, and `last` the most recent), on a homogeneous and a heterogeneous
+// graph: edge and node times, both strategies, with and without replacement,
+// weighted (`last` ignores weights), fanouts -1 and 0 among them. Recorded when only the
+// homogeneous case without replacement had the pipelined kernel and the rest went through
+// the general path (one column at a time, graph/hop_sampler.cpp's select_in_time): the
+// pipelined kernel that now serves all of them but weighted `uniform` must draw exactly the
+// same.
+TEST(SamplerTest, TemporalDrawsAreThoseOfTheGeneralPath) {
+  HeteroOptions o;
+  o.num_papers = 3000;
+  o.num_authors = 1500;
+  o.num_venues = 12;
+  o.feature_dim = 0;
+  o.threads = 1;
+  for (const Dataset& d : {sbm_graph(3000), generate_hetero(o)}) {
+    Topology t = topology_from_dataset(d);
+    std::vector<float> weight(t.num_edges());
+    std::vector<int64_t> edge_time(t.num_edges()), node_time(d.num_nodes);
+    for (int64_t k = 0; k < t.num_edges(); ++k) {
+      weight[k] = weight_of_edge(t.original_edge_id(t.edge_begin() + k));
+      edge_time[k] = time_of_edge(t.original_edge_id(t.edge_begin() + k));
+    }
+    for (int64_t v = 0; v < d.num_nodes; ++v) node_time[v] = time_of_node(v);
+    std::vector<int64_t> seeds, times;
+    for (int64_t i = 0; i < 48; ++i) {
+      seeds.push_back(i * 61 % 3000);
+      times.push_back(i * 17 % 100);
+    }
+    uint64_t h = 0;
+    for (auto mode : {TemporalMode::kEdgeTime, TemporalMode::kNodeTime}) {
+      for (auto strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
+        for (int variant = 0; variant < 3; ++variant) {  // plain, with replacement, weighted
+          SamplerConfig c;
+          c.fanouts.assign(static_cast<size_t>(t.num_edge_types()), {4, 3});
+          c.fanouts[0] = {-1, 2};
+          if (t.num_edge_types() > 2) c.fanouts[2] = {0, 5};
+          c.disjoint = true;
+          c.replace = variant == 1;
+          if (variant == 2) c.edge_weight = ArrayRef::from_vector(weight);
+          c.temporal = mode;
+          c.temporal_strategy = strategy;
+          c.edge_time = ArrayRef::from_vector(edge_time);
+          c.node_time = ArrayRef::from_vector(node_time);
+          NeighborSampler sampler(t, c);
+          MiniBatch b = sampler.sample(seeds, {11, 2, 5}, times);
+          ASSERT_GT(b.row.size(), seeds.size());
+          // Nothing after its seed's time; `last` takes a seed's most recent in-edges of each type.
+          std::map<std::pair<int64_t, int32_t>, std::vector<int64_t>> hop1;  // (seed, type) -> times
+          for (size_t e = 0; e < b.row.size(); ++e) {
+            const int64_t time = mode == TemporalMode::kEdgeTime ? edge_time[b.edge_ids[e] - t.edge_begin()]
+                                                                 : node_time[b.node_ids[b.row[e]]];
+            ASSERT_LE(time, times[b.batch[b.col[e]]]);
+            const int32_t type = b.edge_types.empty() ? 0 : b.edge_types[e];
+            if (static_cast<int64_t>(e) < b.num_sampled_edges[1]) hop1[{b.col[e], type}].push_back(time);
+          }
+          if (strategy == TemporalStrategy::kLast && mode == TemporalMode::kEdgeTime) {
+            for (auto& [seed_type, got] : hop1) {
+              const auto [seed, type] = seed_type;
+              const Span<const int64_t> indptr = t.csc(type).indptr.as<int64_t>();
+              const int64_t v = seeds[seed] - t.node_begin();
+              std::vector<int64_t> qualifying;
+              for (int64_t k = indptr[v]; k < indptr[v + 1]; ++k) {
+                const int64_t edge = t.csc(type).edge_ids.empty() ? t.edge_begin() + k : t.csc(type).edge_ids.as<int64_t>()[k];
+                if (edge_time[edge - t.edge_begin()] <= times[seed]) qualifying.push_back(edge_time[edge - t.edge_begin()]);
+              }
+              std::sort(qualifying.rbegin(), qualifying.rend());
+              const int fanout = c.fanouts[type][0];
+              if (fanout >= 0 && qualifying.size() > static_cast<size_t>(fanout)) qualifying.resize(fanout);
+              std::sort(got.rbegin(), got.rend());
+              EXPECT_EQ(got, qualifying) << "seed " << seed << ", edge type " << type;
+            }
+          }
+          for (const auto* v : {&b.node_ids, &b.row, &b.col, &b.edge_ids}) {
+            for (int64_t x : *v) h = mix64(h, static_cast<uint64_t>(x));
+          }
+          for (int32_t x : b.edge_types) h = mix64(h, static_cast<uint64_t>(x));
+        }
+      }
+    }
+    EXPECT_EQ(h, t.is_hetero() ? 15618422096498334366ull : 6159413376857636308ull) << (t.is_hetero() ? "heterogeneous" : "homogeneous");
+  }
+}
+
 // The actors' "fanouts" setting: one list for every edge type, or a list per edge type.
 TEST(SamplerTest, FanoutTablesAreReadOrTheProblemNamed) {
   EXPECT_EQ(parse_fanout_table("3,2", 3, "f"), (std::vector<std::vector<int>>(3, {3, 2})));
@@ -762,6 +847,12 @@ TEST(PartitionInvarianceTest, ManyRelationsUniformAndTemporal) {
   expect_partition_invariant(d, fixed(c), seeds);
   c.disjoint = true;
   c.temporal = TemporalMode::kEdgeTime;
+  expect_partition_invariant(d, with_attributes(c), seeds, times);
+  c.replace = true;  // the pipelined temporal kernel's draws with replacement
+  expect_partition_invariant(d, with_attributes(c), seeds, times);
+  c.replace = false;
+  c.temporal = TemporalMode::kNodeTime;
+  c.temporal_strategy = TemporalStrategy::kLast;
   expect_partition_invariant(d, with_attributes(c), seeds, times);
 }
 
