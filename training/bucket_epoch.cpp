@@ -1,6 +1,7 @@
 #include "training/bucket_epoch.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/error.h"
 #include "base/random.h"
@@ -32,19 +33,46 @@ std::vector<int64_t> original_ids_of_rows(const KgTriples& triples, const std::v
   return out;
 }
 
+EmbeddingPartitions::Shape buffer_table_shape(int64_t num_entities, int partitions, int64_t dim) {
+  if (partitions < 1 || partitions > num_entities) {
+    throw UsageError("embeddings.partitions: " + std::to_string(partitions) + " partitions for " +
+                     std::to_string(num_entities) + " entities");
+  }
+  EmbeddingPartitions::Shape shape;
+  shape.num_entities = num_entities;
+  shape.num_partitions = partitions * static_cast<int>(std::min<int64_t>(kLogicalPerPhysical, num_entities / partitions));
+  shape.dim = dim;
+  return shape;
+}
+
 BucketEpoch plan_bucket_epoch(const KgTriples& triples, const std::vector<int64_t>& table_id,
-                              const EmbeddingPartitions::Shape& shape, int capacity, uint64_t seed, uint64_t epoch,
-                              int64_t batch_size) {
+                              const EmbeddingPartitions::Shape& shape, int partitions, int capacity, uint64_t seed,
+                              uint64_t epoch, int64_t batch_size) {
   if (batch_size < 1) throw UsageError("sampling.batch_size: must be at least 1");
-  const int p = shape.num_partitions;
-  std::vector<int> labels(static_cast<size_t>(p));
-  for (int i = 0; i < p; ++i) labels[i] = i;
-  Rng rng(mix64(seed, 0x62756b6574ull /* "bucket" */, epoch));
-  shuffle(labels, rng);
+  const int logical = shape.num_partitions;
+  if (partitions < 1 || logical % partitions != 0) {
+    throw Error("bucket epoch: " + std::to_string(logical) + " logical partitions do not group into " +
+                std::to_string(partitions) + " physical ones");
+  }
+  const int p = partitions;
   BucketEpoch plan;
-  plan.order = relabel(beta_order(p, capacity), labels);
+  plan.order = beta_order(p, capacity);
+  // The epoch's grouping: a seeded permutation of the logical partitions, cut in p runs.
+  std::vector<int> logical_ids(static_cast<size_t>(logical));
+  for (int i = 0; i < logical; ++i) logical_ids[static_cast<size_t>(i)] = i;
+  Rng rng(mix64(seed, 0x62756b6574ull /* "bucket" */, epoch));
+  shuffle(logical_ids, rng);
+  plan.group_of.resize(static_cast<size_t>(logical));
+  for (int i = 0; i < logical; ++i) plan.group_of[static_cast<size_t>(logical_ids[static_cast<size_t>(i)])] = i / (logical / p);
   const size_t states = plan.order.states.size();
-  // Per bucket, the states holding both its ends: its first (where the walk trains it) first.
+  for (const std::vector<int>& state : plan.order.states) {
+    std::vector<int> resident;
+    for (int l = 0; l < logical; ++l) {
+      if (std::find(state.begin(), state.end(), plan.group_of[static_cast<size_t>(l)]) != state.end()) resident.push_back(l);
+    }
+    plan.resident.push_back(std::move(resident));
+  }
+  // Per physical bucket, the states holding both its ends: its first (where the walk lists it) first.
   std::vector<std::vector<size_t>> states_of_bucket(static_cast<size_t>(p) * p);
   for (size_t k = 0; k < states; ++k) {
     for (const auto& [a, b] : plan.order.buckets[k]) states_of_bucket[static_cast<size_t>(a) * p + b].push_back(k);
@@ -58,12 +86,34 @@ BucketEpoch plan_bucket_epoch(const KgTriples& triples, const std::vector<int64_
       }
     }
   }
+  if (states > 1) {
+    std::vector<int64_t> resident_rows(states, 0);
+    for (size_t k = 0; k < states; ++k) {
+      for (int l : plan.resident[k]) resident_rows[k] += shape.end(l) - shape.begin(l);
+    }
+    plan.log_rate.assign(static_cast<size_t>(p) * p * p, 0.0);
+    for (size_t bucket = 0; bucket < states_of_bucket.size(); ++bucket) {
+      const std::vector<size_t>& holders = states_of_bucket[bucket];
+      for (int x = 0; x < p; ++x) {
+        double sum = 0;
+        for (size_t k : holders) {
+          const std::vector<int>& state = plan.order.states[k];
+          if (std::find(state.begin(), state.end(), x) != state.end()) sum += 1.0 / static_cast<double>(resident_rows[k]);
+        }
+        // 0: never drawn for this bucket (the entry is never read).
+        if (sum > 0) {
+          plan.log_rate[bucket * p + x] =
+              std::log(static_cast<double>(shape.num_entities) * sum / static_cast<double>(holders.size()));
+        }
+      }
+    }
+  }
   Rng spread_rng(mix64(seed, 0x737072656164ull /* "spread" */, epoch));
   plan.edges.resize(states);
   const TripleList& train = triples.train();
   for (int64_t e : triples.epoch_order(seed, epoch)) {
-    const int a = shape.partition_of(table_id[static_cast<size_t>(train.head[e])]);
-    const int b = shape.partition_of(table_id[static_cast<size_t>(train.tail[e])]);
+    const int a = plan.group_of[static_cast<size_t>(shape.partition_of(table_id[static_cast<size_t>(train.head[e])]))];
+    const int b = plan.group_of[static_cast<size_t>(shape.partition_of(table_id[static_cast<size_t>(train.tail[e])]))];
     const std::vector<size_t>& holders = states_of_bucket[static_cast<size_t>(a) * p + b];
     const size_t k = holders[spread_rng.below(holders.size())];
     plan.edges[k].push_back(e);
@@ -86,7 +136,7 @@ std::vector<int64_t> draw_buffer_negatives(const KgTriples& triples, const KgNeg
                      std::to_string(triples.num_entities()) + " entities");
   }
   std::vector<char> is_resident(static_cast<size_t>(shape.num_partitions), 0);
-  for (int part : plan.order.states.at(state)) is_resident[static_cast<size_t>(part)] = 1;
+  for (int part : plan.resident.at(state)) is_resident[static_cast<size_t>(part)] = 1;
   const uint64_t entities = static_cast<uint64_t>(triples.num_entities());
   const TripleList& train = triples.train();
   // The generator and the order of draws of KgTriples::draw_negatives.

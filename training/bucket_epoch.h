@@ -9,9 +9,21 @@
 // together: on FB15k-237 with 8 partitions, range partitions gave edge buckets of 341 to
 // 27,009 triples, the permutation 3,263 to 5,895.
 //
-// The walk: BETA's order (training/bucket_order.h) over the table's p partitions, its
-// partitions renamed by a permutation keyed by (seed, epoch) so that no partition always
-// trains first, as Marius does. Each training triple goes to one of the states that hold
+// Logical and physical partitions (MariusGNN's COMET): the table's files are l = 4p
+// logical partitions (fewer for a table of under 4p entities: l = p x min(4, N / p)); each
+// epoch groups them at random (keyed by (seed, epoch)) into the p physical partitions the
+// walk swaps, l / p logical ones each, so a buffer of c physical partitions holds c l / p
+// logical ones. Why: the negatives of a triple come from the entities resident while it
+// trains, and its own ends' partitions are always resident, so the entities that share a
+// partition with a triple's head or tail are drawn as its negatives twice as often as the
+// others (with p = 8, c = 4), and with fixed partitions the same ones every epoch; with
+// regrouping that excess falls on the ends' logical partitions only (1/l of the entities
+// each, not 1/p), and the entities they co-reside with change every epoch.
+//
+// The walk: BETA's order (training/bucket_order.h) over the epoch's p physical
+// partitions; a swap writes back and reads the l / p logical partitions of one physical
+// one. Since the grouping is drawn anew each epoch, no partition always trains first, as
+// Marius does. Each training triple goes to one of the states that hold
 // both its ends, drawn per triple and epoch (keyed by (seed, epoch)), not always to the
 // first: as Marius's random assignment of edge buckets to states, it spreads the first
 // state's 16 buckets (a quarter of the triples with p = 8, c = 4) over the epoch and mixes
@@ -27,9 +39,22 @@
 // entity and every triple, and the draws, the steps and the losses are those of the
 // in-memory job (tests/training/partition_buffer_job_test.cpp).
 //
+// Correcting the negatives: over the epoch's draw of its state, a triple of physical
+// bucket (A, B) meets an entity of partition X as a uniform negative at `rate` times the
+// in-memory rate, rate = N / |H| * sum over the holders S in H of [X in S] / N_S (N
+// entities, H the states holding A and B, N_S the entities resident in S): 2 for A and B
+// with p = 8, c = 4, about 2/3 for the others. A softmax loss then pushes the ends'
+// partition-mates down harder than the rest, systematically; the trainer subtracts
+// log(rate) from each negative's score (the sampled-softmax logQ correction), so that in
+// expectation each entity weighs as a negative what it weighs in memory. The degree-based
+// share gets the same correction (its residency bias is the same; its degree one is the
+// in-memory job's own).
+//
 // Measured on FB15k-237 DistMult (BENCHMARKS.md, "Knowledge-graph embeddings on disk"),
-// test MRR at epoch 4 with a buffer of 4 of 8 partitions: 0.2575 with range partitions and
-// each triple in its first state, 0.2748 with both changes, 0.2836 in memory.
+// filtered test MRR at epoch 8 with a buffer of 4 of 8 partitions, seeds 1 and 2: in
+// memory 0.2934 and 0.2927; range partitions, each triple in its first state 0.2725 (seed
+// 1); shuffled rows and triples spread 0.2817 and 0.2844; with the correction and COMET's
+// grouping 0.2929 and 0.2887 (the correction alone: 0.2900, seed 1).
 #pragma once
 
 #include <cstdint>
@@ -41,8 +66,26 @@
 
 namespace partita {
 
+// The logical partitions per physical one: 4, or fewer when the table has under 4
+// entities per physical partition (see above).
+constexpr int kLogicalPerPhysical = 4;
+
+// The table of a job with `partitions` physical partitions: its files, the logical
+// partitions. Throws UsageError (embeddings.partitions) for more partitions than entities.
+EmbeddingPartitions::Shape buffer_table_shape(int64_t num_entities, int partitions, int64_t dim);
+
 struct BucketEpoch {
+  // The walk over the physical partitions (states of physical partitions).
   BucketOrder order;
+  // Per logical partition: the physical partition it belongs to this epoch.
+  std::vector<int> group_of;
+  // Per state: the logical partitions resident, sorted (the union of its physical ones).
+  std::vector<std::vector<int>> resident;
+  // The negatives' sampling rate against the in-memory job's, as a log, per (physical
+  // bucket of the positive, physical partition of the negative): [p * p * p], row-major
+  // (head's, tail's, negative's partition); empty when one state holds everything (c == p).
+  // See "Correcting the negatives" above.
+  std::vector<double> log_rate;
   // Per state: the original edge ids it trains, in training order.
   std::vector<std::vector<int64_t>> edges;
   // Per state: the epoch's index of its first step; first_step.back() == steps.
@@ -60,12 +103,15 @@ std::vector<int64_t> table_ids(const KgTriples& triples, uint64_t seed);
 // the keys of the rows' initial values (EmbeddingPartitions::create).
 std::vector<int64_t> original_ids_of_rows(const KgTriples& triples, const std::vector<int64_t>& table_id);
 
-// Plans epoch `epoch` (training/kg_triples.h numbering) over `shape` with a buffer of
-// `capacity` partitions and steps of `batch_size` triples. `table_id`: table_ids(triples, seed).
-// Throws UsageError for a bad shape or capacity (training/bucket_order.h).
+// Plans epoch `epoch` (training/kg_triples.h numbering) over the table `shape` (its
+// logical partitions: buffer_table_shape) grouped into `partitions` physical ones, with a
+// buffer of `capacity` physical partitions and steps of `batch_size` triples. `table_id`:
+// table_ids(triples, seed). Throws UsageError for a bad shape or capacity
+// (training/bucket_order.h), Error when the logical partitions are not a multiple of the
+// physical ones.
 BucketEpoch plan_bucket_epoch(const KgTriples& triples, const std::vector<int64_t>& table_id,
-                              const EmbeddingPartitions::Shape& shape, int capacity, uint64_t seed, uint64_t epoch,
-                              int64_t batch_size);
+                              const EmbeddingPartitions::Shape& shape, int partitions, int capacity, uint64_t seed,
+                              uint64_t epoch, int64_t batch_size);
 
 // The k negatives (global ids) of chunk `chunk` of step `step`, trained in state `state`
 // of `plan`; `edges`: the state's own edges (plan.edges[state]), sorted (see above);
@@ -76,7 +122,8 @@ std::vector<int64_t> draw_buffer_negatives(const KgTriples& triples, const KgNeg
                                            const EmbeddingPartitions::Shape& shape, uint64_t seed, uint64_t epoch,
                                            uint64_t step, uint64_t chunk);
 
-// Triples per bucket, [p * p] row-major by (head partition, tail partition): for the log.
+// Triples per bucket, [l * l] row-major by (head partition, tail partition) of the table's
+// (logical) partitions: for the log.
 std::vector<int64_t> bucket_sizes(const KgTriples& triples, const std::vector<int64_t>& table_id,
                                   const EmbeddingPartitions::Shape& shape);
 

@@ -149,23 +149,4 @@ BucketOrder beta_order(int num_partitions, int capacity) {
   return walk.take();
 }
 
-BucketOrder relabel(const BucketOrder& order, const std::vector<int>& labels) {
-  if (static_cast<int>(labels.size()) != order.num_partitions) {
-    throw Error("relabel: " + std::to_string(labels.size()) + " labels for " + std::to_string(order.num_partitions) +
-                " partitions");
-  }
-  BucketOrder out = order;
-  for (auto& state : out.states) {
-    for (int& i : state) i = labels[static_cast<size_t>(i)];
-  }
-  for (auto& buckets : out.buckets) {
-    for (auto& [a, b] : buckets) {
-      a = labels[static_cast<size_t>(a)];
-      b = labels[static_cast<size_t>(b)];
-    }
-    std::sort(buckets.begin(), buckets.end());
-  }
-  return out;
-}
-
 }  // namespace partita

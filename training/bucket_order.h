@@ -45,10 +45,6 @@ int64_t swap_lower_bound(int num_partitions, int capacity);
 // p < 1, c < 2 or c > p.
 BucketOrder beta_order(int num_partitions, int capacity);
 
-// The same walk with partition i renamed labels[i] (a permutation of 0..p-1): how an epoch
-// varies which partitions meet first without changing the swap count.
-BucketOrder relabel(const BucketOrder& order, const std::vector<int>& labels);
-
 // Checks a buffer's size fields as a job gives them: UsageError naming `field` for p < 1,
 // c < 2 or c > p.
 void check_buffer_shape(int num_partitions, int capacity, const char* field);

@@ -97,6 +97,8 @@ EmbeddingPartitions EmbeddingPartitions::create(const std::string& dir, Shape sh
   if (::access(dir.c_str(), W_OK) != 0) throw UsageError("embeddings: the folder " + dir + " is not writable");
   for (int i = 0; i < shape.num_partitions; ++i) {
     const std::string path = table.file(i);
+    // A new file, never the old one truncated: a snapshot may hold the old one's links.
+    ::unlink(path.c_str());
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw UsageError("embeddings: cannot create " + path + ": " + errno_text());
     table.files_.push_back(std::make_unique<ScopedFd>(fd));
@@ -123,6 +125,66 @@ EmbeddingPartitions EmbeddingPartitions::open(const std::string& dir, Shape shap
     table.check_header(i);
   }
   return table;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// `to` as a hard link to `from`, or a copy where links fail; replaces `to`.
+void link_or_copy(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::remove(to, ec);
+  fs::create_hard_link(from, to, ec);
+  if (ec) fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+}
+
+const char* const kTagFile = "tag";
+
+}  // namespace
+
+void EmbeddingPartitions::snapshot(const std::string& snapshot_dir, const std::string& tag) const {
+  const fs::path target(snapshot_dir), tmp(snapshot_dir + ".tmp"), old(snapshot_dir + ".old");
+  try {
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    for (int i = 0; i < num_partitions(); ++i) {
+      link_or_copy(file(i), tmp / fs::path(file(i)).filename());
+    }
+    write_file_atomically((tmp / kTagFile).string(), tag);
+    fs::remove_all(old);
+    if (fs::exists(target)) fs::rename(target, old);
+    fs::rename(tmp, target);
+    fs::remove_all(old);
+  } catch (const fs::filesystem_error& e) {
+    throw Error("embeddings: cannot snapshot the table into " + snapshot_dir + ": " + e.what());
+  }
+}
+
+EmbeddingPartitions EmbeddingPartitions::restore(const std::string& snapshot_dir, const std::string& tag,
+                                                 const std::string& dir, Shape shape) {
+  const fs::path from(snapshot_dir);
+  const std::string found = read_file_if_exists((from / kTagFile).string());
+  if (found.empty()) throw Error("embeddings: no snapshot of the table in " + snapshot_dir);
+  if (found != tag) {
+    throw Error("embeddings: the table's snapshot in " + snapshot_dir + " is of " + found + ", the checkpoint of " + tag);
+  }
+  {
+    const EmbeddingPartitions names(dir, shape);
+    try {
+      for (int i = 0; i < shape.num_partitions; ++i) {
+        const fs::path live(names.file(i));
+        const fs::path staged(names.file(i) + ".tmp");
+        link_or_copy(from / live.filename(), staged);
+        fs::rename(staged, live);
+        std::error_code ec;
+        fs::remove(staged, ec);  // rename() leaves it when it was already the live file's link
+      }
+    } catch (const fs::filesystem_error& e) {
+      throw Error("embeddings: cannot restore the table from " + snapshot_dir + ": " + e.what());
+    }
+  }
+  return open(dir, shape);
 }
 
 void EmbeddingPartitions::check_header(int partition) const {

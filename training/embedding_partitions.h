@@ -55,6 +55,18 @@ class EmbeddingPartitions {
   // header does not match `shape`.
   static EmbeddingPartitions open(const std::string& dir, Shape shape);
 
+  // Checkpoints (a job's --resume): snapshot() links every partition file as it stands
+  // into `snapshot_dir` with `tag` (a job writes the epoch), replacing the previous
+  // snapshot whole (built in `snapshot_dir`.tmp and renamed); hard links, since a write
+  // never changes a file in place but renames a new one over it, so a snapshot costs no
+  // copy and later writes leave it as taken (copies where the file system has no links).
+  // restore() puts the snapshot's files back in `dir` and opens them; it throws Error
+  // naming the folder when the snapshot is missing or its tag is not `tag` (a checkpoint
+  // and a table of different epochs), and as open() for files that do not match `shape`.
+  void snapshot(const std::string& snapshot_dir, const std::string& tag) const;
+  static EmbeddingPartitions restore(const std::string& snapshot_dir, const std::string& tag, const std::string& dir,
+                                     Shape shape);
+
   EmbeddingPartitions(EmbeddingPartitions&&) = default;
   EmbeddingPartitions& operator=(EmbeddingPartitions&&) = default;
 

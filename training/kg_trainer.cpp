@@ -62,19 +62,25 @@ struct KgReplica {
   static constexpr size_t kNoState = ~size_t{0};
   size_t state = kNoState;  // the plan's state the buffer holds; kNoState before an epoch's first step
   SparseAdagrad entity_optimizer;
+  uint64_t trained_epoch = 0;  // the last epoch trained whole (or restored): the files' epoch
 };
 
 EmbeddingPartitions::Shape disk_shape(const KgReplica& r) {
-  EmbeddingPartitions::Shape shape;
-  shape.num_entities = r.triples->num_entities();
-  shape.num_partitions = r.job.link.embedding_partitions;
-  shape.dim = r.job.link.dim;
-  return shape;
+  return buffer_table_shape(r.triples->num_entities(), r.job.link.embedding_partitions, r.job.link.dim);
+}
+
+// The buffer's budget in the table's (logical) partitions: c physical ones.
+int logical_capacity(const KgReplica& r) {
+  return r.job.link.embedding_buffer * (r.disk->num_partitions() / r.job.link.embedding_partitions);
 }
 
 std::string embedding_dir(const JobConfig& job) {
   return job.link.embedding_dir.empty() ? job.output + "/embeddings" : job.link.embedding_dir;
 }
+
+// The table as of the job's last checkpoint (EmbeddingPartitions::snapshot), and its tag.
+std::string snapshot_dir(const JobConfig& job) { return embedding_dir(job) + "/checkpoint"; }
+std::string snapshot_tag(uint64_t epoch) { return "epoch " + std::to_string(epoch); }
 
 // Creates the disk table with its initial values, and the buffer over it.
 void open_disk_table(KgReplica& r) {
@@ -82,16 +88,17 @@ void open_disk_table(KgReplica& r) {
   r.table_id = table_ids(*r.triples, r.job.seed);
   r.disk = std::make_unique<EmbeddingPartitions>(EmbeddingPartitions::create(
       embedding_dir(r.job), shape, r.job.seed, r.job.link.init_std, 0.0, original_ids_of_rows(*r.triples, r.table_id)));
-  r.partitions = std::make_unique<PartitionBuffer>(*r.disk, r.job.link.embedding_buffer, kStepDeadline);
+  r.partitions = std::make_unique<PartitionBuffer>(*r.disk, logical_capacity(r), kStepDeadline);
   r.entity_optimizer.learning_rate = r.job.learning_rate;
   r.entity_optimizer.validate();
   const std::vector<int64_t> sizes = bucket_sizes(*r.triples, r.table_id, shape);
   const auto [smallest, largest] = std::minmax_element(sizes.begin(), sizes.end());
-  spdlog::info("trainer {}: entity embeddings on disk in {}: {} partitions of ~{} rows ({:.1f} MiB each with their "
-               "accumulators), a buffer of {}; edge buckets of {} to {} triples",
-               r.index, r.disk->dir(), shape.num_partitions, shape.num_entities / shape.num_partitions,
-               static_cast<double>(r.disk->payload_bytes(0)) / (1 << 20), r.job.link.embedding_buffer, *smallest,
-               *largest);
+  spdlog::info("trainer {}: entity embeddings on disk in {}: {} partitions, regrouped every epoch from {} logical "
+               "ones of ~{} rows ({:.1f} MiB each with their accumulators), a buffer of {} ({} logical); logical edge "
+               "buckets of {} to {} triples",
+               r.index, r.disk->dir(), r.job.link.embedding_partitions, shape.num_partitions,
+               shape.num_entities / shape.num_partitions, static_cast<double>(r.disk->payload_bytes(0)) / (1 << 20),
+               r.job.link.embedding_buffer, logical_capacity(r), *smallest, *largest);
 }
 
 // Walks the buffer to the state that trains `step` of the epoch's plan, and starts reading
@@ -99,14 +106,17 @@ void open_disk_table(KgReplica& r) {
 void enter_state_of(KgReplica& r, int64_t step) {
   const size_t k = r.plan.state_of_step(step);
   if (k == r.state) return;
-  r.partitions->enter(r.plan.order.states[k]);
+  r.partitions->enter(r.plan.resident[k]);
   r.state = k;
   ++r.states_entered;
   r.state_edges = r.plan.edges[k];
   std::sort(r.state_edges.begin(), r.state_edges.end());
-  if (r.job.link.embedding_prefetch && k + 1 < r.plan.order.states.size()) {
-    for (int next : r.plan.order.states[k + 1]) {
-      if (!r.partitions->resident(next)) r.partitions->prefetch(next);
+  if (r.job.link.embedding_prefetch && k + 1 < r.plan.resident.size()) {
+    for (int next : r.plan.resident[k + 1]) {
+      if (!r.partitions->resident(next)) {
+        r.partitions->prefetch(next);
+        break;
+      }
     }
   }
 }
@@ -220,6 +230,28 @@ at::Tensor read_rows(KgReplica& r, const std::vector<int64_t>& ids) {
   return rows;
 }
 
+// [p, k]: log of the rate at which the buffer draws each positive's chunk negatives against
+// the in-memory job (BucketEpoch::log_rate).
+at::Tensor negative_log_rates(const KgReplica& r, const std::vector<int64_t>& heads, const std::vector<int64_t>& tails,
+                              const std::vector<int64_t>& negatives, const std::vector<int64_t>& chunk_of) {
+  const int64_t p = static_cast<int64_t>(heads.size());
+  const int64_t k = r.negatives.k;
+  const int groups = r.job.link.embedding_partitions;
+  auto physical = [&](int64_t id) {
+    return r.plan.group_of[static_cast<size_t>(r.disk->partition_of(r.table_id[static_cast<size_t>(id)]))];
+  };
+  std::vector<int> negative_group(negatives.size());
+  for (size_t j = 0; j < negatives.size(); ++j) negative_group[j] = physical(negatives[j]);
+  at::Tensor out = torch::empty({p, k}, torch::kFloat);
+  float* o = out.data_ptr<float>();
+  for (int64_t i = 0; i < p; ++i) {
+    const double* row = r.plan.log_rate.data() + (static_cast<size_t>(physical(heads[i])) * groups + physical(tails[i])) * groups;
+    const int* g = negative_group.data() + chunk_of[i] * k;
+    for (int64_t j = 0; j < k; ++j) o[i * k + j] = static_cast<float>(row[g[j]]);
+  }
+  return out;
+}
+
 // One optimiser step of every replica; returns {loss sum, positives} over all replicas.
 std::array<double, 2> train_step(KgReplica& r, uint64_t epoch, int64_t step) {
   const JobConfig& job = r.job;
@@ -320,8 +352,15 @@ std::array<double, 2> train_step(KgReplica& r, uint64_t epoch, int64_t step) {
       q_head = kg_query(r.decoder, KgSide::kHead, t, rel);
       positive_head = positive;
     }
-    loss_sum = kg_loss_sum(r.loss, positive, negative_scores(q_tail), keep_tail, job.link.margin) +
-               kg_loss_sum(r.loss, positive_head, negative_scores(q_head), keep_head, job.link.margin);
+    at::Tensor tail_scores = negative_scores(q_tail), head_scores = negative_scores(q_head);
+    if (r.disk && r.loss == KgLoss::kSoftmax && !r.plan.log_rate.empty()) {
+      // The buffer's negatives at their in-memory weight (training/bucket_epoch.h).
+      const at::Tensor correction = negative_log_rates(r, heads, tails, negatives, group_of);
+      tail_scores = tail_scores - correction;
+      head_scores = head_scores - correction;
+    }
+    loss_sum = kg_loss_sum(r.loss, positive, tail_scores, keep_tail, job.link.margin) +
+               kg_loss_sum(r.loss, positive_head, head_scores, keep_head, job.link.margin);
     if (r.regularizer != KgRegularizer::kNone && job.link.regularization > 0) {
       at::Tensor reg = kg_regularizer_sum(r.regularizer, h) + kg_regularizer_sum(r.regularizer, t) +
                        kg_regularizer_sum(r.regularizer, rel);
@@ -455,6 +494,13 @@ std::vector<char> save_state(KgReplica& r) {
   torch::serialize::OutputArchive optimizer;
   r.optimizer->save(optimizer);
   archive.write("optimizer", optimizer);
+  if (r.disk) {
+    // The table on disk is the rest of the state: the epoch's end left it flushed into its
+    // files, which the snapshot keeps as they are now.
+    if (r.partitions->resident_count() != 0) throw Error("saving the state in the middle of an epoch's walk");
+    r.disk->snapshot(snapshot_dir(r.job), snapshot_tag(r.trained_epoch));
+    archive.write("table_epoch", torch::tensor(static_cast<int64_t>(r.trained_epoch)));
+  }
   archive.save_to(stream);
   const std::string bytes = stream.str();
   return std::vector<char>(bytes.begin(), bytes.end());
@@ -481,6 +527,18 @@ void load_state(KgReplica& r, const std::vector<char>& bytes) {
   torch::serialize::InputArchive optimizer;
   archive.read("optimizer", optimizer);
   r.optimizer->load(optimizer);
+  if (r.disk) {
+    at::Tensor table_epoch;
+    if (!archive.try_read("table_epoch", table_epoch) || table_epoch.numel() != 1) {
+      throw Error("the checkpoint holds no embedding table on disk (embeddings.storage changed?)");
+    }
+    const uint64_t epoch = static_cast<uint64_t>(table_epoch.item<int64_t>());
+    r.partitions.reset();  // it reads the table being replaced
+    r.disk = std::make_unique<EmbeddingPartitions>(
+        EmbeddingPartitions::restore(snapshot_dir(r.job), snapshot_tag(epoch), embedding_dir(r.job), disk_shape(r)));
+    r.partitions = std::make_unique<PartitionBuffer>(*r.disk, logical_capacity(r), kStepDeadline);
+    r.trained_epoch = epoch;
+  }
 }
 
 kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::shared_ptr<KgReplica> r) {
@@ -505,8 +563,8 @@ kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::
         try {
           if (!r->allreduce) throw Error("not set up");
           if (r->disk) {
-            r->plan = plan_bucket_epoch(*r->triples, r->table_id, r->disk->shape(), r->job.link.embedding_buffer,
-                                        r->job.seed, epoch, r->job.batch_size);
+            r->plan = plan_bucket_epoch(*r->triples, r->table_id, r->disk->shape(), r->job.link.embedding_partitions,
+                                        r->job.link.embedding_buffer, r->job.seed, epoch, r->job.batch_size);
             r->state = KgReplica::kNoState;
             r->states_entered = 0;
             if (steps > r->plan.steps) {
@@ -526,11 +584,12 @@ kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::
             // The files hold the epoch's table: evaluation and checkpoints read them.
             r->partitions->flush();
             r->state = KgReplica::kNoState;
+            r->trained_epoch = epoch;
             const PartitionBuffer::Stats& after = r->partitions->stats();
-            spdlog::info("trainer {}: epoch {}: {} of the walk's {} swaps (lower bound {}), {} partitions read ({} "
+            spdlog::info("trainer {}: epoch {}: {} of the walk's {} swaps (lower bound {}), {} logical partitions read ({} "
                          "prefetched), {} written, {:.2f} s waiting for reads, at most {} of {} resident",
                          r->index, epoch, std::max<int64_t>(r->states_entered - 1, 0), r->plan.order.swaps(),
-                         swap_lower_bound(r->disk->num_partitions(), r->job.link.embedding_buffer),
+                         swap_lower_bound(r->job.link.embedding_partitions, r->job.link.embedding_buffer),
                          after.reads - before.reads, after.prefetched - before.prefetched, after.writes - before.writes,
                          after.wait_seconds - before.wait_seconds, after.peak_resident, r->partitions->capacity());
           }

@@ -399,9 +399,6 @@ JobReport LinkDriver::run() {
   check_placement(options_, job_.num_partitions, runtime_.num_nodes());
   // The key its nodes list its actors under: how a head matches them to the job.
   if (options_.on_owner) options_.on_owner(runtime::owner_key(caf::actor_cast<caf::actor_addr>(self_)));
-  if (job_.link.on_disk() && options_.resume) {
-    throw UsageError("cannot resume a job with embeddings.storage: disk (its table is not checkpointed yet)");
-  }
   spawn_actors();
   const int done_epochs = resume_point();
   int64_t full_steps = (folder_.meta().num_edges + job_.batch_size - 1) / job_.batch_size;
@@ -412,16 +409,15 @@ JobReport LinkDriver::run() {
   EmbeddingPartitions::Shape shape;
   auto steps_of_epoch = [&](int epoch) {
     int64_t n = full_steps;
-    if (triples) n = plan_bucket_epoch(*triples, table_id, shape, job_.link.embedding_buffer, job_.seed,
-                                       static_cast<uint64_t>(epoch), job_.batch_size).steps;
+    if (triples) n = plan_bucket_epoch(*triples, table_id, shape, job_.link.embedding_partitions,
+                                       job_.link.embedding_buffer, job_.seed, static_cast<uint64_t>(epoch),
+                                       job_.batch_size).steps;
     return options_.max_steps > 0 ? std::min(options_.max_steps, n) : n;
   };
   if (job_.link.on_disk()) {
     triples = std::make_unique<KgTriples>(folder_);
     table_id = table_ids(*triples, job_.seed);
-    shape.num_entities = triples->num_entities();
-    shape.num_partitions = job_.link.embedding_partitions;
-    shape.dim = job_.link.dim;
+    shape = buffer_table_shape(triples->num_entities(), job_.link.embedding_partitions, job_.link.dim);
     full_steps = steps_of_epoch(done_epochs + 1);
   }
   const int64_t steps = options_.max_steps > 0 ? std::min(options_.max_steps, full_steps) : full_steps;

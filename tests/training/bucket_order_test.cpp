@@ -64,17 +64,6 @@ TEST(BucketOrderTest, EveryBucketOnceOneSwapAtATimeNeverBelowTheBound) {
   }
 }
 
-TEST(BucketOrderTest, RelabellingKeepsTheSwapsAndRenamesTheBuckets) {
-  const BucketOrder order = beta_order(6, 3);
-  const BucketOrder renamed = relabel(order, {5, 3, 1, 0, 2, 4});
-  EXPECT_EQ(renamed.swaps(), order.swaps());
-  EXPECT_EQ(renamed.states[0], (std::vector<int>{5, 3, 1}));
-  std::set<std::pair<int, int>> all;
-  for (const auto& buckets : renamed.buckets) all.insert(buckets.begin(), buckets.end());
-  EXPECT_EQ(all.size(), 36u);
-  EXPECT_THROW(relabel(order, {0, 1}), Error);
-}
-
 TEST(BucketOrderTest, ImpossibleShapesAreNamed) {
   auto message = [](int p, int c) {
     try {
