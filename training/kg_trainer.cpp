@@ -189,19 +189,6 @@ std::unique_ptr<KgReplica> make_replica(const runtime::Settings& settings) {
   return r;
 }
 
-at::Tensor ids_tensor(const std::vector<int64_t>& ids) {
-  return torch::from_blob(const_cast<int64_t*>(ids.data()), {static_cast<int64_t>(ids.size())}, torch::kLong).clone();
-}
-
-// Positions of `values` in the sorted unique `ids`.
-at::Tensor positions_in(const std::vector<int64_t>& ids, const std::vector<int64_t>& values) {
-  std::vector<int64_t> out(values.size());
-  for (size_t i = 0; i < values.size(); ++i) {
-    out[i] = std::lower_bound(ids.begin(), ids.end(), values[i]) - ids.begin();
-  }
-  return ids_tensor(out);
-}
-
 std::vector<int64_t> sorted_unique(std::vector<int64_t> ids) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
@@ -366,11 +353,7 @@ std::vector<double> evaluate(KgReplica& r, const std::string& split) {
   const TripleList held = kg.held_out(split, r.part);
   const auto [first, last] = job.share_of_trainer(r.index, held.size());
   TripleList mine;
-  for (int64_t i = first; i < last; ++i) {
-    mine.head.push_back(held.head[i]);
-    mine.tail.push_back(held.tail[i]);
-    mine.relation.push_back(held.relation[i]);
-  }
+  for (int64_t i = first; i < last; ++i) mine.add(held, i);
   TripleRanking how;
   how.decoder = r.decoder;
   how.relations = r.relations;

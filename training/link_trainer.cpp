@@ -136,10 +136,7 @@ TripleList canonical_held_out(const KgTriples& triples, const std::string& split
     const TripleList part = triples.held_out(split, p);
     for (int64_t i = 0; i < part.size(); ++i) {
       if (target >= 0 && part.relation[i] != target) continue;
-      all.head.push_back(part.head[i]);
-      all.tail.push_back(part.tail[i]);
-      all.relation.push_back(part.relation[i]);
-      if (!part.value.empty()) all.value.push_back(part.value[i]);
+      all.add(part, i);
     }
   }
   std::vector<size_t> order(all.head.size());
@@ -149,12 +146,7 @@ TripleList canonical_held_out(const KgTriples& triples, const std::string& split
            std::make_tuple(original_of[all.head[b]], original_of[all.tail[b]], all.relation[b]);
   });
   TripleList sorted;
-  for (size_t i : order) {
-    sorted.head.push_back(all.head[i]);
-    sorted.tail.push_back(all.tail[i]);
-    sorted.relation.push_back(all.relation[i]);
-    if (!all.value.empty()) sorted.value.push_back(all.value[i]);
-  }
+  for (size_t i : order) sorted.add(all, static_cast<int64_t>(i));
   return sorted;
 }
 
@@ -514,10 +506,7 @@ std::vector<char> rank_against_all(LinkReplica& r, const std::string& split) {
   const TripleList& edges = r.held_out.at(split);
   TripleList mine;
   for (int64_t i = 0; i < edges.size(); ++i) {
-    if (r.book.owner(edges.tail[i]) != r.part || i % r.shares != r.share) continue;
-    mine.head.push_back(edges.head[i]);
-    mine.tail.push_back(edges.tail[i]);
-    mine.relation.push_back(edges.relation[i]);
+    if (r.book.owner(edges.tail[i]) == r.part && i % r.shares == r.share) mine.add(edges, i);
   }
   TripleRanking how;
   how.decoder = r.decoder;

@@ -9,8 +9,6 @@
 
 namespace partita {
 
-namespace {
-
 at::Tensor ids_tensor(const std::vector<int64_t>& ids) {
   return torch::from_blob(const_cast<int64_t*>(ids.data()), {static_cast<int64_t>(ids.size())}, torch::kLong).clone();
 }
@@ -23,8 +21,6 @@ at::Tensor positions_in(const std::vector<int64_t>& ids, const std::vector<int64
   }
   return ids_tensor(out);
 }
-
-}  // namespace
 
 std::vector<double> rank_triples(const KgTriples& kg, const TripleList& triples, const TripleRanking& how,
                                  const EntityRows& table, const PartitionBook& book, const std::vector<int64_t>& sampled) {

@@ -45,6 +45,11 @@ struct TripleRanking {
   int64_t block = 4096;        // candidates per streamed block
 };
 
+// `ids` as a tensor (int64), and the positions of `values` in the sorted, unique `ids`:
+// how rows read for `ids` are picked for `values` (index_select).
+at::Tensor ids_tensor(const std::vector<int64_t>& ids);
+at::Tensor positions_in(const std::vector<int64_t>& ids, const std::vector<int64_t>& values);
+
 // The kRankingSums sums (training/link_metrics.h) of ranking `triples` both ways against
 // every entity of `book` (empty `sampled`), or against the entities `sampled` (sorted,
 // unique global ids) shared by every query. Throws Error from the reads.

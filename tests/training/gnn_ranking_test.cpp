@@ -259,5 +259,16 @@ TEST_F(GnnRankingTest, CombinationsThatCannotRankAgainstEveryEntityAreNamed) {
       "eval.negatives: 'all' ranks each held-out edge against every entity, and train.loss: mse predicts edge values");
 }
 
+// The example job (BENCHMARKS.md's R-GCN run) is a valid job for the shared data.
+TEST(GnnRankingExampleTest, TheFb15k237RgcnExampleLoads) {
+  const JobConfig j = load_job(std::string(PARTITA_TEST_CORPUS) + "/../../examples/fb15k237_rgcn.yaml");
+  EXPECT_TRUE(j.link_gnn());
+  EXPECT_EQ(j.model, "rgcn");
+  EXPECT_EQ(j.link.decoder, "distmult");
+  EXPECT_EQ(j.link.eval_negatives, 0);
+  EXPECT_EQ(fs::path(j.dataset).filename(), "fb15k-237");
+  EXPECT_EQ(j.num_partitions, 2);
+}
+
 }  // namespace
 }  // namespace partita
