@@ -20,6 +20,7 @@
 #include "actors/sampler_client.h"
 #include "base/error.h"
 #include "base/random.h"
+#include "base/stopwatch.h"
 #include "models/batch_tensors.h"
 #include "models/gnn_model.h"
 #include "models/keyed_dropout.h"
@@ -452,6 +453,7 @@ std::array<double, 3> train_step(LinkReplica& r, uint64_t epoch, int64_t s) {
 // every trainer has written (an allreduce of the counts, which must cover every entity).
 void encode_entities(LinkReplica& r) {
   if (r.encoded_version == r.weights_version) return;
+  Stopwatch watch;
   const int64_t n = r.triples->num_entities(), b = r.job.eval_batch_size;
   EpochPlan plan;
   plan.job_seed = r.job.seed;
@@ -496,6 +498,7 @@ void encode_entities(LinkReplica& r) {
                 " entities");
   }
   r.encoded_version = r.weights_version;
+  spdlog::info("trainer {}: encoded {} of the {} entities in {:.1f} s", r.index, plan.order.size(), n, watch.seconds());
 }
 
 // eval.negatives: all: this trainer's share of the split's held-out edges (as
