@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -139,6 +140,25 @@ void EmbeddingShard::push(int trainer, Span<const int64_t> ids, Span<const float
   pending_grads_[trainer].assign(grads.begin(), grads.end());
   ++pushed_[trainer];
   if (std::all_of(pushed_.begin(), pushed_.end(), [&](uint64_t p) { return p == applied_ + 1; })) apply_pending();
+}
+
+void EmbeddingShard::write(Span<const int64_t> ids, Span<const float> values) {
+  if (values.size() != ids.size() * static_cast<size_t>(config_.dim)) {
+    throw Error(shard_name(config_.part) + ": " + std::to_string(values.size()) + " values for " +
+                std::to_string(ids.size()) + " rows of " + std::to_string(config_.dim));
+  }
+  std::unordered_set<int64_t> seen;
+  for (int64_t id : ids) {
+    row_of(id);
+    if (!seen.insert(id).second) throw Error(shard_name(config_.part) + ": entity " + std::to_string(id) + " written twice");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  check_running();
+  if (!settled()) throw Error(shard_name(config_.part) + ": rows written while a step is pending");
+  const size_t bytes = static_cast<size_t>(config_.dim) * sizeof(float);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::memcpy(table_.data() + row_of(ids[i]) * config_.dim, values.data() + i * config_.dim, bytes);
+  }
 }
 
 void EmbeddingShard::apply_pending() {
@@ -315,11 +335,16 @@ void answer(EmbeddingShard& shard, Span<const char> request, runtime::ChannelRep
         shard.read_range(head.first, head.first + head.count, reinterpret_cast<float*>(reply.storage.data()),
                          kSessionDeadline);
         break;
-      case shard_wire::Op::kPush: {
+      case shard_wire::Op::kPush:
+      case shard_wire::Op::kWrite: {
         take_ids();
-        if (rest != n * sizeof(int64_t) + n * dim * sizeof(float)) throw Error("a push request of the wrong length");
-        const float* grads = reinterpret_cast<const float*>(data + n * sizeof(int64_t));
-        shard.push(head.trainer, Span<const int64_t>(ids), Span<const float>(grads, n * dim));
+        if (rest != n * sizeof(int64_t) + n * dim * sizeof(float)) throw Error("a push or write request of the wrong length");
+        const Span<const float> rows(reinterpret_cast<const float*>(data + n * sizeof(int64_t)), n * dim);
+        if (head.op == shard_wire::Op::kPush) {
+          shard.push(head.trainer, Span<const int64_t>(ids), rows);
+        } else {
+          shard.write(Span<const int64_t>(ids), rows);
+        }
         break;
       }
       default: throw Error("unknown operation " + std::to_string(static_cast<uint32_t>(head.op)));
@@ -397,6 +422,12 @@ embedding_shard_actor::behavior_type shard_behavior(embedding_shard_actor::state
 }
 
 }  // namespace
+
+std::string new_shard_run_key(const std::string& output, uint64_t seed) {
+  static std::atomic<uint64_t> counter{0};
+  const uint64_t now = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return std::to_string(mix64(now, counter++, seed)) + "@" + output;
+}
 
 std::shared_ptr<EmbeddingShard> find_local_shard(const std::string& run_key, int part) {
   std::lock_guard<std::mutex> lock(registry_mutex);

@@ -69,6 +69,11 @@ class EmbeddingShard {
   // naming the problem (an id not owned, a duplicate, a trainer pushing twice) before
   // changing anything.
   void push(int trainer, Span<const int64_t> ids, Span<const float> grads);
+  // Overwrites the rows of `ids` (owned, unique) with values[i * dim, ...): for a table that
+  // is computed, not learnt (a GNN encoder's output per entity, written by the trainers
+  // before ranking against every entity: training/link_trainer.h). Throws Error naming the
+  // shard for an id it does not own, a duplicate, or a step pending, before changing anything.
+  void write(Span<const int64_t> ids, Span<const float> values);
 
   // The table, its optimiser state and the optimiser's step count, once no step is
   // pending: for checkpoints. load() checks the bytes (envelope, checksum, this shard's ids,
@@ -105,6 +110,10 @@ class EmbeddingShard {
 // (seed, original id), into out[0, dim). Every storage of the table starts from these.
 void initial_embedding_row(uint64_t seed, double init_std, int64_t original_id, int64_t dim, float* out);
 
+// A key no other run in any process shares (from the job's output folder, its seed, the
+// clock and a counter): the trainers of a run find the shards in their own process by it.
+std::string new_shard_run_key(const std::string& output, uint64_t seed);
+
 // A shard in this process, by the job's run key and part; null when there is none here
 // (the shard is in another process). Registered for as long as its actor lives.
 std::shared_ptr<EmbeddingShard> find_local_shard(const std::string& run_key, int part);
@@ -128,14 +137,15 @@ void register_embedding_shard_type(runtime::ActorTypeRegistry& registry);
 
 // The request frames of a shard's channel.
 namespace shard_wire {
-enum class Op : uint32_t { kRead = 1, kReadRange = 2, kPush = 3 };
+enum class Op : uint32_t { kRead = 1, kReadRange = 2, kPush = 3, kWrite = 4 };
 struct RequestHead {
   Op op;
   int32_t trainer;
   int64_t count;  // ids (read, push) or rows (range)
   int64_t first;  // range: the first global id
 };
-// read: head, ids (int64 x count); range: head; push: head, ids, grads (float x count x dim).
+// read: head, ids (int64 x count); range: head; push: head, ids, grads (float x count x dim);
+// write: head, ids, rows (float x count x dim).
 // The reply's head is a uint32 status (0: ok; otherwise followed by the error's text); an
 // ok read's body is the rows (float x count x dim).
 }  // namespace shard_wire

@@ -383,9 +383,9 @@ void read_eval(Section s, JobConfig& job) {
   if (s.has("negatives")) {
     YAML::Node n = s.get("negatives");
     if (n.IsScalar() && n.Scalar() == "all") {
-      if (job.link_gnn()) {
-        s.fail(s.field("negatives"), "'all' ranks against every entity, which a GNN encoder does not do (every "
-                                     "node's subgraph would be sampled); give a count of sampled negatives");
+      if (!job.link.target_edge.empty()) {
+        s.fail(s.field("negatives"), "'all' ranks against every node of the graph, and model.target_edge's "
+                                     "destinations are of one type: give a count of sampled negatives");
       }
       job.link.eval_negatives = 0;
     } else {
@@ -521,6 +521,10 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
                                    "train.trainers_per_partition: 1 (the job has " +
                                        std::to_string(job.num_partitions) + " and " +
                                        std::to_string(job.trainers_per_partition) + ")");
+  }
+  if (job.link.regression() && job.link.eval_negatives == 0) {
+    top.fail("eval.negatives", "'all' ranks each held-out edge against every entity, and train.loss: mse predicts "
+                               "edge values, with nothing to rank: leave eval.negatives out");
   }
   if (job.holdout_by_time && !job.temporal()) {
     top.fail("data.holdout.by", "time holds out the latest links, for jobs with sampling.temporal");

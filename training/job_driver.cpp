@@ -28,6 +28,7 @@
 #include "runtime/address.h"
 #include "runtime/collective/allreduce_group.h"
 #include "runtime/errors.h"
+#include "training/embedding_shard.h"
 #include "training/link_driver.h"
 #include "training/link_metrics.h"
 #include "training/rating_metrics.h"
@@ -123,6 +124,9 @@ struct JobActors {
   // messages the driver sends are those the two have in common, and link eval.
   std::vector<caf::actor> trainers;
   std::vector<int64_t> train_seeds;  // per trainer (node classification)
+  // Link prediction ranking against every entity (eval.negatives: all): an embedding shard
+  // per partition holding its entities' encodings (training/link_trainer.h).
+  std::vector<caf::actor> encodings;
 };
 
 class Driver {
@@ -137,6 +141,7 @@ class Driver {
     for (const auto& a : actors_.trainers) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (const auto& a : actors_.samplers) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (const auto& a : actors_.partitions) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    for (const auto& a : actors_.encodings) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   }
   Driver(const Driver&) = delete;
   Driver& operator=(const Driver&) = delete;
@@ -186,6 +191,11 @@ class Driver {
   // every trainer ("valid" or "test").
   // The trainers' rows for `split`'s held-out edges (training/link_trainer.h), in trainer order.
   std::vector<float> evaluate_links(const std::string& split);
+  // eval.negatives: all: filtered and raw MRR and Hits@k of every trainer's ranking of its
+  // share of `split` against every entity (training/link_metrics.h ranking_metrics).
+  std::vector<std::pair<std::string, double>> rank_links(const std::string& split);
+  // eval.negatives: all: spawns the encodings' shards and hands them to the trainers.
+  void spawn_encoding_tables();
   // One evaluation reply from each trainer, each handed to `on_reply` (a handler of the
   // reply's types); an error reply, a lost actor or no reply within progress_deadline ends
   // the job, naming it. Blocking receive leaves other messages in the mailbox, so every
@@ -298,6 +308,12 @@ std::string Driver::describe_actor(const caf::actor_addr& actor) const {
   for (size_t r = 0; r < actors_.allreduce.size(); ++r) {
     if (actors_.allreduce[r].address() == actor) return "allreduce member " + std::to_string(r);
   }
+  for (size_t p = 0; p < actors_.encodings.size(); ++p) {
+    if (actors_.encodings[p].address() == actor) {
+      return "the encoding table of partition " + std::to_string(p) + " (on " +
+             runtime_.node_name(node_of_partition(static_cast<int>(p))) + ")";
+    }
+  }
   const int node = runtime_.node_of(actor);
   return node >= 0 ? "an actor on " + runtime_.node_name(node) : "an unknown actor";
 }
@@ -355,10 +371,39 @@ void Driver::spawn_actors() {
         .receive([](bool) {}, [&](caf::error& e) { failed = e; });
     if (failed) throw Error(describe_trainer(t) + ": set-up failed: " + runtime::describe(runtime_.system(), *failed));
   }
+  if (job_.link_gnn() && job_.link.eval_negatives == 0) spawn_encoding_tables();
   for (int t = 0; t < num_trainers; ++t) {
     const int part = job_.part_of_trainer(t);
     const auto [begin, end] = job_.share_of_trainer(t, folder_.meta().parts[part].num_train);
     actors_.train_seeds.push_back(end - begin);
+  }
+}
+
+void Driver::spawn_encoding_tables() {
+  const std::string run_key = new_shard_run_key(job_.output, job_.seed);
+  for (int p = 0; p < job_.num_partitions; ++p) {
+    const int node = node_of_partition(p);
+    // A table written, never stepped: its optimiser settings are the shard's defaults.
+    runtime::Settings settings{{"run", run_key},
+                               {"dir", dir_on(node)},
+                               {"part", std::to_string(p)},
+                               {"dim", std::to_string(job_.link.dim)},
+                               {"trainers", std::to_string(job_.num_trainers())},
+                               {"seed", std::to_string(job_.seed)},
+                               {"init_std", "0"},
+                               {"learning_rate", "1"}};
+    if (runtime_.is_distributed()) settings["host"] = runtime::parse_endpoint(runtime_.node_name(node), "daemon").host;
+    actors_.encodings.push_back(spawn(node, "embedding_shard", settings));
+    self_->monitor(actors_.encodings.back());
+  }
+  for (int t = 0; t < job_.num_trainers(); ++t) {
+    std::optional<caf::error> failed;
+    self_->request(actors_.trainers[t], kRequestDeadline, link_table_atom::value, actors_.encodings, run_key)
+        .receive([](bool) {}, [&](caf::error& e) { failed = e; });
+    if (failed) {
+      throw Error(describe_trainer(t) + ": set-up of the encoding tables failed: " +
+                  runtime::describe(runtime_.system(), *failed));
+    }
   }
 }
 
@@ -619,6 +664,22 @@ std::vector<float> Driver::evaluate_links(const std::string& split) {
   return rows;
 }
 
+std::vector<std::pair<std::string, double>> Driver::rank_links(const std::string& split) {
+  Stopwatch watch;
+  for (const auto& trainer : actors_.trainers) self_->send(trainer, link_eval_atom::value, split);
+  std::vector<double> sums(kRankingSums, 0.0);
+  std::optional<Error> bad;
+  receive_evaluations(split, [&](std::vector<char>& bytes) {
+    try {
+      add_ranking_sums(Span<const char>(bytes.data(), bytes.size()), sums);
+    } catch (const Error& e) {
+      bad = e;
+    }
+  });
+  if (bad) fail(*bad);
+  return ranking_metrics(sums, split, watch.seconds());
+}
+
 void Driver::check_link_job() const {
   const PartitionMeta& meta = folder_.meta();
   const int32_t target = check_link_encoder_fits(job_, meta, folder_.dir());
@@ -779,6 +840,15 @@ JobReport Driver::run() {
                    "(predicting the training mean: {:.4f}, each destination's training mean: {:.4f})",
                    epoch, job_.epochs, m.seconds, m.batches_per_second, m.train_loss, valid.rmse, test.rmse,
                    test.rmse_global_mean, test.rmse_destination_mean);
+    } else if (options_.evaluate && job_.link_gnn() && job_.link.eval_negatives == 0) {
+      for (const std::string split : {"valid", "test"}) {
+        for (auto& metric : rank_links(split)) m.ranking.push_back(std::move(metric));
+      }
+      spdlog::info("epoch {}/{}: {:.1f}s, {:.2f} batches/s, train loss {:.4f}; valid MRR {:.4f}; test MRR {:.4f}, "
+                   "hits@1 {:.4f}, hits@10 {:.4f} (filtered, against all entities; raw MRR {:.4f}); ranking {:.1f}s",
+                   epoch, job_.epochs, m.seconds, m.batches_per_second, m.train_loss, m.ranking_metric("valid.mrr"),
+                   m.ranking_metric("test.mrr"), m.ranking_metric("test.hits@1"), m.ranking_metric("test.hits@10"),
+                   m.ranking_metric("test.raw_mrr"), m.ranking_metric("test.seconds"));
     } else if (options_.evaluate && job_.link_gnn()) {
       const LinkMetrics valid = link_metrics(evaluate_links("valid"), job_.link.eval_negatives),
                         test = link_metrics(evaluate_links("test"), job_.link.eval_negatives);

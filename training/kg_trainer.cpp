@@ -14,7 +14,6 @@
 #include "graph/epoch_plan.h"
 #include "models/kg_decoder.h"
 #include "models/kg_loss.h"
-#include "models/kg_ranking.h"
 #include "models/parameters.h"
 #include "models/torch_runtime.h"
 #include "partitioner/partition_format.h"
@@ -26,6 +25,7 @@
 #include "training/kg_triples.h"
 #include "training/partition_buffer.h"
 #include "training/sharded_embedding.h"
+#include "training/triple_ranking.h"
 
 namespace partita {
 
@@ -197,19 +197,6 @@ std::unique_ptr<KgReplica> make_replica(const runtime::Settings& settings) {
                                                            torch::optim::AdagradOptions(r->job.learning_rate).eps(1e-10));
   }
   return r;
-}
-
-at::Tensor ids_tensor(const std::vector<int64_t>& ids) {
-  return torch::from_blob(const_cast<int64_t*>(ids.data()), {static_cast<int64_t>(ids.size())}, torch::kLong).clone();
-}
-
-// Positions of `values` in the sorted unique `ids`.
-at::Tensor positions_in(const std::vector<int64_t>& ids, const std::vector<int64_t>& values) {
-  std::vector<int64_t> out(values.size());
-  for (size_t i = 0; i < values.size(); ++i) {
-    out[i] = std::lower_bound(ids.begin(), ids.end(), values[i]) - ids.begin();
-  }
-  return ids_tensor(out);
 }
 
 std::vector<int64_t> sorted_unique(std::vector<int64_t> ids) {
@@ -400,89 +387,46 @@ std::array<double, 2> train_step(KgReplica& r, uint64_t epoch, int64_t step) {
 }
 
 std::vector<double> evaluate(KgReplica& r, const std::string& split) {
-  torch::NoGradGuard no_grad;
   const JobConfig& job = r.job;
   const KgTriples& kg = *r.triples;
   const TripleList held = kg.held_out(split, r.part);
   const auto [first, last] = job.share_of_trainer(r.index, held.size());
-  const int64_t n = last - first;
-  std::vector<double> out(kRankingSums, 0.0);
-  if (n <= 0) return out;
-  // Queries 0..n-1 predict tails, n..2n-1 heads.
-  std::vector<int64_t> anchors(2 * n), answers(2 * n), rels(2 * n);
-  std::vector<int64_t> offsets{0}, filter;
-  for (int64_t i = 0; i < n; ++i) {
-    anchors[i] = held.head[first + i];
-    answers[i] = held.tail[first + i];
-    anchors[n + i] = held.tail[first + i];
-    answers[n + i] = held.head[first + i];
-    rels[i] = rels[n + i] = held.relation[first + i];
-  }
-  for (int64_t i = 0; i < 2 * n; ++i) {
-    const int32_t rel = static_cast<int32_t>(rels[i]);
-    Span<const int64_t> truth = i < n ? kg.true_tails(anchors[i], rel) : kg.true_heads(rel, anchors[i]);
-    for (int64_t id : truth) {
-      if (id != answers[i]) filter.push_back(id);
-    }
-    offsets.push_back(static_cast<int64_t>(filter.size()));
-  }
-  std::vector<int64_t> both(anchors);
-  both.insert(both.end(), answers.begin(), answers.end());
-  const std::vector<int64_t> ids = sorted_unique(std::move(both));
-  const at::Tensor rows = read_rows(r, ids);
-  const at::Tensor anchor = rows.index_select(0, positions_in(ids, anchors));
-  const at::Tensor answer = rows.index_select(0, positions_in(ids, answers));
-  at::Tensor rel_index = ids_tensor(rels);
-  if (job.link.reciprocal) rel_index.narrow(0, n, n).add_(kg.num_relations());
-  const at::Tensor rel = r.relations.detach().index_select(0, rel_index);
-  const KgSide head_side = job.link.reciprocal ? KgSide::kTail : KgSide::kHead;
-  const at::Tensor query = at::cat({kg_query(r.decoder, KgSide::kTail, anchor.narrow(0, 0, n), rel.narrow(0, 0, n)),
-                                    kg_query(r.decoder, head_side, anchor.narrow(0, n, n), rel.narrow(0, n, n))});
-  RankAccumulator ranks(kg_score_pairs(r.decoder, query, answer), answers, offsets, filter);
-  const int64_t query_batch = job.eval_batch_size;
-  auto rank_block = [&](const at::Tensor& block, const std::vector<int64_t>& candidates) {
-    for (int64_t q = 0; q < 2 * n; q += query_batch) {
-      const int64_t count = std::min(query_batch, 2 * n - q);
-      at::Tensor scores = kg_score_groups(r.decoder, query.narrow(0, q, count).unsqueeze(0), block.unsqueeze(0))[0];
-      ranks.add_block(scores, q, Span<const int64_t>(candidates));
+  TripleList mine;
+  for (int64_t i = first; i < last; ++i) mine.add(held, i);
+  TripleRanking how;
+  how.decoder = r.decoder;
+  how.relations = r.relations;
+  how.num_relations = kg.num_relations();
+  how.reciprocal = job.link.reciprocal;
+  how.query_batch = job.eval_batch_size;
+  how.block = job.link.eval_block;
+  EntityRows rows;
+  rows.dim = job.link.dim;
+  rows.read = [&r](const std::vector<int64_t>& ids, float* out) {
+    if (r.disk) {
+      read_disk_rows(r, ids, out);
+    } else {
+      r.table->read(Span<const int64_t>(ids), out);
     }
   };
-  if (job.link.eval_negatives == 0) {
-    // Every entity, streamed from its owner a block at a time.
-    const PartitionBook& book = r.folder->book();
-    std::vector<int64_t> candidates;
-    for (int p = 0; p < book.num_parts(); ++p) {
-      for (int64_t b = book.begin(p); b < book.end(p); b += job.link.eval_block) {
-        const int64_t e = std::min(book.end(p), b + job.link.eval_block);
-        candidates.resize(static_cast<size_t>(e - b));
-        for (int64_t i = b; i < e; ++i) candidates[i - b] = i;
-        at::Tensor block = torch::empty({e - b, job.link.dim}, torch::kFloat);
-        if (r.disk) {
-          read_disk_rows(r, candidates, block.data_ptr<float>());
-        } else {
-          r.table->read_range(p, b, e, block.data_ptr<float>());
-        }
-        rank_block(block, candidates);
-      }
+  rows.read_range = [&r](int part, int64_t begin, int64_t end, float* out) {
+    if (r.disk) {
+      std::vector<int64_t> ids(static_cast<size_t>(end - begin));
+      for (int64_t i = begin; i < end; ++i) ids[i - begin] = i;
+      read_disk_rows(r, ids, out);
+    } else {
+      r.table->read_range(part, begin, end, out);
     }
-  } else {
+  };
+  std::vector<int64_t> sampled;
+  if (job.link.eval_negatives > 0) {
     // K entities drawn once per evaluation (keyed by the job seed), shared by every query.
     Rng rng(mix64(job.seed, 0x6576616cull /* "eval" */));
     std::vector<int64_t> drawn(static_cast<size_t>(std::min(job.link.eval_negatives, kg.num_entities())));
     for (int64_t& id : drawn) id = kg.global_of_original(static_cast<int64_t>(rng.below(kg.num_entities())));
-    const std::vector<int64_t> candidates = sorted_unique(std::move(drawn));
-    rank_block(read_rows(r, candidates), candidates);
+    sampled = sorted_unique(std::move(drawn));
   }
-  const RankSums raw = ranks.raw(), filtered = ranks.filtered();
-  int i = 0;
-  for (const RankSums& s : {raw, filtered}) {
-    out[i++] = s.count;
-    out[i++] = s.reciprocal_rank;
-    out[i++] = s.hits1;
-    out[i++] = s.hits3;
-    out[i++] = s.hits10;
-  }
-  return out;
+  return rank_triples(kg, mine, how, rows, r.folder->book(), sampled);
 }
 
 std::vector<char> save_state(KgReplica& r) {

@@ -24,21 +24,17 @@
 
 #include "actors/protocol.h"
 #include "runtime/host.h"
+#include "training/link_metrics.h"
 
 namespace partita {
 
 using kg_setup_atom = caf::atom_constant<caf::atom("k_setup")>;
 using kg_eval_atom = caf::atom_constant<caf::atom("k_eval")>;
 
-// The ranking sums one trainer returns for a split, in this order: raw count, reciprocal
-// rank, hits@1, @3, @10, then the same filtered (models/kg_ranking.h RankSums); carried as
-// the bytes of kRankingSums doubles (native order: the peers run the same build), since a
-// std::vector<char> is a type CAF ships without registration.
-constexpr size_t kRankingSums = 10;
-
 //   (setup, shard actors by part, its allreduce member, run key) -> true | error
 //   (epoch, epoch, steps, driver): as trainer_actor (train_step with correct = 0)
 //   (eval, "valid" | "test") -> the kRankingSums sums over its share of the split, as bytes
+//       (training/link_metrics.h)
 //   (get state) -> relations and their optimiser; (set state, bytes) -> true | error
 using kg_trainer_actor = caf::typed_actor<
     caf::replies_to<kg_setup_atom, std::vector<caf::actor>, caf::actor, std::string>::with<bool>,

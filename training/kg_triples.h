@@ -35,6 +35,13 @@ struct TripleList {
   // triples, its held-out edges) have no features.
   std::vector<float> value;
   int64_t size() const { return static_cast<int64_t>(head.size()); }
+  // Appends triple i of `from` (with its value, when `from` has values).
+  void add(const TripleList& from, int64_t i) {
+    head.push_back(from.head[i]);
+    tail.push_back(from.tail[i]);
+    relation.push_back(from.relation[i]);
+    if (!from.value.empty()) value.push_back(from.value[i]);
+  }
 };
 
 // How a chunk's negatives are drawn.

@@ -40,19 +40,11 @@ constexpr milliseconds kCancelPoll{100};
 constexpr milliseconds kLostNodeGrace{3000};
 constexpr const char* kCheckpointFile = kCheckpointFileName;
 
-// A key no other run in any process shares: trainers find the shards in their own process
-// by it.
-std::string new_run_key(const JobConfig& job) {
-  static std::atomic<uint64_t> counter{0};
-  const uint64_t now = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  return std::to_string(mix64(now, counter++, job.seed)) + "@" + job.output;
-}
-
 class LinkDriver {
  public:
   LinkDriver(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options)
       : runtime_(runtime), job_(job), options_(options), self_(runtime.system()), folder_(job.partition_dir()),
-        run_key_(new_run_key(job)) {}
+        run_key_(new_shard_run_key(job.output, job.seed)) {}
   ~LinkDriver() {
     for (const auto& a : allreduce_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (const auto& a : trainers_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
@@ -280,14 +272,12 @@ std::vector<std::pair<std::string, double>> LinkDriver::evaluate(const std::stri
   while (replies < trainers_.size() && !failure) {
     self_->receive(
         [&](std::vector<char>& bytes) {
-          if (bytes.size() != kRankingSums * sizeof(double)) {
-            failure = "a trainer returned " + std::to_string(bytes.size()) + " bytes of ranking sums";
-            return;
+          try {
+            add_ranking_sums(Span<const char>(bytes.data(), bytes.size()), sums);
+            ++replies;
+          } catch (const Error& e) {
+            failure = e.what();
           }
-          double s[kRankingSums];
-          std::memcpy(s, bytes.data(), bytes.size());
-          for (size_t i = 0; i < kRankingSums; ++i) sums[i] += s[i];
-          ++replies;
         },
         [&](caf::error& e) {
           failure = describe_actor(caf::actor_cast<caf::actor_addr>(self_->current_sender())) + ": evaluating " + split +
@@ -301,13 +291,7 @@ std::vector<std::pair<std::string, double>> LinkDriver::evaluate(const std::stri
         });
   }
   if (failure) fail(*failure);
-  const double raw = sums[0], filtered = sums[5];
-  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-  return {{split + ".mrr", ratio(sums[6], filtered)},          {split + ".hits@1", ratio(sums[7], filtered)},
-          {split + ".hits@3", ratio(sums[8], filtered)},       {split + ".hits@10", ratio(sums[9], filtered)},
-          {split + ".raw_mrr", ratio(sums[1], raw)},           {split + ".raw_hits@1", ratio(sums[2], raw)},
-          {split + ".raw_hits@3", ratio(sums[3], raw)},        {split + ".raw_hits@10", ratio(sums[4], raw)},
-          {split + ".queries", filtered},                      {split + ".seconds", watch.seconds()}};
+  return ranking_metrics(sums, split, watch.seconds());
 }
 
 std::vector<std::vector<char>> LinkDriver::save_state() {

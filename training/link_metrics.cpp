@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "base/error.h"
 
@@ -69,6 +70,29 @@ LinkMetrics link_metrics(Span<const float> rows, int64_t k) {
   m.hits10 /= p;
   m.loss /= p;
   return m;
+}
+
+void add_ranking_sums(Span<const char> bytes, std::vector<double>& sums) {
+  if (bytes.size() != kRankingSums * sizeof(double)) {
+    throw Error("a trainer returned " + std::to_string(bytes.size()) + " bytes of ranking sums, expected " +
+                std::to_string(kRankingSums * sizeof(double)));
+  }
+  sums.resize(kRankingSums, 0.0);
+  double s[kRankingSums];
+  std::memcpy(s, bytes.data(), bytes.size());
+  for (size_t i = 0; i < kRankingSums; ++i) sums[i] += s[i];
+}
+
+std::vector<std::pair<std::string, double>> ranking_metrics(const std::vector<double>& sums, const std::string& split,
+                                                            double seconds) {
+  if (sums.size() != kRankingSums) throw Error("ranking metrics of " + std::to_string(sums.size()) + " sums");
+  const double raw = sums[0], filtered = sums[5];
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  return {{split + ".mrr", ratio(sums[6], filtered)},    {split + ".hits@1", ratio(sums[7], filtered)},
+          {split + ".hits@3", ratio(sums[8], filtered)}, {split + ".hits@10", ratio(sums[9], filtered)},
+          {split + ".raw_mrr", ratio(sums[1], raw)},     {split + ".raw_hits@1", ratio(sums[2], raw)},
+          {split + ".raw_hits@3", ratio(sums[3], raw)},  {split + ".raw_hits@10", ratio(sums[4], raw)},
+          {split + ".queries", filtered},                {split + ".seconds", seconds}};
 }
 
 }  // namespace partita

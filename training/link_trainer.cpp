@@ -20,6 +20,7 @@
 #include "actors/sampler_client.h"
 #include "base/error.h"
 #include "base/random.h"
+#include "base/stopwatch.h"
 #include "models/batch_tensors.h"
 #include "models/gnn_model.h"
 #include "models/keyed_dropout.h"
@@ -34,6 +35,8 @@
 #include "training/kg_triples.h"
 #include "training/relational_encoder.h"
 #include "training/replica_step.h"
+#include "training/sharded_embedding.h"
+#include "training/triple_ranking.h"
 
 namespace partita {
 
@@ -98,6 +101,12 @@ struct LinkReplica {
   bool regression = false;
   double mean_value = 0;
   std::unordered_map<int64_t, double> destination_mean;
+  // eval.negatives: all: the encoder's output per entity, sharded by owner (set up by the
+  // driver), and which weights it holds: the count of weight changes (steps, restores) when
+  // it was last written, so that valid and test rank against one encoding.
+  std::unique_ptr<ShardedEmbedding> encodings;
+  uint64_t weights_version = 0;
+  uint64_t encoded_version = ~uint64_t{0};
 };
 
 // A chunk's negatives: KgTriples' draw over every node, or, for a target edge type, k draws
@@ -128,10 +137,7 @@ TripleList canonical_held_out(const KgTriples& triples, const std::string& split
     const TripleList part = triples.held_out(split, p);
     for (int64_t i = 0; i < part.size(); ++i) {
       if (target >= 0 && part.relation[i] != target) continue;
-      all.head.push_back(part.head[i]);
-      all.tail.push_back(part.tail[i]);
-      all.relation.push_back(part.relation[i]);
-      if (!part.value.empty()) all.value.push_back(part.value[i]);
+      all.add(part, i);
     }
   }
   std::vector<size_t> order(all.head.size());
@@ -141,12 +147,7 @@ TripleList canonical_held_out(const KgTriples& triples, const std::string& split
            std::make_tuple(original_of[all.head[b]], original_of[all.tail[b]], all.relation[b]);
   });
   TripleList sorted;
-  for (size_t i : order) {
-    sorted.head.push_back(all.head[i]);
-    sorted.tail.push_back(all.tail[i]);
-    sorted.relation.push_back(all.relation[i]);
-    if (!all.value.empty()) sorted.value.push_back(all.value[i]);
-  }
+  for (size_t i : order) sorted.add(all, static_cast<int64_t>(i));
   return sorted;
 }
 
@@ -365,6 +366,19 @@ struct Scores {
   at::Tensor negative;  // [P, k]; undefined without negatives (rating regression)
 };
 
+// The encoder's output for the batch's nodes; `local` the row of each seed, in seed order.
+at::Tensor encode(LinkReplica& r, MiniBatch&& sampled, bool train, uint64_t dropout_key, at::Tensor& local) {
+  local = torch::tensor(sampled.input_local, torch::kLong);
+  if (r.model->config().in_dim == 0 && sampled.feature_dim > 0) {
+    // model.input: learnt: the encoder reads node ids, not the features the sampler gathered.
+    r.sampler->give_back(std::move(sampled.x));
+    sampled.x.clear();
+    sampled.feature_dim = 0;
+  }
+  const GraphBatch batch = to_graph_batch(std::move(sampled), r.sampler->recycler(), r.hetero);
+  return r.model->forward(batch, train, dropout_key);
+}
+
 // Encodes the batch's nodes and scores the step's positives and negatives.
 Scores score(LinkReplica& r, MiniBatch&& sampled, const LinkStep& step, bool train, uint64_t dropout_key) {
   const int64_t p = step.size();
@@ -373,15 +387,8 @@ Scores score(LinkReplica& r, MiniBatch&& sampled, const LinkStep& step, bool tra
     throw Error("the sampler's batch has " + std::to_string(sampled.input_local.size()) + " seeds, the step " +
                 std::to_string(p * (2 + k)));
   }
-  at::Tensor local = torch::tensor(sampled.input_local, torch::kLong);
-  if (r.model->config().in_dim == 0 && sampled.feature_dim > 0) {
-    // model.input: learnt: the encoder reads node ids, not the features the sampler gathered.
-    r.sampler->give_back(std::move(sampled.x));
-    sampled.x.clear();
-    sampled.feature_dim = 0;
-  }
-  const GraphBatch batch = to_graph_batch(std::move(sampled), r.sampler->recycler(), r.hetero);
-  const at::Tensor h = r.model->forward(batch, train, dropout_key);  // [batch's seeds, dim]
+  at::Tensor local;
+  const at::Tensor h = encode(r, std::move(sampled), train, dropout_key, local);
   const at::Tensor src = h.index_select(0, local.slice(0, 0, p));
   const at::Tensor dst = h.index_select(0, local.slice(0, p, 2 * p));
   const at::Tensor neg = h.index_select(0, local.slice(0, 2 * p)).view({p, k, h.size(1)});
@@ -410,6 +417,7 @@ at::Tensor strict_mask(const LinkReplica& r, const LinkStep& step) {
 }
 
 std::array<double, 3> train_step(LinkReplica& r, uint64_t epoch, int64_t s) {
+  ++r.weights_version;
   r.optimizer->zero_grad();
   BatchResult result;
   MiniBatch sampled = r.sampler->next();  // first: it tells the client where buffers go back
@@ -437,7 +445,92 @@ std::array<double, 3> train_step(LinkReplica& r, uint64_t epoch, int64_t s) {
   return allreduce_and_step(*r.model, *r.optimizer, *r.allreduce, r.gradients, result, s);
 }
 
+// Writes the encoder's output for every entity this trainer encodes to its owner's table:
+// the entities of its partition (of those, its share: original id mod shares), in batches
+// cut from all entities in original-id order, batch b keyed alike however the graph is
+// partitioned (with hop-independent draws a node's sampled tree depends on (seed, batch,
+// node) alone), so an entity's encoding is the same on 1 or 2 partitions. Returns once
+// every trainer has written (an allreduce of the counts, which must cover every entity).
+void encode_entities(LinkReplica& r) {
+  if (r.encoded_version == r.weights_version) return;
+  Stopwatch watch;
+  const int64_t n = r.triples->num_entities(), b = r.job.eval_batch_size;
+  EpochPlan plan;
+  plan.job_seed = r.job.seed;
+  plan.epoch = kEvalEpoch - 3;  // valid and test are 1 and 2
+  plan.offsets = {0};
+  for (int64_t first = 0; first < n; first += b) {
+    for (int64_t o = first; o < std::min(n, first + b); ++o) {
+      const int64_t v = r.triples->global_of_original(o);
+      if (r.book.owner(v) == r.part && o % r.shares == r.share) plan.order.push_back(v);
+    }
+    plan.offsets.push_back(static_cast<int64_t>(plan.order.size()));
+  }
+  if (r.job.temporal()) plan.times.assign(plan.order.size(), std::numeric_limits<int64_t>::max());
+  const int64_t batches = r.sampler->start_link_plan(plan);
+  torch::NoGradGuard no_grad;
+  for (int64_t batch = 0; batch < batches; ++batch) {
+    MiniBatch sampled = r.sampler->next();
+    const Span<const int64_t> seeds = plan.batch(batch);
+    if (seeds.empty()) {
+      r.sampler->give_back(std::move(sampled.x));
+      continue;
+    }
+    at::Tensor local;
+    const at::Tensor h = encode(r, std::move(sampled), false, 0, local);
+    if (local.size(0) != static_cast<int64_t>(seeds.size())) {
+      throw Error("the sampler's batch has " + std::to_string(local.size(0)) + " seeds, the plan " +
+                  std::to_string(seeds.size()));
+    }
+    // The table's rows in id order (ids sorted, as the table wants them).
+    std::vector<int64_t> ids(seeds.begin(), seeds.end()), order(ids.size());
+    std::iota(order.begin(), order.end(), int64_t{0});
+    std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return ids[x] < ids[y]; });
+    std::sort(ids.begin(), ids.end());
+    const at::Tensor rows =
+        h.index_select(0, local.index_select(0, torch::tensor(order, torch::kLong))).to(torch::kFloat).contiguous();
+    r.encodings->write(Span<const int64_t>(ids), Span<const float>(rows.data_ptr<float>(), rows.numel()));
+  }
+  float written = static_cast<float>(plan.order.size());
+  r.allreduce->sum(&written, 1);
+  if (static_cast<int64_t>(written) != n) {
+    throw Error("the trainers encoded " + std::to_string(static_cast<int64_t>(written)) + " of " + std::to_string(n) +
+                " entities");
+  }
+  r.encoded_version = r.weights_version;
+  spdlog::info("trainer {}: encoded {} of the {} entities in {:.1f} s", r.index, plan.order.size(), n, watch.seconds());
+}
+
+// eval.negatives: all: this trainer's share of the split's held-out edges (as
+// plan_evaluation takes them), ranked both ways, filtered and raw, against every entity's
+// encoding, read from its owner (training/triple_ranking.h, as encoder: none ranks).
+std::vector<char> rank_against_all(LinkReplica& r, const std::string& split) {
+  encode_entities(r);
+  const TripleList& edges = r.held_out.at(split);
+  TripleList mine;
+  for (int64_t i = 0; i < edges.size(); ++i) {
+    if (r.book.owner(edges.tail[i]) == r.part && i % r.shares == r.share) mine.add(edges, i);
+  }
+  TripleRanking how;
+  how.decoder = r.decoder;
+  how.relations = r.relations;
+  how.num_relations = r.triples->num_relations();
+  how.query_batch = r.job.eval_batch_size;
+  how.block = r.job.link.eval_block;
+  EntityRows rows;
+  rows.dim = r.job.link.dim;
+  rows.read = [&r](const std::vector<int64_t>& ids, float* out) { r.encodings->read(Span<const int64_t>(ids), out); };
+  rows.read_range = [&r](int part, int64_t first, int64_t last, float* out) {
+    r.encodings->read_range(part, first, last, out);
+  };
+  const std::vector<double> sums = rank_triples(*r.triples, mine, how, rows, r.book, {});
+  std::vector<char> bytes(sums.size() * sizeof(double));
+  std::memcpy(bytes.data(), sums.data(), bytes.size());
+  return bytes;
+}
+
 std::vector<char> evaluate(LinkReplica& r, const std::string& split) {
+  if (r.job.link.eval_negatives == 0) return rank_against_all(r, split);
   const EpochPlan plan = plan_evaluation(r, split);
   const int64_t batches = r.sampler->start_link_plan(plan);
   std::vector<float> rows;
@@ -504,12 +597,23 @@ link_trainer_actor::behavior_type link_trainer(link_trainer_actor::pointer self,
           caf::anon_send(driver, train_failed_atom::value, static_cast<int32_t>(r->index), std::string(e.what()));
         }
       },
+      [self, r](link_table_atom, std::vector<caf::actor>& shards, const std::string& run_key) -> caf::result<bool> {
+        try {
+          if (r->job.link.eval_negatives != 0) throw Error("an encoding table, but the job samples eval.negatives");
+          r->encodings = std::make_unique<ShardedEmbedding>(self->system(), r->book, std::move(shards), run_key, r->index,
+                                                            r->job.link.dim, kStepDeadline);
+          return true;
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error, "trainer " + std::to_string(r->index) + ": " + e.what());
+        }
+      },
       [r](link_eval_atom, const std::string& split) -> caf::result<std::vector<char>> {
         if (split != "valid" && split != "test") {
           return caf::make_error(caf::sec::invalid_argument, "no split '" + split + "' (valid or test)");
         }
         try {
           if (!r->sampler) throw Error("not set up");
+          if (r->job.link.eval_negatives == 0 && !r->encodings) throw Error("ranking against all entities without a table");
           return evaluate(*r, split);
         } catch (const std::exception& e) {
           return caf::make_error(caf::sec::runtime_error, "trainer " + std::to_string(r->index) + ": " + e.what());
@@ -519,6 +623,7 @@ link_trainer_actor::behavior_type link_trainer(link_trainer_actor::pointer self,
       [r](set_state_atom, const std::vector<char>& bytes) -> caf::result<bool> {
         try {
           load_training_state(*r->model, *r->optimizer, bytes);
+          ++r->weights_version;
           return true;
         } catch (const std::exception& e) {
           return caf::make_error(caf::sec::invalid_argument, "trainer " + std::to_string(r->index) + ": " + e.what());

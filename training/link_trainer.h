@@ -52,6 +52,18 @@
 // each trainer scores those whose destination its partition owns, in batches of
 // `train.eval_batch_size` edges, and returns the scores; the driver computes AUC, MRR and
 // Hits@k over all of them (training/link_metrics.h).
+//
+// eval.negatives: all (filtered ranking against every entity, as encoder: none ranks): once
+// per evaluation (the weights changed since the last), each trainer encodes the entities of
+// its partition (its share) and writes their rows to its partition's embedding shard (the
+// table encoder: none learns, here only written: training/embedding_shard.h), so the
+// encodings stay sharded by owner; after an allreduce (every trainer wrote) each ranks its
+// held-out edges both ways, reading the candidates from their owners a block at a time
+// (training/triple_ranking.h). Encodings use the job's sampling fanouts with deterministic
+// draws (the evaluation's own key, the batch cut from all entities in original-id order), so
+// they do not depend on the partitioning: sampled, not full neighbourhoods, because the
+// sampler serves the fanouts the model was trained with, and a full 2-hop neighbourhood of
+// a knowledge graph's hubs is most of the graph per batch.
 #pragma once
 
 #include <caf/atom.hpp>
@@ -68,15 +80,20 @@
 namespace partita {
 
 using link_eval_atom = caf::atom_constant<caf::atom("t_leval")>;
+using link_table_atom = caf::atom_constant<caf::atom("t_ltable")>;
 
 // trainer_actor's protocol (actors/protocol.h: set-up with its sampler and allreduce member,
 // epochs reported as train_step with seeds = positives and correct = positives scored
 // above all their negatives, state), with evaluation on edges instead of nodes:
 //   (link eval, "valid" | "test") -> its held-out edges' scores: rows of 1 + eval.negatives
 //       float32 (the edge's score, then its negatives'), or with train.loss: mse the rows of
-//       training/rating_metrics.h, as bytes in native order (the driver runs the same build)
+//       training/rating_metrics.h, as bytes in native order (the driver runs the same build);
+//       with eval.negatives: all, the kRankingSums sums of its share (training/link_metrics.h)
+//   (link table, embedding shard actors by part, run key) -> true | error: eval.negatives:
+//       all only, after set-up: the tables the entities' encodings are written to
 using link_trainer_actor = caf::typed_actor<
     caf::replies_to<train_setup_atom, caf::actor, caf::actor>::with<bool>,
+    caf::replies_to<link_table_atom, std::vector<caf::actor>, std::string>::with<bool>,
     caf::reacts_to<train_epoch_atom, uint64_t, int64_t, int64_t, int64_t, caf::actor>,
     caf::replies_to<link_eval_atom, std::string>::with<std::vector<char>>,
     caf::replies_to<get_state_atom>::with<std::vector<char>>,

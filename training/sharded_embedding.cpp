@@ -118,4 +118,25 @@ void ShardedEmbedding::push(Span<const int64_t> ids, Span<const float> grads) {
   }
 }
 
+void ShardedEmbedding::write(Span<const int64_t> ids, Span<const float> values) {
+  if (values.size() != ids.size() * static_cast<size_t>(dim_)) {
+    throw Error("embedding table: " + std::to_string(values.size()) + " values for " + std::to_string(ids.size()) +
+                " rows of " + std::to_string(dim_));
+  }
+  size_t i = 0;
+  while (i < ids.size()) {
+    const int p = book_.owner(ids[i]);
+    const size_t j = static_cast<size_t>(std::lower_bound(ids.begin() + i, ids.end(), book_.end(p)) - ids.begin());
+    Span<const int64_t> part_ids = ids.subspan(i, j - i);
+    Span<const float> part_values = values.subspan(i * dim_, (j - i) * dim_);
+    if (local_[p]) {
+      local_[p]->write(part_ids, part_values);
+    } else {
+      const shard_wire::RequestHead head{shard_wire::Op::kWrite, trainer_, static_cast<int64_t>(part_ids.size()), 0};
+      exchange(p, head, part_ids, part_values);
+    }
+    i = j;
+  }
+}
+
 }  // namespace partita

@@ -38,6 +38,9 @@ class ShardedEmbedding {
   // shard (an empty push to those it touched none of: each shard counts every trainer's
   // step).
   void push(Span<const int64_t> ids, Span<const float> grads);
+  // Overwrites the rows of `ids` (sorted, unique) with values[i * dim, ...) at their owners
+  // (EmbeddingShard::write: a computed table, such as a GNN encoder's outputs).
+  void write(Span<const int64_t> ids, Span<const float> values);
 
  private:
   struct Remote;

@@ -223,8 +223,8 @@ TEST_F(GnnLinkJobTest, BadInputIsNamed) {
   // In the job file.
   const auto parsed = [&](const std::string& text) { parse_job(text, tmp_.path(), "bad job"); };
   const std::string data = "data: {dataset: plain/edges.txt, format: edgelist}\n";
-  refused([&] { parsed("task: link_prediction\n" + data + "model: {encoder: gcn}\neval: {negatives: all}\n"); },
-          "eval.negatives: 'all' ranks against every entity");
+  refused([&] { parsed("task: link_prediction\n" + data + "model: {encoder: gcn}\neval: {negatives: -1}\n"); },
+          "eval.negatives");
   refused([&] { parsed("task: link_prediction\n" + data + "model: {encoder: gat, decoder: rescal}\n"); },
           "model.decoder: 'rescal' is not one of: dot, distmult, complex, transe");
   refused([&] { parsed("data: {dataset: plain/edges.txt, format: edgelist, holdout: {test: 0.1}}\n"); },

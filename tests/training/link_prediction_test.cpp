@@ -548,6 +548,13 @@ TEST(LinkExampleTest, TheFb15k237ExampleLoads) {
   EXPECT_EQ(j.num_partitions, 2);
 }
 
+TEST(LinkExampleTest, TheFb15k237ComplexExampleLoads) {
+  const JobConfig j = load_job(std::string(PARTITA_TEST_CORPUS) + "/../../examples/fb15k237_complex.yaml");
+  EXPECT_EQ(j.link.decoder, "complex");
+  EXPECT_EQ(j.link.dim, 512);
+  EXPECT_EQ(j.num_partitions, 2);
+}
+
 }  // namespace
 }  // namespace partita
 
