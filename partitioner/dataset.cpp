@@ -117,6 +117,10 @@ void Dataset::validate() const {
     v.expect_size("test_edge_attr", test_edge_attr.size(), test_edges.size() * edge_feature_dim,
                   "test_edges * edge_feature_dim");
   }
+  if (!val_edge_time.empty() || !test_edge_time.empty()) {
+    v.expect_size("val_edge_time", val_edge_time.size(), val_edges.size(), "val_edges");
+    v.expect_size("test_edge_time", test_edge_time.size(), test_edges.size(), "test_edges");
+  }
   if (!node_time.empty()) v.expect_size("node_time", node_time.size(), num_nodes, "num_nodes");
   if (!edge_time.empty()) v.expect_size("edge_time", edge_time.size(), num_edges(), "num_edges");
   if (!node_type_names.empty()) {

@@ -70,6 +70,13 @@ struct Dataset {
   // had them (a MovieLens rating, what rating regression predicts): empty, or all of them.
   std::vector<float> val_edge_attr;
   std::vector<float> test_edge_attr;
+  // Their times, as the edge held out had them: empty, or one per held-out edge.
+  std::vector<int64_t> val_edge_time;
+  std::vector<int64_t> test_edge_time;
+  // The held-out edges are also in `edges`, as history (a streaming time split: a held-out
+  // edge at time t is the answer for a seed at t, and a neighbour of seeds after t; see
+  // partitioner/splits.h). False: they are in the graph in no edge type.
+  bool held_out_in_graph = false;
 
   // The feature transforms applied to x, in order (partitioner/feature_transforms.h), as
   // META.json records them.

@@ -28,6 +28,8 @@ PartitionMeta describe_dataset(const Dataset& d) {
   meta.has_edge_time = !d.edge_time.empty();
   meta.has_edge_splits = d.val_edges.size() > 0 || d.test_edges.size() > 0;
   meta.has_edge_split_attr = meta.has_edge_splits && (!d.val_edge_attr.empty() || !d.test_edge_attr.empty());
+  meta.has_edge_split_time = meta.has_edge_splits && (!d.val_edge_time.empty() || !d.test_edge_time.empty());
+  meta.held_out_in_graph = meta.has_edge_splits && d.held_out_in_graph;
   return meta;
 }
 
@@ -77,6 +79,8 @@ void write_meta_json(const PartitionMeta& meta, const std::string& path) {
   j["has_edge_time"] = meta.has_edge_time;
   j["has_edge_splits"] = meta.has_edge_splits;
   j["has_edge_split_attr"] = meta.has_edge_split_attr;
+  j["has_edge_split_time"] = meta.has_edge_split_time;
+  j["held_out_in_graph"] = meta.held_out_in_graph;
   j["partition_method"] = meta.method;
   j["seed"] = meta.seed;
   j["partition_book"] = meta.partition_book;
@@ -198,6 +202,13 @@ PartitionMeta parse_meta(const std::string& path) {
   meta.has_edge_splits = r.boolean("has_edge_splits");
   // Absent in folders written before held-out edges kept their features.
   if (j.contains("has_edge_split_attr")) meta.has_edge_split_attr = r.boolean("has_edge_split_attr");
+  // Absent in folders written before held-out edges kept their times (and none kept them
+  // in the graph).
+  if (j.contains("has_edge_split_time")) meta.has_edge_split_time = r.boolean("has_edge_split_time");
+  if (j.contains("held_out_in_graph")) meta.held_out_in_graph = r.boolean("held_out_in_graph");
+  if (meta.held_out_in_graph && !(meta.has_edge_splits && meta.has_edge_split_time && meta.has_edge_time)) {
+    r.fail("held_out_in_graph", "is true, but the folder has no held-out edges with times and edge times");
+  }
   meta.method = r.string("partition_method");
   meta.seed = r.field(j, "seed", "").get<uint64_t>();
 

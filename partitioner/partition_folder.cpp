@@ -164,6 +164,8 @@ PartitionData PartitionFolder::load_part(int part, Verify verify) const {
     d.val_edge_attr = load.open_if(attr, "val_edge_attr.bin", {stats.num_val_edges, meta_.edge_feature_dim}, DType::kFloat32);
     d.test_edge_attr =
         load.open_if(attr, "test_edge_attr.bin", {stats.num_test_edges, meta_.edge_feature_dim}, DType::kFloat32);
+    d.val_edge_time = load.open_if(meta_.has_edge_split_time, "val_edge_time.bin", {stats.num_val_edges}, DType::kInt64);
+    d.test_edge_time = load.open_if(meta_.has_edge_split_time, "test_edge_time.bin", {stats.num_test_edges}, DType::kInt64);
   }
   return d;
 }

@@ -52,6 +52,12 @@ struct PartitionMeta {
   bool has_edge_splits = false;  // val/test_edge_index.bin (link prediction)
   // val/test_edge_attr.bin [k, edge_feature_dim]: the held-out edges' features (a rating).
   bool has_edge_split_attr = false;
+  // val/test_edge_time.bin [k]: the held-out edges' times (a graph with edge times).
+  bool has_edge_split_time = false;
+  // The held-out edges are also in the graph, as history (Dataset::held_out_in_graph): a
+  // job may read this folder only with temporal sampling by edge time, which bounds each
+  // seed strictly before its time (training/link_trainer.h).
+  bool held_out_in_graph = false;
   std::string method;
   uint64_t seed = 0;
   std::vector<PartStats> parts;
@@ -104,6 +110,7 @@ struct PartitionData {
   std::optional<MappedArray> val_edge_index, test_edge_index;  // int64 [2, k], global ids
   std::optional<MappedArray> val_edge_type, test_edge_type;    // int32 [k]
   std::optional<MappedArray> val_edge_attr, test_edge_attr;    // float32 [k, edge_feature_dim]
+  std::optional<MappedArray> val_edge_time, test_edge_time;    // int64 [k]
 
   int64_t num_nodes() const { return node_end - node_begin; }
 };

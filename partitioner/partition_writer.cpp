@@ -103,10 +103,11 @@ std::vector<int64_t> split_of_part(const std::vector<int64_t>& split,
 
 // Held-out edges go to the part that owns their destination, like message-passing edges.
 // `attr`: the held-out edges' features [edges, width], null when the held-out edges have
-// none. `typed`: the graph has edge types. Both files are written even for an empty split:
-// the reader expects them beside every split of such a graph.
+// none; `time`: their times, null when they have none. `typed`: the graph has edge types.
+// Each file is written even for an empty split: the reader expects them beside every split
+// of such a graph.
 int64_t write_edge_split(const std::string& part_dir, const std::string& name, const EdgeList& edges, bool typed,
-                         const std::vector<float>* attr, int64_t width,
+                         const std::vector<float>* attr, int64_t width, const std::vector<int64_t>* time,
                          const std::vector<int64_t>& new_id, int64_t begin, int64_t end) {
   std::vector<int64_t> src, dst, kept;
   std::vector<int32_t> type;
@@ -119,6 +120,7 @@ int64_t write_edge_split(const std::string& part_dir, const std::string& name, c
     if (!edges.type.empty()) type.push_back(edges.type[i]);
   }
   if (attr != nullptr) write_gathered(part_dir + "/" + name + "_edge_attr.bin", *attr, width, Span<const int64_t>(kept));
+  if (time != nullptr) write_gathered(part_dir + "/" + name + "_edge_time.bin", *time, 0, Span<const int64_t>(kept));
   ArrayWriter writer(part_dir + "/" + name + "_edge_index.bin", DType::kInt64,
                      {2, static_cast<int64_t>(src.size())});
   writer.append(Span<const int64_t>(src));
@@ -201,10 +203,12 @@ PartStats write_part(const WriteContext& c, int p, const std::string& part_dir) 
   if (d.val_edges.size() > 0 || d.test_edges.size() > 0) {
     const bool typed = !d.edge_types.empty();
     const bool attr = d.edge_feature_dim > 0 && (!d.val_edge_attr.empty() || !d.test_edge_attr.empty());
+    const bool time = !d.val_edge_time.empty() || !d.test_edge_time.empty();
     stats.num_val_edges = write_edge_split(part_dir, "val", d.val_edges, typed, attr ? &d.val_edge_attr : nullptr,
-                                           d.edge_feature_dim, c.new_id, begin, end);
+                                           d.edge_feature_dim, time ? &d.val_edge_time : nullptr, c.new_id, begin, end);
     stats.num_test_edges = write_edge_split(part_dir, "test", d.test_edges, typed, attr ? &d.test_edge_attr : nullptr,
-                                            d.edge_feature_dim, c.new_id, begin, end);
+                                            d.edge_feature_dim, time ? &d.test_edge_time : nullptr, c.new_id, begin,
+                                            end);
   }
   return stats;
 }

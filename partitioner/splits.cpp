@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <map>
@@ -116,8 +117,39 @@ void assign_random_split(Dataset& d, int64_t num_candidates, const SplitOptions&
 
 namespace partita {
 
+namespace {
+
+// History kept: a held-out link's seed is bounded strictly before the link's time, which
+// hides the link's own edges only if they all have that time; and a time split puts every
+// training edge before the held-out links only if no link has a later edge than its first.
+// Throws UsageError naming the first link of `links` whose edges differ in time, or an
+// edge at the earliest int64 time (nothing is strictly before it).
+void check_one_time_per_link(const Dataset& d, const std::vector<int64_t>& links, const std::vector<int64_t>& first_edge,
+                             const std::vector<int64_t>& link_of_edge) {
+  std::vector<uint8_t> candidate(first_edge.size(), 0);
+  for (int64_t l : links) candidate[static_cast<size_t>(l)] = 1;
+  for (size_t e = 0; e < link_of_edge.size(); ++e) {
+    const size_t l = static_cast<size_t>(link_of_edge[e]);
+    if (!candidate[l]) continue;
+    const int64_t first = first_edge[l];
+    if (d.edge_time[e] == std::numeric_limits<int64_t>::min()) {
+      throw UsageError("data.holdout.history: keep: edge " + std::to_string(e) + " of dataset '" + d.name +
+                       "' has the earliest int64 time, before which no seed can be bounded");
+    }
+    if (d.edge_time[e] != d.edge_time[first]) {
+      throw UsageError("data.holdout.history: keep needs every edge of a link (an edge, its reverse, parallel edges) "
+                       "at one time, and edges " + std::to_string(first) + " and " + std::to_string(e) + " of dataset '" +
+                       d.name + "' link nodes " + std::to_string(d.edges.src[first]) + " and " +
+                       std::to_string(d.edges.dst[first]) + " at times " + std::to_string(d.edge_time[first]) + " and " +
+                       std::to_string(d.edge_time[e]));
+    }
+  }
+}
+
+}  // namespace
+
 void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint64_t seed, bool by_time,
-                    int32_t edge_type) {
+                    int32_t edge_type, HeldOut held_out) {
   check_fraction("data.holdout.val", val_fraction);
   check_fraction("data.holdout.test", test_fraction);
   if (val_fraction + test_fraction > 1.0) {
@@ -126,6 +158,11 @@ void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint6
   }
   if (d.val_edges.size() > 0 || d.test_edges.size() > 0) {
     throw UsageError("data.holdout: dataset '" + d.name + "' has held-out edges of its own already");
+  }
+  if (held_out == HeldOut::kKeepAsHistory && !by_time) {
+    throw UsageError("data.holdout.history: keep keeps held-out links in the graph as history, for a time split "
+                     "(data.holdout.by: time) only: a random split's held-out links would be history of earlier "
+                     "training links");
   }
   if (by_time && d.edge_time.empty()) {
     throw UsageError("data.holdout.by: time, but dataset '" + d.name + "' has no edge times");
@@ -159,6 +196,7 @@ void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint6
     const int64_t e = first_edge[static_cast<size_t>(l)];
     if (edge_type < 0 || (typed ? link_type(d.edges.type[e]) : 0) == link_type(edge_type)) order.push_back(l);
   }
+  if (held_out == HeldOut::kKeepAsHistory) check_one_time_per_link(d, order, first_edge, link);
   const int64_t links = static_cast<int64_t>(order.size());
   const int64_t num_val = fraction_of(val_fraction, links), num_test = fraction_of(test_fraction, links);
   // 0: kept, 1: val, 2: test.
@@ -194,6 +232,11 @@ void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint6
     // Its features go with it (its first edge's: MovieLens' two edges of a rating agree).
     std::vector<float>& attr = where[l] == 1 ? d.val_edge_attr : d.test_edge_attr;
     attr.insert(attr.end(), d.edge_attr.begin() + e * width, d.edge_attr.begin() + (e + 1) * width);
+    if (!d.edge_time.empty()) (where[l] == 1 ? d.val_edge_time : d.test_edge_time).push_back(d.edge_time[e]);
+  }
+  if (held_out == HeldOut::kKeepAsHistory) {
+    d.held_out_in_graph = true;
+    return;
   }
   for (int64_t e = 0; e < m; ++e) {
     if (where[static_cast<size_t>(link[static_cast<size_t>(e)])] != 0) continue;

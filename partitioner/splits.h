@@ -48,8 +48,18 @@ void assign_random_split(Dataset& d, int64_t num_candidates, const SplitOptions&
 // attributes in d.val_edge_attr or d.test_edge_attr. Throws UsageError naming data.holdout when
 // the fractions are not in [0, 1] or sum to more than 1, when d has held-out edges already
 // (its own split), by_time when d has no edge times, and model.target_edge when
-// `edge_type` is not one of d's edge types.
+// `edge_type` is not one of d's edge types. Held-out edges keep their first edge's time in
+// d.val_edge_time or d.test_edge_time when d has edge times.
+//
+// HeldOut::kKeepAsHistory (by_time only: a streaming time split, as TGN and TGB evaluate
+// temporal graphs) moves nothing: every edge stays in d.edges with its time, the held-out
+// links are also listed in d.val_edges and d.test_edges, and d.held_out_in_graph is set.
+// A job on such a graph must bound every seed's neighbourhood strictly before the seed's
+// time (training/link_trainer.h), so a held-out link at time t is the answer for its own
+// seed and history for every seed after t; training (all before the held-out links) sees
+// none of them. Throws UsageError naming data.holdout.history without by_time.
+enum class HeldOut { kLeaveGraph, kKeepAsHistory };
 void hold_out_edges(Dataset& d, double val_fraction, double test_fraction, uint64_t seed, bool by_time = false,
-                    int32_t edge_type = -1);
+                    int32_t edge_type = -1, HeldOut held_out = HeldOut::kLeaveGraph);
 
 }  // namespace partita

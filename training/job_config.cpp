@@ -172,6 +172,9 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
     std::string by = "random";
     h.read_choice("by", by, {"random", "time"});
     job.holdout_by_time = by == "time";
+    std::string history = "drop";
+    h.read_choice("history", history, {"drop", "keep"});
+    job.holdout_keep_history = history == "keep";
     h.reject_unknown();
     if (!job.link_prediction()) s.fail(s.field("holdout"), "holds out edges, for task: link_prediction only");
     if (!partitions.empty()) {
@@ -528,6 +531,11 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
   }
   if (job.holdout_by_time && !job.temporal()) {
     top.fail("data.holdout.by", "time holds out the latest links, for jobs with sampling.temporal");
+  }
+  if (job.holdout_keep_history && (!job.holdout_by_time || job.temporal_time != "edge")) {
+    top.fail("data.holdout.history", "keep keeps the held-out links in the graph as history, for a time split "
+                                     "(data.holdout.by: time) with sampling.temporal: {time: edge}, which bounds "
+                                     "every seed strictly before its link's time");
   }
   if (!job.link_prediction() || job.link_gnn()) {
     const auto check_hops = [&](const std::string& field, size_t hops) {

@@ -171,6 +171,10 @@ struct JobConfig {
   double holdout_val = 0.0;
   double holdout_test = 0.0;
   bool holdout_by_time = false;  // data.holdout.by: time: the latest links (edge times)
+  // data.holdout.history: keep (a time split with sampling.temporal: {time: edge}): the
+  // held-out links also stay in the graph, as history for the seeds after them
+  // (partitioner/splits.h HeldOut::kKeepAsHistory); drop (default): they leave it.
+  bool holdout_keep_history = false;
   // data.split_seed: the seed of the splits the job draws when it prepares a dataset (the
   // node split of formats that have none, linqs and ntriples' validation cut; the held-out
   // edges). Unset: train.seed. Read it through split_seed().

@@ -66,7 +66,8 @@ std::string data_source(const JobConfig& job) {
   for (const std::string& t : job.transforms) out << " transform=" << t;
   out << " parts=" << job.num_partitions << " seed=" << job.seed << " split_seed=" << job.split_seed();
   if (job.holdout_val > 0 || job.holdout_test > 0) {
-    out << " holdout=" << job.holdout_val << "," << job.holdout_test << (job.holdout_by_time ? ",time" : "");
+    out << " holdout=" << job.holdout_val << "," << job.holdout_test << (job.holdout_by_time ? ",time" : "")
+        << (job.holdout_keep_history ? ",history" : "");
     for (const std::string& t : job.link.target_edge) out << "," << t;
   }
   out << "\n";
@@ -683,6 +684,7 @@ std::vector<std::pair<std::string, double>> Driver::rank_links(const std::string
 void Driver::check_link_job() const {
   const PartitionMeta& meta = folder_.meta();
   const int32_t target = check_link_encoder_fits(job_, meta, folder_.dir());
+  check_held_out_history(job_, meta, folder_.dir());
   if (target < 0) {
     check_negatives_fit(job_, meta.num_nodes, "nodes of the graph");
   } else {
@@ -967,8 +969,10 @@ void prepare_data(const JobConfig& job, int threads) {
   if (job.holdout_val > 0 || job.holdout_test > 0) {
     // Of the target edge type only (and out of its reverse type too), when the job has one.
     const int32_t target = find_target_edge(dataset.edge_types, job.link.target_edge, "dataset '" + dataset.name + "'");
-    hold_out_edges(dataset, job.holdout_val, job.holdout_test, job.split_seed(), job.holdout_by_time, target);
-    spdlog::info("held out {} validation and {} test edges", dataset.val_edges.size(), dataset.test_edges.size());
+    hold_out_edges(dataset, job.holdout_val, job.holdout_test, job.split_seed(), job.holdout_by_time, target,
+                   job.holdout_keep_history ? HeldOut::kKeepAsHistory : HeldOut::kLeaveGraph);
+    spdlog::info("held out {} validation and {} test edges{}", dataset.val_edges.size(), dataset.test_edges.size(),
+                 dataset.held_out_in_graph ? " (kept in the graph as history)" : "");
   }
   spdlog::info("{}: {} nodes, {} edges ({:.1f}s); partitioning into {} parts", source.substr(0, source.size() - 1),
                dataset.num_nodes, dataset.num_edges(), watch.seconds(), job.num_partitions);

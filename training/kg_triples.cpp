@@ -1,6 +1,7 @@
 #include "training/kg_triples.h"
 
 #include <algorithm>
+#include <set>
 
 #include "base/error.h"
 #include "base/random.h"
@@ -20,7 +21,7 @@ std::vector<float> first_column(const std::optional<MappedArray>& attr) {
 }
 
 TripleList read_split(const std::optional<MappedArray>& index, const std::optional<MappedArray>& types,
-                      const std::optional<MappedArray>& attr) {
+                      const std::optional<MappedArray>& attr, const std::optional<MappedArray>& time) {
   TripleList out;
   if (!index) return out;
   Span<const int64_t> ends = index->as<int64_t>();
@@ -34,6 +35,10 @@ TripleList read_split(const std::optional<MappedArray>& index, const std::option
     out.relation.assign(n, 0);
   }
   out.value = first_column(attr);
+  if (time) {
+    Span<const int64_t> t = time->as<int64_t>();
+    out.time.assign(t.begin(), t.end());
+  }
   return out;
 }
 
@@ -96,8 +101,8 @@ KgTriples::KgTriples(const PartitionFolder& folder) {
         if (!values.empty()) train_.value[e] = values[j];
       }
     }
-    valid_[p] = read_split(d.val_edge_index, d.val_edge_type, d.val_edge_attr);
-    test_[p] = read_split(d.test_edge_index, d.test_edge_type, d.test_edge_attr);
+    valid_[p] = read_split(d.val_edge_index, d.val_edge_type, d.val_edge_attr, d.val_edge_time);
+    test_[p] = read_split(d.test_edge_index, d.test_edge_type, d.test_edge_attr, d.test_edge_time);
   }
   for (size_t e = 0; e < m; ++e) {
     if (train_.head[e] < 0) throw Error(folder.dir() + ": no part holds edge " + std::to_string(e));
@@ -106,9 +111,44 @@ KgTriples::KgTriples(const PartitionFolder& folder) {
   Span<const int64_t> map = node_map.as<int64_t>();
   to_global_.assign(map.begin(), map.end());
 
+  if (meta.held_out_in_graph) {
+    // The ends of every held-out triple, as an unordered pair: the graph's edges between
+    // them are history, not training edges.
+    std::set<std::pair<int64_t, int64_t>> held_out_pairs;
+    for (const auto& split : {&valid_, &test_}) {
+      for (const TripleList& part : *split) {
+        for (int64_t i = 0; i < part.size(); ++i) {
+          held_out_pairs.emplace(std::min(part.head[i], part.tail[i]), std::max(part.head[i], part.tail[i]));
+        }
+      }
+    }
+    history_.assign(m, 0);
+    for (size_t e = 0; e < m; ++e) {
+      history_[e] = held_out_pairs.count({std::min(train_.head[e], train_.tail[e]),
+                                          std::max(train_.head[e], train_.tail[e])}) > 0;
+      num_history_ += history_[e];
+    }
+    if (num_history_ == train_.size()) {
+      throw UsageError(folder.dir() + " has no training edges: every edge is between the ends of a held-out edge");
+    }
+  }
+  // Strict negatives consult the training edges alone.
+  TripleList training;
+  for (size_t e = 0; e < m && num_history_ > 0; ++e) {
+    if (!is_training_edge(static_cast<int64_t>(e))) continue;
+    training.head.push_back(train_.head[e]);
+    training.tail.push_back(train_.tail[e]);
+    training.relation.push_back(train_.relation[e]);
+  }
   index_triples(train_, train_tails_of_, heads_of_, num_relations_);
   sort_unique(train_tails_of_);
   tails_of_ = train_tails_of_;
+  if (num_history_ > 0) {
+    std::unordered_map<uint64_t, std::vector<int64_t>> training_heads;
+    train_tails_of_.clear();
+    index_triples(training, train_tails_of_, training_heads, num_relations_);
+    sort_unique(train_tails_of_);
+  }
   for (const auto& split : {&valid_, &test_}) {
     for (const TripleList& part : *split) index_triples(part, tails_of_, heads_of_, num_relations_);
   }
@@ -155,7 +195,9 @@ std::vector<int64_t> KgTriples::draw_negatives(const KgNegatives& negatives, uin
   for (size_t j = 0; j < out.size(); ++j) {
     if (j < num_degree) {
       // An end of a uniformly drawn training triple: entities in proportion to degree.
-      const uint64_t e = rng.below(static_cast<uint64_t>(train_.size()));
+      uint64_t e = rng.below(static_cast<uint64_t>(train_.size()));
+      // Ends: at least one training edge exists (the constructor checks).
+      while (!is_training_edge(static_cast<int64_t>(e))) e = rng.below(static_cast<uint64_t>(train_.size()));
       out[j] = (rng.next() & 1) ? train_.head[e] : train_.tail[e];
     } else {
       out[j] = to_global_[rng.below(static_cast<uint64_t>(num_entities_))];

@@ -34,13 +34,17 @@ struct TripleList {
   // what rating regression predicts; empty when the folder's edges (or, for held-out
   // triples, its held-out edges) have no features.
   std::vector<float> value;
+  // Held-out triples: each one's edge time, when the folder's held-out edges have times;
+  // empty otherwise (and for the training triples, whose times are train_times()).
+  std::vector<int64_t> time;
   int64_t size() const { return static_cast<int64_t>(head.size()); }
-  // Appends triple i of `from` (with its value, when `from` has values).
+  // Appends triple i of `from` (with its value and time, when `from` has them).
   void add(const TripleList& from, int64_t i) {
     head.push_back(from.head[i]);
     tail.push_back(from.tail[i]);
     relation.push_back(from.relation[i]);
     if (!from.value.empty()) value.push_back(from.value[i]);
+    if (!from.time.empty()) time.push_back(from.time[i]);
   }
 };
 
@@ -65,15 +69,24 @@ class KgTriples {
 
   int64_t num_entities() const { return num_entities_; }
   int32_t num_relations() const { return num_relations_; }
-  // Training triples by original edge id.
+  // The graph's edges as triples, by original edge id: the training triples, and when the
+  // folder keeps its held-out edges in the graph as history (PartitionMeta::held_out_in_graph)
+  // those too, which is_training_edge tells apart.
   const TripleList& train() const { return train_; }
+  // Whether graph edge `e` (original id) trains: false for an edge between the two ends of
+  // a held-out triple, in either direction and of any type, in a folder that keeps its
+  // held-out edges as history (such an edge is that triple, its reverse or a parallel
+  // edge: the answer, not a positive). Always true otherwise.
+  bool is_training_edge(int64_t e) const { return history_.empty() || history_[static_cast<size_t>(e)] == 0; }
+  // How many graph edges train.
+  int64_t num_training_edges() const { return train_.size() - num_history_; }
   // Their edge times by original edge id, when the graph has edge times; empty otherwise.
   const std::vector<int64_t>& train_times() const { return train_time_; }
   // The held-out triples ("valid" or "test") whose tail partition `part` owns, in the
   // folder's order.
   TripleList held_out(const std::string& split, int part) const;
 
-  // Whether (head, relation, tail) is a training triple.
+  // Whether (head, relation, tail) is a training triple (of the training edges alone).
   bool is_train_triple(int64_t head, int32_t relation, int64_t tail) const;
   // Strict negatives: whether `negative`, replacing the tail (corrupt_tail) or the head of
   // the positive (head, relation, tail), makes a false triple, so that it may count as a
@@ -89,8 +102,8 @@ class KgTriples {
   // The original edge ids of epoch `epoch`'s training order (a permutation of all).
   std::vector<int64_t> epoch_order(uint64_t seed, uint64_t epoch) const;
 
-  // A chunk's negatives as global entity ids: k draws keyed by (seed, epoch, step, chunk).
-  // Throws UsageError naming negatives.k if k exceeds the entity count.
+  // A chunk's negatives as global entity ids: k draws keyed by (seed, epoch, step, chunk);
+  // degree_fraction of them as an end of a uniformly drawn training edge. Throws UsageError naming negatives.k if k exceeds the entity count.
   std::vector<int64_t> draw_negatives(const KgNegatives& negatives, uint64_t seed, uint64_t epoch, uint64_t step,
                                       uint64_t chunk) const;
 
@@ -106,6 +119,8 @@ class KgTriples {
   int32_t num_relations_ = 1;
   TripleList train_;
   std::vector<int64_t> train_time_;
+  std::vector<uint8_t> history_;  // per edge id, 1: held out, kept as history; empty: none
+  int64_t num_history_ = 0;
   std::vector<int64_t> to_global_;
   std::vector<TripleList> valid_, test_;  // per part
   // (head, relation) -> sorted true tails; (tail, relation) -> sorted true heads; over all

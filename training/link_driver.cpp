@@ -25,6 +25,7 @@
 #include "training/bucket_epoch.h"
 #include "training/embedding_shard.h"
 #include "training/kg_trainer.h"
+#include "training/link_trainer.h"
 #include "training/metrics_record.h"
 
 namespace partita {
@@ -375,6 +376,7 @@ void LinkDriver::append_metrics(const EpochMetrics& m) {
 }
 
 JobReport LinkDriver::run() {
+  check_held_out_history(job_, folder_.meta(), folder_.dir());
   open_job_output(job_, options_);
   if (job_.link.negatives > folder_.meta().num_nodes) {
     throw UsageError("negatives.k: " + std::to_string(job_.link.negatives) + " is more than " + folder_.dir() + "'s " +

@@ -33,6 +33,7 @@
 #include "runtime/settings.h"
 #include "training/job_config.h"
 #include "training/kg_triples.h"
+#include "training/link_plan.h"
 #include "training/relational_encoder.h"
 #include "training/replica_step.h"
 #include "training/sharded_embedding.h"
@@ -47,33 +48,10 @@ using std::chrono::milliseconds;
 // The slowest replica's step (sampling and compute) must end within this, and so must
 // every batch the sampler hands over.
 constexpr milliseconds kStepDeadline{120000};
-// Evaluation batches and negatives are keyed by this epoch (less the split's number), the
-// same every time: a metric moves only when the weights do.
-constexpr uint64_t kEvalEpoch = ~uint64_t{0};
 
-// One batch of this trainer: its positive edges (global ids, with their relation) and each
-// positive's negative destinations.
-struct LinkStep {
-  std::vector<int64_t> src, dst;
-  std::vector<int32_t> relation;
-  std::vector<int64_t> time;       // temporal sampling: each positive's time bound
-  std::vector<float> value;        // rating regression: each positive's value
-  std::vector<int64_t> negatives;  // [positives, k] row-major
-  int64_t size() const { return static_cast<int64_t>(src.size()); }
-};
-
-// Everything one replica owns. Lives on the trainer's own thread.
-struct LinkReplica {
-  JobConfig job;
-  int index = 0;
-  int part = 0;
-  int share = 0, shares = 1;
-  PartitionBook book;
-  std::unique_ptr<KgTriples> triples;
-  // The held-out edges of every partition by split ("valid", "test"), ordered by the
-  // original ids of their ends: the same order however the graph is partitioned.
-  std::map<std::string, TripleList> held_out;
-  KgNegatives negatives;
+// Everything one replica owns: its plans (training/link_plan.h) and its model. Lives on the
+// trainer's own thread.
+struct LinkReplica : LinkPlanner {
   KgLoss loss = KgLoss::kBce;
   KgDecoder decoder = KgDecoder::kDot;
   std::unique_ptr<SamplerClient> sampler;  // after set-up
@@ -81,26 +59,11 @@ struct LinkReplica {
   std::shared_ptr<GnnModel> model;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<float> gradients;  // the step's flat buffer, reused
-  std::vector<LinkStep> steps;   // of the plan started last
-  // Relational encoders: every node's type by global id, and the batches' layout.
-  std::vector<int32_t> node_type;
+  // Relational encoders: the batches' layout.
   HeteroLayout hetero;
   // The decoder's relations [R, dim] (DistMult, ComplEx, TransE; undefined for dot): a
   // parameter of the model's module, so allreduced, stepped and checkpointed with it.
   at::Tensor relations;
-  // model.target_edge: its relation (-1: every edge) and its training edges by original id;
-  // the nodes its negatives are drawn from, global ids in original-id order (empty: every
-  // node, as KgTriples draws them).
-  int32_t target = -1;
-  std::vector<int64_t> target_edges;
-  std::vector<int64_t> candidates;
-  // train.loss: mse (rating regression): no negatives; an edge's prediction is the decoder's
-  // score plus the mean value of the training positives. Evaluation returns it beside two
-  // baselines: that mean, and the mean of the destination's training positives (the
-  // per-movie mean; the global mean for a destination with none).
-  bool regression = false;
-  double mean_value = 0;
-  std::unordered_map<int64_t, double> destination_mean;
   // eval.negatives: all: the encoder's output per entity, sharded by owner (set up by the
   // driver), and which weights it holds: the count of weight changes (steps, restores) when
   // it was last written, so that valid and test rank against one encoding.
@@ -109,108 +72,15 @@ struct LinkReplica {
   uint64_t encoded_version = ~uint64_t{0};
 };
 
-// A chunk's negatives: KgTriples' draw over every node, or, for a target edge type, k draws
-// among its destination type's nodes (keyed by (seed, epoch, step, chunk) as original-id
-// positions, so partition-invariant like KgTriples'), degree_fraction of them as the
-// destination of a uniformly drawn target training edge.
-std::vector<int64_t> draw_negatives(const LinkReplica& r, const KgNegatives& negatives, uint64_t epoch, uint64_t step,
-                                    uint64_t chunk) {
-  if (r.candidates.empty()) return r.triples->draw_negatives(negatives, r.job.seed, epoch, step, chunk);
-  Rng rng(mix64(mix64(r.job.seed, 0x6c6e6567ull /* "lneg" */), mix64(epoch, step), chunk));
-  std::vector<int64_t> out(static_cast<size_t>(negatives.k));
-  const uint64_t num_degree = static_cast<uint64_t>(static_cast<double>(negatives.k) * negatives.degree_fraction);
-  for (size_t j = 0; j < out.size(); ++j) {
-    if (j < num_degree && !r.target_edges.empty()) {
-      out[j] = r.triples->train().tail[r.target_edges[rng.below(r.target_edges.size())]];
-    } else {
-      out[j] = r.candidates[rng.below(r.candidates.size())];
-    }
-  }
-  return out;
-}
-
-// Of relation `target` only, when >= 0.
-TripleList canonical_held_out(const KgTriples& triples, const std::string& split, int parts,
-                              const std::vector<int64_t>& original_of, int32_t target) {
-  TripleList all;
-  for (int p = 0; p < parts; ++p) {
-    const TripleList part = triples.held_out(split, p);
-    for (int64_t i = 0; i < part.size(); ++i) {
-      if (target >= 0 && part.relation[i] != target) continue;
-      all.add(part, i);
-    }
-  }
-  std::vector<size_t> order(all.head.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return std::make_tuple(original_of[all.head[a]], original_of[all.tail[a]], all.relation[a]) <
-           std::make_tuple(original_of[all.head[b]], original_of[all.tail[b]], all.relation[b]);
-  });
-  TripleList sorted;
-  for (size_t i : order) sorted.add(all, static_cast<int64_t>(i));
-  return sorted;
-}
-
 std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
   auto r = std::make_unique<LinkReplica>();
-  r->job = parse_job(runtime::required_setting(settings, "job"), "/", "the job sent by the driver");
-  require_partition_folder(r->job.partition_dir(), "job");
-  r->index = static_cast<int>(runtime::integer_setting(settings, "trainer", 0, r->job.num_trainers() - 1));
-  r->part = r->job.part_of_trainer(r->index);
-  r->shares = r->job.trainers_per_partition;
-  r->share = r->index % r->shares;
+  JobConfig job = parse_job(runtime::required_setting(settings, "job"), "/", "the job sent by the driver");
+  const int index = static_cast<int>(runtime::integer_setting(settings, "trainer", 0, job.num_trainers() - 1));
+  open_link_plan(*r, std::move(job), index);
   const PartitionFolder folder(r->job.partition_dir());
   const PartitionMeta& meta = folder.meta();
-  r->target = check_link_encoder_fits(r->job, meta, folder.dir());
-  r->book = folder.book();
-  r->triples = std::make_unique<KgTriples>(folder);
-  std::vector<int64_t> original_of(static_cast<size_t>(meta.num_nodes));
-  for (int64_t o = 0; o < meta.num_nodes; ++o) original_of[r->triples->global_of_original(o)] = o;
-  for (const char* split : {"valid", "test"}) {
-    r->held_out[split] = canonical_held_out(*r->triples, split, meta.num_parts, original_of, r->target);
-  }
   const bool relational = r->job.model == "rgcn" || r->job.model == "hetero_sage";
-  if (relational || r->target >= 0) r->node_type = global_node_types(folder);
-  if (r->target >= 0) {
-    const TripleList& train = r->triples->train();
-    for (int64_t e = 0; e < train.size(); ++e) {
-      if (train.relation[e] == r->target) r->target_edges.push_back(e);
-    }
-    const std::string& dst_type = meta.edge_types[r->target].dst_type;
-    const int32_t type = static_cast<int32_t>(
-        std::find(meta.node_types.begin(), meta.node_types.end(), dst_type) - meta.node_types.begin());
-    for (int64_t o = 0; o < meta.num_nodes; ++o) {
-      const int64_t v = r->triples->global_of_original(o);
-      if (r->node_type[v] == type) r->candidates.push_back(v);
-    }
-    check_negatives_fit(r->job, static_cast<int64_t>(r->candidates.size()), "'" + dst_type + "' nodes of model.target_edge");
-  }
-  r->negatives.k = r->job.link.negatives;
-  r->negatives.chunk_size = r->job.link.chunk_size;
-  r->negatives.degree_fraction = r->job.link.degree_fraction;
-  r->negatives.strict = r->job.link.strict;
-  r->regression = r->job.link.regression();
-  if (r->regression) {
-    check_rating_target(r->job, meta, folder.dir(), false);
-    // The training positives' mean value, and each destination's: the prediction's offset
-    // and evaluation's baselines, the same in every trainer (every trainer reads all edges).
-    const TripleList& train = r->triples->train();
-    std::unordered_map<int64_t, std::pair<double, int64_t>> by_destination;
-    double sum = 0;
-    int64_t count = 0;
-    for (int64_t e = 0; e < train.size(); ++e) {
-      if (r->target >= 0 && train.relation[e] != r->target) continue;
-      sum += train.value[e];
-      ++count;
-      auto& [destination_sum, destination_count] = by_destination[train.tail[e]];
-      destination_sum += train.value[e];
-      ++destination_count;
-    }
-    r->mean_value = count > 0 ? sum / static_cast<double>(count) : 0.0;
-    for (const auto& [node, sum_count] : by_destination) {
-      r->destination_mean[node] = sum_count.first / static_cast<double>(sum_count.second);
-    }
-  } else {
+  if (!r->regression) {
     r->loss = parse_kg_loss(r->job.link.loss, "train.loss");
   }
   r->decoder = parse_kg_decoder(r->job.link.decoder, r->job.link.transe_norm, "model.decoder");
@@ -245,120 +115,6 @@ std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
   r->optimizer = make_optimizer(r->job.optimizer, r->model->parameters(), r->job.learning_rate, r->job.weight_decay,
                                 r->job.momentum);
   return r;
-}
-
-// Appends `step`'s seeds to `plan` as its next batch: the positives' sources, their
-// destinations, then their negatives (SubgraphBuilder keeps each node once, unless
-// disjoint). Temporal sampling: each seed's time bound is its positive's time.
-void add_batch(EpochPlan& plan, const LinkStep& step, bool temporal) {
-  plan.order.insert(plan.order.end(), step.src.begin(), step.src.end());
-  plan.order.insert(plan.order.end(), step.dst.begin(), step.dst.end());
-  plan.order.insert(plan.order.end(), step.negatives.begin(), step.negatives.end());
-  plan.offsets.push_back(static_cast<int64_t>(plan.order.size()));
-  if (!temporal) return;
-  plan.times.insert(plan.times.end(), step.time.begin(), step.time.end());
-  plan.times.insert(plan.times.end(), step.time.begin(), step.time.end());
-  const size_t k = step.src.empty() ? 0 : step.negatives.size() / step.src.size();
-  for (int64_t t : step.time) plan.times.insert(plan.times.end(), k, t);
-}
-
-// The epoch's `steps` batches (training/kg_triples.h: which positives and negatives), each
-// leaving out all of the step's positives, whichever trainer holds them.
-EpochPlan plan_training(LinkReplica& r, uint64_t epoch, int64_t steps) {
-  const TripleList& train = r.triples->train();
-  const std::vector<int64_t>& times = r.triples->train_times();
-  const bool temporal = r.job.temporal();
-  std::vector<int64_t> order = r.triples->epoch_order(r.job.seed, epoch);
-  if (r.job.time_ordered) {
-    // Batches cut in time order: the edges by time, ties by edge id.
-    std::iota(order.begin(), order.end(), int64_t{0});
-  }
-  if (r.target >= 0) {
-    // The target type's edges alone, in the same order.
-    order.erase(std::remove_if(order.begin(), order.end(), [&](int64_t e) { return train.relation[e] != r.target; }),
-                order.end());
-  }
-  if (r.job.time_ordered) {
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return times[a] < times[b]; });
-  }
-  const int64_t m = static_cast<int64_t>(order.size()), b = r.job.batch_size;
-  EpochPlan plan;
-  plan.job_seed = r.job.seed;
-  plan.epoch = epoch;
-  plan.offsets = {0};
-  plan.excluded_offsets = {0};
-  r.steps.assign(static_cast<size_t>(steps), LinkStep());
-  for (int64_t s = 0; s < steps; ++s) {
-    const int64_t begin = std::min(m, s * b), end = std::min(m, begin + b);
-    LinkStep& step = r.steps[static_cast<size_t>(s)];
-    std::map<int64_t, std::vector<int64_t>> chunks;
-    for (int64_t p : trainer_positions(*r.triples, r.book, Span<const int64_t>(order), begin, end, r.part, r.share,
-                                       r.shares)) {
-      const int64_t e = order[static_cast<size_t>(begin + p)];
-      step.src.push_back(train.head[e]);
-      step.dst.push_back(train.tail[e]);
-      step.relation.push_back(train.relation[e]);
-      if (temporal) step.time.push_back(times[e]);
-      if (r.regression) {
-        step.value.push_back(train.value[e]);
-        continue;
-      }
-      const int64_t chunk = p / r.negatives.chunk_size;
-      auto it = chunks.find(chunk);
-      if (it == chunks.end()) {
-        it = chunks.emplace(chunk, draw_negatives(r, r.negatives, epoch, s, chunk)).first;
-      }
-      step.negatives.insert(step.negatives.end(), it->second.begin(), it->second.end());
-    }
-    add_batch(plan, step, temporal);
-    for (int64_t i = begin; i < end; ++i) {
-      plan.excluded_src.push_back(train.head[order[i]]);
-      plan.excluded_dst.push_back(train.tail[order[i]]);
-    }
-    plan.excluded_offsets.push_back(static_cast<int64_t>(plan.excluded_src.size()));
-  }
-  return plan;
-}
-
-// The split's held-out edges this trainer scores, in batches of eval_batch_size edges of
-// the canonical order (keyed by their position there), each edge against eval.negatives
-// destinations drawn keyed by its position. Held-out edges are not in the graph: nothing
-// is left out. Temporal sampling bounds them by no time: they have none in a partition
-// folder, and a time split (data.holdout.by: time) puts every training edge before them.
-EpochPlan plan_evaluation(LinkReplica& r, const std::string& split) {
-  const TripleList& edges = r.held_out.at(split);
-  if (r.regression && static_cast<int64_t>(edges.value.size()) != edges.size()) {
-    throw UsageError("train.loss: mse: the held-out " + split + " edges have no values to evaluate on");
-  }
-  const uint64_t split_code = split == "valid" ? 1 : 2;
-  const int64_t n = edges.size(), b = r.job.eval_batch_size;
-  KgNegatives negatives;
-  negatives.k = r.regression ? 0 : r.job.link.eval_negatives;
-  negatives.chunk_size = 1;
-  EpochPlan plan;
-  plan.job_seed = r.job.seed;
-  plan.epoch = kEvalEpoch - split_code;
-  plan.offsets = {0};
-  const int64_t batches = (n + b - 1) / b;
-  r.steps.assign(static_cast<size_t>(batches), LinkStep());
-  for (int64_t batch = 0; batch < batches; ++batch) {
-    LinkStep& step = r.steps[static_cast<size_t>(batch)];
-    for (int64_t i = batch * b; i < std::min(n, (batch + 1) * b); ++i) {
-      if (r.book.owner(edges.tail[i]) != r.part || i % r.shares != r.share) continue;
-      step.src.push_back(edges.head[i]);
-      step.dst.push_back(edges.tail[i]);
-      step.relation.push_back(edges.relation[i]);
-      if (r.job.temporal()) step.time.push_back(std::numeric_limits<int64_t>::max());
-      if (r.regression) {
-        step.value.push_back(edges.value[i]);
-        continue;
-      }
-      const std::vector<int64_t> drawn = draw_negatives(r, negatives, plan.epoch, split_code, i);
-      step.negatives.insert(step.negatives.end(), drawn.begin(), drawn.end());
-    }
-    add_batch(plan, step, r.job.temporal());
-  }
-  return plan;
 }
 
 struct Scores {
@@ -634,6 +390,16 @@ link_trainer_actor::behavior_type link_trainer(link_trainer_actor::pointer self,
 
 }  // namespace
 
+void check_held_out_history(const JobConfig& job, const PartitionMeta& meta, const std::string& dir) {
+  if (!meta.held_out_in_graph) return;
+  if (!job.link_gnn() || job.temporal_time != "edge") {
+    throw UsageError(dir + " keeps its held-out edges in the graph as history (data.holdout.history: keep): a link "
+                           "job reads it only with a GNN encoder and sampling.temporal: {time: edge}, which bounds "
+                           "every seed strictly before its edge's time; without it the held-out edges would be "
+                           "read off the graph");
+  }
+}
+
 int32_t check_link_encoder_fits(const JobConfig& job, const PartitionMeta& meta, const std::string& dir) {
   const std::string& encoder = job.link.encoder;
   if (encoder == "rgcn" || encoder == "hetero_sage") {
@@ -673,6 +439,15 @@ void check_negatives_fit(const JobConfig& job, int64_t candidates, const std::st
 
 int64_t link_training_edges(const JobConfig& job, const PartitionFolder& folder) {
   const int32_t target = find_target_edge(folder.meta().edge_types, job.link.target_edge, folder.dir());
+  if (folder.meta().held_out_in_graph) {
+    // Which edges are held out is KgTriples' to say.
+    const KgTriples triples(folder);
+    int64_t edges = 0;
+    for (int64_t e = 0; e < triples.train().size(); ++e) {
+      edges += triples.is_training_edge(e) && (target < 0 || triples.train().relation[e] == target);
+    }
+    return edges;
+  }
   if (target < 0) return folder.meta().num_edges;
   int64_t edges = 0;
   for (int p = 0; p < folder.meta().num_parts; ++p) {

@@ -40,6 +40,15 @@
 // so the 1-vs-2-partition equality above no longer holds: trees are keyed by position);
 // `batches: time` orders the epoch's edges by time instead of permuting them.
 //
+// History kept (data.holdout.history: keep, a time split whose held-out edges stay in the
+// graph: PartitionMeta::held_out_in_graph): the streaming protocol of TGN and TGB. Every
+// seed is bounded strictly before its positive's time (training and evaluation alike), so a
+// held-out edge at time t is scored with every event before t in reach, earlier held-out
+// edges included, and none at t or after, itself and its reverse included (a link's edges
+// share one time: partitioner/splits.h). Training positives are the graph's edges less
+// those between the ends of a held-out edge (KgTriples::is_training_edge); all of them lie
+// before the held-out edges, whose times they therefore never reach.
+//
 // Rating regression (train.loss: mse; MovieLens' ratings): no negatives; a positive's
 // prediction is the decoder's score of its ends plus the mean value (edge feature) of the
 // training positives, the loss its squared error against the edge's value. Evaluation
@@ -107,6 +116,11 @@ struct JobConfig;
 // target edge must be one of the graph's types. Throws UsageError naming model.encoder or
 // model.target_edge otherwise. The driver checks before it spawns, each trainer again.
 int32_t check_link_encoder_fits(const JobConfig& job, const PartitionMeta& meta, const std::string& dir);
+
+// Throws UsageError naming the folder `dir` when it keeps its held-out edges in the graph
+// as history (PartitionMeta::held_out_in_graph) and `job` is not a GNN link job with
+// sampling.temporal: {time: edge}, the one that hides them from the seeds before them.
+void check_held_out_history(const JobConfig& job, const PartitionMeta& meta, const std::string& dir);
 
 // Rating regression (train.loss: mse): throws UsageError naming train.loss unless the
 // edges of `meta` have one feature (the value regressed, a MovieLens rating) and, when

@@ -13,6 +13,8 @@
 #include <utility>
 
 #include "base/error.h"
+#include "partitioner/partition.h"
+#include "partitioner/partition_format.h"
 #include "partitioner/readers.h"
 #include "partitioner/splits.h"
 #include "test_util.h"
@@ -216,6 +218,67 @@ TEST(HoldOutEdgesTest, AHeldOutRatingLeavesBothItsTypeAndTheReverse) {
   Dataset bad = ratings();
   bad.reverse_edge_type = {2, 0, -1};
   EXPECT_THROW(bad.validate(), Error);
+}
+
+// history: keep: nothing leaves the graph; the held-out ratings are listed with their
+// times (the latest ones), the partition folder records them beside the graph, and a link
+// whose edges differ in time, or a random split, is refused by name.
+TEST(HoldOutEdgesTest, KeptAsHistoryTheHeldOutLinksStayInTheGraphWithTheirTimes) {
+  const Dataset all = ratings();
+  Dataset d = ratings();
+  hold_out_edges(d, 0.1, 0.2, 3, true, /*edge_type=*/0, HeldOut::kKeepAsHistory);
+  EXPECT_TRUE(d.held_out_in_graph);
+  EXPECT_EQ(d.edges.src, all.edges.src);
+  EXPECT_EQ(d.edges.dst, all.edges.dst);
+  EXPECT_EQ(d.edge_time, all.edge_time);
+  ASSERT_EQ(d.test_edges.size(), 12);
+  ASSERT_EQ(d.val_edges.size(), 6);
+  ASSERT_EQ(d.test_edge_time.size(), 12u);
+  ASSERT_EQ(d.val_edge_time.size(), 6u);
+  // Ratings are at times 0..59 (both edges of a rating at one time): test 48..59, valid 42..47.
+  std::map<std::pair<int64_t, int64_t>, int64_t> time_of;
+  for (int64_t e = 0; e < all.num_edges(); ++e) time_of[{all.edges.src[e], all.edges.dst[e]}] = all.edge_time[e];
+  for (int64_t i = 0; i < d.test_edges.size(); ++i) {
+    EXPECT_EQ(d.test_edge_time[i], time_of.at({d.test_edges.src[i], d.test_edges.dst[i]}));
+    EXPECT_GE(d.test_edge_time[i], 48);
+  }
+  for (int64_t i = 0; i < d.val_edges.size(); ++i) {
+    EXPECT_EQ(d.val_edge_time[i], time_of.at({d.val_edges.src[i], d.val_edges.dst[i]}));
+    EXPECT_GE(d.val_edge_time[i], 42);
+    EXPECT_LT(d.val_edge_time[i], 48);
+  }
+  EXPECT_NO_THROW(d.validate());
+  // The folder keeps the times and says the held-out edges are in the graph.
+  testing::TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 2;
+  const PartitionMeta meta = partition_dataset(d, options, tmp / "parts");
+  EXPECT_TRUE(meta.held_out_in_graph);
+  const PartitionFolder folder(tmp / "parts");
+  EXPECT_TRUE(folder.meta().held_out_in_graph);
+  EXPECT_TRUE(folder.meta().has_edge_split_time);
+  EXPECT_EQ(folder.meta().num_edges, all.num_edges());
+  std::multiset<int64_t> times;
+  for (int p = 0; p < 2; ++p) {
+    const PartitionData part = folder.load_part(p);
+    ASSERT_TRUE(part.test_edge_time.has_value());
+    for (int64_t t : part.test_edge_time->as<int64_t>()) times.insert(t);
+  }
+  EXPECT_EQ(times, std::multiset<int64_t>(d.test_edge_time.begin(), d.test_edge_time.end()));
+
+  const auto refused = [](Dataset bad, bool by_time, const std::string& words) {
+    try {
+      hold_out_edges(bad, 0.1, 0.2, 3, by_time, 0, HeldOut::kKeepAsHistory);
+      ADD_FAILURE() << "not refused: " << words;
+    } catch (const UsageError& e) {
+      EXPECT_CONTAINS(e.what(), words);
+    }
+  };
+  refused(ratings(), false, "data.holdout.history: keep keeps held-out links in the graph as history, for a time split");
+  Dataset two_times = ratings();
+  two_times.edge_time[1] = 1000;  // the rated_by edge of the first rating
+  refused(two_times, true, "needs every edge of a link (an edge, its reverse, parallel edges) at one time, and edges 0 "
+                           "and 1 of dataset 'ratings' link nodes 0 and 10 at times 0 and 1000");
 }
 
 // The shared MovieLens: the last 10% of ratings by time as test, 5% before them as
