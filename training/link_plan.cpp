@@ -16,10 +16,6 @@ namespace partita {
 
 namespace {
 
-// Evaluation batches and negatives are keyed by this epoch (less the split's number), the
-// same every time: a metric moves only when the weights do.
-constexpr uint64_t kEvalEpoch = ~uint64_t{0};
-
 // A chunk's negatives: KgTriples' draw over every node, or, for a target edge type, k draws
 // among its destination type's nodes (keyed by (seed, epoch, step, chunk) as original-id
 // positions, so partition-invariant like KgTriples'), degree_fraction of them as the
@@ -226,7 +222,7 @@ EpochPlan plan_evaluation(LinkPlanner& r, const std::string& split) {
   negatives.chunk_size = 1;
   EpochPlan plan;
   plan.job_seed = r.job.seed;
-  plan.epoch = kEvalEpoch - split_code;
+  plan.epoch = kLinkEvalEpoch - split_code;
   plan.offsets = {0};
   const int64_t batches = (n + b - 1) / b;
   r.steps.assign(static_cast<size_t>(batches), LinkStep());

@@ -68,6 +68,11 @@ struct LinkPlanner {
 // negatives, rating target, held-out history).
 void open_link_plan(LinkPlanner& p, JobConfig job, int index);
 
+// Evaluation batches and negatives are keyed by this epoch less a code (valid 1, test 2,
+// encoding every entity for ranking 3), the same every time: a metric moves only when the
+// weights do.
+constexpr uint64_t kLinkEvalEpoch = ~uint64_t{0};
+
 // A seed's time bound for a positive at `time`: the time itself (temporal sampling keeps
 // edges at or before it), or with history kept the time before it, so that the positive's
 // own edges (one time per link: partitioner/splits.h) and every later or simultaneous edge,

@@ -213,7 +213,7 @@ void encode_entities(LinkReplica& r) {
   const int64_t n = r.triples->num_entities(), b = r.job.eval_batch_size;
   EpochPlan plan;
   plan.job_seed = r.job.seed;
-  plan.epoch = kEvalEpoch - 3;  // valid and test are 1 and 2
+  plan.epoch = kLinkEvalEpoch - 3;  // valid and test are 1 and 2
   plan.offsets = {0};
   for (int64_t first = 0; first < n; first += b) {
     for (int64_t o = first; o < std::min(n, first + b); ++o) {
