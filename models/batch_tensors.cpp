@@ -16,8 +16,13 @@ namespace {
 
 // A tensor that owns the vector's buffer: no copy of what the sampler produced. When the
 // tensor goes, the buffer goes to `recycle` if given, else is freed.
+// A vector that never allocated (data() null: a featureless batch's x, a relation without
+// edges) gets an empty tensor of its own: libtorch 1.13 keeps a from_blob deleter in a
+// unique_ptr on the data pointer, which never calls it for null, so the heap vector below
+// would leak (LeakSanitizer: RgcnTest.FeaturelessInputIsOneHotByNodeId). Nothing to recycle.
 template <typename T>
 at::Tensor to_tensor(std::vector<T>&& values, std::function<void(std::vector<T>&&)> recycle = {}) {
+  if (values.data() == nullptr) return at::empty({0}, at::dtype(c10::CppTypeToScalarType<T>::value));
   auto owned = std::make_unique<std::vector<T>>(std::move(values));
   std::vector<T>* buffer = owned.get();
   at::Tensor t = at::from_blob(

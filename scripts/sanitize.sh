@@ -39,6 +39,9 @@ cmake -S "$ROOT" -B "$ASAN_DIR" -DCMAKE_BUILD_TYPE=Release -DPARTITA_SANITIZE=ad
 # (a mapped file truncated under a job is named, base/mapped_files.h), which its tests check.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:handle_sigbus=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+# Leaks inside third-party libraries (fontconfig and libltdl under `partita plot`), each
+# explained in scripts/lsan.supp; the child processes the tests start inherit it.
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$ROOT/scripts/lsan.supp:print_suppressions=0}"
 cd "$ASAN_DIR"
 if [ "$WHICH" = all ]; then
   # What the suite runs: every test binary and the CLI (benchmarks and the fuzzers are not

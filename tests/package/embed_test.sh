@@ -66,13 +66,20 @@ if command -v ccache > /dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 
+# The package of a sanitizer build (PARTITA_SANITIZE=address,undefined, set by the test from
+# the build's cache) holds instrumented static libraries: a host links the runtimes too.
+sanitize=()
+if [ -n "${PARTITA_SANITIZE:-}" ]; then
+  sanitize=("-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=$PARTITA_SANITIZE")
+fi
+
 prefix=$work/prefix
 run_step install 120 cmake --install "$build_dir" --prefix "$prefix"
 [ -x "$prefix/bin/partita" ] || fail "the install has no bin/partita"
 ls "$prefix"/lib*/cmake/Partita/PartitaConfig.cmake > /dev/null 2>&1 || fail "the install has no PartitaConfig.cmake"
 
 run_step configure 120 cmake -S "$source_dir/examples/embed" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$prefix" "${launcher[@]}"
+  -DCMAKE_PREFIX_PATH="$prefix" "${launcher[@]}" "${sanitize[@]}"
 run_step build 300 cmake --build "$work/build"
 if grep -q -- "$source_dir" "$work/build/CMakeFiles/partita_embed.dir/flags.make"; then
   fail "the example compiled against the source tree, not the installed headers: $(grep -- "$source_dir" \
