@@ -296,7 +296,11 @@ TEST_F(ClusterJobTest, SubmitDetachesOnCtrlCLogsReattachesStopCancels) {
     }
     return true;
   };
-  json s = wait_for(head.address, [&](const json& s) { return epoch_of(s, id) >= 2 && lists_only_the_job(s); });
+  // Heartbeats carry the actor counts and the head's records the epoch: both must be of
+  // the running job (a job restarting from a checkpoint has a moment with no actors).
+  json s = wait_for(head.address, [&](const json& s) {
+    return epoch_of(s, id) >= 2 && lists_only_the_job(s) && actors_on_live_nodes(s) > 0;
+  });
   EXPECT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
   EXPECT_GT(actors_on_live_nodes(s), 0u) << "the job goes on after the detach";
   for (const auto& node : s["nodes"]) {
