@@ -529,6 +529,11 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
     top.fail("eval.negatives", "'all' ranks each held-out edge against every entity, and train.loss: mse predicts "
                                "edge values, with nothing to rank: leave eval.negatives out");
   }
+  if (job.holdout_keep_history && job.link.eval_negatives == 0) {
+    top.fail("eval.negatives", "'all' ranks against one encoding of every entity, made once per evaluation with "
+                               "every edge in reach, and data.holdout.history: keep leaves the held-out links in the "
+                               "graph: they would be in the encodings that rank them; give a number of negatives");
+  }
   if (job.holdout_by_time && !job.temporal()) {
     top.fail("data.holdout.by", "time holds out the latest links, for jobs with sampling.temporal");
   }

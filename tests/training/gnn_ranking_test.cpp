@@ -257,6 +257,12 @@ TEST_F(GnnRankingTest, CombinationsThatCannotRankAgainstEveryEntityAreNamed) {
                "model: {encoder: rgcn}\neval: {negatives: all}\ntrain: {loss: mse}\n");
       },
       "eval.negatives: 'all' ranks each held-out edge against every entity, and train.loss: mse predicts edge values");
+  refused(
+      [&] {
+        parsed("task: link_prediction\ndata: {dataset: kg, format: triples, holdout: {test: 0.1, by: time, "
+               "history: keep}}\nmodel: {encoder: rgcn}\nsampling: {temporal: {time: edge}}\neval: {negatives: all}\n");
+      },
+      "eval.negatives: 'all' ranks against one encoding of every entity");
 }
 
 // The example job (BENCHMARKS.md's R-GCN run) is a valid job for the shared data.
