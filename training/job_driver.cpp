@@ -831,7 +831,10 @@ JobReport Driver::run() {
     if (cancel_requested()) throw_cancelled(epoch, 0);
     EpochMetrics m = train_epoch(epoch, steps, from);
     from = ResumePoint{};
-    if (options_.evaluate && job_.link_gnn() && job_.link.regression()) {
+    // eval.every: a link job evaluates after every N-th epoch and after the last.
+    const bool evaluate_now = options_.evaluate && (!job_.link_gnn() || epoch % job_.link.eval_every == 0 ||
+                                                    epoch == last_epoch);
+    if (evaluate_now && job_.link_gnn() && job_.link.regression()) {
       const RatingMetrics valid = rating_metrics(evaluate_links("valid")), test = rating_metrics(evaluate_links("test"));
       m.val_loss = valid.rmse * valid.rmse;
       m.test_loss = test.rmse * test.rmse;
@@ -842,7 +845,7 @@ JobReport Driver::run() {
                    "(predicting the training mean: {:.4f}, each destination's training mean: {:.4f})",
                    epoch, job_.epochs, m.seconds, m.batches_per_second, m.train_loss, valid.rmse, test.rmse,
                    test.rmse_global_mean, test.rmse_destination_mean);
-    } else if (options_.evaluate && job_.link_gnn() && job_.link.eval_negatives == 0) {
+    } else if (evaluate_now && job_.link_gnn() && job_.link.eval_negatives == 0) {
       for (const std::string split : {"valid", "test"}) {
         for (auto& metric : rank_links(split)) m.ranking.push_back(std::move(metric));
       }
@@ -851,7 +854,7 @@ JobReport Driver::run() {
                    epoch, job_.epochs, m.seconds, m.batches_per_second, m.train_loss, m.ranking_metric("valid.mrr"),
                    m.ranking_metric("test.mrr"), m.ranking_metric("test.hits@1"), m.ranking_metric("test.hits@10"),
                    m.ranking_metric("test.raw_mrr"), m.ranking_metric("test.seconds"));
-    } else if (options_.evaluate && job_.link_gnn()) {
+    } else if (evaluate_now && job_.link_gnn()) {
       const LinkMetrics valid = link_metrics(evaluate_links("valid"), job_.link.eval_negatives),
                         test = link_metrics(evaluate_links("test"), job_.link.eval_negatives);
       m.val_loss = valid.loss;
@@ -863,8 +866,11 @@ JobReport Driver::run() {
                    "{:.4f} mrr {:.4f} hits@10 {:.4f}",
                    epoch, job_.epochs, m.seconds, m.batches_per_second, m.train_loss, valid.auc, valid.mrr, test.auc,
                    test.mrr, test.hits10);
+    } else if (job_.link_gnn()) {
+      spdlog::info("epoch {}/{}: {:.1f}s, {:.2f} batches/s, train loss {:.4f}", epoch, job_.epochs, m.seconds,
+                   m.batches_per_second, m.train_loss);
     } else {
-      if (options_.evaluate) {
+      if (evaluate_now) {
         std::tie(m.val_loss, m.val_accuracy) = evaluate("val");
         std::tie(m.test_loss, m.test_accuracy) = evaluate("test");
       }

@@ -38,7 +38,7 @@ using testing::run_in_process;
 class GnnLinkJobTest : public ::testing::Test {
  protected:
   JobConfig job(int parts, const std::string& model, const std::string& train, const std::string& output,
-                const std::string& extra = "") {
+                const std::string& eval = "{negatives: 3}") {
     return parse_job("task: link_prediction\n"
                      "data: {generate: {kind: sbm, nodes: 600, classes: 4, features: 16, avg_degree: 8, seed: 2},\n"
                      "       num_partitions: " + std::to_string(parts) + ", holdout: {val: 0.05, test: 0.1}}\n"
@@ -46,7 +46,7 @@ class GnnLinkJobTest : public ::testing::Test {
                      "negatives: {k: 2, chunk_size: 1}\n"
                      "sampling: {fanouts: [5, 5], batch_size: 128}\n"
                      "train: " + train + "\n"
-                     "eval: {negatives: 3}\n" + extra +
+                     "eval: " + eval + "\n"
                      "output: " + output + "\n",
                      tmp_.path(), "gnn link job");
   }
@@ -94,6 +94,25 @@ TEST_F(GnnLinkJobTest, TheEncoderLearnsHeldOutLinks) {
     EXPECT_CONTAINS(line, "\"test.auc\"");
   }
   EXPECT_EQ(lines, 5);
+}
+
+// eval.every: 2 of 3 epochs: the held-out links are scored after epoch 2 and after the last,
+// and epoch 1's record in metrics.jsonl has no metrics of them.
+TEST_F(GnnLinkJobTest, EvalEveryScoresEveryNthEpochAndTheLast) {
+  const JobReport report = run_in_process(job(1, "{encoder: graphsage, dim: 8, hidden: 8, layers: 2, dropout: 0.0}",
+                                              "{epochs: 3, learning_rate: 0.01, seed: 1}", "run",
+                                              "{negatives: 3, every: 2}"));
+  ASSERT_EQ(report.epochs.size(), 3u);
+  EXPECT_TRUE(report.epochs[0].ranking.empty());
+  EXPECT_GT(report.epochs[1].ranking_metric("test.edges"), 0);
+  EXPECT_GT(report.epochs[2].ranking_metric("test.edges"), 0);
+  std::ifstream metrics(tmp_ / "run/metrics.jsonl");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(metrics, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].find("\"test.auc\""), std::string::npos) << lines[0];
+  EXPECT_CONTAINS(lines[1], "\"test.auc\"");
+  EXPECT_CONTAINS(lines[2], "\"test.auc\"");
 }
 
 TEST_F(GnnLinkJobTest, OneAndTwoPartitionsAndFourTrainersGiveTheSameLosses) {
