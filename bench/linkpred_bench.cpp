@@ -69,7 +69,7 @@ struct JobTiming {
   double eval_seconds = 0;  // the test split, both directions
   int64_t steps = 0;        // run, the first included
   // The table on disk: the buffer's stats over the run, and this process's bytes read
-  // from the block device.
+  // from the block device from the job's start to its last step (its evaluation excluded).
   PartitionBuffer::Stats buffer;
   int64_t device_read_bytes = 0;
 };
@@ -155,13 +155,16 @@ JobTiming measure_job(runtime::Runtime& rt, const JobConfig& job, const Linkpred
   options.max_steps = o.steps + 1;
   std::vector<double> step_ends;
   Stopwatch watch;
+  const int64_t read_before = device_read_bytes();
+  int64_t read_at_last_step = read_before;  // the evaluation after the steps reads rows too
   options.on_progress = [&](const JobProgress& p) {
-    if (p.event == JobProgress::Event::step) step_ends.push_back(watch.seconds());
+    if (p.event != JobProgress::Event::step) return;
+    step_ends.push_back(watch.seconds());
+    read_at_last_step = device_read_bytes();
   };
   std::unique_ptr<PageCacheDropper> dropper;
   if (o.drop_cache && job.link.on_disk()) dropper = std::make_unique<PageCacheDropper>(job.output + "/embeddings");
   const PartitionBuffer::Stats before = PartitionBuffer::process_totals();
-  const int64_t read_before = device_read_bytes();
   JobReport report = run_job(rt, job, options);
   dropper.reset();
   if (step_ends.size() < 2) throw Error("the job ran fewer than 2 steps");
@@ -182,7 +185,7 @@ JobTiming measure_job(runtime::Runtime& rt, const JobConfig& job, const Linkpred
   t.buffer.swaps = after.swaps - before.swaps;
   t.buffer.wait_seconds = after.wait_seconds - before.wait_seconds;
   t.buffer.swap_seconds = after.swap_seconds - before.swap_seconds;
-  t.device_read_bytes = device_read_bytes() - read_before;
+  t.device_read_bytes = read_at_last_step - read_before;
   return t;
 }
 
@@ -304,8 +307,8 @@ void run_linkpred_bench(const LinkpredBenchOptions& o_in) {
   const auto report_buffer = [&](const char* name, const JobTiming& t) {
     const double read_mib = static_cast<double>(t.buffer.reads) * file_mib;
     std::printf("  %s: %lld steps, %lld swaps (walk %lld, bound %lld), %lld files read (%lld prefetched), %lld "
-                "written; %.2f s in swaps, %.2f s waiting for reads; %.1f MiB read from the device, %.1f MiB by the "
-                "buffer\n",
+                "written; %.2f s in swaps, %.2f s waiting for reads; %.1f MiB read from the device until the last "
+                "step, %.1f MiB by the buffer\n",
                 name, static_cast<long long>(t.steps), static_cast<long long>(t.buffer.swaps),
                 static_cast<long long>(walk_swaps), static_cast<long long>(bound),
                 static_cast<long long>(t.buffer.reads), static_cast<long long>(t.buffer.prefetched),

@@ -41,7 +41,8 @@ struct LinkpredBenchOptions {
 // epoch). Positives per step are counted exactly (a buffer state's last step is short).
 // For (d) and (e): the swaps against the walk's and the lower bound, the seconds training
 // stood still in swaps and waiting for reads, and the bytes this process read from the
-// block device (/proc/self/io read_bytes) next to the bytes the buffer read: whether the
+// block device (/proc/self/io read_bytes) from the job's start to its last step next to
+// the bytes the buffer read: whether the
 // figure measures the device or the page cache. With `drop_cache`, a thread syncs and
 // drops (fdatasync, POSIX_FADV_DONTNEED) every table file's pages every 20 ms while (d) and
 // (e) run. After each of (a), (d) and (b): the job's filtered ranking of the 20,466 test
