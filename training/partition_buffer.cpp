@@ -67,6 +67,7 @@ void PartitionBuffer::reader_loop() {
       payload.clear();
       spare_.push_back(std::move(payload));
       failure_ = failed;
+      unread_ += 1 + static_cast<int64_t>(queue_.size());
       queue_.clear();
     }
     cv_.notify_all();
@@ -75,7 +76,10 @@ void PartitionBuffer::reader_loop() {
 
 void PartitionBuffer::wait_for_reader(const char* why, bool report_failure) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!cv_.wait_for(lock, deadline_, [&] { return queue_.empty() && !in_flight_; })) {
+  const bool done = cv_.wait_for(lock, deadline_, [&] { return queue_.empty() && !in_flight_; });
+  stats_.reads -= unread_;  // counted when asked for
+  unread_ = 0;
+  if (!done) {
     throw Error("partition buffer: the background read of partition " + std::to_string(reading_) + " (" +
                 table_.file(reading_) + ") did not finish within " + std::to_string(deadline_.count()) + " ms (" +
                 why + ")");
@@ -236,6 +240,7 @@ std::string PartitionBuffer::settle() {
     // Its queue is dropped, and what it staged is dropped at the next prefetch or flush.
     errors = e.what();
     std::lock_guard<std::mutex> lock(mutex_);
+    stats_.reads -= static_cast<int64_t>(queue_.size());
     queue_.clear();
     staged_.clear();
   }

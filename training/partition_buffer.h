@@ -134,6 +134,7 @@ class PartitionBuffer {
   std::deque<int> queue_;           // partitions to read, in order
   int reading_ = -1;                // the last partition the reader started (for errors)
   bool in_flight_ = false;          // a read is in progress
+  int64_t unread_ = 0;              // asked-for reads that failed or were dropped after a failure
   std::vector<Staged> staged_;      // read, waiting for enter()
   std::vector<std::vector<float>> spare_;  // payload buffers to reuse (allocated once)
   bool stopping_ = false;

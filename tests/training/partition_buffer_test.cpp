@@ -226,6 +226,7 @@ TEST(PartitionBufferTest, AShortOrCorruptFileMetWhilePrefetchingIsNamedWithItsOf
   EXPECT_NE(what.find("short read at offset 84"), std::string::npos) << what;
   EXPECT_LE(buffer.resident_count(), 4);
   EXPECT_EQ(buffer.stats().prefetched, 0);
+  EXPECT_EQ(buffer.stats().reads, 5);  // 0-3, and 4 staged: 5 failed, 6 never read
 
   table.write(5, Span<const float>(whole[5]));
   buffer.enter({0, 4, 5, 6});
