@@ -307,6 +307,9 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   linkpred->add_option("--buffer", lp->buffer, "(d): partitions the buffer holds (at least 2)")
       ->check(cli::in_range(2, 1024))
       ->capture_default_str();
+  linkpred->add_option("--configs", lp->configs, "configurations to run each round, in order: a (in memory), d (buffer, prefetch), e (buffer, no prefetch), b (2 daemons), c (dense)")
+      ->capture_default_str();
+  linkpred->add_flag("--drop-cache", lp->drop_cache, "(d), (e): drop the table files' pages from the page cache every 20 ms while the job runs");
   linkpred->add_option("--workdir", lp->work_dir, "keep the partitions here and reuse them");
   linkpred->add_option("--seed", lp->seed, "seed")->capture_default_str();
   linkpred->callback([lp] { bench::run_linkpred_bench(*lp); });

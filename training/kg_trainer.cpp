@@ -74,6 +74,11 @@ int logical_capacity(const KgReplica& r) {
   return r.job.link.embedding_buffer * (r.disk->num_partitions() / r.job.link.embedding_partitions);
 }
 
+// The partitions a swap reads: one physical partition's logical ones (0 without prefetch).
+int staging_of(const KgReplica& r) {
+  return r.job.link.embedding_prefetch ? r.disk->num_partitions() / r.job.link.embedding_partitions : 0;
+}
+
 std::string embedding_dir(const JobConfig& job) {
   return job.link.embedding_dir.empty() ? job.output + "/embeddings" : job.link.embedding_dir;
 }
@@ -88,7 +93,7 @@ void open_disk_table(KgReplica& r) {
   r.table_id = table_ids(*r.triples, r.job.seed);
   r.disk = std::make_unique<EmbeddingPartitions>(EmbeddingPartitions::create(
       embedding_dir(r.job), shape, r.job.seed, r.job.link.init_std, 0.0, original_ids_of_rows(*r.triples, r.table_id)));
-  r.partitions = std::make_unique<PartitionBuffer>(*r.disk, logical_capacity(r), kStepDeadline);
+  r.partitions = std::make_unique<PartitionBuffer>(*r.disk, logical_capacity(r), staging_of(r), kStepDeadline);
   r.entity_optimizer.learning_rate = r.job.learning_rate;
   r.entity_optimizer.validate();
   const std::vector<int64_t> sizes = bucket_sizes(*r.triples, r.table_id, shape);
@@ -102,7 +107,7 @@ void open_disk_table(KgReplica& r) {
 }
 
 // Walks the buffer to the state that trains `step` of the epoch's plan, and starts reading
-// the partition the state after it admits.
+// every logical partition the state after it admits (one physical partition: the swap).
 void enter_state_of(KgReplica& r, int64_t step) {
   const size_t k = r.plan.state_of_step(step);
   if (k == r.state) return;
@@ -112,12 +117,11 @@ void enter_state_of(KgReplica& r, int64_t step) {
   r.state_edges = r.plan.edges[k];
   std::sort(r.state_edges.begin(), r.state_edges.end());
   if (r.job.link.embedding_prefetch && k + 1 < r.plan.resident.size()) {
+    std::vector<int> arriving;
     for (int next : r.plan.resident[k + 1]) {
-      if (!r.partitions->resident(next)) {
-        r.partitions->prefetch(next);
-        break;
-      }
+      if (!r.partitions->resident(next)) arriving.push_back(next);
     }
+    r.partitions->prefetch(arriving);
   }
 }
 
@@ -480,7 +484,7 @@ void load_state(KgReplica& r, const std::vector<char>& bytes) {
     r.partitions.reset();  // it reads the table being replaced
     r.disk = std::make_unique<EmbeddingPartitions>(
         EmbeddingPartitions::restore(snapshot_dir(r.job), snapshot_tag(epoch), embedding_dir(r.job), disk_shape(r)));
-    r.partitions = std::make_unique<PartitionBuffer>(*r.disk, logical_capacity(r), kStepDeadline);
+    r.partitions = std::make_unique<PartitionBuffer>(*r.disk, logical_capacity(r), staging_of(r), kStepDeadline);
     r.trained_epoch = epoch;
   }
 }
@@ -531,11 +535,13 @@ kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::
             r->trained_epoch = epoch;
             const PartitionBuffer::Stats& after = r->partitions->stats();
             spdlog::info("trainer {}: epoch {}: {} of the walk's {} swaps (lower bound {}), {} logical partitions read ({} "
-                         "prefetched), {} written, {:.2f} s waiting for reads, at most {} of {} resident",
+                         "prefetched), {} written, {:.2f} s in swaps, {:.2f} s waiting for reads, at most {} of {} "
+                         "resident and {} staged",
                          r->index, epoch, std::max<int64_t>(r->states_entered - 1, 0), r->plan.order.swaps(),
                          swap_lower_bound(r->job.link.embedding_partitions, r->job.link.embedding_buffer),
                          after.reads - before.reads, after.prefetched - before.prefetched, after.writes - before.writes,
-                         after.wait_seconds - before.wait_seconds, after.peak_resident, r->partitions->capacity());
+                         after.swap_seconds - before.swap_seconds, after.wait_seconds - before.wait_seconds,
+                         after.peak_resident, r->partitions->capacity(), after.peak_staged);
           }
           caf::anon_send(driver, train_done_atom::value, static_cast<int32_t>(r->index), epoch);
         } catch (const std::exception& e) {

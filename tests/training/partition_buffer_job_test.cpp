@@ -19,6 +19,7 @@
 #include "training/bucket_epoch.h"
 #include "training/job_config.h"
 #include "training/kg_triples.h"
+#include "training/partition_buffer.h"
 
 namespace partita {
 namespace {
@@ -130,6 +131,41 @@ TEST_F(BufferJobTest, EveryTripleIsTrainedOnceAnEpochInAStateHoldingBothEnds) {
   for (int i = 0; i < shape.num_partitions; ++i) {
     std::vector<float> payload(table.payload_bytes(i) / sizeof(float));
     EXPECT_NO_THROW(table.read(i, Span<float>(payload)));
+  }
+}
+
+// Prefetching reads every logical partition of a swap in the background (one physical
+// partition); the job it trains is the job without prefetching, loss for loss: the same
+// steps, the same weights (relations and every table row), the same ranking.
+TEST_F(BufferJobTest, PrefetchingEveryFileOfASwapTrainsTheJobWithoutPrefetching) {
+  const JobConfig with = job("{storage: disk, partitions: 4, buffer: 2}", "prefetch");
+  const JobConfig without = job("{storage: disk, partitions: 4, buffer: 2, prefetch: false}", "no-prefetch");
+  const PartitionBuffer::Stats before = PartitionBuffer::process_totals();
+  const JobReport a = run_in_process(with);
+  const PartitionBuffer::Stats middle = PartitionBuffer::process_totals();
+  const JobReport b = run_in_process(without);
+  const PartitionBuffer::Stats after = PartitionBuffer::process_totals();
+  // 2 epochs of 5 swaps, each 4 logical partitions, all prefetched; none without.
+  EXPECT_EQ(middle.swaps - before.swaps, 10);
+  EXPECT_EQ(middle.prefetched - before.prefetched, 40);
+  EXPECT_EQ(after.swaps - middle.swaps, 10);
+  EXPECT_EQ(after.prefetched - middle.prefetched, 0);
+  ASSERT_EQ(a.epochs.size(), b.epochs.size());
+  for (size_t e = 0; e < a.epochs.size(); ++e) {
+    EXPECT_EQ(a.epochs[e].step_losses, b.epochs[e].step_losses) << "epoch " << e + 1;
+    EXPECT_EQ(a.epochs[e].step_hashes, b.epochs[e].step_hashes) << "epoch " << e + 1;
+    EXPECT_EQ(a.epochs[e].ranking_metric("test.mrr"), b.epochs[e].ranking_metric("test.mrr"));
+  }
+  EXPECT_EQ(a.parameter_hash, b.parameter_hash);
+  const PartitionFolder folder(with.partition_dir());
+  const EmbeddingPartitions::Shape shape = buffer_table_shape(KgTriples(folder).num_entities(), 4, 8);
+  const EmbeddingPartitions ta = EmbeddingPartitions::open(with.output + "/embeddings", shape);
+  const EmbeddingPartitions tb = EmbeddingPartitions::open(without.output + "/embeddings", shape);
+  for (int i = 0; i < shape.num_partitions; ++i) {
+    std::vector<float> pa(ta.payload_bytes(i) / sizeof(float)), pb(pa.size());
+    ta.read(i, Span<float>(pa));
+    tb.read(i, Span<float>(pb));
+    EXPECT_EQ(pa, pb) << "partition " << i;
   }
 }
 

@@ -128,35 +128,52 @@ TEST(EmbeddingPartitionsTest, AWriteCutShortLeavesThePreviousPartitionWhole) {
   EXPECT_EQ(after, trained);
 }
 
-// A whole BETA walk, with prefetching: at every state the residents are exactly the
-// state's partitions and never more than c; each state adds to every row of its buckets'
-// partitions, as a shadow table in memory does; after flush the files equal the shadow.
+// A whole BETA walk over physical partitions of g logical ones each (as a knowledge-graph
+// job walks its table: training/bucket_epoch.h), prefetching every logical partition of the
+// next swap: at every state the residents are exactly the state's partitions and never more
+// than c physical ones, the staged ones never more than one physical partition; every swap's
+// reads are the prefetch's; each state adds to every row of its buckets' partitions, as a
+// shadow table in memory does; after flush the files equal the shadow, with and without
+// prefetching.
 TEST(PartitionBufferTest, AWalkKeepsTheBudgetAndItsWritesReachTheFiles) {
-  for (const auto& [p, c] : std::vector<std::pair<int, int>>{{4, 2}, {8, 4}, {5, 3}, {3, 3}}) {
-    SCOPED_TRACE("p = " + std::to_string(p) + ", c = " + std::to_string(c));
+  struct Case {
+    int p, c, g;
+    bool prefetch;
+  };
+  for (const Case& t : std::vector<Case>{{4, 2, 1, true}, {8, 4, 1, true}, {5, 3, 1, true}, {3, 3, 1, true},
+                                         {8, 4, 4, true}, {4, 2, 3, true}, {8, 4, 4, false}}) {
+    SCOPED_TRACE("p = " + std::to_string(t.p) + ", c = " + std::to_string(t.c) + ", " + std::to_string(t.g) +
+                 " logical each, prefetch " + std::to_string(t.prefetch));
+    const int l = t.p * t.g, capacity = t.c * t.g;
     testing::TempDir tmp;
     const int64_t dim = 5;
-    EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(61, p, dim), 4, 1.0, 0.0);
-    std::vector<std::vector<float>> shadow(static_cast<size_t>(p));
-    for (int i = 0; i < p; ++i) {
+    EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(61 * t.g, l, dim), 4, 1.0, 0.0);
+    std::vector<std::vector<float>> shadow(static_cast<size_t>(l));
+    for (int i = 0; i < l; ++i) {
       shadow[i].resize(table.payload_bytes(i) / sizeof(float));
       table.read(i, Span<float>(shadow[i]));
     }
-    PartitionBuffer buffer(table, c, milliseconds(60000));
-    const BucketOrder order = beta_order(p, c);
+    PartitionBuffer buffer(table, capacity, t.prefetch ? t.g : 0, milliseconds(60000));
+    const BucketOrder order = beta_order(t.p, t.c);
+    auto logical = [&](const std::vector<int>& physical) {
+      std::vector<int> out;
+      for (int x : physical) {
+        for (int j = 0; j < t.g; ++j) out.push_back(x * t.g + j);
+      }
+      return out;
+    };
     for (int epoch = 0; epoch < 2; ++epoch) {
       for (size_t k = 0; k < order.states.size(); ++k) {
-        buffer.enter(order.states[k]);
-        ASSERT_LE(buffer.resident_count(), c);
-        for (int i = 0; i < p; ++i) {
-          const bool in_state = std::find(order.states[k].begin(), order.states[k].end(), i) != order.states[k].end();
+        const std::vector<int> state = logical(order.states[k]);
+        buffer.enter(state);
+        ASSERT_LE(buffer.resident_count(), capacity);
+        for (int i = 0; i < l; ++i) {
+          const bool in_state = std::find(state.begin(), state.end(), i) != state.end();
           ASSERT_EQ(buffer.resident(i), in_state) << "partition " << i << " in state " << k;
         }
-        if (k + 1 < order.states.size()) {
-          for (int next : order.states[k + 1]) buffer.prefetch(next);
-        }
+        if (t.prefetch && k + 1 < order.states.size()) buffer.prefetch(logical(order.states[k + 1]));
         for (const auto& [a, b] : order.buckets[k]) {
-          for (int part : {a, b}) {
+          for (int part : logical({a, b})) {
             Span<float> values = buffer.values(part);
             Span<float> acc = buffer.accumulators(part);
             for (size_t j = 0; j < values.size(); ++j) {
@@ -171,13 +188,15 @@ TEST(PartitionBufferTest, AWalkKeepsTheBudgetAndItsWritesReachTheFiles) {
       buffer.flush();
       EXPECT_EQ(buffer.resident_count(), 0);
     }
-    EXPECT_EQ(buffer.stats().peak_resident, c);
-    if (p > c) {
-      EXPECT_EQ(buffer.stats().prefetched, 2 * order.swaps());
-    }
+    EXPECT_EQ(buffer.stats().peak_resident, capacity);
+    EXPECT_EQ(buffer.stats().swaps, 2 * order.swaps());
+    // Every swap's g reads, and only those, came from the background reader.
+    EXPECT_EQ(buffer.stats().prefetched, t.prefetch ? 2 * order.swaps() * t.g : 0);
+    EXPECT_EQ(buffer.stats().peak_staged, t.prefetch && t.p > t.c ? t.g : 0);
+    EXPECT_EQ(buffer.stats().reads, 2 * (capacity + order.swaps() * t.g));
     EXPECT_THROW(buffer.values(0), Error);  // nothing resident after flush
-    const EmbeddingPartitions reread = EmbeddingPartitions::open(tmp / "t", shape(61, p, dim));
-    for (int i = 0; i < p; ++i) {
+    const EmbeddingPartitions reread = EmbeddingPartitions::open(tmp / "t", shape(61 * t.g, l, dim));
+    for (int i = 0; i < l; ++i) {
       std::vector<float> payload(reread.payload_bytes(i) / sizeof(float));
       reread.read(i, Span<float>(payload));
       EXPECT_EQ(payload, shadow[i]) << "partition " << i;
@@ -185,24 +204,78 @@ TEST(PartitionBufferTest, AWalkKeepsTheBudgetAndItsWritesReachTheFiles) {
   }
 }
 
+// A short or corrupt file met by the background reader, one of a swap's several files, is
+// an error on the training thread naming the file and the offset; the reader reads none of
+// the swap's files after it; once the file is whole again, the swap completes (the
+// training thread reads what was not staged).
+TEST(PartitionBufferTest, AShortOrCorruptFileMetWhilePrefetchingIsNamedWithItsOffset) {
+  testing::TempDir tmp;
+  EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(80, 8, 2), 1, 0.1, 0.0);
+  std::vector<std::vector<float>> whole(8);
+  for (int i = 0; i < 8; ++i) {
+    whole[i].resize(table.payload_bytes(i) / sizeof(float));
+    table.read(i, Span<float>(whole[i]));
+  }
+  PartitionBuffer buffer(table, 4, 3, milliseconds(60000));
+  buffer.enter({0, 1, 2, 3});
+  fs::resize_file(table.file(5), 64 + 20);
+  buffer.prefetch({4, 5, 6});
+  std::string what = error_of([&] { buffer.enter({0, 4, 5, 6}); });
+  EXPECT_NE(what.find("prefetching failed"), std::string::npos) << what;
+  EXPECT_NE(what.find(table.file(5)), std::string::npos) << what;
+  EXPECT_NE(what.find("short read at offset 84"), std::string::npos) << what;
+  EXPECT_LE(buffer.resident_count(), 4);
+  EXPECT_EQ(buffer.stats().prefetched, 0);
+  EXPECT_EQ(buffer.stats().reads, 5);  // 0-3, and 4 staged: 5 failed, 6 never read
+
+  table.write(5, Span<const float>(whole[5]));
+  buffer.enter({0, 4, 5, 6});
+  EXPECT_EQ(buffer.stats().prefetched, 1);  // 4, staged before the failure; 5 and 6 read now
+  for (int part : {0, 4, 5, 6}) {
+    const Span<float> values = buffer.values(part);
+    EXPECT_EQ(std::vector<float>(values.begin(), values.end()),
+              std::vector<float>(whole[part].begin(), whole[part].begin() + whole[part].size() / 2))
+        << "partition " << part;
+  }
+
+  // A corrupt payload (the checksum) in the last file of the next swap.
+  {
+    std::fstream f(table.file(7), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(64 + 9);
+    f.put('\x7f');
+  }
+  buffer.prefetch({1, 2, 7});
+  what = error_of([&] { buffer.enter({0, 1, 2, 7}); });
+  EXPECT_NE(what.find(table.file(7)), std::string::npos) << what;
+  EXPECT_NE(what.find("checksum mismatch"), std::string::npos) << what;
+  EXPECT_NE(what.find("at offset 64"), std::string::npos) << what;
+  EXPECT_EQ(buffer.stats().peak_resident, 4);
+  EXPECT_EQ(buffer.stats().peak_staged, 3);
+  EXPECT_EQ(buffer.settle(), "");
+
+  // More partitions than the staging area holds is refused, naming both counts.
+  what = error_of([&] { buffer.prefetch({1, 2, 3, 4}); });
+  EXPECT_NE(what.find("prefetching 4 partitions with 0 staged, the staging area holds 3"), std::string::npos) << what;
+}
+
 TEST(PartitionBufferTest, MoreThanTheBudgetIsRefused) {
   testing::TempDir tmp;
   EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(20, 4, 2), 1, 0.1, 0.0);
-  PartitionBuffer buffer(table, 2, milliseconds(60000));
+  PartitionBuffer buffer(table, 2, 1, milliseconds(60000));
   const std::string what = error_of([&] { buffer.enter({0, 1, 2}); });
   EXPECT_NE(what.find("a state of 3 partitions, the buffer holds 2"), std::string::npos) << what;
   EXPECT_EQ(buffer.resident_count(), 0);
-  EXPECT_THROW(PartitionBuffer(table, 1, milliseconds(1000)), UsageError);
-  EXPECT_THROW(PartitionBuffer(table, 5, milliseconds(1000)), UsageError);
+  EXPECT_THROW(PartitionBuffer(table, 1, 1, milliseconds(1000)), UsageError);
+  EXPECT_THROW(PartitionBuffer(table, 5, 1, milliseconds(1000)), UsageError);
 }
 
 TEST(PartitionBufferTest, AFailedPrefetchIsReportedWhenThePartitionIsAdmitted) {
   testing::TempDir tmp;
   EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(20, 4, 2), 1, 0.1, 0.0);
-  PartitionBuffer buffer(table, 2, milliseconds(60000));
+  PartitionBuffer buffer(table, 2, 1, milliseconds(60000));
   buffer.enter({0, 1});
   fs::resize_file(table.file(3), 10);
-  buffer.prefetch(3);
+  buffer.prefetch({3});
   const std::string what = error_of([&] { buffer.enter({0, 3}); });
   EXPECT_NE(what.find("prefetching failed"), std::string::npos) << what;
   EXPECT_NE(what.find(table.file(3)), std::string::npos) << what;
@@ -220,7 +293,7 @@ TEST(PartitionBufferTest, AFailedReadLeavesItsSlotFree) {
     f.seekp(64 + 5);
     f.put('\x7f');
   }
-  PartitionBuffer buffer(table, 2, milliseconds(60000));
+  PartitionBuffer buffer(table, 2, 1, milliseconds(60000));
   const std::string what = error_of([&] { buffer.enter({0, 1}); });
   EXPECT_NE(what.find("checksum mismatch"), std::string::npos) << what;
   EXPECT_TRUE(buffer.resident(0));
@@ -248,7 +321,7 @@ TEST(PartitionBufferTest, AWalkThatFailsMidwayIsSettledIntoTheFiles) {
     table.read(part, Span<float>(payload));
     return payload;
   };
-  PartitionBuffer buffer(table, 2, milliseconds(60000));
+  PartitionBuffer buffer(table, 2, 1, milliseconds(60000));
   buffer.enter({0, 1});
   for (int part : {0, 1}) {
     for (float& v : buffer.values(part)) v += 1.0f;  // a state's training
@@ -265,7 +338,7 @@ TEST(PartitionBufferTest, AWalkThatFailsMidwayIsSettledIntoTheFiles) {
     f.seekp(64 + 3);
     f.put('\x7f');
   }
-  buffer.prefetch(2);
+  buffer.prefetch({2});
   const std::string what = error_of([&] { buffer.enter({1, 2}); });
   EXPECT_NE(what.find(table.file(2)), std::string::npos) << what;
   EXPECT_TRUE(buffer.resident(1));  // the failed state is half entered
@@ -280,7 +353,7 @@ TEST(PartitionBufferTest, AWalkThatFailsMidwayIsSettledIntoTheFiles) {
   EXPECT_EQ(std::vector<float>(again.begin(), again.end()),
             std::vector<float>(trained[1].begin(), trained[1].begin() + trained[1].size() / 2));
   // A failed prefetch concerns a partition the flush drops anyway.
-  buffer.prefetch(2);
+  buffer.prefetch({2});
   EXPECT_NO_THROW(buffer.flush());
   EXPECT_EQ(buffer.resident_count(), 0);
   EXPECT_EQ(buffer.stats().peak_resident, 2);
@@ -293,7 +366,7 @@ TEST(PartitionBufferTest, SettlingReportsAWriteThatFailsAndStillEmptiesTheBuffer
   EmbeddingPartitions table = EmbeddingPartitions::create(tmp / "t", shape(40, 2, 4), 1, 0.1, 0.0);
   std::vector<float> before(table.payload_bytes(1) / sizeof(float));
   table.read(1, Span<float>(before));
-  PartitionBuffer buffer(table, 2, milliseconds(60000));
+  PartitionBuffer buffer(table, 2, 1, milliseconds(60000));
   buffer.enter({0, 1});
   for (float& v : buffer.values(1)) v = 7.0f;
 
