@@ -14,7 +14,15 @@
 //
 // Memory: 24 bytes per edge (an int64 time; an int64 neighbour id and a uint32 offset,
 // padded to 16), beside the topology's 8 (homogeneous) or 16 (heterogeneous) per edge:
-// 503 MB for RMAT's 21M edges.
+// 503 MB for RMAT's 21M edges. Both arrays are backed by 2 MB pages where the kernel gives
+// them (transparent huge pages, `madvise` mode): every search probe and pick reads a random
+// line of a 160-320 MB array, which on 4 KB pages is also a TLB miss and a page walk
+// (BENCHMARKS.md, "Temporal sampling against uniform sampling", stop 22: the temporal
+// kernel 1.3-1.45x as fast; temporal `uniform` over uniform sampling from 0.71-0.74 to
+// 0.86-0.90 by CPU time on a loaded machine), at no memory cost. A tree of fences over the
+// times (an 8-ary search, one line per level) was tried there and not kept: fewer lines and
+// steps per search, but no faster than this binary search on huge pages, for 8/7 bytes an
+// edge more.
 //
 // Built once when a sampler or partition actor opens its partition for a temporal job, not
 // stored in the partition folder: the order depends on the job's time (node or edge), it
