@@ -7,8 +7,8 @@
 #   scripts/fuzz_campaign.sh --status [GOAL]   # each target's executions so far, and the rest
 #
 # Each round picks the target nearest its goal in time (what it still needs over its rate
-# in its runs so far; a target never run goes first) and runs it for at most SLICE seconds,
-# or what its goal needs at that rate. The counts live in the folder, so stopping the
+# in its runs so far; a target never run goes first, for 60 s, which gives its rate) and
+# runs it for at most SLICE seconds, or what its goal needs at that rate. The counts live in the folder, so stopping the
 # campaign anywhere (a slice killed mid-way loses that slice's count) and starting it again
 # resumes. A target with a finding is left out for the rest of the campaign (fuzz.sh keeps
 # the input and prints how to replay it; fix it, then start the campaign again); the
@@ -91,7 +91,9 @@ for (( ; ; )); do
     if [ -z "$next" ] || [ "$need" -lt "$next_need" ]; then next=$t next_need=$need; fi
   done < <(progress)
   if [ -z "$next" ]; then break; fi
+  # A target never run gets a short first slice, which gives its rate; then the order.
   seconds=$SLICE
+  if [ "$next_need" -lt 0 ]; then seconds=$((SLICE < 60 ? SLICE : 60)); fi
   if [ "$next_need" -ge 0 ] && [ "$next_need" -lt "$SLICE" ]; then seconds=$((next_need < 30 ? 30 : next_need)); fi
   echo "fuzz_campaign.sh: $(date -u +%FT%TZ) $next for ${seconds}s" >&2
   if ! "$ROOT/scripts/fuzz.sh" "$next" "$seconds"; then
