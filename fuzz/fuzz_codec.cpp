@@ -97,6 +97,22 @@ uint64_t decode(MessageKind kind, Span<const char> bytes) {
       expect(h.bytes <= uint64_t{1} << 30, "rows header at most 1 GiB");
       return h.bytes;
     }
+    case MessageKind::kLinkPlan: {
+      EpochPlan plan = decode_link_plan(bytes);
+      expect(plan.num_batches() >= 0 && plan.offsets[0] == 0, "link plan offsets start at 0");
+      expect(plan.times.empty() || plan.times.size() == plan.order.size(), "link plan times");
+      expect(plan.excluded_src.size() == plan.excluded_dst.size(), "link plan excluded pairs");
+      expect(!plan.excludes_edges() || plan.excluded_offsets.size() == plan.offsets.size(),
+             "link plan excluded offsets per batch");
+      // Every batch's views, as the sampler actor takes them: a view past the vectors is
+      // an overrun ASan sees.
+      uint64_t s = plan.job_seed + plan.epoch;
+      for (int64_t b = 0; b < plan.num_batches(); ++b) {
+        s += sum(plan.batch(b)) + sum(plan.times_of(b));
+        if (plan.excludes_edges()) s += sum(plan.excluded_src_of(b)) + sum(plan.excluded_dst_of(b));
+      }
+      return s;
+    }
   }
   return 0;
 }
@@ -104,7 +120,8 @@ uint64_t decode(MessageKind kind, Span<const char> bytes) {
 constexpr MessageKind kKinds[] = {
     MessageKind::kHopRequest,  MessageKind::kHopReply,   MessageKind::kFeatureRequest,
     MessageKind::kFeatureReply, MessageKind::kErrorReply, MessageKind::kChannelOffer,
-    MessageKind::kMiniBatch,   MessageKind::kSamplerAck, MessageKind::kFeatureRowsHeader};
+    MessageKind::kMiniBatch,   MessageKind::kSamplerAck, MessageKind::kFeatureRowsHeader,
+    MessageKind::kLinkPlan};
 
 }  // namespace
 

@@ -175,6 +175,17 @@ void codec_seeds(const fs::path& out) {
   add("sampler_ack", MessageKind::kSamplerAck);
   encoder.feature_rows_header(8, DType::kFloat32, {1000, 128}, b);
   add("feature_rows_header", MessageKind::kFeatureRowsHeader);
+  EpochPlan plan;
+  plan.order = {4, 8, 15, 16, 23};
+  plan.offsets = {0, 2, 5};
+  plan.job_seed = 7;
+  plan.epoch = 1;
+  plan.excluded_src = {4, 16};
+  plan.excluded_dst = {8, 23};
+  plan.excluded_offsets = {0, 1, 2};
+  plan.times = {10, 20, 30, 40, 50};
+  encoder.link_plan(plan, b);
+  add("link_plan", MessageKind::kLinkPlan);
 
   // The CAF types, serialised as CAF sends them (fuzz_caf_messages.cpp's order).
   Seeds c(out, "caf_messages");

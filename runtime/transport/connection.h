@@ -55,6 +55,12 @@ class Connection {
                             Deadline deadline, const Wakeup* wakeup);
   // Waits for the accepting end's hello, which must be {token, peer}.
   void confirm(uint64_t token, uint32_t peer, Deadline deadline, const Wakeup* wakeup);
+  // Takes `fd`, one end of a connected stream socket (a socketpair), as a plaintext
+  // connection whose hellos count as exchanged: what connect() and Listener::accept()
+  // return, without a listener, a handshake or a thread for the other end. For driving a
+  // protocol's ends from bytes in one thread (fuzz/fuzz_transport.cpp); a daemon's
+  // connections come from connect() and accept() only.
+  static Connection adopt(int fd, std::string peer_name) { return Connection(fd, std::move(peer_name)); }
 
   // Non-blocking transfers. send_some sends what the socket takes now, at most `bytes`, and
   // returns how much (0: full). recv_some receives what has arrived, at most `bytes` (0:

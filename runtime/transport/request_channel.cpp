@@ -92,76 +92,86 @@ ChannelOffer RequestServer::open() {
 
 void RequestServer::serve(Session& session, const ChannelService& service) {
   const std::string client = "channel client " + std::to_string(session.offer.client);
-  bool between_requests = false;
   try {
     Connection connection = session.listener->accept(session.offer.token, session.offer.client, self_, client,
                                                      Clock::now() + deadline_, &stop_);
     session.listener.reset();  // one client per session: stop listening
     connection.set_buffer_bytes(kSocketBufferBytes);
-    std::vector<char> request;
-    ChannelReply reply;
-    std::vector<char> piece;
-    for (;;) {
-      // Between requests a client may idle as long as it likes; a closed connection here
-      // is the normal end of a session.
-      between_requests = true;
-      connection.wait_readable(kNoDeadline, &stop_, "waiting for a request");
-      unsigned char length_bytes[wire::kFrameLengthBytes];
-      size_t got = connection.recv_some(length_bytes, sizeof(length_bytes));
-      between_requests = false;
-      const auto deadline = Clock::now() + deadline_;
-      connection.recv_all(length_bytes + got, sizeof(length_bytes) - got, deadline, &stop_, "reading a request");
-      const uint64_t length = wire::decode_frame_length(length_bytes);
-      const bool oversized = length > wire::kMaxRequestBytes;
-      reply.body_bytes = 0;
-      reply.body_unit = 1;
-      reply.fill = nullptr;
-      if (oversized) {
-        // The stream cannot be resynchronised: answer once, naming the problem, and close.
-        service.refuse(over_limit("a request", length, wire::kMaxRequestBytes), reply);
-      } else {
-        // The buffer grows with the bytes that arrive (doubling), not with the length alone:
-        // 8 bytes claiming 255 MiB allocated 255 MiB at once (found by fuzz/fuzz_transport).
-        for (uint64_t got = 0; got < length;) {
-          const uint64_t piece = std::min(length - got, std::max<uint64_t>(got, kPieceBytes));
-          if (request.size() < got + piece) request.resize(got + piece);
-          connection.recv_all(request.data() + got, piece, deadline, &stop_, "reading a request");
-          got += piece;
-        }
-        service.answer(Span<const char>(request.data(), length), reply);
-      }
-      // Head length, head and body length in one sendmsg, then the body piece by piece.
-      const auto write_deadline = Clock::now() + deadline_;
-      const uint64_t body_length = reply.fill ? reply.body_bytes : 0;
-      unsigned char head_frame[wire::kFrameLengthBytes], body_frame[wire::kFrameLengthBytes];
-      wire::encode_frame_length(reply.head_length, head_frame);
-      wire::encode_frame_length(body_length, body_frame);
-      iovec frames[3] = {{head_frame, sizeof(head_frame)},
-                         {reply.head.data(), reply.head_length},
-                         {body_frame, sizeof(body_frame)}};
-      connection.send_all(frames, 3, write_deadline, &stop_, "writing a reply");
-      const uint64_t unit = std::max<uint64_t>(reply.body_unit, 1);
-      const uint64_t piece_bytes = std::max<uint64_t>(1, kPieceBytes / unit) * unit;
-      if (body_length > 0 && piece.size() < std::min(piece_bytes, body_length)) {
-        piece.resize(std::min(piece_bytes, body_length));
-      }
-      for (uint64_t offset = 0; offset < body_length; offset += piece_bytes) {
-        const uint64_t bytes = std::min(piece_bytes, body_length - offset);
-        reply.fill(piece.data(), offset, bytes);
-        connection.send_all(piece.data(), bytes, write_deadline, &stop_, "writing a reply");
-      }
-      if (oversized) break;
-    }
+    answer_requests(connection, service, deadline_, &stop_, name_);
   } catch (const Interrupted&) {
     // The server is stopping.
   } catch (const std::exception& e) {
-    if (between_requests || stop_.notified()) {
+    if (stop_.notified()) {
       spdlog::debug("{}: {} left: {}", name_, client, e.what());
     } else {
       spdlog::warn("{}: request channel: dropping {}: {}", name_, client, e.what());
     }
   }
   session.listener.reset();
+}
+
+void RequestServer::answer_requests(Connection& connection, const ChannelService& service, milliseconds deadline,
+                                    const Wakeup* stop, const std::string& name) {
+  std::vector<char> request;
+  ChannelReply reply;
+  std::vector<char> piece;
+  for (;;) {
+    // Between requests a client may idle as long as it likes; a closed connection here
+    // is the normal end of a session.
+    unsigned char length_bytes[wire::kFrameLengthBytes];
+    size_t got = 0;
+    try {
+      connection.wait_readable(kNoDeadline, stop, "waiting for a request");
+      got = connection.recv_some(length_bytes, sizeof(length_bytes));
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const std::exception& e) {
+      spdlog::debug("{}: {} left: {}", name, connection.peer_name(), e.what());
+      return;
+    }
+    const auto until = Clock::now() + deadline;
+    connection.recv_all(length_bytes + got, sizeof(length_bytes) - got, until, stop, "reading a request");
+    const uint64_t length = wire::decode_frame_length(length_bytes);
+    const bool oversized = length > wire::kMaxRequestBytes;
+    reply.body_bytes = 0;
+    reply.body_unit = 1;
+    reply.fill = nullptr;
+    if (oversized) {
+      // The stream cannot be resynchronised: answer once, naming the problem, and close.
+      service.refuse(over_limit("a request", length, wire::kMaxRequestBytes), reply);
+    } else {
+      // The buffer grows with the bytes that arrive (doubling), not with the length alone:
+      // 8 bytes claiming 255 MiB allocated 255 MiB at once (found by fuzz/fuzz_transport).
+      for (uint64_t got = 0; got < length;) {
+        const uint64_t piece = std::min(length - got, std::max<uint64_t>(got, kPieceBytes));
+        if (request.size() < got + piece) request.resize(got + piece);
+        connection.recv_all(request.data() + got, piece, until, stop, "reading a request");
+        got += piece;
+      }
+      service.answer(Span<const char>(request.data(), length), reply);
+    }
+    // Head length, head and body length in one sendmsg, then the body piece by piece.
+    const auto write_until = Clock::now() + deadline;
+    const uint64_t body_length = reply.fill ? reply.body_bytes : 0;
+    unsigned char head_frame[wire::kFrameLengthBytes], body_frame[wire::kFrameLengthBytes];
+    wire::encode_frame_length(reply.head_length, head_frame);
+    wire::encode_frame_length(body_length, body_frame);
+    iovec frames[3] = {{head_frame, sizeof(head_frame)},
+                       {reply.head.data(), reply.head_length},
+                       {body_frame, sizeof(body_frame)}};
+    connection.send_all(frames, 3, write_until, stop, "writing a reply");
+    const uint64_t unit = std::max<uint64_t>(reply.body_unit, 1);
+    const uint64_t piece_bytes = std::max<uint64_t>(1, kPieceBytes / unit) * unit;
+    if (body_length > 0 && piece.size() < std::min(piece_bytes, body_length)) {
+      piece.resize(std::min(piece_bytes, body_length));
+    }
+    for (uint64_t offset = 0; offset < body_length; offset += piece_bytes) {
+      const uint64_t bytes = std::min(piece_bytes, body_length - offset);
+      reply.fill(piece.data(), offset, bytes);
+      connection.send_all(piece.data(), bytes, write_until, stop, "writing a reply");
+    }
+    if (oversized) return;
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -171,12 +181,17 @@ void RequestClient::open(const ChannelOffer& offer, uint32_t server, millisecond
   const auto until = Clock::now() + deadline;
   const Endpoint endpoint{offer.host, offer.port};
   try {
-    connection_ = Connection::connect(endpoint, offer.token, offer.client, "its server", until, &wakeup_);
-    connection_.confirm(offer.token, server, until, &wakeup_);
-    connection_.set_buffer_bytes(kSocketBufferBytes);
+    Connection connection = Connection::connect(endpoint, offer.token, offer.client, "its server", until, &wakeup_);
+    connection.confirm(offer.token, server, until, &wakeup_);
+    attach(std::move(connection));
   } catch (const Error& e) {
     fail("cannot open at " + endpoint.to_string() + ": " + e.what(), deadline);
   }
+}
+
+void RequestClient::attach(Connection connection) {
+  connection_ = std::move(connection);
+  connection_.set_buffer_bytes(kSocketBufferBytes);
 }
 
 void RequestClient::shut_down() {

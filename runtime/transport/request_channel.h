@@ -83,6 +83,16 @@ class RequestServer {
   // sessions are open already.
   ChannelOffer open();
 
+  // What one session does once its client's hello was answered, on the calling thread:
+  // reads each request frame from `connection`, answers it with `service` and writes the
+  // reply, until the client closes the connection between two requests (logged at debug
+  // level as `name` ": " ... " left"), or after refusing an oversized request. Throws
+  // Error naming the client when the connection breaks or closes inside a frame, TimedOut
+  // when the rest of a started request or the write of a reply takes longer than
+  // `deadline`, Interrupted once `stop` (may be null) is notified.
+  static void answer_requests(Connection& connection, const ChannelService& service,
+                              std::chrono::milliseconds deadline, const Wakeup* stop, const std::string& name);
+
  private:
   struct Session;
   void serve(Session& session, const ChannelService& service);
@@ -110,6 +120,9 @@ class RequestClient {
   // Connects to the offer and checks that the server (`server`: the id it says hello with)
   // answers, within `deadline`. Throws Error naming the peer and the address.
   void open(const ChannelOffer& offer, uint32_t server, std::chrono::milliseconds deadline);
+  // Uses `connection`, whose hellos were exchanged (open's, or Connection::adopt's), from
+  // here on.
+  void attach(Connection connection);
 
   // Sends one request frame. Throws Error naming the peer if it cannot within `deadline`.
   void send(Span<const char> request, std::chrono::milliseconds deadline);

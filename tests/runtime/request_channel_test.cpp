@@ -287,6 +287,62 @@ TEST(RequestChannel, ARequestsLengthAloneAllocatesNothingBeyondWhatArrives) {
   EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KiB of peak resident set grown";
 }
 
+// A session's loop and a client over the two ends of a socketpair, in one thread (what
+// fuzz/fuzz_transport.cpp does with every input): the requests written and the stream
+// closed first, the session answers each in order and returns when the stream ends between
+// two requests; the client attached to the other end reads the replies.
+TEST(RequestChannel, ASessionAndAClientRunInOneThreadOverASocketpair) {
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  Connection session_end = Connection::adopt(fds[0], "channel client 1");
+  Connection client_end = Connection::adopt(fds[1], "its server");
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  session_end.set_buffer_bytes(4 << 20);  // as a session's: holds the replies until read
+  const std::vector<char> first{1, 'a'}, second{0, 'z'};  // bodies of 100000 copies, and none
+  for (const auto* request : {&first, &second}) {
+    unsigned char length[wire::kFrameLengthBytes];
+    wire::encode_frame_length(request->size(), length);
+    client_end.send_all(length, sizeof(length), until, nullptr, "sending");
+    client_end.send_all(request->data(), request->size(), until, nullptr, "sending");
+  }
+  ::shutdown(client_end.fd(), SHUT_WR);
+  const std::function<ChannelService()> make_service = repeat();
+  RequestServer::answer_requests(session_end, make_service(), 10s, nullptr, "server 1");  // returns: the end came
+  session_end = Connection();
+
+  RequestClient client("server 1");
+  client.attach(std::move(client_end));
+  testing::ChannelReplyBytes reply = next_reply(client, 10s);
+  EXPECT_EQ(reply.head, first);
+  ASSERT_EQ(reply.body.size(), 100000u * first.size());
+  EXPECT_EQ(std::vector<char>(reply.body.end() - 2, reply.body.end()), first);
+  reply = next_reply(client, 10s);
+  EXPECT_EQ(reply.head, second);
+  EXPECT_TRUE(reply.body.empty());
+  std::vector<char> head;
+  uint64_t body_bytes = 0;
+  EXPECT_CONTAINS(error_of([&] { client.receive_head(head, body_bytes, 10s); }), "closed its connection");
+}
+
+// A stream that ends inside a request fails the session naming its client, with no reply.
+TEST(RequestChannel, AStreamCutInsideARequestFailsTheSessionNamingTheClient) {
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  Connection session_end = Connection::adopt(fds[0], "channel client 4");
+  Connection client_end = Connection::adopt(fds[1], "its server");
+  unsigned char length[wire::kFrameLengthBytes];
+  wire::encode_frame_length(100, length);
+  client_end.send_all(length, sizeof(length), std::chrono::steady_clock::now() + 30s, nullptr, "sending");
+  client_end.send_all("ten bytes.", 10, std::chrono::steady_clock::now() + 30s, nullptr, "sending");
+  ::shutdown(client_end.fd(), SHUT_WR);
+  const std::function<ChannelService()> make_service = repeat();
+  EXPECT_CONTAINS(error_of([&] { RequestServer::answer_requests(session_end, make_service(), 10s, nullptr, "s"); }),
+                  "channel client 4 closed its connection");
+  session_end = Connection();
+  char byte = 0;
+  EXPECT_EQ(::recv(client_end.fd(), &byte, 1, 0), 0) << "no reply to a request that never came whole";
+}
+
 // A server that is a raw listener, to answer with frames no RequestServer would send.
 TEST(RequestChannel, AnOversizedReplyHeadOrBodyFailsTheClientNamingTheLimit) {
   for (const bool head_too_long : {true, false}) {
