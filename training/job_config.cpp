@@ -364,7 +364,9 @@ void read_link_model(Section s, JobConfig& job) {
         if (how == "shared") link.shared_input_types.push_back(type);
       }
       types.reject_unknown();  // a type given twice
-      if (s.get("input").size() == 0) s.fail(s.field("input"), "expected learnt, features or {type: learnt | shared, ...}");
+      if (s.get("input").size() == 0) {
+        s.fail(s.field("input"), "expected learnt, features or {type: learnt | shared, ...}");
+      }
     } else {
       s.read_choice("input", link.input, {"features", "learnt"});
     }

@@ -158,7 +158,8 @@ eval: {negatives: 100, block: 512, every: 2}
                   "model.input: a learnt input row per node is for encoder: rgcn or hetero_sage, not graphsage");
   // Per node type: a row per node (learnt) or one shared by the type's nodes (shared).
   const JobConfig shared =
-      parse("task: link_prediction\n" + job_text("model: {encoder: hetero_sage, input: {movie: learnt, user: shared}}"));
+      parse("task: link_prediction\n" +
+            job_text("model: {encoder: hetero_sage, input: {movie: learnt, user: shared}}"));
   EXPECT_TRUE(shared.link.learnt_input());
   EXPECT_EQ(shared.link.shared_input_types, std::vector<std::string>{"user"});
   EXPECT_EQ(parse_job(job_to_yaml(shared), "/elsewhere", "sent job").link.shared_input_types,
