@@ -19,7 +19,7 @@ namespace {
 
 struct HeteroSageConv : torch::nn::Module {
   HeteroSageConv(const ModelConfig& c, int64_t in, int64_t out, bool one_hot)
-      : in_dim(one_hot ? c.num_nodes : in), out_dim(out), one_hot(one_hot), relations(c.num_relations),
+      : in_dim(one_hot ? one_hot_rows(c) : in), out_dim(out), one_hot(one_hot), relations(c.num_relations),
         node_types(c.num_node_types) {
     const int64_t R = relations;
     lin_l = register_parameter("lin_l", at::empty({R, in_dim, out_dim}));
@@ -58,7 +58,7 @@ class HeteroSage : public GnnModel {
     const at::Tensor self_bias = at::mm(conv.ends_in.t(), conv.lin_l_bias);
     at::Tensor self, neighbours;
     if (conv.one_hot) {
-      const at::Tensor ids = batch.node_ids;
+      const at::Tensor ids = one_hot_row_ids(config(), batch);
       // Row (t, id) of S flattened to [T * N, out]: each node's own type's row.
       self = self_weight.view({T * in, out}).index_select(0, type * in + ids.narrow(0, 0, num_dst));
       neighbours = sum_relation_means(conv.lin_l.index_select(1, ids), batch, num_dst, path);

@@ -33,6 +33,16 @@ void ModelConfig::validate() const {
       if (t < 0 || t >= num_node_types) bad("relation_dst_type", "node type " + std::to_string(t) + " out of range");
     }
     if (in_dim == 0 && num_nodes <= 0) bad("num_nodes", "a featureless graph's one-hot input needs the node count");
+    for (size_t i = 0; i < shared_input_types.size(); ++i) {
+      const int32_t t = shared_input_types[i];
+      if (t < 0 || t >= num_node_types) bad("shared_input_types", "node type " + std::to_string(t) + " out of range");
+      if (i > 0 && t <= shared_input_types[i - 1]) bad("shared_input_types", "must be sorted without repeats");
+    }
+    if (!shared_input_types.empty() && in_dim != 0) {
+      bad("shared_input_types", "a shared input row per node type needs the one-hot input (in_dim 0)");
+    }
+  } else if (!shared_input_types.empty()) {
+    bad("shared_input_types", "applies to the relational kinds (rgcn, hetero_sage) only");
   }
   if (decomposition != "none" && decomposition != "basis" && decomposition != "block") {
     bad("decomposition", "must be none, basis or block (got \"" + decomposition + "\")");
@@ -75,6 +85,9 @@ std::string ModelConfig::structure() const {
   if (is_relational()) {
     s += " relations=" + std::to_string(num_relations) + " node_types=" + std::to_string(num_node_types);
     if (in_dim == 0) s += " one_hot_nodes=" + std::to_string(num_nodes);
+    for (size_t i = 0; i < shared_input_types.size(); ++i) {
+      s += (i == 0 ? " shared_input_types=" : ",") + std::to_string(shared_input_types[i]);
+    }
     if (decomposition == "basis") s += " bases=" + std::to_string(num_bases);
     if (decomposition == "block") s += " blocks=" + std::to_string(num_blocks);
   }

@@ -27,6 +27,11 @@ struct ModelConfig {
   int num_relations = 0;
   int num_node_types = 0;
   std::vector<int32_t> relation_dst_type;  // per relation: the node type it ends in
+  // One-hot input only (in_dim 0): the node types whose nodes all read one row of the first
+  // layer, shared by the type, instead of a row each. Such a node is then known only by its
+  // neighbourhood (inductive): a MovieLens user is what it rated, so a user first seen after
+  // training (no trained row of its own) is encoded like any other. Sorted, no repeats.
+  std::vector<int32_t> shared_input_types;
   // R-GCN's weight decomposition (Schlichtkrull et al. §2.2): "none" (a matrix per
   // relation), "basis" (W_r = sum_b a_rb V_b over num_bases shared V_b) or "block" (W_r
   // block-diagonal, num_blocks blocks; in and out dims must divide by it).

@@ -38,6 +38,17 @@ at::Tensor sum_relation_means(const at::Tensor& messages, const GraphBatch& batc
   return sum;
 }
 
+int64_t one_hot_rows(const ModelConfig& config) {
+  return config.num_nodes + (config.shared_input_types.empty() ? 0 : config.num_node_types);
+}
+
+at::Tensor one_hot_row_ids(const ModelConfig& config, const GraphBatch& batch) {
+  if (config.shared_input_types.empty()) return batch.node_ids;
+  at::Tensor shared = at::zeros({config.num_node_types}, at::kBool);
+  for (int32_t t : config.shared_input_types) shared[t] = true;
+  return at::where(shared.index_select(0, batch.node_type), batch.node_type + config.num_nodes, batch.node_ids);
+}
+
 void check_relational_batch(const GraphBatch& batch, int num_relations, const std::string& kind) {
   if (!batch.is_hetero() || !batch.node_type.defined()) {
     throw Error("model: " + kind + " needs a heterogeneous batch (edge types and node types); this batch has none");

@@ -5,7 +5,9 @@
 //
 // A layer's input is dense rows h [n, C] or, for the first layer of a featureless graph, a
 // one-hot vector per node that is never built: one-hot(id) * W = W[id], so a weight with a
-// row per node is gathered at the batch's node ids instead.
+// row per node is gathered at the batch's node ids instead. The node types of
+// ModelConfig::shared_input_types read one row per type instead (rows num_nodes + type):
+// every node of such a type has the same input, so it is told apart by its neighbours only.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -14,6 +16,7 @@
 
 #include "models/aggregate.h"
 #include "models/batch_tensors.h"
+#include "models/model_config.h"
 
 namespace partita {
 
@@ -27,6 +30,14 @@ at::Tensor relation_means(const at::Tensor& h, const GraphBatch& batch, int64_t 
 // for one-hot inputs).
 at::Tensor sum_relation_means(const at::Tensor& messages, const GraphBatch& batch, int64_t num_dst,
                               AggregatePath path);
+
+// The rows of a one-hot first layer's weight: a row per node, and a row per node type
+// when some types share one (ModelConfig::shared_input_types).
+int64_t one_hot_rows(const ModelConfig& config);
+
+// int64 [batch.num_nodes]: the row of that weight each batch node reads: its global id, or
+// num_nodes + its type for a node of a shared type.
+at::Tensor one_hot_row_ids(const ModelConfig& config, const GraphBatch& batch);
 
 // Throws Error unless `batch` is a heterogeneous batch with `num_relations` relations.
 void check_relational_batch(const GraphBatch& batch, int num_relations, const std::string& kind);

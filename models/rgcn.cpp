@@ -19,7 +19,7 @@ namespace {
 
 struct RgcnConv : torch::nn::Module {
   RgcnConv(const ModelConfig& c, int64_t in, int64_t out, bool one_hot)
-      : in_dim(one_hot ? c.num_nodes : in), out_dim(out), one_hot(one_hot), relations(c.num_relations),
+      : in_dim(one_hot ? one_hot_rows(c) : in), out_dim(out), one_hot(one_hot), relations(c.num_relations),
         decomposition(c.decomposition) {
     const int64_t R = relations;
     if (decomposition == "basis") {
@@ -72,7 +72,7 @@ class Rgcn : public GnnModel {
     const RgcnConv& conv = *convs_[index];
     check_relational_batch(batch, conv.relations, "rgcn");
     if (conv.one_hot) {
-      const at::Tensor ids = batch.node_ids;
+      const at::Tensor ids = one_hot_row_ids(config(), batch);
       const at::Tensor self = conv.root.index_select(0, ids.narrow(0, 0, num_dst)) + conv.bias;
       if (conv.decomposition == "basis") {
         // sum_r mean_r(W_r[id]) = sum over edges e of (a_{r_e, b} / |N_{r_e}(d)|) V_b[id_src],

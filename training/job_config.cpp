@@ -352,7 +352,24 @@ void read_link_model(Section s, JobConfig& job) {
         link.target_edge.push_back(list[i].Scalar());
       }
     }
-    s.read_choice("input", link.input, {"features", "learnt"});
+    if (s.has("input") && s.get("input").IsMap()) {
+      // Per node type: learnt (a row per node) or shared (one row for the type's nodes).
+      Section types = s.sub("input");
+      link.input = "learnt";
+      for (const auto& entry : s.get("input")) {
+        if (!entry.first.IsScalar()) s.fail(s.field("input"), "a key must be a node type's name");
+        const std::string type = entry.first.Scalar();
+        std::string how;
+        types.read_choice(type, how, {"learnt", "shared"});
+        if (how == "shared") link.shared_input_types.push_back(type);
+      }
+      types.reject_unknown();  // a type given twice
+      if (s.get("input").size() == 0) {
+        s.fail(s.field("input"), "expected learnt, features or {type: learnt | shared, ...}");
+      }
+    } else {
+      s.read_choice("input", link.input, {"features", "learnt"});
+    }
     if (link.learnt_input() && job.model != "rgcn" && job.model != "hetero_sage") {
       s.fail(s.field("input"), "a learnt input row per node is for encoder: rgcn or hetero_sage, not " + job.model);
     }
@@ -595,7 +612,13 @@ std::string job_to_yaml(const JobConfig& job) {
   }
   if (job.link_gnn()) {
     write_gnn_shape(out, job);
-    out << YAML::Key << "input" << YAML::Value << link.input;
+    if (link.shared_input_types.empty()) {
+      out << YAML::Key << "input" << YAML::Value << link.input;
+    } else {
+      out << YAML::Key << "input" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (const std::string& type : link.shared_input_types) out << YAML::Key << type << YAML::Value << "shared";
+      out << YAML::EndMap;
+    }
     if (!link.target_edge.empty()) out << YAML::Key << "target_edge" << YAML::Value << YAML::Flow << link.target_edge;
   } else if (!job.link_prediction()) {
     out << YAML::Key << "kind" << YAML::Value << job.model;

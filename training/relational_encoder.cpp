@@ -25,6 +25,23 @@ void set_relations(ModelConfig& config, const PartitionMeta& meta) {
   }
 }
 
+std::vector<int32_t> find_shared_input_types(const std::vector<std::string>& node_types,
+                                             const std::vector<std::string>& names, const std::string& what) {
+  std::vector<int32_t> types;
+  for (const std::string& name : names) {
+    const auto it = std::find(node_types.begin(), node_types.end(), name);
+    if (it == node_types.end()) {
+      std::string known;
+      for (const std::string& t : node_types) known += (known.empty() ? "" : ", ") + t;
+      throw UsageError("model.input: '" + name + "' is not a node type of " + what + " (its types: " +
+                       (known.empty() ? std::string("none") : known) + ")");
+    }
+    types.push_back(static_cast<int32_t>(it - node_types.begin()));
+  }
+  std::sort(types.begin(), types.end());
+  return types;
+}
+
 std::vector<int32_t> global_node_types(const PartitionFolder& folder) {
   std::vector<int32_t> types(static_cast<size_t>(folder.meta().num_nodes));
   for (int p = 0; p < folder.meta().num_parts; ++p) {

@@ -25,6 +25,12 @@ void require_relational_graph(const PartitionMeta& meta, const std::string& kind
 // per edge type of `meta` and the type it ends in); the caller sets kind and the sizes.
 void set_relations(ModelConfig& config, const PartitionMeta& meta);
 
+// The indices in `node_types` (of `what`) of the node types named by model.input's map
+// (JobConfig's link.shared_input_types), sorted: ModelConfig::shared_input_types. Throws
+// UsageError naming model.input and listing `node_types` when a name is not one of them.
+std::vector<int32_t> find_shared_input_types(const std::vector<std::string>& node_types,
+                                             const std::vector<std::string>& names, const std::string& what);
+
 // Every node's type by global id, from each part's node_type.bin. Throws Error naming the
 // folder when a part has none.
 std::vector<int32_t> global_node_types(const PartitionFolder& folder);

@@ -203,6 +203,46 @@ TEST(HeteroSageTest, FeaturelessInputIsOneHotByNodeId) {
   EXPECT_TRUE(at::allclose(model->forward(t.batch, false), dense_hetero_sage(*model, x), 1e-4, 1e-5));
 }
 
+// model.input {B: shared}: the nodes of type B (batch nodes 3 and 4) read one row of the
+// type (row 7 + 1 of a 9-row weight: 7 nodes, then one per type) whatever their ids, so
+// each is known by its neighbours only; type A's nodes keep their own rows.
+at::Tensor one_hot_with_shared_type_b(const std::vector<int64_t>& ids) {
+  at::Tensor x = at::zeros({5, 9});
+  for (int i = 0; i < 3; ++i) x[i][ids[i]] = 1;
+  for (int i = 3; i < 5; ++i) x[i][7 + 1] = 1;
+  return x;
+}
+
+TEST(HeteroSageTest, ASharedInputTypeReadsOneRowForAllItsNodes) {
+  const std::vector<int64_t> ids = {5, 0, 6, 2, 3};
+  ModelConfig c = relational("hetero_sage", 0, 7);
+  c.shared_input_types = {1};
+  auto model = make_model(c, 6);
+  EXPECT_EQ(param(*model, "conv0.lin_r").size(1), 9);
+  Toy t = toy(at::zeros({5, 0}), ids, 7);
+  const at::Tensor out = model->forward(t.batch, false);
+  EXPECT_TRUE(at::allclose(out, dense_hetero_sage(*model, one_hot_with_shared_type_b(ids)), 1e-4, 1e-5));
+  // Without the shared type, B's nodes read their own rows: another output.
+  c.shared_input_types.clear();
+  EXPECT_FALSE(at::allclose(make_model(c, 6)->forward(t.batch, false), out, 1e-4, 1e-5));
+}
+
+TEST(RgcnTest, ASharedInputTypeReadsOneRowForAllItsNodes) {
+  const std::vector<int64_t> ids = {5, 0, 6, 2, 3};
+  ModelConfig c = relational("rgcn", 0, 7);
+  c.decomposition = "basis";
+  c.num_bases = 2;
+  c.shared_input_types = {1};
+  auto model = make_model(c, 4);
+  Toy t = toy(at::zeros({5, 0}), ids, 7);
+  const at::Tensor x = one_hot_with_shared_type_b(ids);
+  const at::Tensor w = relation_weights(*model, "basis", 9, 4);
+  at::Tensor expected = at::mm(x, param(*model, "conv0.root")) + param(*model, "conv0.bias");
+  const std::vector<at::Tensor> means = dense_means(x);
+  for (int r = 0; r < 3; ++r) expected += at::mm(means[r], w[r]);
+  EXPECT_TRUE(at::allclose(model->forward(t.batch, false), expected, 1e-4, 1e-5));
+}
+
 // A sampled batch of the heterogeneous generator's graph, with hop counts.
 struct SampledHetero {
   Dataset d;
@@ -319,6 +359,14 @@ TEST(RelationalConfigTest, BadDecompositionsNameTheField) {
   EXPECT_CONTAINS(error_of(c), "model.decomposition: applies to rgcn only");
   c = relational("rgcn", 0);
   EXPECT_CONTAINS(error_of(c), "model.num_nodes: a featureless graph's one-hot input needs the node count");
+  c = relational("hetero_sage", 0, 10);
+  c.shared_input_types = {2};
+  EXPECT_CONTAINS(error_of(c), "model.shared_input_types: node type 2 out of range");
+  c.shared_input_types = {1, 1};
+  EXPECT_CONTAINS(error_of(c), "model.shared_input_types: must be sorted without repeats");
+  c = relational("hetero_sage", 6);
+  c.shared_input_types = {0};
+  EXPECT_CONTAINS(error_of(c), "model.shared_input_types: a shared input row per node type needs the one-hot input");
 }
 
 }  // namespace

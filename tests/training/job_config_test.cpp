@@ -156,6 +156,20 @@ eval: {negatives: 100, block: 512, every: 2}
   EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("model: {encoder: rgcn, input: ids}")), "model.input");
   EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("model: {encoder: graphsage, input: learnt}")),
                   "model.input: a learnt input row per node is for encoder: rgcn or hetero_sage, not graphsage");
+  // Per node type: a row per node (learnt) or one shared by the type's nodes (shared).
+  const JobConfig shared =
+      parse("task: link_prediction\n" +
+            job_text("model: {encoder: hetero_sage, input: {movie: learnt, user: shared}}"));
+  EXPECT_TRUE(shared.link.learnt_input());
+  EXPECT_EQ(shared.link.shared_input_types, std::vector<std::string>{"user"});
+  EXPECT_EQ(parse_job(job_to_yaml(shared), "/elsewhere", "sent job").link.shared_input_types,
+            std::vector<std::string>{"user"});
+  EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("model: {encoder: hetero_sage, input: {user: none}}")),
+                  "model.input.user: 'none' is not one of: learnt, shared");
+  EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("model: {encoder: hetero_sage, input: {}}")),
+                  "model.input: expected learnt, features or {type: learnt | shared, ...}");
+  EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("model: {encoder: graphsage, input: {user: shared}}")),
+                  "model.input: a learnt input row per node is for encoder: rgcn or hetero_sage, not graphsage");
 }
 
 // The entity rows' optimiser: Adagrad (lr 0.1) by default, SparseAdam (lr 0.001 unless
