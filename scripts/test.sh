@@ -2,10 +2,10 @@
 # The whole test suite: installs what is missing, builds, runs every test through ctest,
 # then every fuzz target for a short fixed time (scripts/fuzz.sh; PARTITA_CI_FUZZ_SECONDS
 # each, default 10; 0 skips it), failing on a finding. With PARTITA_CI_SANITIZE=1, then the
-# fast, torch-free test binaries under ASan and UBSan too (scripts/sanitize.sh): not by
-# default, because its build would take a clean run past 25 minutes on a 2-core machine
-# (README.md, "Fuzzing and sanitizers", says what each step costs). With arguments
-# (ctest's: -R PATTERN, ...) only ctest runs.
+# fast, torch-free test binaries under ASan and UBSan too (scripts/sanitize.sh): not yet by
+# default, because its build (~12 CPU-min) would take a clean run on a 2-core machine to
+# about 30 minutes (README.md, "Fuzzing and sanitizers", says what each step costs). With
+# arguments (ctest's: -R PATTERN, ...) only ctest runs.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/setup.sh"
