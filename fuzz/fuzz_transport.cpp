@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_input.h"
+#include "fuzz/transport_harness.h"
 #include "runtime/transport/request_channel.h"
 #include "runtime/transport/wire_format.h"
 
@@ -44,6 +45,9 @@ namespace {
 
 using namespace partita;
 using namespace partita::runtime;
+using fuzz::echo_service;
+using fuzz::kEchoHead;
+using fuzz::kRefusal;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kDeadline{8000};
@@ -109,30 +113,6 @@ void decode_headers(const uint8_t* data, size_t size) {
   volatile uint64_t sink = wire::decode_hello(block, hello) + wire::decode_frame_length(block) +
                            wire::decode_op_header(block, op) + hello.token + op.floats;
   (void)sink;
-}
-
-// Mode 1's service: an echo. The head is the first kEchoHead bytes, the body the request.
-constexpr size_t kEchoHead = 64;
-const std::string kRefusal = "refused: ";
-
-ChannelService echo_service() {
-  ChannelService service;
-  service.answer = [](Span<const char> request, ChannelReply& reply) {
-    const size_t head = std::min<size_t>(request.size(), kEchoHead);
-    reply.head.assign(request.data(), request.data() + head);
-    reply.head_length = head;
-    reply.storage.assign(request.data(), request.data() + request.size());
-    reply.body_bytes = request.size();
-    reply.fill = [&reply](char* piece, uint64_t offset, uint64_t bytes) {
-      std::memcpy(piece, reply.storage.data() + offset, bytes);
-    };
-  };
-  service.refuse = [](const std::string& why, ChannelReply& reply) {
-    const std::string text = kRefusal + why;
-    reply.head.assign(text.begin(), text.end());
-    reply.head_length = text.size();
-  };
-  return service;
 }
 
 // The bytes `from` holds until its peer closed.
@@ -207,22 +187,9 @@ void read_replies(const uint8_t* data, size_t size) {
   pair.put(data, size);
   RequestClient client("fuzz client");
   client.attach(std::move(pair.near));
-  try {
-    std::vector<char> head;
-    for (;;) {
-      uint64_t body_bytes = 0;
-      client.receive_head(head, body_bytes, kDeadline);  // ends with an Error at the end of the input
-      // Half the body piece by piece, the rest whole: both ways a feature channel reads.
-      if (body_bytes > 1) {
-        char piece[7];
-        client.receive_body(piece, std::min<uint64_t>(sizeof(piece), body_bytes / 2), kDeadline);
-      }
-      client.discard_body(kDeadline);
-    }
-  } catch (const Error& e) {
-    // The end of the input (or a frame over its limit). Not a deadline: every byte was there.
-    if (std::strstr(e.what(), "timed out") != nullptr) finding(std::string("the client waited: ") + e.what());
-  }
+  // The end of the input (or a frame over its limit). Not a deadline: every byte was there.
+  const std::string why = fuzz::read_replies_until_error(client, kDeadline);
+  if (why.find("timed out") != std::string::npos) finding("the client waited: " + why);
 }
 
 }  // namespace

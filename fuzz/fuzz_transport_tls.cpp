@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_input.h"
+#include "fuzz/transport_harness.h"
 #include "runtime/tls/credentials.h"
 #include "runtime/tls/session.h"
 #include "runtime/transport/request_channel.h"
@@ -56,6 +57,7 @@ namespace {
 
 using namespace partita;
 using namespace partita::runtime;
+using fuzz::echo_service;
 using std::chrono::milliseconds;
 
 // Generous: a loaded machine schedules threads late; libFuzzer's -timeout (10 s) bounds a hang.
@@ -117,27 +119,6 @@ void decode_headers(const uint8_t* data, size_t size) {
   volatile uint64_t sink = wire::decode_hello(block, hello) + wire::decode_frame_length(block) +
                            wire::decode_op_header(block, op) + hello.token + op.floats;
   (void)sink;
-}
-
-// Mode 1's service: an echo.
-ChannelService echo_service() {
-  ChannelService service;
-  service.answer = [](Span<const char> request, ChannelReply& reply) {
-    // Echo: the first bytes as the head, the whole request as the body.
-    const size_t head = std::min<size_t>(request.size(), 64);
-    reply.head.assign(request.data(), request.data() + head);
-    reply.head_length = head;
-    reply.storage.assign(request.data(), request.data() + request.size());
-    reply.body_bytes = request.size();
-    reply.fill = [&reply](char* piece, uint64_t offset, uint64_t bytes) {
-      std::memcpy(piece, reply.storage.data() + offset, bytes);
-    };
-  };
-  service.refuse = [](const std::string& why, ChannelReply& reply) {
-    reply.head.assign(why.begin(), why.end());
-    reply.head_length = why.size();
-  };
-  return service;
 }
 
 // Mode 1. A server of its own per input (its destructor joins the session's thread), with
@@ -246,19 +227,10 @@ void read_replies(const uint8_t* data, size_t size) {
     try {
       client.open({"127.0.0.1", server.port(), FakeServer::kToken, FakeServer::kClient}, FakeServer::kServer,
                    kDeadline);
-      std::vector<char> head;
-      for (;;) {
-        uint64_t body_bytes = 0;
-        client.receive_head(head, body_bytes, kDeadline);  // ends with an Error at the end of the input
-        // Half the body piece by piece, the rest whole: both ways a feature channel reads.
-        if (body_bytes > 1) {
-          char piece[7];
-          client.receive_body(piece, std::min<uint64_t>(sizeof(piece), body_bytes / 2), kDeadline);
-        }
-        client.discard_body(kDeadline);
-      }
+      // Until the end of the input (or of the connection): the client closes below.
+      fuzz::read_replies_until_error(client, kDeadline);
     } catch (const Error&) {
-      // The end of the input (or of the connection): the client closes below.
+      // The hello refused: the client closes below.
     }
   }
   // The client is closed: the server's writes end (written, or refused) and it closes too.
