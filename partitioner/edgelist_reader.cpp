@@ -24,25 +24,6 @@ int64_t parse_node_id(std::string_view token, const std::string& path, long line
   return id;
 }
 
-// Node count = largest id + 1 means every per-node array downstream is sized by the
-// largest id, so a sparse id space (say, 64-bit hashes) would allocate memory for nodes
-// that do not exist, or overflow. Beyond this many ids per edge the ids are taken to be
-// sparse rather than a graph with that many isolated nodes.
-constexpr int64_t kMaxIdsPerEdge = 16;
-constexpr int64_t kIdSlack = 1'000'000;
-
-void check_id_range(int64_t max_id, long max_id_line, int64_t num_edges, const std::string& path) {
-  // max_id >= limit is max_id + 1 > limit without overflowing at INT64_MAX; the edges were
-  // parsed from a file held in memory, so 16 * edges cannot overflow.
-  int64_t limit = kMaxIdsPerEdge * num_edges + kIdSlack;
-  if (max_id < limit) return;
-  throw file_error(path, max_id_line,
-                   "node id " + std::to_string(max_id) + " is far beyond the number of edges (" +
-                       std::to_string(num_edges) + "): edge lists must use ids 0..N-1 with N at most " +
-                       std::to_string(kMaxIdsPerEdge) + " * edges + " + std::to_string(kIdSlack) +
-                       "; remap sparse ids to consecutive ones first");
-}
-
 }  // namespace
 
 // Edges keep the file's order (edge id = position among the data lines) and are taken as
@@ -77,7 +58,8 @@ Dataset read_edgelist(const std::string& path) {
   }
   progress.done(text.size());
   if (d.edges.size() == 0) throw file_error(path, "no edges (only blank or comment lines)");
-  check_id_range(max_id, max_id_line, d.edges.size(), path);
+  const std::string sparse = detail::sparse_ids_problem(max_id, d.edges.size());
+  if (!sparse.empty()) throw file_error(path, max_id_line, sparse);
   d.num_nodes = max_id + 1;
   d.validate();
   return d;

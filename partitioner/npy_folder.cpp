@@ -499,7 +499,15 @@ Dataset read_npy_folder(const std::string& dir) {
     d.num_nodes = count.value();
     for (const EdgeFile& f : edge_files) check_edge_ids(*f.edges, d.num_nodes, folder.path(f.file), count.reason());
   } else {
-    for (const EdgeFile& f : edge_files) d.num_nodes = std::max(d.num_nodes, max_node_id(*f.edges) + 1);
+    // The count is the largest id + 1: ids must not be sparse (reader_util.h).
+    int64_t edges = 0;
+    for (const EdgeFile& f : edge_files) edges += f.edges->size();
+    for (const EdgeFile& f : edge_files) {
+      const int64_t max_id = max_node_id(*f.edges);
+      const std::string sparse = detail::sparse_ids_problem(max_id, edges);
+      if (!sparse.empty()) throw file_error(folder.path(f.file), sparse);
+      d.num_nodes = std::max(d.num_nodes, max_id + 1);
+    }
   }
 
   read_edge_arrays(folder, &d);

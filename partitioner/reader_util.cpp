@@ -21,6 +21,16 @@ std::string folder_name(const std::string& path) {
 
 std::string file_stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 
+std::string sparse_ids_problem(int64_t max_id, int64_t num_edges) {
+  // max_id >= limit is max_id + 1 > limit without overflowing at INT64_MAX; the edges are
+  // held in memory, so 16 * edges cannot overflow.
+  const int64_t limit = kMaxIdsPerEdge * num_edges + kIdSlack;
+  if (max_id < limit) return "";
+  return "node id " + std::to_string(max_id) + " is far beyond the number of edges (" + std::to_string(num_edges) +
+         "): edge lists must use ids 0..N-1 with N at most " + std::to_string(kMaxIdsPerEdge) + " * edges + " +
+         std::to_string(kIdSlack) + "; remap sparse ids to consecutive ones first";
+}
+
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string text = "(";
   for (size_t i = 0; i < shape.size(); ++i) {

@@ -33,6 +33,16 @@ std::string folder_name(const std::string& path);
 // "cora" for "data/cora.content".
 std::string file_stem(const std::string& path);
 
+// Readers that take the node count as the largest edge id + 1 size every per-node array
+// downstream by that id, so a sparse id space (say, 64-bit hashes) would allocate memory for
+// nodes that do not exist, or overflow. Beyond kMaxIdsPerEdge ids per edge (plus
+// kIdSlack) the ids are taken to be sparse rather than a graph with that many isolated
+// nodes. Returns what is wrong with ids up to `max_id` over `num_edges` edges (the text of
+// the reader's error), or "" when they are in range. Safe at max_id = INT64_MAX.
+inline constexpr int64_t kMaxIdsPerEdge = 16;
+inline constexpr int64_t kIdSlack = 1'000'000;
+std::string sparse_ids_problem(int64_t max_id, int64_t num_edges);
+
 // "(2, 3)", "(5,)", "()": a shape as Python (and so numpy's header) writes it.
 std::string shape_text(const std::vector<int64_t>& shape);
 

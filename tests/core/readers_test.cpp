@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -700,6 +701,20 @@ TEST(NpyFolderTest, WithoutNodeArraysTheLargestIdCountsIncludingHeldOutEdges) {
   Dataset d = read_npy_folder(dir.path());
   EXPECT_EQ(d.num_nodes, 8);
   EXPECT_EQ(pairs(d.test_edges), (std::vector<std::pair<int64_t, int64_t>>{{7, 0}}));
+}
+
+// Without node arrays the count is the largest id + 1, so ids must not be sparse: an id
+// of INT64_MAX (which once overflowed that + 1, found by fuzz_npy_folder) or one far beyond
+// the edges is refused naming its file, as the edge-list reader refuses it.
+TEST(NpyFolderTest, WithoutNodeArraysSparseIdsAreRefusedNamingTheFile) {
+  TempDir dir;
+  save<int64_t>(dir, "edge_index.npy", {2, 2}, {0, 0, 0, std::numeric_limits<int64_t>::max()});
+  EXPECT_CONTAINS(error_of([&] { read_npy_folder(dir.path()); }),
+                  dir / "edge_index.npy: node id 9223372036854775807 is far beyond the number of edges (2)");
+  save<int64_t>(dir, "edge_index.npy", {2, 2}, {0, 1, 1, 2});
+  save<int64_t>(dir, "val_edge_index.npy", {2, 1}, {0, 5'000'000});
+  EXPECT_CONTAINS(error_of([&] { read_npy_folder(dir.path()); }),
+                  dir / "val_edge_index.npy: node id 5000000 is far beyond the number of edges (3)");
 }
 
 // Writes a valid 4-node folder, then lets the test break one file.
