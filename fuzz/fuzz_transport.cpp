@@ -45,6 +45,7 @@ namespace {
 
 using namespace partita;
 using namespace partita::runtime;
+using fuzz::decode_headers;
 using fuzz::echo_service;
 using fuzz::kEchoHead;
 using fuzz::kRefusal;
@@ -103,16 +104,6 @@ void check_socket_room() {
     return true;
   }();
   (void)checked;
-}
-
-void decode_headers(const uint8_t* data, size_t size) {
-  unsigned char block[wire::kOpHeaderBytes] = {};
-  std::memcpy(block, data, std::min(size, sizeof(block)));
-  wire::Hello hello;
-  wire::OpHeader op;
-  volatile uint64_t sink = wire::decode_hello(block, hello) + wire::decode_frame_length(block) +
-                           wire::decode_op_header(block, op) + hello.token + op.floats;
-  (void)sink;
 }
 
 // The bytes `from` holds until its peer closed.

@@ -57,6 +57,7 @@ namespace {
 
 using namespace partita;
 using namespace partita::runtime;
+using fuzz::decode_headers;
 using fuzz::echo_service;
 using std::chrono::milliseconds;
 
@@ -110,16 +111,6 @@ class ServerEnd {
   int fd_;
   std::unique_ptr<tls::Session> tls_;
 };
-
-void decode_headers(const uint8_t* data, size_t size) {
-  unsigned char block[wire::kOpHeaderBytes] = {};
-  std::memcpy(block, data, std::min(size, sizeof(block)));
-  wire::Hello hello;
-  wire::OpHeader op;
-  volatile uint64_t sink = wire::decode_hello(block, hello) + wire::decode_frame_length(block) +
-                           wire::decode_op_header(block, op) + hello.token + op.floats;
-  (void)sink;
-}
 
 // Mode 1. A server of its own per input (its destructor joins the session's thread), with
 // one session.

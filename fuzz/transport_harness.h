@@ -1,6 +1,7 @@
-// What both request-channel targets run on a channel: fuzz_transport.cpp drives it in one
-// thread over a socketpair, fuzz_transport_tls.cpp end to end over loopback TLS. A session
-// answers with an echo service; a client reads replies the way a feature channel does.
+// What both request-channel targets run: fuzz_transport.cpp drives a channel in one thread
+// over a socketpair, fuzz_transport_tls.cpp end to end over loopback TLS. The wire headers
+// are decoded alone; a session answers with an echo service; a client reads replies the
+// way a feature channel does.
 #pragma once
 
 #include <algorithm>
@@ -12,8 +13,21 @@
 
 #include "base/error.h"
 #include "runtime/transport/request_channel.h"
+#include "runtime/transport/wire_format.h"
 
 namespace partita::fuzz {
+
+// The wire format's fixed headers (hello, frame length, allreduce operation header)
+// decoded from the input's first bytes, zero-padded to the longest.
+inline void decode_headers(const uint8_t* data, size_t size) {
+  unsigned char block[runtime::wire::kOpHeaderBytes] = {};
+  std::memcpy(block, data, std::min(size, sizeof(block)));
+  runtime::wire::Hello hello;
+  runtime::wire::OpHeader op;
+  volatile uint64_t sink = runtime::wire::decode_hello(block, hello) + runtime::wire::decode_frame_length(block) +
+                           runtime::wire::decode_op_header(block, op) + hello.token + op.floats;
+  (void)sink;
+}
 
 // The echo: a reply's head is the request's first kEchoHead bytes, its body the whole
 // request; a refused request's head is kRefusal followed by the reason, with no body.

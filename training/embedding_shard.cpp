@@ -86,6 +86,19 @@ int64_t EmbeddingShard::row_of(int64_t id) const {
   return id - config_.begin;
 }
 
+void EmbeddingShard::check_rows(Span<const int64_t> ids, size_t values, const char* values_name,
+                                const char* repeated) const {
+  if (values != ids.size() * static_cast<size_t>(config_.dim)) {
+    throw Error(shard_name(config_.part) + ": " + std::to_string(values) + " " + values_name + " for " +
+                std::to_string(ids.size()) + " rows of " + std::to_string(config_.dim));
+  }
+  std::unordered_set<int64_t> seen;
+  for (int64_t id : ids) {
+    row_of(id);
+    if (!seen.insert(id).second) throw Error(shard_name(config_.part) + ": entity " + std::to_string(id) + " " + repeated);
+  }
+}
+
 void EmbeddingShard::read(int trainer, Span<const int64_t> ids, float* out, milliseconds deadline) {
   if (trainer < 0 || trainer >= config_.num_trainers) {
     throw Error(shard_name(config_.part) + ": no trainer " + std::to_string(trainer));
@@ -121,15 +134,7 @@ void EmbeddingShard::push(int trainer, Span<const int64_t> ids, Span<const float
   if (trainer < 0 || trainer >= config_.num_trainers) {
     throw Error(shard_name(config_.part) + ": no trainer " + std::to_string(trainer));
   }
-  if (grads.size() != ids.size() * static_cast<size_t>(config_.dim)) {
-    throw Error(shard_name(config_.part) + ": " + std::to_string(grads.size()) + " gradient values for " +
-                std::to_string(ids.size()) + " rows of " + std::to_string(config_.dim));
-  }
-  std::unordered_set<int64_t> seen;
-  for (int64_t id : ids) {
-    row_of(id);
-    if (!seen.insert(id).second) throw Error(shard_name(config_.part) + ": entity " + std::to_string(id) + " pushed twice in one step");
-  }
+  check_rows(ids, grads.size(), "gradient values", "pushed twice in one step");
   std::lock_guard<std::mutex> lock(mutex_);
   check_running();
   if (pushed_[trainer] != applied_) {
@@ -143,15 +148,7 @@ void EmbeddingShard::push(int trainer, Span<const int64_t> ids, Span<const float
 }
 
 void EmbeddingShard::write(Span<const int64_t> ids, Span<const float> values) {
-  if (values.size() != ids.size() * static_cast<size_t>(config_.dim)) {
-    throw Error(shard_name(config_.part) + ": " + std::to_string(values.size()) + " values for " +
-                std::to_string(ids.size()) + " rows of " + std::to_string(config_.dim));
-  }
-  std::unordered_set<int64_t> seen;
-  for (int64_t id : ids) {
-    row_of(id);
-    if (!seen.insert(id).second) throw Error(shard_name(config_.part) + ": entity " + std::to_string(id) + " written twice");
-  }
+  check_rows(ids, values.size(), "values", "written twice");
   std::lock_guard<std::mutex> lock(mutex_);
   check_running();
   if (!settled()) throw Error(shard_name(config_.part) + ": rows written while a step is pending");

@@ -89,6 +89,9 @@ class EmbeddingShard {
 
  private:
   int64_t row_of(int64_t id) const;
+  // Throws Error unless `values` is dim floats per id (`values_name`: what they are), every
+  // id is this shard's and none repeats (`repeated`: what a repeat is called).
+  void check_rows(Span<const int64_t> ids, size_t values, const char* values_name, const char* repeated) const;
   void apply_pending();  // under mutex_
   bool settled() const;  // under mutex_: no step pending
   void check_running() const;  // under mutex_: throws once stopped

@@ -224,16 +224,9 @@ TEST_F(GnnRankingTest, OneAndTwoPartitionsGiveTheSameMetrics) {
 TEST_F(GnnRankingTest, TwoDaemonsGiveTheSameMetricsAsOneProcess) {
   JobConfig j = job(2, "3", "local");
   const JobReport local = run_in_process(j);
-  std::vector<testing::Daemon> daemons;
-  for (int d = 0; d < 2; ++d) {
-    daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(d)}));
-    ASSERT_FALSE(daemons.back().address.empty());
-  }
   j.output = tmp_ / "remote";
   j.partitions = tmp_ / "local/partitions";  // as prepared by the local run
-  auto rt = runtime::Runtime::connect(testing::job_system_options(), {daemons[0].address, daemons[1].address},
-                                      seconds(10));
-  const JobReport remote = run_job(*rt, j, {});
+  const JobReport remote = testing::run_on_two_daemons(j);
   ASSERT_EQ(remote.epochs.size(), local.epochs.size());
   for (size_t e = 0; e < local.epochs.size(); ++e) {
     EXPECT_EQ(remote.epochs[e].step_losses, local.epochs[e].step_losses) << "epoch " << e + 1;

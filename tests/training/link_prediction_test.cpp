@@ -38,6 +38,7 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::seconds;
 
+using testing::expect_identical_training;
 using testing::run_in_process;
 
 runtime::ActorSystemOptions system_options() { return testing::job_system_options(); }
@@ -191,13 +192,7 @@ TEST_F(LinkJobTest, TwoDaemonsGiveTheSameLossesAndStateAsOneProcess) {
     j.output = tmp_ / ("remote-" + optimizer);
     j.partitions = tmp_ / ("local-" + optimizer + "/partitions");  // the folder the local run wrote
     const JobReport remote = run_job(*rt, j, {});
-    ASSERT_EQ(remote.epochs.size(), local.epochs.size());
-    for (size_t e = 0; e < local.epochs.size(); ++e) {
-      EXPECT_EQ(remote.epochs[e].step_losses, local.epochs[e].step_losses) << "epoch " << e + 1;
-      EXPECT_EQ(remote.epochs[e].step_hashes, local.epochs[e].step_hashes) << "epoch " << e + 1;
-      EXPECT_EQ(remote.epochs[e].ranking_metric("test.mrr"), local.epochs[e].ranking_metric("test.mrr"));
-    }
-    EXPECT_EQ(remote.parameter_hash, local.parameter_hash);
+    expect_identical_training(local, remote);
   }
 }
 

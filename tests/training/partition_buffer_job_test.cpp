@@ -25,6 +25,7 @@ namespace partita {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::expect_identical_training;
 using testing::run_in_process;
 
 class BufferJobTest : public ::testing::Test {
@@ -150,13 +151,7 @@ TEST_F(BufferJobTest, PrefetchingEveryFileOfASwapTrainsTheJobWithoutPrefetching)
   EXPECT_EQ(middle.prefetched - before.prefetched, 40);
   EXPECT_EQ(after.swaps - middle.swaps, 10);
   EXPECT_EQ(after.prefetched - middle.prefetched, 0);
-  ASSERT_EQ(a.epochs.size(), b.epochs.size());
-  for (size_t e = 0; e < a.epochs.size(); ++e) {
-    EXPECT_EQ(a.epochs[e].step_losses, b.epochs[e].step_losses) << "epoch " << e + 1;
-    EXPECT_EQ(a.epochs[e].step_hashes, b.epochs[e].step_hashes) << "epoch " << e + 1;
-    EXPECT_EQ(a.epochs[e].ranking_metric("test.mrr"), b.epochs[e].ranking_metric("test.mrr"));
-  }
-  EXPECT_EQ(a.parameter_hash, b.parameter_hash);
+  expect_identical_training(a, b);
   const PartitionFolder folder(with.partition_dir());
   const EmbeddingPartitions::Shape shape = buffer_table_shape(KgTriples(folder).num_entities(), 4, 8);
   const EmbeddingPartitions ta = EmbeddingPartitions::open(with.output + "/embeddings", shape);
