@@ -115,7 +115,7 @@ int64_t TimeOrder::count_until(int type, int64_t begin, int64_t end, int64_t bou
 size_t TimeOrder::bytes() const {
   size_t total = 0;
   for (const Column& c : columns_) {
-    total += c.time.size() * sizeof(int64_t) + c.entry.size() * sizeof(Entry);
+    total += c.time.size() * sizeof(int64_t) + c.entry.size() * sizeof(Entry) + c.share.size() * sizeof(float);
   }
   return total;
 }
