@@ -373,9 +373,10 @@ void sample_uniform_homogeneous(const Topology& t, uint64_t key, int fanout, con
 // Software-pipelined over blocks of nodes, as sample_uniform_homogeneous and
 // sample_uniform_hetero are: two blocks ahead a node's column bounds (homogeneous: indptr;
 // heterogeneous: its type run offsets) are prefetched, one block ahead the first probe of
-// its binary search (homogeneous) or its type runs (heterogeneous). Then a block's columns
-// are searched in lockstep, one probe per column per round with the next one prefetched, so
-// their cache misses overlap instead of each search paying log2(degree) misses in a row;
+// its search, at the time order's estimate (homogeneous), or its type runs (heterogeneous).
+// Then a block's columns are searched in lockstep (from the estimate, galloping, then
+// bisecting: graph/time_order.h), one probe per column per round with the next one
+// prefetched, so their cache misses overlap instead of each search paying its misses in a row;
 // then each column's ranks are drawn and their entries (neighbour and offset side by
 // side) prefetched; then read, and the picks ordered; then emitted.
 template <bool kHetero>
@@ -413,12 +414,18 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
   // One column of one node of the block: its search, then its picks [previous picks_end, picks_end).
   struct Item {
     int64_t begin;  // the column's first CSC position
-    int64_t lo;     // the search's lower end; once done, begin + the qualifying count
-    int64_t len;    // what is left to search
+    int64_t lo;     // the count lies in [lo, lo + len] (positions); once len is 0, begin + the count
+    int64_t len;
+    int64_t step;   // the search's next probe: lo + step - 1 (> 0), lo + len + step (< 0), bisect (0)
     int64_t bound;  // the node's time bound
     int32_t type;
+    bool first;               // the next probe is the first, at the estimate
     bool in_canonical_order;  // its picks are sorted by position (all but draws with replacement)
     size_t picks_end;
+  };
+  // Where a column's search starts: its count if its times were spread as its type's.
+  const auto estimate = [&](int type, int64_t degree, int64_t bound) {
+    return std::min<int64_t>(degree - 1, static_cast<int64_t>(order.share_until(type, bound) * static_cast<double>(degree)));
   };
   // A pick: first its index in the order (begin + rank), then its CSC position.
   struct Pick {
@@ -446,14 +453,16 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
         if (hetero) {
           __builtin_prefetch(runs + run_offsets[ahead]);
         } else {
-          __builtin_prefetch(time0 + (indptr[ahead] + indptr[ahead + 1]) / 2);  // the search's first probe
+          const int64_t degree = indptr[ahead + 1] - indptr[ahead];
+          if (degree > 0) __builtin_prefetch(time0 + indptr[ahead] + estimate(0, degree, input.times[i + kBlock]));  // the first probe
         }
       }
       const int64_t local = input.nodes[i] - node_begin;
       const auto add = [&](int32_t type, int64_t begin, int64_t degree) {
         if (degree == 0 || columns[type].fanout == 0) return;
         searching.push_back(items.size());
-        items.push_back({begin, begin, degree, input.times[i], type, true, 0});
+        const int64_t bound = input.times[i];
+        items.push_back({begin, begin, degree, estimate(type, degree, bound) + 1, bound, type, true, true, 0});
       };
       if (hetero) {
         for (const TypeRun* run = runs + run_offsets[local]; run != runs + run_offsets[local + 1]; ++run) {
@@ -464,18 +473,38 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
       }
       node_items.push_back(items.size());
     }
-    // The searches: upper_bound of the node's bound in each column's times, in lockstep.
+    // The searches: upper_bound of the node's bound in each column's times, in lockstep. Each
+    // probes its estimate first, then gallops away from it a line (8 times), two, four...
+    // until the count is bracketed, then bisects the bracket.
+    constexpr int64_t kLine = 8;
     while (!searching.empty()) {
       size_t still = 0;
       for (size_t k : searching) {
         Item& item = items[k];
         const int64_t* time = hetero ? columns[item.type].time : time0;
-        const int64_t half = item.len >> 1;
-        const bool qualifies = time[item.lo + half] <= item.bound;
-        item.lo = qualifies ? item.lo + half + 1 : item.lo;
-        item.len = qualifies ? item.len - half - 1 : half;
+        if (item.step == 0) {
+          const int64_t half = item.len >> 1;
+          const bool qualifies = time[item.lo + half] <= item.bound;
+          item.lo = qualifies ? item.lo + half + 1 : item.lo;
+          item.len = qualifies ? item.len - half - 1 : half;
+        } else {
+          const int64_t at = item.step > 0 ? item.lo + item.step - 1 : item.lo + item.len + item.step;
+          if (time[at] <= item.bound) {  // the count is past `at`
+            item.len -= at + 1 - item.lo;
+            item.lo = at + 1;
+            item.step = item.step < 0 ? 0 : item.first ? kLine : 2 * item.step;
+          } else {  // the count is at most at - begin
+            item.len = at - item.lo;
+            item.step = item.step > 0 ? (item.first ? -kLine : 0) : 2 * item.step;
+          }
+          item.first = false;
+          if (item.step > item.len || -item.step > item.len) item.step = 0;  // past the bracket: bisect it
+        }
         if (item.len > 0) {
-          __builtin_prefetch(time + item.lo + (item.len >> 1));
+          const int64_t next = item.step == 0  ? item.lo + (item.len >> 1)
+                               : item.step > 0 ? item.lo + item.step - 1
+                                               : item.lo + item.len + item.step;
+          __builtin_prefetch(time + next);
           searching[still++] = k;
         }
       }

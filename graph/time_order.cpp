@@ -77,6 +77,27 @@ TimeOrder::TimeOrder(const Topology& topology, TemporalMode mode, Span<const int
         column.entry[begin + r] = {indices[begin + ranked[r].second], ranked[r].second};
       }
     }
+    build_share(column);
+  }
+}
+
+void TimeOrder::build_share(Column& column) {
+  column.share.assign(kShareBuckets + 1, 1.0f);
+  if (column.time.empty()) return;
+  const auto [lo, hi] = std::minmax_element(column.time.begin(), column.time.end());
+  column.first = static_cast<double>(*lo);
+  // Every time falls in a bucket: the last bucket ends just past the largest time.
+  column.width = (static_cast<double>(*hi) - column.first + 1.0) / kShareBuckets;
+  std::vector<int64_t> counts(kShareBuckets, 0);
+  for (int64_t t : column.time) {
+    const auto b = static_cast<int64_t>((static_cast<double>(t) - column.first) / column.width);
+    ++counts[static_cast<size_t>(std::clamp<int64_t>(b, 0, kShareBuckets - 1))];
+  }
+  int64_t before = 0;
+  const double total = static_cast<double>(column.time.size());
+  for (int b = 0; b < kShareBuckets; ++b) {
+    column.share[b] = static_cast<float>(static_cast<double>(before) / total);
+    before += counts[b];
   }
 }
 
@@ -94,7 +115,7 @@ int64_t TimeOrder::count_until(int type, int64_t begin, int64_t end, int64_t bou
 size_t TimeOrder::bytes() const {
   size_t total = 0;
   for (const Column& c : columns_) {
-    total += c.time.size() * sizeof(int64_t) + c.entry.size() * sizeof(Entry);
+    total += c.time.size() * sizeof(int64_t) + c.entry.size() * sizeof(Entry) + c.share.size() * sizeof(float);
   }
   return total;
 }

@@ -267,6 +267,71 @@ TEST(SamplerTest, TheTimeOrderRanksEveryColumnByTime) {
   unordered.validate(t);
 }
 
+// A column's search starts where its count would be if its times were spread as its type's
+// (TimeOrder::share_until), then gallops and bisects: the count must come out exact however
+// far off that start is. Three hubs of 600 in-edges: times in an early band, spread over the
+// whole range (the type's spread), and in a late band, so the estimate falls short, right and
+// past; every neighbour kept (fanout -1) is then exactly the count.
+TEST(SamplerTest, TemporalSearchesCountExactlyWhereverTheirEstimateFalls) {
+  constexpr int kSources = 600;
+  constexpr int64_t kRange = 1000000, kBand = 500;
+  Dataset d;
+  d.name = "three hubs";
+  d.num_nodes = 3 + kSources;
+  std::vector<int64_t> edge_time;
+  Rng rng(7);
+  for (int hub = 0; hub < 3; ++hub) {
+    for (int s = 0; s < kSources; ++s) {
+      d.edges.push_back(3 + s, hub);
+      const int64_t r = static_cast<int64_t>(rng.below(hub == 1 ? kRange : kBand));
+      edge_time.push_back(hub == 0 ? r : hub == 1 ? r : kRange - kBand + r);
+    }
+  }
+  Topology t = topology_from_dataset(d);
+  std::vector<int64_t> by_position(edge_time.size());
+  for (int64_t g = 0; g < t.num_edges(); ++g) by_position[g] = edge_time[t.original_edge_id(g)];
+  for (auto strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
+    SamplerConfig c = homogeneous({-1});
+    c.disjoint = true;
+    c.temporal = TemporalMode::kEdgeTime;
+    c.temporal_strategy = strategy;
+    c.edge_time = ArrayRef::from_vector(by_position);
+    c.order_by_time(t);
+    std::vector<int64_t> bounds{-1, 0, 1, 7, 8, 9, 63, 250, kBand - 1, kBand, kRange / 2, kRange - kBand - 1,
+                                kRange - kBand, kRange - kBand + 9, kRange - 3, kRange};
+    for (int i = 0; i < 40; ++i) bounds.push_back(static_cast<int64_t>(rng.below(kRange + 2)) - 1);
+    std::vector<int64_t> nodes, times;
+    for (int64_t bound : bounds) {
+      for (int64_t hub = 0; hub < 3; ++hub) {
+        nodes.push_back(hub);
+        times.push_back(bound);
+      }
+    }
+    HopInput input;
+    input.nodes = nodes;
+    input.times = times;
+    HopOutput out;
+    sample_hop(t, c, {1, 0, 0}, 0, input, out);
+    ASSERT_EQ(out.offsets.size(), nodes.size() + 1);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const int64_t expected = std::count_if(edge_time.begin() + nodes[i] * kSources,
+                                             edge_time.begin() + (nodes[i] + 1) * kSources,
+                                             [&](int64_t x) { return x <= times[i]; });
+      ASSERT_EQ(out.offsets[i + 1] - out.offsets[i], expected) << "hub " << nodes[i] << ", bound " << times[i];
+    }
+  }
+  const TimeOrder order(t, TemporalMode::kEdgeTime, {}, by_position);
+  double previous = 0;
+  for (int64_t bound = -10; bound <= kRange + 10; bound += 997) {
+    const double share = order.share_until(0, bound);
+    ASSERT_GE(share, previous);
+    ASSERT_LE(share, 1.0);
+    previous = share;
+  }
+  EXPECT_EQ(order.share_until(0, -1), 0.0);
+  EXPECT_EQ(order.share_until(0, kRange), 1.0);
+}
+
 // A config's time order indexes one partition's CSC positions: sampling another topology
 // with it is refused rather than read at the wrong (or out-of-range) positions.
 TEST(SamplerTest, SamplingWithAnotherPartitionsTimeOrderIsRefused) {
