@@ -1,5 +1,6 @@
 #include "graph/subgraph_builder.h"
 
+#include <algorithm>
 #include <string>
 
 #include "base/error.h"
@@ -52,14 +53,29 @@ void SubgraphBuilder::add_hop(const HopOutput& hop) {
   const bool typed = !hop.edge_types.empty();
   const size_t edges_before = batch_.row.size();
   const int64_t nodes_before = static_cast<int64_t>(batch_.node_ids.size());
+  // Room for the whole hop at once (each vector grows once per hop, not log2(edges) times).
+  batch_.row.reserve(edges_before + edges);
+  batch_.col.reserve(edges_before + edges);
+  batch_.edge_ids.reserve(edges_before + edges);
+  if (typed) batch_.edge_types.reserve(edges_before + edges);
+  // Every neighbour's key first, so that each insert can fetch the slot kAhead inserts later:
+  // the map's slots are random lines of a table beyond L2.
+  keys_.resize(edges);
+  for (size_t i = 0; i < frontier_.size(); ++i) {
+    const int64_t tree = disjoint_ ? frontier_trees_[i] : 0;
+    for (int64_t k = hop.offsets[i]; k < hop.offsets[i + 1]; ++k) keys_[k] = key_of(hop.neighbors[k], tree);
+  }
+  constexpr size_t kAhead = 16;
+  for (size_t k = 0; k < std::min(edges, kAhead); ++k) map_.prefetch(keys_[k]);
   std::vector<int64_t> next, next_trees, next_times;
   for (size_t i = 0; i < frontier_.size(); ++i) {
     const int64_t col = frontier_begin_ + static_cast<int64_t>(i);
     const int64_t tree = disjoint_ ? frontier_trees_[i] : 0;
     for (int64_t k = hop.offsets[i]; k < hop.offsets[i + 1]; ++k) {
+      if (static_cast<size_t>(k) + kAhead < edges) map_.prefetch(keys_[k + kAhead]);
       const int64_t neighbor = hop.neighbors[k];
       const int64_t fresh = static_cast<int64_t>(batch_.node_ids.size());
-      auto [local, inserted] = map_.insert(key_of(neighbor, tree), fresh);
+      auto [local, inserted] = map_.insert(keys_[k], fresh);
       if (inserted) {
         batch_.node_ids.push_back(neighbor);
         next.push_back(neighbor);

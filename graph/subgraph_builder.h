@@ -45,6 +45,7 @@ class SubgraphBuilder {
   std::vector<int64_t> frontier_, frontier_trees_, frontier_times_;
   int64_t frontier_begin_ = 0;  // local index of frontier_[0]
   std::vector<int64_t> seed_times_;
+  std::vector<int64_t> keys_;  // add_hop's: each neighbour's dedup key, kept for its capacity
 };
 
 }  // namespace partita
