@@ -1,0 +1,86 @@
+// The bound of any cache (graph/cache_bound.h): batches asking per row, the static top-k
+// ranking and the share of asked rows it covers, worked out by hand on a toy.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "base/error.h"
+#include "expect_error.h"
+#include "graph/cache_bound.h"
+
+namespace partita {
+namespace {
+
+// Four batches over ids 0..5: id 0 in all four (twice in the last, counted once), id 1 in
+// two, ids 2, 3 and 4 in one each, id 5 in none: 9 rows asked.
+RowDemand toy() {
+  RowDemand d(6);
+  d.add_batch(std::vector<int64_t>{0, 1, 2});
+  d.add_batch(std::vector<int64_t>{1, 0});
+  d.add_batch(std::vector<int64_t>{3, 0});
+  d.add_batch(std::vector<int64_t>{0, 4, 0});
+  return d;
+}
+
+TEST(CacheBound, CountsTheBatchesAskingForEachRowOncePerBatch) {
+  const RowDemand d = toy();
+  EXPECT_EQ(d.batches(), 4);
+  EXPECT_EQ(d.asked(), 9u);
+  EXPECT_EQ(d.batches_asking(0), 4u);
+  EXPECT_EQ(d.batches_asking(1), 2u);
+  EXPECT_EQ(d.batches_asking(4), 1u);
+  EXPECT_EQ(d.batches_asking(5), 0u);
+  EXPECT_EQ(d.batches_asking(99), 0u);
+}
+
+TEST(CacheBound, RanksByBatchesAskingThenSmallerIdAndLeavesOutRowsNeverAsked) {
+  const RowDemand d = toy();
+  EXPECT_EQ(d.ranked(100), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(d.ranked(2), (std::vector<int64_t>{0, 1}));
+  EXPECT_TRUE(d.ranked(0).empty());
+}
+
+TEST(CacheBound, InSampleCoverageOfTheTopKIsTheirShareOfTheAskedRows) {
+  const RowDemand d = toy();
+  const std::vector<int64_t> ranking = d.ranked(100);
+  const std::vector<size_t> sizes{0, 1, 2, 3, 5, 100};
+  const std::vector<double> shares = cache_coverage(ranking, d, sizes);
+  const std::vector<double> expected{0.0, 4.0 / 9, 6.0 / 9, 7.0 / 9, 1.0, 1.0};
+  ASSERT_EQ(shares.size(), expected.size());
+  for (size_t k = 0; k < expected.size(); ++k) EXPECT_DOUBLE_EQ(shares[k], expected[k]) << "k = " << sizes[k];
+}
+
+TEST(CacheBound, HeldOutCoverageScoresAnotherSamplesRanking) {
+  // Ranked on batches where id 2 is hottest, scored on the toy: the cache of {2} serves 1 of
+  // 9, of {2, 5} still 1 (5 never asked), of {2, 5, 0} 5.
+  RowDemand ranked_on(6);
+  ranked_on.add_batch(std::vector<int64_t>{2, 5});
+  ranked_on.add_batch(std::vector<int64_t>{2, 5});
+  ranked_on.add_batch(std::vector<int64_t>{2, 0});
+  EXPECT_EQ(ranked_on.ranked(3), (std::vector<int64_t>{2, 5, 0}));
+  const std::vector<double> shares = cache_coverage(ranked_on.ranked(3), toy(), std::vector<size_t>{1, 2, 3});
+  EXPECT_DOUBLE_EQ(shares[0], 1.0 / 9);
+  EXPECT_DOUBLE_EQ(shares[1], 1.0 / 9);
+  EXPECT_DOUBLE_EQ(shares[2], 5.0 / 9);
+}
+
+TEST(CacheBound, ARankingThatRepeatsAnIdHoldsItOnce) {
+  const std::vector<double> shares = cache_coverage(std::vector<int64_t>{1, 1, 0}, toy(), std::vector<size_t>{2, 3});
+  EXPECT_DOUBLE_EQ(shares[0], 6.0 / 9);  // {1, 0}: the repeat takes no room
+  EXPECT_DOUBLE_EQ(shares[1], 6.0 / 9);
+}
+
+TEST(CacheBound, NothingAskedCoversNothing) {
+  const RowDemand empty(3);
+  EXPECT_EQ(cache_coverage(std::vector<int64_t>{0, 1}, empty, std::vector<size_t>{2})[0], 0.0);
+}
+
+TEST(CacheBound, AnIdOutsideTheRowsIsAnErrorNamingIt) {
+  RowDemand d(4);
+  EXPECT_CONTAINS(testing::error_of([&] { d.add_batch(std::vector<int64_t>{1, 4}); }), "id 4 outside [0, 4)");
+  EXPECT_EQ(d.batches(), 0) << "a rejected batch is not counted";
+  EXPECT_THROW(RowDemand(-1), Error);
+}
+
+}  // namespace
+}  // namespace partita
