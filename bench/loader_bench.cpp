@@ -338,14 +338,16 @@ void print_cache_bound(const CacheBound& bound, const LoaderBenchOptions& o) {
               (long long)bound.batches, fanouts_text(o.fanouts).c_str(), (long long)o.batch_size,
               bound.rows_per_batch, (long long)bound.epochs, (long long)bound.batches_per_epoch,
               (long long)(bound.batches / 2), (long long)(bound.batches / 2));
-  std::printf("%-22s %9s %10s %9s %18s %18s\n", "cache of partition 1", "rows", "in-sample", "held out",
-              "degree ranking", ("first " + std::to_string(kFrequencyCounted) + " batches").c_str());
+  std::printf("%-22s %9s %8s %10s %9s %18s %18s\n", "cache of partition 1", "rows", "ceiling", "in-sample",
+              "held out", "degree ranking", ("first " + std::to_string(kFrequencyCounted) + " batches").c_str());
   for (size_t k = 0; k < bound.rows.size(); ++k) {
-    std::printf("%20g%% %9zu %10.3f %9.3f %18.3f %18.3f\n", bound.percents[k], bound.rows[k], bound.in_sample[k],
+    std::printf("%20g%% %9zu %8.3f %10.3f %9.3f %18.3f %18.3f\n", bound.percents[k], bound.rows[k],
+                std::min(1.0, static_cast<double>(bound.rows[k]) / bound.rows_per_batch), bound.in_sample[k],
                 bound.held_out[k], bound.degree[k], bound.frequency[k]);
   }
-  std::printf("(shares of the asked rows a cache holding those rows serves; degree ranking: the degree policy's hot "
-              "set, first %d batches: the frequency policy's, both scored on the held-out batches)\n",
+  std::printf("(shares of the asked rows a cache holding those rows serves; ceiling: rows / rows asked per batch, "
+              "what k rows would serve if every batch asked for all of them; degree ranking: the degree policy's "
+              "hot set, first %d batches: the frequency policy's, both scored on the held-out batches)\n",
               kFrequencyCounted);
   std::printf("half of the asked rows served from a cache of %d%% of partition 1's rows (in-sample), %d%% (held out)\n",
               bound.half_in_sample, bound.half_held_out);
