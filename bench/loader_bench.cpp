@@ -223,12 +223,14 @@ constexpr uint64_t kBoundFirstEpoch = 5000;
 // second half scores. Per cache size (`percents` of partition 1's rows): the share of the
 // asked rows the top k covers in-sample (ranked and scored on all batches) and held out,
 // what the degree ranking (the kDegree policy's hot set) and a ranking on the first
-// kFrequencyCounted batches (the kFrequency policy's) cover of the held-out half, and per
-// hop, the held-out coverage of the rows that hop asked for.
+// kFrequencyCounted batches (the kFrequency policy's) cover of the held-out half, what a cache
+// that knew the held-out batches to come serves of them, and per hop, the held-out coverage of
+// the rows that hop asked for.
 struct CacheBound {
   std::vector<double> percents;
   std::vector<size_t> rows;  // per size
   std::vector<double> in_sample, held_out, degree, frequency;  // per size
+  std::vector<double> clairvoyant;  // per size: Belady's MIN over the held-out batches
   std::vector<double> hop_share;                // per hop (1..): share of the asked rows
   std::vector<std::vector<double>> hop_held_out;  // [hop][size]
   // The smallest cache, in whole % of partition 1's rows, whose top k serves half of the
@@ -246,6 +248,7 @@ CacheBound measure_cache_bound(const std::string& two_dir, const PartitionFolder
   RowDemand all(book.num_nodes()), ranking_half(book.num_nodes()), counted(book.num_nodes()),
       scored_half(book.num_nodes());
   std::vector<RowDemand> scored_hop(static_cast<size_t>(num_hops), RowDemand(book.num_nodes()));
+  std::vector<std::vector<int64_t>> scored_batches;  // the held-out batches' rows, in order
   BatchAssembly assembly(book, config, FeatureNames{"", ""},
                          {open_partition_stores(two_dir, 0), open_partition_stores(two_dir, 1)});
   const SamplerSeeds seeds = train_seeds(two_dir, 0);
@@ -291,6 +294,7 @@ CacheBound measure_cache_bound(const std::string& two_dir, const PartitionFolder
         if (bound.batches < kFrequencyCounted) counted.add_batch(remote);
       } else {
         scored_half.add_batch(remote);
+        scored_batches.push_back(remote);
         for (int64_t hop = 0; hop < num_hops; ++hop) scored_hop[hop].add_batch(remote_by_hop[hop]);
       }
       ++bound.batches;
@@ -308,6 +312,8 @@ CacheBound measure_cache_bound(const std::string& two_dir, const PartitionFolder
   const std::vector<int64_t> held_out_ranking = ranking_half.ranked(most);
   bound.held_out = cache_coverage(held_out_ranking, scored_half, bound.rows);
   bound.frequency = cache_coverage(counted.ranked(most), scored_half, bound.rows);
+  bound.clairvoyant = clairvoyant_coverage(scored_batches, book.num_nodes(), bound.rows);
+  std::vector<std::vector<int64_t>>().swap(scored_batches);
   const PartitionStores local = open_partition_stores(two_dir, 0);
   bound.degree = cache_coverage(rank_remote_by_edges(*local.topology, most), scored_half, bound.rows);
   for (int64_t hop = 0; hop < num_hops; ++hop) {
@@ -338,16 +344,18 @@ void print_cache_bound(const CacheBound& bound, const LoaderBenchOptions& o) {
               (long long)bound.batches, fanouts_text(o.fanouts).c_str(), (long long)o.batch_size,
               bound.rows_per_batch, (long long)bound.epochs, (long long)bound.batches_per_epoch,
               (long long)(bound.batches / 2), (long long)(bound.batches / 2));
-  std::printf("%-22s %9s %8s %10s %9s %18s %18s\n", "cache of partition 1", "rows", "ceiling", "in-sample",
-              "held out", "degree ranking", ("first " + std::to_string(kFrequencyCounted) + " batches").c_str());
+  std::printf("%-22s %9s %8s %10s %9s %15s %18s %12s\n", "cache of partition 1", "rows", "ceiling", "in-sample",
+              "held out", "degree ranking", ("first " + std::to_string(kFrequencyCounted) + " batches").c_str(),
+              "clairvoyant");
   for (size_t k = 0; k < bound.rows.size(); ++k) {
-    std::printf("%20g%% %9zu %8.3f %10.3f %9.3f %18.3f %18.3f\n", bound.percents[k], bound.rows[k],
+    std::printf("%20g%% %9zu %8.3f %10.3f %9.3f %15.3f %18.3f %12.3f\n", bound.percents[k], bound.rows[k],
                 std::min(1.0, static_cast<double>(bound.rows[k]) / bound.rows_per_batch), bound.in_sample[k],
-                bound.held_out[k], bound.degree[k], bound.frequency[k]);
+                bound.held_out[k], bound.degree[k], bound.frequency[k], bound.clairvoyant[k]);
   }
   std::printf("(shares of the asked rows a cache holding those rows serves; ceiling: rows / rows asked per batch, "
               "what k rows would serve if every batch asked for all of them; degree ranking: the degree policy's "
-              "hot set, first %d batches: the frequency policy's, both scored on the held-out batches)\n",
+              "hot set, first %d batches: the frequency policy's, both scored on the held-out batches; clairvoyant: "
+              "a cache that knows the held-out batches to come, Belady's MIN: the bound of any cache of k rows)\n",
               kFrequencyCounted);
   std::printf("half of the asked rows served from a cache of %d%% of partition 1's rows (in-sample), %d%% (held out)\n",
               bound.half_in_sample, bound.half_held_out);

@@ -1,6 +1,8 @@
 #include "graph/cache_bound.h"
 
 #include <algorithm>
+#include <limits>
+#include <utility>
 #include <string>
 
 #include "base/error.h"
@@ -44,6 +46,72 @@ std::vector<int64_t> RowDemand::ranked(size_t limit) const {
   std::partial_sort(asked.begin(), asked.begin() + static_cast<std::ptrdiff_t>(limit), asked.end(), better);
   asked.resize(limit);
   return asked;
+}
+
+std::vector<double> clairvoyant_coverage(const std::vector<std::vector<int64_t>>& batches, int64_t num_ids,
+                                         Span<const size_t> sizes) {
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kRepeat = -1;  // an id asked again by the same batch
+  const auto num_batches = static_cast<int64_t>(batches.size());
+  // next[t][j]: the next batch after t asking for batches[t][j] (kNever: none), from the end.
+  std::vector<int64_t> asked_at(static_cast<size_t>(std::max<int64_t>(num_ids, 0)), kNever);
+  std::vector<std::vector<int64_t>> next(batches.size());
+  uint64_t asked = 0;
+  for (int64_t t = num_batches - 1; t >= 0; --t) {
+    const std::vector<int64_t>& ids = batches[t];
+    next[t].resize(ids.size());
+    for (size_t j = 0; j < ids.size(); ++j) {
+      const int64_t id = ids[j];
+      if (id < 0 || id >= num_ids) {
+        throw Error("clairvoyant coverage: id " + std::to_string(id) + " outside [0, " + std::to_string(num_ids) +
+                    ") in batch " + std::to_string(t));
+      }
+      if (asked_at[id] == t) {
+        next[t][j] = kRepeat;
+        continue;
+      }
+      next[t][j] = asked_at[id];
+      asked_at[id] = t;
+      ++asked;
+    }
+  }
+  // asked_at now holds each id's first batch: the warm start's ranking.
+  std::vector<std::pair<int64_t, int64_t>> first;  // (batch asking first, id)
+  for (int64_t id = 0; id < num_ids; ++id) {
+    if (asked_at[id] != kNever) first.emplace_back(asked_at[id], id);
+  }
+  std::vector<double> shares;
+  std::vector<bool> held(asked_at.size(), false);
+  std::vector<std::pair<int64_t, int64_t>> cache, kept;  // (next batch asking, id)
+  const auto keep_soonest = [](std::vector<std::pair<int64_t, int64_t>>& rows, size_t k) {
+    if (rows.size() <= k) return;
+    std::nth_element(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(k), rows.end());
+    rows.resize(k);
+  };
+  for (size_t k : sizes) {
+    cache = first;
+    keep_soonest(cache, k);
+    for (const auto& [when, id] : cache) held[id] = true;
+    uint64_t served = 0;
+    for (int64_t t = 0; t < num_batches; ++t) {
+      kept.clear();
+      for (const auto& row : cache) {
+        if (row.first != t) kept.push_back(row);  // not asked now: its next use stands
+      }
+      for (size_t j = 0; j < batches[t].size(); ++j) {
+        if (next[t][j] == kRepeat) continue;
+        if (held[batches[t][j]]) ++served;
+        if (next[t][j] != kNever) kept.emplace_back(next[t][j], batches[t][j]);
+      }
+      keep_soonest(kept, k);
+      for (const auto& [when, id] : cache) held[id] = false;
+      cache.swap(kept);
+      for (const auto& [when, id] : cache) held[id] = true;
+    }
+    for (const auto& [when, id] : cache) held[id] = false;
+    shares.push_back(asked == 0 ? 0.0 : static_cast<double>(served) / static_cast<double>(asked));
+  }
+  return shares;
 }
 
 std::vector<double> cache_coverage(Span<const int64_t> ranking, const RowDemand& scored, Span<const size_t> sizes) {

@@ -8,7 +8,8 @@
 // over a sample of batches, the batches that ask for each row, then scoring the top k of a
 // ranking on batches: in-sample (ranked and scored on the same batches: optimistic, as the
 // ranking fits the sample's noise) or held out (ranked on some, scored on others: what a
-// policy that counted those batches first would reach).
+// policy that counted those batches first would reach). A loader's plan is known ahead, so a
+// cache could also look at the batches to come: clairvoyant_coverage bounds that too.
 //
 // Measured on the shared RMAT graph in 2 partitions (`partita bench loader
 // --cache-percents`, BENCHMARKS.md "A cache of remote rows"): the bound at 10% of the
@@ -48,6 +49,16 @@ class RowDemand {
   int64_t batches_ = 0;
   uint64_t asked_ = 0;
 };
+
+// For each k in `sizes`: the share of the rows `batches` ask for (an id repeated within a
+// batch counts once) that a cache of k rows serves when it knows every batch to come:
+// Belady's MIN at batch granularity. It starts with the k rows asked for soonest (warm, as
+// the static top k is scored), and after each batch keeps the k rows, of those it held and
+// those the batch fetched, that are asked for again soonest. No policy serves more of the
+// same batches, clairvoyant or not: the bound on the rows (and so the bytes) any cache of k
+// rows saves. Throws Error naming an id outside [0, num_ids).
+std::vector<double> clairvoyant_coverage(const std::vector<std::vector<int64_t>>& batches, int64_t num_ids,
+                                         Span<const size_t> sizes);
 
 // For each k in `sizes`: the share of `scored`'s asked rows held by a cache of the first k
 // ids of `ranking` (sum of their batches_asking over scored.asked(); 0 when nothing was

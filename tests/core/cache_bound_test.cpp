@@ -2,6 +2,7 @@
 // ranking and the share of asked rows it covers, worked out by hand on a toy.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <vector>
 
 #include "base/error.h"
@@ -73,6 +74,56 @@ TEST(CacheBound, ARankingThatRepeatsAnIdHoldsItOnce) {
 TEST(CacheBound, NothingAskedCoversNothing) {
   const RowDemand empty(3);
   EXPECT_EQ(cache_coverage(std::vector<int64_t>{0, 1}, empty, std::vector<size_t>{2})[0], 0.0);
+}
+
+// Batches {0}, {0}, {1}, {1} with a cache of one row: the static top 1 serves 2 of 4; one that
+// knows the batches to come keeps 0 while it is asked for, then 1 once fetched: 3 of 4.
+TEST(CacheBound, AClairvoyantCacheKeepsTheRowsAskedForSoonest) {
+  const std::vector<std::vector<int64_t>> batches{{0}, {0}, {1}, {1}};
+  RowDemand d(2);
+  for (const auto& b : batches) d.add_batch(b);
+  EXPECT_DOUBLE_EQ(cache_coverage(d.ranked(1), d, std::vector<size_t>{1})[0], 2.0 / 4);
+  const std::vector<double> shares = clairvoyant_coverage(batches, 2, std::vector<size_t>{0, 1, 2});
+  EXPECT_DOUBLE_EQ(shares[0], 0.0);
+  EXPECT_DOUBLE_EQ(shares[1], 3.0 / 4);
+  EXPECT_DOUBLE_EQ(shares[2], 1.0);
+}
+
+// The toy's batches {0,1,2}, {1,0}, {3,0}, {0,4,0}, worked out by hand: with one row, 0 is
+// held throughout (4 of 9); with two, 0 and 1 until 1's last batch, then 0 alone (no other
+// row is asked for twice: holding one gains nothing): 6 of 9; five hold everything asked.
+TEST(CacheBound, ClairvoyantCoverageOfTheToy) {
+  const std::vector<std::vector<int64_t>> batches{{0, 1, 2}, {1, 0}, {3, 0}, {0, 4, 0}};
+  const std::vector<double> shares = clairvoyant_coverage(batches, 6, std::vector<size_t>{1, 2, 5});
+  EXPECT_DOUBLE_EQ(shares[0], 4.0 / 9);
+  EXPECT_DOUBLE_EQ(shares[1], 6.0 / 9);
+  EXPECT_DOUBLE_EQ(shares[2], 1.0);
+  EXPECT_CONTAINS(testing::error_of([&] { clairvoyant_coverage({{1}, {7}}, 6, std::vector<size_t>{1}); }),
+                  "id 7 outside [0, 6) in batch 1");
+}
+
+// Holding the static top k throughout is one policy a clairvoyant cache may follow: on any
+// batches it serves at least as much as that (skewed random batches, several sizes).
+TEST(CacheBound, ClairvoyantServesAtLeastTheStaticTopK) {
+  std::mt19937_64 random(7);
+  std::vector<std::vector<int64_t>> batches(40);
+  RowDemand d(500);
+  for (auto& b : batches) {
+    for (int j = 0; j < 60; ++j) {
+      const double u = std::uniform_real_distribution<double>(0, 1)(random);
+      b.push_back(static_cast<int64_t>(500 * u * u * u));  // small ids far more often
+    }
+    d.add_batch(b);
+  }
+  const std::vector<size_t> sizes{1, 5, 20, 60, 200, 500};
+  const std::vector<double> static_top = cache_coverage(d.ranked(500), d, sizes);
+  const std::vector<double> clairvoyant = clairvoyant_coverage(batches, 500, sizes);
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    EXPECT_GE(clairvoyant[k], static_top[k] - 1e-12) << "k = " << sizes[k];
+    EXPECT_LE(clairvoyant[k], 1.0);
+  }
+  EXPECT_GT(clairvoyant[2], static_top[2]) << "foresight gains nothing at 20 rows";
+  EXPECT_DOUBLE_EQ(clairvoyant.back(), 1.0);
 }
 
 TEST(CacheBound, AnIdOutsideTheRowsIsAnErrorNamingIt) {
