@@ -216,6 +216,9 @@ const std::vector<double> kBoundPercents{5, 10, 20, 30, 50};
 constexpr int kFrequencyCounted = RowCache::kCountedLookups;
 // Epochs the bound's batches are drawn from: apart from the measured ones (0.., 1000).
 constexpr uint64_t kBoundFirstEpoch = 5000;
+// Look-ahead windows measured (batches whose rows a cache sees before it chooses): up to the
+// loader's default batches in flight.
+constexpr int64_t kAheadWindows = 2;
 
 // The bound of any cache of partition 1's rows for the sampler of partition 0
 // (graph/cache_bound.h), from `batches` batches it would build (the same plan, sampler and
@@ -224,13 +227,15 @@ constexpr uint64_t kBoundFirstEpoch = 5000;
 // asked rows the top k covers in-sample (ranked and scored on all batches) and held out,
 // what the degree ranking (the kDegree policy's hot set) and a ranking on the first
 // kFrequencyCounted batches (the kFrequency policy's) cover of the held-out half, what a cache
-// that knew the held-out batches to come serves of them, and per hop, the held-out coverage of
-// the rows that hop asked for.
+// that saw the next kAheadWindows batches' rows (the degree ranking after them) or knew every
+// held-out batch to come serves of them, and per hop, the held-out coverage of the rows that
+// hop asked for.
 struct CacheBound {
   std::vector<double> percents;
   std::vector<size_t> rows;  // per size
   std::vector<double> in_sample, held_out, degree, frequency;  // per size
   std::vector<double> clairvoyant;  // per size: Belady's MIN over the held-out batches
+  std::vector<std::vector<double>> ahead;  // [window - 1][size]: the degree ranking seeing the next batches
   std::vector<double> hop_share;                // per hop (1..): share of the asked rows
   std::vector<std::vector<double>> hop_held_out;  // [hop][size]
   // The smallest cache, in whole % of partition 1's rows, whose top k serves half of the
@@ -312,10 +317,14 @@ CacheBound measure_cache_bound(const std::string& two_dir, const PartitionFolder
   const std::vector<int64_t> held_out_ranking = ranking_half.ranked(most);
   bound.held_out = cache_coverage(held_out_ranking, scored_half, bound.rows);
   bound.frequency = cache_coverage(counted.ranked(most), scored_half, bound.rows);
-  bound.clairvoyant = clairvoyant_coverage(scored_batches, book.num_nodes(), bound.rows);
-  std::vector<std::vector<int64_t>>().swap(scored_batches);
   const PartitionStores local = open_partition_stores(two_dir, 0);
-  bound.degree = cache_coverage(rank_remote_by_edges(*local.topology, most), scored_half, bound.rows);
+  const std::vector<int64_t> degree_ranking = rank_remote_by_edges(*local.topology, most);
+  bound.degree = cache_coverage(degree_ranking, scored_half, bound.rows);
+  bound.clairvoyant = lookahead_coverage(scored_batches, book.num_nodes(), half, {}, bound.rows);
+  for (int64_t window = 1; window <= kAheadWindows; ++window) {
+    bound.ahead.push_back(lookahead_coverage(scored_batches, book.num_nodes(), window, degree_ranking, bound.rows));
+  }
+  std::vector<std::vector<int64_t>>().swap(scored_batches);
   for (int64_t hop = 0; hop < num_hops; ++hop) {
     bound.hop_share.push_back(static_cast<double>(scored_hop[hop].asked()) /
                               static_cast<double>(std::max<uint64_t>(1, scored_half.asked())));
@@ -344,18 +353,22 @@ void print_cache_bound(const CacheBound& bound, const LoaderBenchOptions& o) {
               (long long)bound.batches, fanouts_text(o.fanouts).c_str(), (long long)o.batch_size,
               bound.rows_per_batch, (long long)bound.epochs, (long long)bound.batches_per_epoch,
               (long long)(bound.batches / 2), (long long)(bound.batches / 2));
-  std::printf("%-22s %9s %8s %10s %9s %15s %18s %12s\n", "cache of partition 1", "rows", "ceiling", "in-sample",
-              "held out", "degree ranking", ("first " + std::to_string(kFrequencyCounted) + " batches").c_str(),
-              "clairvoyant");
+  std::printf("%-22s %9s %8s %10s %9s %15s %18s", "cache of partition 1", "rows", "ceiling", "in-sample",
+              "held out", "degree ranking", ("first " + std::to_string(kFrequencyCounted) + " batches").c_str());
+  for (int64_t window = 1; window <= kAheadWindows; ++window) std::printf(" %7s %lld", "ahead", (long long)window);
+  std::printf(" %12s\n", "clairvoyant");
   for (size_t k = 0; k < bound.rows.size(); ++k) {
-    std::printf("%20g%% %9zu %8.3f %10.3f %9.3f %15.3f %18.3f %12.3f\n", bound.percents[k], bound.rows[k],
+    std::printf("%20g%% %9zu %8.3f %10.3f %9.3f %15.3f %18.3f", bound.percents[k], bound.rows[k],
                 std::min(1.0, static_cast<double>(bound.rows[k]) / bound.rows_per_batch), bound.in_sample[k],
-                bound.held_out[k], bound.degree[k], bound.frequency[k], bound.clairvoyant[k]);
+                bound.held_out[k], bound.degree[k], bound.frequency[k]);
+    for (const auto& ahead : bound.ahead) std::printf(" %9.3f", ahead[k]);
+    std::printf(" %12.3f\n", bound.clairvoyant[k]);
   }
   std::printf("(shares of the asked rows a cache holding those rows serves; ceiling: rows / rows asked per batch, "
               "what k rows would serve if every batch asked for all of them; degree ranking: the degree policy's "
-              "hot set, first %d batches: the frequency policy's, both scored on the held-out batches; clairvoyant: "
-              "a cache that knows the held-out batches to come, Belady's MIN: the bound of any cache of k rows)\n",
+              "hot set, first %d batches: the frequency policy's, both scored on the held-out batches; ahead W: "
+              "a cache that sees the next W batches' rows and keeps those first, then the degree ranking; "
+              "clairvoyant: one that knows every batch to come, Belady's MIN: the bound of any cache of k rows)\n",
               kFrequencyCounted);
   std::printf("half of the asked rows served from a cache of %d%% of partition 1's rows (in-sample), %d%% (held out)\n",
               bound.half_in_sample, bound.half_held_out);

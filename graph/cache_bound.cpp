@@ -48,10 +48,11 @@ std::vector<int64_t> RowDemand::ranked(size_t limit) const {
   return asked;
 }
 
-std::vector<double> clairvoyant_coverage(const std::vector<std::vector<int64_t>>& batches, int64_t num_ids,
-                                         Span<const size_t> sizes) {
+std::vector<double> lookahead_coverage(const std::vector<std::vector<int64_t>>& batches, int64_t num_ids,
+                                       int64_t window, Span<const int64_t> ranking, Span<const size_t> sizes) {
   constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
   constexpr int64_t kRepeat = -1;  // an id asked again by the same batch
+  if (window < 0) throw Error("look-ahead coverage: a window of " + std::to_string(window) + " batches");
   const auto num_batches = static_cast<int64_t>(batches.size());
   // next[t][j]: the next batch after t asking for batches[t][j] (kNever: none), from the end.
   std::vector<int64_t> asked_at(static_cast<size_t>(std::max<int64_t>(num_ids, 0)), kNever);
@@ -63,7 +64,7 @@ std::vector<double> clairvoyant_coverage(const std::vector<std::vector<int64_t>>
     for (size_t j = 0; j < ids.size(); ++j) {
       const int64_t id = ids[j];
       if (id < 0 || id >= num_ids) {
-        throw Error("clairvoyant coverage: id " + std::to_string(id) + " outside [0, " + std::to_string(num_ids) +
+        throw Error("look-ahead coverage: id " + std::to_string(id) + " outside [0, " + std::to_string(num_ids) +
                     ") in batch " + std::to_string(t));
       }
       if (asked_at[id] == t) {
@@ -75,40 +76,59 @@ std::vector<double> clairvoyant_coverage(const std::vector<std::vector<int64_t>>
       ++asked;
     }
   }
-  // asked_at now holds each id's first batch: the warm start's ranking.
-  std::vector<std::pair<int64_t, int64_t>> first;  // (batch asking first, id)
+  // The place of each id in the ranking (kNever: not ranked; repeats keep their first place).
+  std::vector<int64_t> place(asked_at.size(), kNever);
+  for (size_t r = 0; r < ranking.size(); ++r) {
+    const int64_t id = ranking[r];
+    if (id >= 0 && id < num_ids && place[id] == kNever) place[id] = static_cast<int64_t>(r);
+  }
+  // What the cache knows after batch t of a row next asked for by batch `when`: that batch
+  // when it lies in the window (t, t + window], else the row's place in the ranking, after
+  // every row of the window; kNever: worth nothing, not kept.
+  int64_t now = -1;
+  const auto known = [&](const std::pair<int64_t, int64_t>& row) {
+    if (row.first != kNever && row.first - now <= window) return row.first;
+    return place[row.second] == kNever ? kNever : num_batches + place[row.second];
+  };
+  const auto keep_best = [&](std::vector<std::pair<int64_t, int64_t>>& rows, size_t k) {
+    rows.erase(std::remove_if(rows.begin(), rows.end(), [&](const auto& row) { return known(row) == kNever; }),
+               rows.end());
+    if (rows.size() <= k) return;
+    std::nth_element(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(k), rows.end(),
+                     [&](const auto& a, const auto& b) { return known(a) < known(b); });
+    rows.resize(k);
+  };
+  // Before batch 0, asked_at holds each id's first batch: the warm start's candidates.
+  std::vector<std::pair<int64_t, int64_t>> first;  // (next batch asking, id)
   for (int64_t id = 0; id < num_ids; ++id) {
-    if (asked_at[id] != kNever) first.emplace_back(asked_at[id], id);
+    if (asked_at[id] != kNever || place[id] != kNever) first.emplace_back(asked_at[id], id);
   }
   std::vector<double> shares;
   std::vector<bool> held(asked_at.size(), false);
-  std::vector<std::pair<int64_t, int64_t>> cache, kept;  // (next batch asking, id)
-  const auto keep_soonest = [](std::vector<std::pair<int64_t, int64_t>>& rows, size_t k) {
-    if (rows.size() <= k) return;
-    std::nth_element(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(k), rows.end());
-    rows.resize(k);
-  };
+  std::vector<std::pair<int64_t, int64_t>> cache, kept;
   for (size_t k : sizes) {
+    now = -1;
     cache = first;
-    keep_soonest(cache, k);
-    for (const auto& [when, id] : cache) held[id] = true;
+    keep_best(cache, k);
+    for (const auto& row : cache) held[row.second] = true;
     uint64_t served = 0;
     for (int64_t t = 0; t < num_batches; ++t) {
+      now = t;
       kept.clear();
       for (const auto& row : cache) {
-        if (row.first != t) kept.push_back(row);  // not asked now: its next use stands
+        if (row.first != t) kept.push_back(row);  // not asked now: its next batch stands
       }
       for (size_t j = 0; j < batches[t].size(); ++j) {
         if (next[t][j] == kRepeat) continue;
         if (held[batches[t][j]]) ++served;
-        if (next[t][j] != kNever) kept.emplace_back(next[t][j], batches[t][j]);
+        kept.emplace_back(next[t][j], batches[t][j]);
       }
-      keep_soonest(kept, k);
-      for (const auto& [when, id] : cache) held[id] = false;
+      keep_best(kept, k);
+      for (const auto& row : cache) held[row.second] = false;
       cache.swap(kept);
-      for (const auto& [when, id] : cache) held[id] = true;
+      for (const auto& row : cache) held[row.second] = true;
     }
-    for (const auto& [when, id] : cache) held[id] = false;
+    for (const auto& row : cache) held[row.second] = false;
     shares.push_back(asked == 0 ? 0.0 : static_cast<double>(served) / static_cast<double>(asked));
   }
   return shares;

@@ -9,7 +9,8 @@
 // ranking on batches: in-sample (ranked and scored on the same batches: optimistic, as the
 // ranking fits the sample's noise) or held out (ranked on some, scored on others: what a
 // policy that counted those batches first would reach). A loader's plan is known ahead, so a
-// cache could also look at the batches to come: clairvoyant_coverage bounds that too.
+// cache could also look at the batches to come: lookahead_coverage measures that, up to
+// knowing every batch to come.
 //
 // Measured on the shared RMAT graph in 2 partitions (`partita bench loader
 // --cache-percents`, BENCHMARKS.md "A cache of remote rows"): with 10% of the remote rows,
@@ -53,14 +54,18 @@ class RowDemand {
 };
 
 // For each k in `sizes`: the share of the rows `batches` ask for (an id repeated within a
-// batch counts once) that a cache of k rows serves when it knows every batch to come:
-// Belady's MIN at batch granularity. It starts with the k rows asked for soonest (warm, as
-// the static top k is scored), and after each batch keeps the k rows, of those it held and
-// those the batch fetched, that are asked for again soonest. No policy serves more of the
-// same batches, clairvoyant or not: the bound on the rows (and so the bytes) any cache of k
-// rows saves. Throws Error naming an id outside [0, num_ids).
-std::vector<double> clairvoyant_coverage(const std::vector<std::vector<int64_t>>& batches, int64_t num_ids,
-                                         Span<const size_t> sizes);
+// batch counts once) that a cache of k rows serves when it sees the next `window` batches'
+// rows: after each batch it keeps, of the rows it held and those the batch fetched, first the
+// rows the window asks for, soonest first, then the first of `ranking`; rows in neither are
+// dropped. It starts warm, with the k best by the same rule before batch 0 (as the static top
+// k is scored). A window of batches.size() or more knows every batch to come: Belady's MIN at
+// batch granularity (`ranking` is then unused), which no policy beats on the same batches,
+// clairvoyant or not: the bound on the rows (and so the bytes) any cache of k rows saves. A
+// window of 0 is the static cache of the top k of `ranking`. A loader knows the rows of the
+// batches it has sampled ahead: a window of its batches in flight is a policy it could run.
+// Throws Error naming an id outside [0, num_ids), or a negative window.
+std::vector<double> lookahead_coverage(const std::vector<std::vector<int64_t>>& batches, int64_t num_ids,
+                                       int64_t window, Span<const int64_t> ranking, Span<const size_t> sizes);
 
 // For each k in `sizes`: the share of `scored`'s asked rows held by a cache of the first k
 // ids of `ranking` (sum of their batches_asking over scored.asked(); 0 when nothing was

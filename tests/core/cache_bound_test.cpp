@@ -83,7 +83,7 @@ TEST(CacheBound, AClairvoyantCacheKeepsTheRowsAskedForSoonest) {
   RowDemand d(2);
   for (const auto& b : batches) d.add_batch(b);
   EXPECT_DOUBLE_EQ(cache_coverage(d.ranked(1), d, std::vector<size_t>{1})[0], 2.0 / 4);
-  const std::vector<double> shares = clairvoyant_coverage(batches, 2, std::vector<size_t>{0, 1, 2});
+  const std::vector<double> shares = lookahead_coverage(batches, 2, 4, {}, std::vector<size_t>{0, 1, 2});
   EXPECT_DOUBLE_EQ(shares[0], 0.0);
   EXPECT_DOUBLE_EQ(shares[1], 3.0 / 4);
   EXPECT_DOUBLE_EQ(shares[2], 1.0);
@@ -94,17 +94,31 @@ TEST(CacheBound, AClairvoyantCacheKeepsTheRowsAskedForSoonest) {
 // row is asked for twice: holding one gains nothing): 6 of 9; five hold everything asked.
 TEST(CacheBound, ClairvoyantCoverageOfTheToy) {
   const std::vector<std::vector<int64_t>> batches{{0, 1, 2}, {1, 0}, {3, 0}, {0, 4, 0}};
-  const std::vector<double> shares = clairvoyant_coverage(batches, 6, std::vector<size_t>{1, 2, 5});
+  const std::vector<double> shares = lookahead_coverage(batches, 6, 4, {}, std::vector<size_t>{1, 2, 5});
   EXPECT_DOUBLE_EQ(shares[0], 4.0 / 9);
   EXPECT_DOUBLE_EQ(shares[1], 6.0 / 9);
   EXPECT_DOUBLE_EQ(shares[2], 1.0);
-  EXPECT_CONTAINS(testing::error_of([&] { clairvoyant_coverage({{1}, {7}}, 6, std::vector<size_t>{1}); }),
+  EXPECT_CONTAINS(testing::error_of([&] { lookahead_coverage({{1}, {7}}, 6, 2, {}, std::vector<size_t>{1}); }),
                   "id 7 outside [0, 6) in batch 1");
+  EXPECT_CONTAINS(testing::error_of([&] { lookahead_coverage(batches, 6, -1, {}, std::vector<size_t>{1}); }),
+                  "a window of -1 batches");
+}
+
+// Batches {0}, {1}, {1}, {0} with one row and no ranking: seeing one batch ahead, the cache
+// keeps 0 for batch 0 (warm) and 1, fetched by batch 1, for batch 2: 2 of 4; seeing none, it
+// keeps nothing; with the ranking {1}, the static {1} serves batches 1 and 2.
+TEST(CacheBound, AWindowOfOneBatchKeepsWhatTheNextBatchAsksFor) {
+  const std::vector<std::vector<int64_t>> batches{{0}, {1}, {1}, {0}};
+  const std::vector<size_t> one{1};
+  EXPECT_DOUBLE_EQ(lookahead_coverage(batches, 2, 1, {}, one)[0], 2.0 / 4);
+  EXPECT_DOUBLE_EQ(lookahead_coverage(batches, 2, 0, {}, one)[0], 0.0);
+  EXPECT_DOUBLE_EQ(lookahead_coverage(batches, 2, 0, std::vector<int64_t>{1}, one)[0], 2.0 / 4);
 }
 
 // Holding the static top k throughout is one policy a clairvoyant cache may follow: on any
-// batches it serves at least as much as that (skewed random batches, several sizes).
-TEST(CacheBound, ClairvoyantServesAtLeastTheStaticTopK) {
+// batches it serves at least as much as that, and as any shorter window; a window of 0 is
+// that static cache (skewed random batches, several sizes).
+TEST(CacheBound, ClairvoyantServesAtLeastTheStaticTopKAndAnyWindow) {
   std::mt19937_64 random(7);
   std::vector<std::vector<int64_t>> batches(40);
   RowDemand d(500);
@@ -117,7 +131,13 @@ TEST(CacheBound, ClairvoyantServesAtLeastTheStaticTopK) {
   }
   const std::vector<size_t> sizes{1, 5, 20, 60, 200, 500};
   const std::vector<double> static_top = cache_coverage(d.ranked(500), d, sizes);
-  const std::vector<double> clairvoyant = clairvoyant_coverage(batches, 500, sizes);
+  const std::vector<int64_t> ranking = d.ranked(500);
+  const std::vector<double> clairvoyant = lookahead_coverage(batches, 500, 40, ranking, sizes);
+  EXPECT_EQ(lookahead_coverage(batches, 500, 0, ranking, sizes), static_top);
+  for (int64_t window : {1, 2, 5}) {
+    const std::vector<double> ahead = lookahead_coverage(batches, 500, window, ranking, sizes);
+    for (size_t k = 0; k < sizes.size(); ++k) EXPECT_LE(ahead[k], clairvoyant[k] + 1e-12) << window << " " << sizes[k];
+  }
   for (size_t k = 0; k < sizes.size(); ++k) {
     EXPECT_GE(clairvoyant[k], static_top[k] - 1e-12) << "k = " << sizes[k];
     EXPECT_LE(clairvoyant[k], 1.0);
