@@ -47,7 +47,8 @@ struct LoaderBenchOptions {
 // cache_bound_batches batches partition 0's sampler would build, sampled in this process:
 // the share of the asked rows the static top k by batches asking covers, in-sample and held
 // out, for 5, 10, 20, 30, 50% and the measured sizes, with the degree and frequency
-// policies' rankings scored alike, and per hop (which hop asks for the rows that miss).
+// policies' rankings scored alike, caches that see the next batches or every batch to come
+// (lookahead_coverage), and per hop (which hop asks for the rows that miss).
 // Samplers measured together run for the same time (`seconds`, at most `num_batches`
 // each; remote feature transfer alone: `partita bench transfer`). The rounds interleave
 // the configurations, so that load from elsewhere on the machine

@@ -15,8 +15,9 @@
 // Measured on the shared RMAT graph in 2 partitions (`partita bench loader
 // --cache-percents`, BENCHMARKS.md "A cache of remote rows"): with 10% of the remote rows,
 // the static top k serves 0.40 of the rows a batch asks for (held out; the degree policy
-// 0.395), a cache that knew every batch to come 0.499, and k rows could serve at most 0.51 of
-// a batch's 100,857: no cache of 10% cuts the remote bytes by half there.
+// 0.395), a cache that knew every batch to come 0.499 (one that sees the next batch: 0.498),
+// and k rows could serve at most 0.51 of a batch's 100,857: no cache of 10% cuts the remote
+// bytes by half there.
 #pragma once
 
 #include <cstddef>

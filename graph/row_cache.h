@@ -17,7 +17,8 @@
 // batch even if every batch asked for all of them, and the best any cache of 10% can do in
 // expectation, the static top 10% by batches asking, serves 0.40 of the rows asked (held out
 // over 256 batches; half takes 14-15%). kDegree's hot set serves 0.395 of the same batches:
-// it is at that bound. Even a cache that knew every batch to come would serve 0.499. Hop 3 asks for two thirds of the rows and three quarters of the
+// it is at that bound. Even a cache that knew every batch to come would serve 0.499; one
+// that sees the next batch's rows and keeps those it shares with the current one, 0.498. Hop 3 asks for two thirds of the rows and three quarters of the
 // misses; the share grows with fewer rows per batch (10% serves 0.52 at 256 seeds, 0.55 with
 // fanouts [15,10]) and shrinks with more (0.27 at 4,096 seeds).
 //
