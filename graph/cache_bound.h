@@ -3,8 +3,9 @@
 // that batch, and the batch asks for each row once, so the rows it serves in expectation are
 // the sum, over the rows held, of the probability that a batch asks for the row: at most the
 // sum of the k largest. The static cache of the k rows most batches ask for therefore serves
-// the most in expectation; no policy, static or dynamic, beats it (the independent reference
-// model at batch granularity; A0 of Aho, Denning and Ullman, 1971). Estimated here by counting,
+// the most in expectation; no policy blind to the batches to come, static or dynamic, beats
+// it (the independent reference model at batch granularity; A0 of Aho, Denning and Ullman,
+// 1971). Estimated here by counting,
 // over a sample of batches, the batches that ask for each row, then scoring the top k of a
 // ranking on batches: in-sample (ranked and scored on the same batches: optimistic, as the
 // ranking fits the sample's noise) or held out (ranked on some, scored on others: what a
