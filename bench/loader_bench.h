@@ -24,6 +24,9 @@ struct LoaderBenchOptions {
   // (graph/row_cache.h), for each policy; empty: none.
   std::vector<double> cache_percents;
   std::vector<std::string> cache_policies{"degree", "frequency", "sieve"};
+  // With cache_percents: batches sampled in this process for the bound of any cache
+  // (graph/cache_bound.h), half to rank the rows, half to score the ranking.
+  int64_t cache_bound_batches = 256;
 };
 
 // Generates RMAT with features and labels (or reads `input`), partitions it into 1 and 2
@@ -39,7 +42,13 @@ struct LoaderBenchOptions {
 //       1's rows over its feature channel.
 // With cache_percents, (c) is measured again with each cache size and policy, next to (c)
 // without cache in the same rounds: batches/s, and the remote bytes per batch (what crosses
-// the channel: the misses). The caches are warmed by one untimed round first.
+// the channel: the misses). The caches are warmed by one untimed round first. Before that,
+// the bound of any cache (graph/cache_bound.h) is measured without daemons, from
+// cache_bound_batches batches partition 0's sampler would build, sampled in this process:
+// the share of the asked rows the static top k by batches asking covers, in-sample and held
+// out, for 5, 10, 20, 30, 50% and the measured sizes, with the degree and frequency
+// policies' rankings scored alike, caches that see the next batches or every batch to come
+// (lookahead_coverage), and per hop (which hop asks for the rows that miss).
 // Samplers measured together run for the same time (`seconds`, at most `num_batches`
 // each; remote feature transfer alone: `partita bench transfer`). The rounds interleave
 // the configurations, so that load from elsewhere on the machine

@@ -11,6 +11,17 @@
 // fetched rows. Where it sits: in the sampler, before the remote feature request, so only
 // the misses cross the transport (actors/sampler_pipeline.cpp).
 //
+// No cache of that size does much better there (graph/cache_bound.h, `partita bench loader
+// --cache-percents`): a batch of 1,024 seeds with fanouts [15,10,5] asks for about 100,900
+// of the other partition's 515,000 rows, so 10% of them (51,502) would serve at most 51% of a
+// batch even if every batch asked for all of them, and the best any cache of 10% can do in
+// expectation, the static top 10% by batches asking, serves 0.40 of the rows asked (held out
+// over 256 batches; half takes 14-15%). kDegree's hot set serves 0.395 of the same batches:
+// it is at that bound. Even a cache that knew every batch to come would serve 0.499; one
+// that sees the next batch's rows and keeps those it shares with the current one, 0.498. Hop 3 asks for two thirds of the rows and three quarters of the
+// misses; the share grows with fewer rows per batch (10% serves 0.52 at 256 seeds, 0.55 with
+// fanouts [15,10]) and shrinks with more (0.27 at 4,096 seeds).
+//
 // Three policies, compared in `partita bench loader` (BENCHMARKS.md, "A cache of remote
 // rows"); kDegree is the job's default: it hits as often as kFrequency without counting
 // first, and 6-14 points more often than kSieve, at less CPU.

@@ -199,6 +199,7 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   loader->add_option("--repeat", l->repeat, "rounds of every measurement (medians are reported)")->check(cli::positive())->capture_default_str();
   loader->add_option("--cache-percents", l->cache_percents, "also measure (c) with a cache of these % of partition 1's rows, e.g. 5 10 20")->check(cli::in_range(0.0, 100.0));
   loader->add_option("--cache-policies", l->cache_policies, "cache policies to measure (degree, frequency, sieve)")->capture_default_str();
+  loader->add_option("--cache-bound-batches", l->cache_bound_batches, "with --cache-percents: batches sampled for the bound of any cache (half rank, half score)")->check(cli::in_range(2, 65536))->capture_default_str();
   loader->add_option("--workdir", l->workdir, "keep the generated graph here and reuse it (default: a temporary folder)");
   loader->callback([l, loader_fanouts] {
     l->fanouts = parse_fanouts(*loader_fanouts, "--fanouts");
@@ -327,7 +328,7 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   train->add_option("--nodes", t->num_nodes, "RMAT nodes")->check(cli::positive())->capture_default_str();
   train->add_option("--avg-degree", t->avg_degree, "RMAT directed edges per node")->check(cli::positive())->capture_default_str();
   train->add_option("--features", t->feature_dim, "float32 features per node")->check(cli::positive())->capture_default_str();
-  train->add_option("--classes", t->num_classes, "classes")->check(cli::in_range(2, 1 << 20))->capture_default_str();
+  train->add_option("--classes", t->num_classes, "classes")->check(cli::in_range(2, 65536))->capture_default_str();
   train->add_option("--train-nodes", t->train_nodes, "training nodes")->check(cli::positive())->capture_default_str();
   train->add_option("--hidden", t->hidden, "hidden features")->check(cli::positive())->capture_default_str();
   train->add_option("--fanouts", *train_fanouts, "fanouts, one per layer")->capture_default_str();

@@ -108,6 +108,7 @@ TEST(CliTest, NumericFlagsSayWhatTheyExpected) {
       {{"generate", "sbm", "-o", "y", "--seed", "99999999999999999999999"}, "--seed: '99999999999999999999999' is out of range"},
       {{"generate", "rmat", "-o", "y", "--avg-degree", "abc"}, "--avg-degree: expected a number, got 'abc'"},
       {{"generate", "sbm", "-o", "y", "--homophily", "2"}, "--homophily: must be in [0, 1], got 2"},
+      {{"bench", "loader", "--cache-bound-batches", "1"}, "--cache-bound-batches: must be in [2, 65536], got 1"},
   };
   for (const auto& c : cases) {
     std::string cmd;
