@@ -16,7 +16,8 @@
 // where AES-256 takes 14, ~30% more bytes per cycle, and 128-bit keys are ample for links
 // inside a cluster); both ends present a certificate and each must chain to the cluster's
 // CA, or the handshake fails before any application byte is read. No session tickets, no
-// renegotiation. Names in certificates are not matched against addresses: membership is
+// renegotiation. Each end sends its certificate without the CA's (the peer holds it): the
+// chain is built once per context, not in every handshake. Names in certificates are not matched against addresses: membership is
 // the credential (nodes move between addresses).
 //
 // Insecure mode (`--insecure`, or no credentials installed): today's plaintext protocol,

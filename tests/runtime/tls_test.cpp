@@ -3,6 +3,8 @@
 // without a certificate of the cluster, a flood of idle connections beside a real client.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -103,6 +105,39 @@ TEST(TlsTest, ClusterInitWritesACaAndAFirstIdentityWithPrivateKeys) {
   } catch (const Error& e) {
     EXPECT_CONTAINS(e.what(), "already holds a cluster CA (ca.key)");
   }
+}
+
+// The chain is built once per context (runtime/tls/credentials.cpp): each end sends its own
+// certificate, not the CA's, which its peer holds; both ends still verify the other.
+TEST(TlsTest, AMemberSendsItsCertificateWithoutTheCaAndBothEndsVerify) {
+  const auto credentials = tls::Credentials::ephemeral();
+  SSL* client = SSL_new(credentials->context());
+  SSL* server = SSL_new(credentials->context());
+  ASSERT_NE(client, nullptr);
+  ASSERT_NE(server, nullptr);
+  BIO* client_end = nullptr;
+  BIO* server_end = nullptr;
+  ASSERT_EQ(BIO_new_bio_pair(&client_end, 0, &server_end, 0), 1);
+  SSL_set_bio(client, client_end, client_end);
+  SSL_set_bio(server, server_end, server_end);
+  SSL_set_connect_state(client);
+  SSL_set_accept_state(server);
+  bool client_done = false, server_done = false;
+  for (int step = 0; step < 20 && !(client_done && server_done); ++step) {
+    client_done = client_done || SSL_do_handshake(client) == 1;
+    server_done = server_done || SSL_do_handshake(server) == 1;
+  }
+  ASSERT_TRUE(client_done && server_done) << tls::openssl_errors();
+  EXPECT_EQ(SSL_get_verify_result(client), X509_V_OK);
+  EXPECT_EQ(SSL_get_verify_result(server), X509_V_OK);
+  EXPECT_NE(SSL_get0_peer_certificate(client), nullptr);
+  EXPECT_NE(SSL_get0_peer_certificate(server), nullptr);
+  // A client's view of what the server sent includes the server's certificate; a server's
+  // view of the client's chain does not include the client's.
+  EXPECT_EQ(sk_X509_num(SSL_get_peer_cert_chain(client)), 1);
+  EXPECT_EQ(sk_X509_num(SSL_get_peer_cert_chain(server)), 0);
+  SSL_free(client);
+  SSL_free(server);
 }
 
 TEST(TlsTest, IssuedCertificatesLoadAndAKeyOthersCanReadIsRefused) {
