@@ -108,15 +108,36 @@ class MetaReader {
   int64_t integer(const json& object, const std::string& name, int64_t min,
                   const std::string& where = "",
                   int64_t max = std::numeric_limits<int64_t>::max() / 2) const {
-    const json& v = field(object, name, where);
-    if (!v.is_number_integer()) fail(where + name, "expected an integer");
+    return integer_value(field(object, name, where), where + name, min, max);
+  }
+
+  // `v` as an integer in [min, max]. Only JSON integers: a float (4.5e53) converted to an
+  // integer would be undefined behaviour, not an error.
+  int64_t integer_value(const json& v, const std::string& name, int64_t min,
+                        int64_t max = std::numeric_limits<int64_t>::max() / 2) const {
+    if (!v.is_number_integer()) fail(name, "expected an integer");
     if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max)) {
-      fail(where + name, "must be at most " + std::to_string(max));
+      fail(name, "must be at most " + std::to_string(max));
     }
     int64_t x = v.get<int64_t>();
-    if (x < min) fail(where + name, "must be at least " + std::to_string(min));
-    if (x > max) fail(where + name, "must be at most " + std::to_string(max));
+    if (x < min) fail(name, "must be at least " + std::to_string(min));
+    if (x > max) fail(name, "must be at most " + std::to_string(max));
     return x;
+  }
+
+  // The columns of an attribute's shape [rows, columns].
+  int64_t columns(const json& attribute, const std::string& where) const {
+    const json& shape = field(attribute, "shape", where);
+    if (!shape.is_array() || shape.size() != 2) fail(where + "shape", "expected [rows, columns]");
+    return integer_value(shape[1], where + "shape[1]", 0);
+  }
+
+  uint64_t unsigned_integer(const std::string& name) const {
+    const json& v = field(j_, name, "");
+    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0)) {
+      fail(name, "expected an integer from 0 to 2^64 - 1");
+    }
+    return v.get<uint64_t>();
   }
 
   bool boolean(const std::string& name) const {
@@ -177,7 +198,7 @@ PartitionMeta parse_meta(const std::string& path) {
   }
   const json& node_features = r.field(j, "node_features", "");
   if (node_features.contains("x")) {
-    meta.feature_dim = r.field(node_features["x"], "shape", "node_features.x.").at(1).get<int64_t>();
+    meta.feature_dim = r.columns(node_features["x"], "node_features.x.");
   }
   if (j.contains("transforms")) {  // absent in folders written before transforms existed
     const json& transforms = j["transforms"];
@@ -189,8 +210,7 @@ PartitionMeta parse_meta(const std::string& path) {
   }
   const json& edge_features = r.field(j, "edge_features", "");
   if (edge_features.contains("edge_attr")) {
-    meta.edge_feature_dim =
-        r.field(edge_features["edge_attr"], "shape", "edge_features.edge_attr.").at(1).get<int64_t>();
+    meta.edge_feature_dim = r.columns(edge_features["edge_attr"], "edge_features.edge_attr.");
   }
   const json& labels = r.field(j, "labels", "");
   if (labels.contains("y")) {
@@ -210,7 +230,7 @@ PartitionMeta parse_meta(const std::string& path) {
     r.fail("held_out_in_graph", "is true, but the folder has no held-out edges with times and edge times");
   }
   meta.method = r.string("partition_method");
-  meta.seed = r.field(j, "seed", "").get<uint64_t>();
+  meta.seed = r.unsigned_integer("seed");
 
   const json& book = r.field(j, "partition_book", "");
   if (!book.is_array() || static_cast<int>(book.size()) != meta.num_parts + 1) {

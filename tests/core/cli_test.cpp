@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
@@ -246,6 +247,26 @@ TEST_F(CorruptFolderTest, BrokenMetaFieldIsNamed) {
   EXPECT_NE(inspect_error(false).find("version 99 is not supported"), std::string::npos);
   testing::write_text(dir() + "/META.json", meta.substr(0, meta.size() / 2));
   EXPECT_NE(inspect_error(false).find("invalid JSON"), std::string::npos);
+}
+
+// Numbers where integers are expected but that no integer holds (the fuzz campaign's
+// finding: a feature width of 4.5e53 was converted to int64, undefined behaviour).
+TEST_F(CorruptFolderTest, MetaFieldsThatAreNotIntegersAreNamed) {
+  const auto j = nlohmann::json::parse(testing::read_text(dir() + "/META.json"));
+  const auto error_with = [&](const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json broken = j;
+    change(broken);
+    testing::write_text(dir() + "/META.json", broken.dump());
+    return inspect_error(false);
+  };
+  EXPECT_CONTAINS(error_with([](nlohmann::json& m) { m["node_features"]["x"]["shape"][1] = 4.55556e+53; }),
+                  "field 'node_features.x.shape[1]': expected an integer");
+  EXPECT_CONTAINS(error_with([](nlohmann::json& m) { m["node_features"]["x"]["shape"] = {2708}; }),
+                  "field 'node_features.x.shape': expected [rows, columns]");
+  EXPECT_CONTAINS(error_with([](nlohmann::json& m) { m["seed"] = 1e30; }),
+                  "field 'seed': expected an integer from 0 to 2^64 - 1");
+  EXPECT_CONTAINS(error_with([](nlohmann::json& m) { m["seed"] = -1; }),
+                  "field 'seed': expected an integer from 0 to 2^64 - 1");
 }
 
 TEST_F(CorruptFolderTest, SwappedNodeMapFailsVerify) {
