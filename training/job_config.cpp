@@ -395,6 +395,7 @@ void read_negatives(Section s, JobConfig& job) {
   s.read_int("k", link.negatives, 1, JobLimits::kMaxBatchSize);
   s.read_int("chunk_size", link.chunk_size, 1, JobLimits::kMaxBatchSize);
   s.read_real("degree_fraction", link.degree_fraction, 0, 1);
+  s.read_choice("candidates", link.negative_candidates, {"all", "trained"});
   s.read("strict", link.strict, "true or false");
   s.reject_unknown();
 }
@@ -631,6 +632,7 @@ std::string job_to_yaml(const JobConfig& job) {
     out << YAML::Key << "k" << YAML::Value << link.negatives;
     out << YAML::Key << "chunk_size" << YAML::Value << link.chunk_size;
     out << YAML::Key << "degree_fraction" << YAML::Value << link.degree_fraction;
+    out << YAML::Key << "candidates" << YAML::Value << link.negative_candidates;
     out << YAML::Key << "strict" << YAML::Value << link.strict;
     out << YAML::EndMap;
     out << YAML::Key << "eval" << YAML::Value << YAML::BeginMap;

@@ -121,6 +121,12 @@ struct LinkPredictionSpec {
   int64_t negatives = 256;       // k per chunk
   int64_t chunk_size = 256;      // positives sharing one set of negatives
   double degree_fraction = 0.0;  // share of negatives drawn by degree
+  // Where a target edge type's training negatives are drawn: "all" of its destination
+  // type's nodes, or the "trained" ones, that some training edge of it ends in. With
+  // trained, a node first seen after training (a movie first rated in the test period) is
+  // never a training negative, so its learnt input row keeps its initial value and its
+  // features decide its score. Evaluation draws among all either way.
+  std::string negative_candidates = "all";
   bool strict = false;
   // train
   std::string loss = "softmax";  // softmax, bce, margin; mse (GNN encoders: rating regression)

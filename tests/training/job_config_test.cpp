@@ -165,6 +165,13 @@ eval: {negatives: 100, block: 512, every: 2}
   const std::map<std::string, std::string> inputs = {{"movie", "features+learnt"}, {"user", "shared"}};
   EXPECT_EQ(shared.link.type_inputs, inputs);
   EXPECT_EQ(parse_job(job_to_yaml(shared), "/elsewhere", "sent job").link.type_inputs, inputs);
+  // Training negatives among the destinations of training edges only.
+  const JobConfig trained = parse("task: link_prediction\n" + job_text("negatives: {k: 3, candidates: trained}"));
+  EXPECT_EQ(trained.link.negative_candidates, "trained");
+  EXPECT_EQ(parse_job(job_to_yaml(trained), "/elsewhere", "sent job").link.negative_candidates, "trained");
+  EXPECT_EQ(parse("task: link_prediction\n" + job_text("")).link.negative_candidates, "all");
+  EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("negatives: {candidates: seen}")),
+                  "negatives.candidates: 'seen' is not one of: all, trained");
   EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("model: {encoder: hetero_sage, input: {user: none}}")),
                   "model.input.user: 'none' is not one of: learnt, shared, features, features+learnt");
   EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("model: {encoder: hetero_sage, input: {}}")),
