@@ -4,7 +4,9 @@
 // into one type add up to one matrix per node type, S_t = sum_{r -> t} lin_r_r (and one
 // bias), so each node takes one self product, with its own type's matrix; the neighbour
 // terms take one product over every relation's mean (models/relational.h). A node type no
-// relation ends in gets zeros, as to_hetero gives it no output.
+// relation ends in gets zeros, as to_hetero gives it no output. A first layer whose node
+// types read both features and learnt rows (ModelConfig::type_inputs) is two such convs
+// summed, a dense one and a one-hot one without biases (models/relational.h).
 #include <ATen/ATen.h>
 
 #include <string>
@@ -18,12 +20,12 @@ namespace partita {
 namespace {
 
 struct HeteroSageConv : torch::nn::Module {
-  HeteroSageConv(const ModelConfig& c, int64_t in, int64_t out, bool one_hot)
+  HeteroSageConv(const ModelConfig& c, int64_t in, int64_t out, bool one_hot, bool bias = true)
       : in_dim(one_hot ? one_hot_rows(c) : in), out_dim(out), one_hot(one_hot), relations(c.num_relations),
         node_types(c.num_node_types) {
     const int64_t R = relations;
     lin_l = register_parameter("lin_l", at::empty({R, in_dim, out_dim}));
-    lin_l_bias = register_parameter("lin_l_bias", at::empty({R, out_dim}));
+    if (bias) lin_l_bias = register_parameter("lin_l_bias", at::empty({R, out_dim}));
     lin_r = register_parameter("lin_r", at::empty({R, in_dim, out_dim}));
     // Which relation ends in which node type: [R, T], a 1 per relation. Not a parameter.
     ends_in = at::zeros({R, node_types});
@@ -44,6 +46,9 @@ class HeteroSage : public GnnModel {
           "conv" + std::to_string(i),
           std::make_shared<HeteroSageConv>(config, layer_in_dim(i), layer_out_dim(i), i == 0 && config.in_dim == 0)));
     }
+    if (config.in_dim > 0 && config.reads_learnt_rows()) {
+      rows_ = register_module("rows", std::make_shared<HeteroSageConv>(config, 0, layer_out_dim(0), true, false));
+    }
   }
 
  protected:
@@ -51,37 +56,65 @@ class HeteroSage : public GnnModel {
                    AggregatePath path) override {
     const HeteroSageConv& conv = *convs_[index];
     check_relational_batch(batch, conv.relations, "hetero_sage");
-    const int64_t T = conv.node_types, in = conv.in_dim, out = conv.out_dim;
     const at::Tensor type = batch.node_type.narrow(0, 0, num_dst);
-    // S_t = sum_{r -> t} lin_r_r: [T, in, out]; the biases likewise: [T, out].
-    const at::Tensor self_weight = at::mm(conv.ends_in.t(), conv.lin_r.view({conv.relations, -1})).view({T, in, out});
-    const at::Tensor self_bias = at::mm(conv.ends_in.t(), conv.lin_l_bias);
-    at::Tensor self, neighbours;
+    const at::Tensor self_bias = at::mm(conv.ends_in.t(), conv.lin_l_bias);  // [T, out]
+    at::Tensor out;
     if (conv.one_hot) {
-      const at::Tensor ids = one_hot_row_ids(config(), batch);
-      // Row (t, id) of S flattened to [T * N, out]: each node's own type's row.
-      self = self_weight.view({T * in, out}).index_select(0, type * in + ids.narrow(0, 0, num_dst));
-      neighbours = sum_relation_means(conv.lin_l.index_select(1, ids), batch, num_dst, path);
+      out = one_hot_terms(conv, batch, num_dst, path, {});
     } else {
-      // [num_dst, T, out]: every type's self product, then each row's own type.
-      const at::Tensor all = at::mm(x.narrow(0, 0, num_dst), self_weight.permute({1, 0, 2}).reshape({in, T * out}));
-      self = all.view({num_dst, T, out}).gather(1, type.view({-1, 1, 1}).expand({num_dst, 1, out})).squeeze(1);
-      neighbours = at::mm(relation_means(x, batch, num_dst, path), conv.lin_l.reshape({-1, out}));
+      out = dense_terms(conv, index == 0 ? read_features(config(), batch, x) : x, batch, num_dst, path);
+      if (index == 0 && rows_) out = out + one_hot_terms(*rows_, batch, num_dst, path, learnt_row_mask(config(), batch));
     }
-    return neighbours + self + self_bias.index_select(0, type);
+    return out + self_bias.index_select(0, type);
   }
 
   // Each SAGEConv as PyG's (torch.nn.Linear's default: uniform within 1 / sqrt(fan_in)).
   void reset(at::Generator& generator) override {
-    for (auto& conv : convs_) {
+    std::vector<std::shared_ptr<HeteroSageConv>> all = convs_;
+    if (rows_) all.push_back(rows_);
+    for (auto& conv : all) {
       init_linear(conv->lin_l, conv->in_dim, generator);
-      init_linear(conv->lin_l_bias, conv->in_dim, generator);
+      if (conv->lin_l_bias.defined()) init_linear(conv->lin_l_bias, conv->in_dim, generator);
       init_linear(conv->lin_r, conv->in_dim, generator);
     }
   }
 
  private:
+  // S_t = sum_{r -> t} lin_r_r: [T, in, out].
+  static at::Tensor self_weight(const HeteroSageConv& conv) {
+    return at::mm(conv.ends_in.t(), conv.lin_r.view({conv.relations, -1})).view({conv.node_types, conv.in_dim, conv.out_dim});
+  }
+
+  // [num_dst, out]: the self and neighbour terms of dense rows x, without bias.
+  at::Tensor dense_terms(const HeteroSageConv& conv, const at::Tensor& x, const GraphBatch& batch, int64_t num_dst,
+                         AggregatePath path) const {
+    const int64_t T = conv.node_types, in = conv.in_dim, out = conv.out_dim;
+    const at::Tensor type = batch.node_type.narrow(0, 0, num_dst);
+    // [num_dst, T, out]: every type's self product, then each row's own type.
+    const at::Tensor all = at::mm(x.narrow(0, 0, num_dst), self_weight(conv).permute({1, 0, 2}).reshape({in, T * out}));
+    const at::Tensor self = all.view({num_dst, T, out}).gather(1, type.view({-1, 1, 1}).expand({num_dst, 1, out})).squeeze(1);
+    return self + at::mm(relation_means(x, batch, num_dst, path), conv.lin_l.reshape({-1, out}));
+  }
+
+  // The same for one-hot rows (each node's learnt row), without bias; `mask` [n, 1], when
+  // defined, zeroes the rows of nodes that read none.
+  at::Tensor one_hot_terms(const HeteroSageConv& conv, const GraphBatch& batch, int64_t num_dst, AggregatePath path,
+                           const at::Tensor& mask) const {
+    const int64_t in = conv.in_dim, out = conv.out_dim;
+    const at::Tensor type = batch.node_type.narrow(0, 0, num_dst);
+    const at::Tensor ids = one_hot_row_ids(config(), batch);
+    // Row (t, id) of S flattened to [T * N, out]: each node's own type's row.
+    at::Tensor self = self_weight(conv).view({conv.node_types * in, out}).index_select(0, type * in + ids.narrow(0, 0, num_dst));
+    at::Tensor messages = conv.lin_l.index_select(1, ids);  // [R, n, out]
+    if (mask.defined()) {
+      self = self * mask.narrow(0, 0, num_dst);
+      messages = messages * mask.unsqueeze(0);
+    }
+    return self + sum_relation_means(messages, batch, num_dst, path);
+  }
+
   std::vector<std::shared_ptr<HeteroSageConv>> convs_;
+  std::shared_ptr<HeteroSageConv> rows_;  // the first layer's learnt rows beside features
 };
 
 }  // namespace

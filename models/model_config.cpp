@@ -32,17 +32,31 @@ void ModelConfig::validate() const {
     for (int32_t t : relation_dst_type) {
       if (t < 0 || t >= num_node_types) bad("relation_dst_type", "node type " + std::to_string(t) + " out of range");
     }
-    if (in_dim == 0 && num_nodes <= 0) bad("num_nodes", "a featureless graph's one-hot input needs the node count");
-    for (size_t i = 0; i < shared_input_types.size(); ++i) {
-      const int32_t t = shared_input_types[i];
-      if (t < 0 || t >= num_node_types) bad("shared_input_types", "node type " + std::to_string(t) + " out of range");
-      if (i > 0 && t <= shared_input_types[i - 1]) bad("shared_input_types", "must be sorted without repeats");
+    if (!type_inputs.empty() && static_cast<int>(type_inputs.size()) != num_node_types) {
+      bad("type_inputs", "has " + std::to_string(type_inputs.size()) + " entries for " +
+                             std::to_string(num_node_types) + " node types");
     }
-    if (!shared_input_types.empty() && in_dim != 0) {
-      bad("shared_input_types", "a shared input row per node type needs the one-hot input (in_dim 0)");
+    bool reads_features = type_inputs.empty() && in_dim > 0;
+    for (size_t t = 0; t < type_inputs.size(); ++t) {
+      const std::string& input = type_inputs[t];
+      if (input != "features" && input != "learnt" && input != "shared" && input != "features+learnt") {
+        bad("type_inputs", "node type " + std::to_string(t) + ": must be features, learnt, shared or features+learnt (got \"" +
+                               input + "\")");
+      }
+      if (input == "features" || input == "features+learnt") {
+        if (in_dim == 0) {
+          bad("type_inputs", "node type " + std::to_string(t) + " reads " + input +
+                                 " and the graph has no node features (in_dim 0)");
+        }
+        reads_features = true;
+      }
     }
-  } else if (!shared_input_types.empty()) {
-    bad("shared_input_types", "applies to the relational kinds (rgcn, hetero_sage) only");
+    if (in_dim > 0 && !reads_features) {
+      bad("in_dim", "no node type reads features (type_inputs), so in_dim must be 0 (got " + std::to_string(in_dim) + ")");
+    }
+    if (reads_learnt_rows() && num_nodes <= 0) bad("num_nodes", "a learnt input row per node needs the node count");
+  } else if (!type_inputs.empty()) {
+    bad("type_inputs", "applies to the relational kinds (rgcn, hetero_sage) only");
   }
   if (decomposition != "none" && decomposition != "basis" && decomposition != "block") {
     bad("decomposition", "must be none, basis or block (got \"" + decomposition + "\")");
@@ -51,8 +65,8 @@ void ModelConfig::validate() const {
   if (decomposition == "basis" && num_bases <= 0) bad("bases", "basis decomposition needs bases > 0");
   if (decomposition == "block") {
     if (num_blocks <= 0) bad("blocks", "block decomposition needs blocks > 0");
-    if (in_dim == 0) {
-      bad("decomposition", "block needs node features: a one-hot input (featureless graph) has no blocks; use basis");
+    if (reads_learnt_rows()) {
+      bad("decomposition", "block needs node features: a learnt input row (one-hot input) has no blocks; use basis");
     }
     for (int i = 0; i < num_layers; ++i) {
       const int64_t in = i == 0 ? in_dim : hidden_dim, out = i + 1 == num_layers ? out_dim : hidden_dim;
@@ -77,6 +91,26 @@ void ModelConfig::validate() const {
   }
 }
 
+std::string ModelConfig::input_of(int32_t type) const {
+  if (!type_inputs.empty()) return type_inputs.at(static_cast<size_t>(type));
+  return in_dim > 0 ? "features" : "learnt";
+}
+
+bool ModelConfig::reads_learnt_rows() const {
+  if (type_inputs.empty()) return in_dim == 0;
+  for (const std::string& input : type_inputs) {
+    if (input != "features") return true;
+  }
+  return false;
+}
+
+bool ModelConfig::has_shared_input() const {
+  for (const std::string& input : type_inputs) {
+    if (input == "shared") return true;
+  }
+  return false;
+}
+
 std::string ModelConfig::structure() const {
   std::string s = kind + " in=" + std::to_string(in_dim);
   if (num_layers > 1) s += " hidden=" + std::to_string(hidden_dim);
@@ -84,10 +118,8 @@ std::string ModelConfig::structure() const {
   if (kind == "gat") s += " heads=" + std::to_string(heads);
   if (is_relational()) {
     s += " relations=" + std::to_string(num_relations) + " node_types=" + std::to_string(num_node_types);
-    if (in_dim == 0) s += " one_hot_nodes=" + std::to_string(num_nodes);
-    for (size_t i = 0; i < shared_input_types.size(); ++i) {
-      s += (i == 0 ? " shared_input_types=" : ",") + std::to_string(shared_input_types[i]);
-    }
+    if (reads_learnt_rows()) s += " one_hot_nodes=" + std::to_string(num_nodes);
+    for (size_t t = 0; t < type_inputs.size(); ++t) s += (t == 0 ? " inputs=" : ",") + type_inputs[t];
     if (decomposition == "basis") s += " bases=" + std::to_string(num_bases);
     if (decomposition == "block") s += " blocks=" + std::to_string(num_blocks);
   }

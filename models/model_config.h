@@ -27,11 +27,19 @@ struct ModelConfig {
   int num_relations = 0;
   int num_node_types = 0;
   std::vector<int32_t> relation_dst_type;  // per relation: the node type it ends in
-  // One-hot input only (in_dim 0): the node types whose nodes all read one row of the first
-  // layer, shared by the type, instead of a row each. Such a node is then known only by its
-  // neighbourhood (inductive): a MovieLens user is what it rated, so a user first seen after
-  // training (no trained row of its own) is encoded like any other. Sorted, no repeats.
-  std::vector<int32_t> shared_input_types;
+  // What the first layer reads for a node, per node type (relational kinds; indexed by
+  // type). Empty: every node reads its features, or its own learnt row when in_dim is 0.
+  //   "features": its in_dim features, projected by the layer's weights.
+  //   "learnt": a learnt row of its own (one-hot by global id: one-hot(id) W = W[id]).
+  //   "shared": one learnt row of its type, read by all its nodes: such a node is known by
+  //     its neighbourhood only (inductive; a MovieLens user is what it rated, so a user first
+  //     seen after training is encoded like any other).
+  //   "features+learnt": its features' projection plus a learnt row of its own, summed (PyG's
+  //     MovieLens tutorial: movie_lin(x) + movie_emb(id)). A node no training step reached
+  //     (a movie first rated after training) keeps its small initial row, so its features
+  //     decide its encoding.
+  // in_dim > 0 exactly when some type reads features.
+  std::vector<std::string> type_inputs;
   // R-GCN's weight decomposition (Schlichtkrull et al. §2.2): "none" (a matrix per
   // relation), "basis" (W_r = sum_b a_rb V_b over num_bases shared V_b) or "block" (W_r
   // block-diagonal, num_blocks blocks; in and out dims must divide by it).
@@ -46,6 +54,12 @@ struct ModelConfig {
   bool csc_aggregation = true;
 
   bool is_relational() const { return kind == "rgcn" || kind == "hetero_sage"; }
+  // type_inputs[type], or the default for every type ("features", or "learnt" for in_dim 0).
+  std::string input_of(int32_t type) const;
+  // Whether some node reads a learnt row ("learnt", "shared" or "features+learnt").
+  bool reads_learnt_rows() const;
+  // Whether some node type reads its type's shared row.
+  bool has_shared_input() const;
 
   // Throws UsageError naming the field, e.g. "model.hidden_dim: must be positive (got 0)".
   void validate() const;

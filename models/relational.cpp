@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -39,14 +40,40 @@ at::Tensor sum_relation_means(const at::Tensor& messages, const GraphBatch& batc
 }
 
 int64_t one_hot_rows(const ModelConfig& config) {
-  return config.num_nodes + (config.shared_input_types.empty() ? 0 : config.num_node_types);
+  return config.num_nodes + (config.has_shared_input() ? config.num_node_types : 0);
 }
 
+namespace {
+
+// float [T]: 1 for the node types whose input is one of `inputs`.
+at::Tensor types_reading(const ModelConfig& config, std::initializer_list<const char*> inputs) {
+  at::Tensor reads = at::zeros({config.num_node_types});
+  for (int32_t t = 0; t < config.num_node_types; ++t) {
+    for (const char* input : inputs) {
+      if (config.input_of(t) == input) reads[t] = 1.0f;
+    }
+  }
+  return reads;
+}
+
+}  // namespace
+
 at::Tensor one_hot_row_ids(const ModelConfig& config, const GraphBatch& batch) {
-  if (config.shared_input_types.empty()) return batch.node_ids;
-  at::Tensor shared = at::zeros({config.num_node_types}, at::kBool);
-  for (int32_t t : config.shared_input_types) shared[t] = true;
+  if (!config.has_shared_input()) return batch.node_ids;
+  const at::Tensor shared = types_reading(config, {"shared"}).to(at::kBool);
   return at::where(shared.index_select(0, batch.node_type), batch.node_type + config.num_nodes, batch.node_ids);
+}
+
+at::Tensor learnt_row_mask(const ModelConfig& config, const GraphBatch& batch) {
+  const at::Tensor rows = types_reading(config, {"learnt", "shared", "features+learnt"});
+  if (rows.min().item<float>() == 1.0f) return {};
+  return rows.index_select(0, batch.node_type).unsqueeze(1);
+}
+
+at::Tensor read_features(const ModelConfig& config, const GraphBatch& batch, const at::Tensor& x) {
+  const at::Tensor reads = types_reading(config, {"features", "features+learnt"});
+  if (reads.min().item<float>() == 1.0f) return x;
+  return x * reads.index_select(0, batch.node_type.narrow(0, 0, x.size(0))).unsqueeze(1).to(x.dtype());
 }
 
 void check_relational_batch(const GraphBatch& batch, int num_relations, const std::string& kind) {

@@ -3,11 +3,15 @@
 // node's mean over its r-neighbours; each relation's mean runs on the CSC aggregation kernel
 // over that relation's edges (GraphBatch::relations), trimmed like every other layer.
 //
-// A layer's input is dense rows h [n, C] or, for the first layer of a featureless graph, a
-// one-hot vector per node that is never built: one-hot(id) * W = W[id], so a weight with a
-// row per node is gathered at the batch's node ids instead. The node types of
-// ModelConfig::shared_input_types read one row per type instead (rows num_nodes + type):
-// every node of such a type has the same input, so it is told apart by its neighbours only.
+// A layer's input is dense rows h [n, C] or, for the first layer's learnt rows
+// (ModelConfig::type_inputs learnt, shared, features+learnt; every node of a featureless
+// graph), a one-hot vector per node that is never built: one-hot(id) * W = W[id], so a
+// weight with a row per node is gathered at the batch's node ids instead. A shared type's
+// nodes read one row of their type (rows num_nodes + type): every node of such a type has
+// the same input, so it is told apart by its neighbours only. When types differ in what
+// they read, the first layer is the sum of a dense part over the features (zero for a type
+// that reads none) and a one-hot part (zero for a type that reads features only), each
+// with its own weights and one bias: the layer of the input [features | one-hot row].
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -32,12 +36,20 @@ at::Tensor sum_relation_means(const at::Tensor& messages, const GraphBatch& batc
                               AggregatePath path);
 
 // The rows of a one-hot first layer's weight: a row per node, and a row per node type
-// when some types share one (ModelConfig::shared_input_types).
+// when some types share one (ModelConfig::type_inputs "shared").
 int64_t one_hot_rows(const ModelConfig& config);
 
 // int64 [batch.num_nodes]: the row of that weight each batch node reads: its global id, or
 // num_nodes + its type for a node of a shared type.
 at::Tensor one_hot_row_ids(const ModelConfig& config, const GraphBatch& batch);
+
+// float [batch.num_nodes, 1]: 1 for a node whose type reads a learnt row, 0 for one that
+// reads its features only; undefined when every type reads a learnt row (nothing to mask).
+at::Tensor learnt_row_mask(const ModelConfig& config, const GraphBatch& batch);
+
+// The batch's features with the rows of types that do not read them ("learnt", "shared")
+// zeroed; x itself when every type reads its features.
+at::Tensor read_features(const ModelConfig& config, const GraphBatch& batch, const at::Tensor& x);
 
 // Throws Error unless `batch` is a heterogeneous batch with `num_relations` relations.
 void check_relational_batch(const GraphBatch& batch, int num_relations, const std::string& kind);

@@ -4,7 +4,9 @@
 // full, or decomposed (§2.2): basis W_r = sum_b a_rb V_b, or block-diagonal
 // W_r = diag(Q_r1, ..., Q_rB). The per-relation means run first and the R relations then
 // take one product, [means of r = 1..R] x [W_1; ...; W_R]; a featureless first layer
-// gathers W_r's rows at the batch's node ids (one-hot input, models/relational.h).
+// gathers W_r's rows at the batch's node ids (one-hot input, models/relational.h). A first
+// layer whose node types read both features and learnt rows (ModelConfig::type_inputs) is
+// two such convs summed, a dense one and a one-hot one without bias.
 #include <ATen/ATen.h>
 
 #include <string>
@@ -18,7 +20,7 @@ namespace partita {
 namespace {
 
 struct RgcnConv : torch::nn::Module {
-  RgcnConv(const ModelConfig& c, int64_t in, int64_t out, bool one_hot)
+  RgcnConv(const ModelConfig& c, int64_t in, int64_t out, bool one_hot, bool with_bias = true)
       : in_dim(one_hot ? one_hot_rows(c) : in), out_dim(out), one_hot(one_hot), relations(c.num_relations),
         decomposition(c.decomposition) {
     const int64_t R = relations;
@@ -32,7 +34,7 @@ struct RgcnConv : torch::nn::Module {
       weight = register_parameter("weight", at::empty({R, in_dim, out_dim}));
     }
     root = register_parameter("root", at::empty({in_dim, out_dim}));
-    bias = register_parameter("bias", at::empty({out_dim}));
+    if (with_bias) bias = register_parameter("bias", at::empty({out_dim}));
   }
 
   // Every W_r, [R, in, out].
@@ -64,6 +66,9 @@ class Rgcn : public GnnModel {
           "conv" + std::to_string(i),
           std::make_shared<RgcnConv>(config, layer_in_dim(i), layer_out_dim(i), i == 0 && config.in_dim == 0)));
     }
+    if (config.in_dim > 0 && config.reads_learnt_rows()) {
+      rows_ = register_module("rows", std::make_shared<RgcnConv>(config, 0, layer_out_dim(0), true, false));
+    }
   }
 
  protected:
@@ -71,25 +76,13 @@ class Rgcn : public GnnModel {
                    AggregatePath path) override {
     const RgcnConv& conv = *convs_[index];
     check_relational_batch(batch, conv.relations, "rgcn");
-    if (conv.one_hot) {
-      const at::Tensor ids = one_hot_row_ids(config(), batch);
-      const at::Tensor self = conv.root.index_select(0, ids.narrow(0, 0, num_dst)) + conv.bias;
-      if (conv.decomposition == "basis") {
-        // sum_r mean_r(W_r[id]) = sum over edges e of (a_{r_e, b} / |N_{r_e}(d)|) V_b[id_src],
-        // over the bases b: one pass over every edge with a weight per edge and basis (the
-        // bases as heads), never W_r itself: B x N x out numbers instead of R x N x out.
-        const int64_t edges = batch.typed_edges.edges_before(num_dst);
-        if (edges == 0) return self;
-        const at::Tensor weight = conv.comp.index_select(0, batch.typed_edge_relation.narrow(0, 0, edges)) *
-                                  batch.typed_edge_mean_weight.narrow(0, 0, edges).unsqueeze(1);
-        const at::Tensor x_bases = conv.bases.index_select(1, ids).transpose(0, 1).contiguous();  // [n, B, out]
-        return aggregate(x_bases, weight, batch.typed_edges, num_dst, path).sum(1) + self;
-      }
-      return sum_relation_means(conv.relation_weights().index_select(1, ids), batch, num_dst, path) + self;
-    }
+    if (conv.one_hot) return one_hot_terms(conv, batch, num_dst, path, {}) + conv.bias;
+    const at::Tensor h = index == 0 ? read_features(config(), batch, x) : x;
     const at::Tensor w = conv.relation_weights();
-    const at::Tensor out = at::addmm(conv.bias, x.narrow(0, 0, num_dst), conv.root);
-    return at::addmm(out, relation_means(x, batch, num_dst, path), w.reshape({-1, conv.out_dim}));
+    const at::Tensor out = at::addmm(at::addmm(conv.bias, h.narrow(0, 0, num_dst), conv.root),
+                                     relation_means(h, batch, num_dst, path), w.reshape({-1, conv.out_dim}));
+    if (index == 0 && rows_) return out + one_hot_terms(*rows_, batch, num_dst, path, learnt_row_mask(config(), batch));
+    return out;
   }
 
   // Mirrors layer(), as GraphSage::step_cost does (models/step_cost.h): per layer, the
@@ -114,6 +107,7 @@ class Rgcn : public GnnModel {
         cost.aggregation_flops += 2 * 2 * edges * static_cast<double>((basis ? B : 1) * co);
         continue;
       }
+      if (i == 0 && rows_) cost.aggregation_flops += 2 * 2 * edges * static_cast<double>((basis ? B : 1) * co);
       if (basis) {
         cost.products.push_back({R, B, ci * co, false, false});  // W = comp x bases
         cost.products.push_back({R, ci * co, B, false, true});   // grad comp = grad_W x bases^T
@@ -135,16 +129,43 @@ class Rgcn : public GnnModel {
 
   // PyG's RGCNConv.reset_parameters: glorot weights (and basis coefficients), zero bias.
   void reset(at::Generator& generator) override {
-    for (auto& conv : convs_) {
+    std::vector<std::shared_ptr<RgcnConv>> all = convs_;
+    if (rows_) all.push_back(rows_);
+    for (auto& conv : all) {
       for (at::Tensor* t : {&conv->weight, &conv->bases, &conv->comp, &conv->root}) {
         if (t->defined()) init_glorot(*t, generator);
       }
-      conv->bias.zero_();
+      if (conv->bias.defined()) conv->bias.zero_();
     }
   }
 
  private:
+  // [num_dst, out]: the self and relation terms of one-hot rows (each node's learnt row),
+  // without bias; `mask` [n, 1], when defined, zeroes the rows of nodes that read none.
+  at::Tensor one_hot_terms(const RgcnConv& conv, const GraphBatch& batch, int64_t num_dst, AggregatePath path,
+                           const at::Tensor& mask) const {
+    const at::Tensor ids = one_hot_row_ids(config(), batch);
+    at::Tensor self = conv.root.index_select(0, ids.narrow(0, 0, num_dst));
+    if (mask.defined()) self = self * mask.narrow(0, 0, num_dst);
+    if (conv.decomposition == "basis") {
+      // sum_r mean_r(W_r[id]) = sum over edges e of (a_{r_e, b} / |N_{r_e}(d)|) V_b[id_src],
+      // over the bases b: one pass over every edge with a weight per edge and basis (the
+      // bases as heads), never W_r itself: B x N x out numbers instead of R x N x out.
+      const int64_t edges = batch.typed_edges.edges_before(num_dst);
+      if (edges == 0) return self;
+      const at::Tensor weight = conv.comp.index_select(0, batch.typed_edge_relation.narrow(0, 0, edges)) *
+                                batch.typed_edge_mean_weight.narrow(0, 0, edges).unsqueeze(1);
+      at::Tensor x_bases = conv.bases.index_select(1, ids).transpose(0, 1).contiguous();  // [n, B, out]
+      if (mask.defined()) x_bases = x_bases * mask.unsqueeze(2);
+      return aggregate(x_bases, weight, batch.typed_edges, num_dst, path).sum(1) + self;
+    }
+    at::Tensor messages = conv.relation_weights().index_select(1, ids);  // [R, n, out]
+    if (mask.defined()) messages = messages * mask.unsqueeze(0);
+    return sum_relation_means(messages, batch, num_dst, path) + self;
+  }
+
   std::vector<std::shared_ptr<RgcnConv>> convs_;
+  std::shared_ptr<RgcnConv> rows_;  // the first layer's learnt rows beside features
 };
 
 }  // namespace

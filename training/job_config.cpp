@@ -353,19 +353,19 @@ void read_link_model(Section s, JobConfig& job) {
       }
     }
     if (s.has("input") && s.get("input").IsMap()) {
-      // Per node type: learnt (a row per node) or shared (one row for the type's nodes).
+      // Per node type: what its nodes read (ModelConfig::type_inputs).
       Section types = s.sub("input");
       link.input = "learnt";
       for (const auto& entry : s.get("input")) {
         if (!entry.first.IsScalar()) s.fail(s.field("input"), "a key must be a node type's name");
         const std::string type = entry.first.Scalar();
         std::string how;
-        types.read_choice(type, how, {"learnt", "shared"});
-        if (how == "shared") link.shared_input_types.push_back(type);
+        types.read_choice(type, how, {"learnt", "shared", "features", "features+learnt"});
+        link.type_inputs[type] = how;
       }
       types.reject_unknown();  // a type given twice
       if (s.get("input").size() == 0) {
-        s.fail(s.field("input"), "expected learnt, features or {type: learnt | shared, ...}");
+        s.fail(s.field("input"), "expected learnt, features or {type: learnt | shared | features | features+learnt, ...}");
       }
     } else {
       s.read_choice("input", link.input, {"features", "learnt"});
@@ -395,6 +395,7 @@ void read_negatives(Section s, JobConfig& job) {
   s.read_int("k", link.negatives, 1, JobLimits::kMaxBatchSize);
   s.read_int("chunk_size", link.chunk_size, 1, JobLimits::kMaxBatchSize);
   s.read_real("degree_fraction", link.degree_fraction, 0, 1);
+  s.read_choice("candidates", link.negative_candidates, {"all", "trained"});
   s.read("strict", link.strict, "true or false");
   s.reject_unknown();
 }
@@ -612,11 +613,11 @@ std::string job_to_yaml(const JobConfig& job) {
   }
   if (job.link_gnn()) {
     write_gnn_shape(out, job);
-    if (link.shared_input_types.empty()) {
+    if (link.type_inputs.empty()) {
       out << YAML::Key << "input" << YAML::Value << link.input;
     } else {
       out << YAML::Key << "input" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      for (const std::string& type : link.shared_input_types) out << YAML::Key << type << YAML::Value << "shared";
+      for (const auto& [type, how] : link.type_inputs) out << YAML::Key << type << YAML::Value << how;
       out << YAML::EndMap;
     }
     if (!link.target_edge.empty()) out << YAML::Key << "target_edge" << YAML::Value << YAML::Flow << link.target_edge;
@@ -631,6 +632,7 @@ std::string job_to_yaml(const JobConfig& job) {
     out << YAML::Key << "k" << YAML::Value << link.negatives;
     out << YAML::Key << "chunk_size" << YAML::Value << link.chunk_size;
     out << YAML::Key << "degree_fraction" << YAML::Value << link.degree_fraction;
+    out << YAML::Key << "candidates" << YAML::Value << link.negative_candidates;
     out << YAML::Key << "strict" << YAML::Value << link.strict;
     out << YAML::EndMap;
     out << YAML::Key << "eval" << YAML::Value << YAML::BeginMap;

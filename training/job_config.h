@@ -58,6 +58,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -120,6 +121,12 @@ struct LinkPredictionSpec {
   int64_t negatives = 256;       // k per chunk
   int64_t chunk_size = 256;      // positives sharing one set of negatives
   double degree_fraction = 0.0;  // share of negatives drawn by degree
+  // Where a target edge type's training negatives are drawn: "all" of its destination
+  // type's nodes, or the "trained" ones, that some training edge of it ends in. With
+  // trained, a node first seen after training (a movie first rated in the test period) is
+  // never a training negative, so its learnt input row keeps its initial value and its
+  // features decide its score. Evaluation draws among all either way.
+  std::string negative_candidates = "all";
   bool strict = false;
   // train
   std::string loss = "softmax";  // softmax, bce, margin; mse (GNN encoders: rating regression)
@@ -139,10 +146,12 @@ struct LinkPredictionSpec {
   // per node (one-hot, as for a featureless graph; PyG's nn.Embedding per node type).
   std::string input = "features";
   bool learnt_input() const { return input == "learnt"; }
-  // model.input as a map, {user: shared, movie: learnt}: a learnt input (input "learnt") in
-  // which the nodes of these types share one row per type (ModelConfig::shared_input_types;
-  // an inductive encoding: such a node is what its neighbours are). Types not named: learnt.
-  std::vector<std::string> shared_input_types;
+  // model.input as a map, {user: shared, movie: features+learnt}: what each node type's
+  // nodes read in the first layer (ModelConfig::type_inputs): learnt (a row each), shared
+  // (one row per type; an inductive encoding: such a node is what its neighbours are),
+  // features, or features+learnt (both summed: a node first seen after training is
+  // encoded from its features). Types not named: learnt. Empty for a single input.
+  std::map<std::string, std::string> type_inputs;
   // embeddings (encoder: none): where the entity table lives. memory: sharded over the
   // partitions' processes (training/embedding_shard.h); disk: split into
   // embedding_partitions files in embedding_dir, at most embedding_buffer of them in memory

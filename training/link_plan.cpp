@@ -17,12 +17,13 @@ namespace partita {
 namespace {
 
 // A chunk's negatives: KgTriples' draw over every node, or, for a target edge type, k draws
-// among its destination type's nodes (keyed by (seed, epoch, step, chunk) as original-id
-// positions, so partition-invariant like KgTriples'), degree_fraction of them as the
-// destination of a uniformly drawn target training edge.
-std::vector<int64_t> draw_negatives(const LinkPlanner& r, const KgNegatives& negatives, uint64_t epoch, uint64_t step,
-                                    uint64_t chunk) {
-  if (r.candidates.empty()) return r.triples->draw_negatives(negatives, r.job.seed, epoch, step, chunk);
+// among `candidates` (its destination type's nodes, or those of them a training edge ends
+// in; keyed by (seed, epoch, step, chunk) as original-id positions, so partition-invariant
+// like KgTriples'), degree_fraction of them as the destination of a uniformly drawn target
+// training edge.
+std::vector<int64_t> draw_negatives(const LinkPlanner& r, const std::vector<int64_t>& candidates,
+                                    const KgNegatives& negatives, uint64_t epoch, uint64_t step, uint64_t chunk) {
+  if (candidates.empty()) return r.triples->draw_negatives(negatives, r.job.seed, epoch, step, chunk);
   Rng rng(mix64(mix64(r.job.seed, 0x6c6e6567ull /* "lneg" */), mix64(epoch, step), chunk));
   std::vector<int64_t> out(static_cast<size_t>(negatives.k));
   const uint64_t num_degree = static_cast<uint64_t>(static_cast<double>(negatives.k) * negatives.degree_fraction);
@@ -30,7 +31,7 @@ std::vector<int64_t> draw_negatives(const LinkPlanner& r, const KgNegatives& neg
     if (j < num_degree && !r.target_edges.empty()) {
       out[j] = r.triples->train().tail[r.target_edges[rng.below(r.target_edges.size())]];
     } else {
-      out[j] = r.candidates[rng.below(r.candidates.size())];
+      out[j] = candidates[rng.below(candidates.size())];
     }
   }
   return out;
@@ -111,6 +112,22 @@ void open_link_plan(LinkPlanner& p, JobConfig job, int index) {
       if (p.node_type[v] == type) p.candidates.push_back(v);
     }
     check_negatives_fit(p.job, static_cast<int64_t>(p.candidates.size()), "'" + dst_type + "' nodes of model.target_edge");
+    p.training_candidates = p.candidates;
+    if (p.job.link.negative_candidates == "trained") {
+      std::vector<bool> trained(static_cast<size_t>(meta.num_nodes), false);
+      for (int64_t e : p.target_edges) trained[static_cast<size_t>(train.tail[e])] = true;
+      std::vector<int64_t>& from = p.training_candidates;
+      from.erase(std::remove_if(from.begin(), from.end(), [&](int64_t v) { return !trained[static_cast<size_t>(v)]; }),
+                 from.end());
+      if (p.job.link.negatives > static_cast<int64_t>(p.training_candidates.size())) {
+        throw UsageError("negatives.k: " + std::to_string(p.job.link.negatives) + " is more than the " +
+                         std::to_string(p.training_candidates.size()) + " '" + dst_type +
+                         "' nodes a training edge of model.target_edge ends in (negatives.candidates: trained)");
+      }
+    }
+  } else if (p.job.link.negative_candidates == "trained") {
+    throw UsageError("negatives.candidates: trained draws among the destinations of model.target_edge's training "
+                     "edges, and the job has no model.target_edge");
   }
   p.negatives.k = p.job.link.negatives;
   p.negatives.chunk_size = p.job.link.chunk_size;
@@ -189,7 +206,7 @@ EpochPlan plan_training(LinkPlanner& r, uint64_t epoch, int64_t steps) {
       const int64_t chunk = p / r.negatives.chunk_size;
       auto it = chunks.find(chunk);
       if (it == chunks.end()) {
-        it = chunks.emplace(chunk, draw_negatives(r, r.negatives, epoch, s, chunk)).first;
+        it = chunks.emplace(chunk, draw_negatives(r, r.training_candidates, r.negatives, epoch, s, chunk)).first;
       }
       step.negatives.insert(step.negatives.end(), it->second.begin(), it->second.end());
     }
@@ -241,7 +258,7 @@ EpochPlan plan_evaluation(LinkPlanner& r, const std::string& split) {
         step.value.push_back(edges.value[i]);
         continue;
       }
-      const std::vector<int64_t> drawn = draw_negatives(r, negatives, plan.epoch, split_code, i);
+      const std::vector<int64_t> drawn = draw_negatives(r, r.candidates, negatives, plan.epoch, split_code, i);
       step.negatives.insert(step.negatives.end(), drawn.begin(), drawn.end());
     }
     add_batch(plan, step, r.job.temporal());

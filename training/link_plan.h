@@ -50,6 +50,9 @@ struct LinkPlanner {
   int32_t target = -1;
   std::vector<int64_t> target_edges;
   std::vector<int64_t> candidates;
+  // The training negatives' candidates: `candidates`, or (negatives.candidates: trained)
+  // those a target training edge ends in. Evaluation draws from `candidates` either way.
+  std::vector<int64_t> training_candidates;
   // train.loss: mse (rating regression): no negatives; an edge's prediction is the decoder's
   // score plus the mean value of the training positives. Evaluation returns it beside two
   // baselines: that mean, and the mean of the destination's training positives (the

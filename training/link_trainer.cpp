@@ -95,7 +95,10 @@ std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
   config.trim = r->job.trim;
   if (relational) {
     set_relations(config, meta);
-    config.shared_input_types = find_shared_input_types(meta.node_types, r->job.link.shared_input_types, folder.dir());
+    config.type_inputs = find_type_inputs(meta.node_types, r->job.link.type_inputs, meta.feature_dim, folder.dir());
+    for (const std::string& input : config.type_inputs) {
+      if (input == "features" || input == "features+learnt") config.in_dim = meta.feature_dim;
+    }
     config.decomposition = r->job.decomposition;
     config.num_bases = r->job.bases;
     config.num_blocks = r->job.blocks;
@@ -405,7 +408,7 @@ int32_t check_link_encoder_fits(const JobConfig& job, const PartitionMeta& meta,
   const std::string& encoder = job.link.encoder;
   if (encoder == "rgcn" || encoder == "hetero_sage") {
     require_relational_graph(meta, encoder, "model.encoder", dir);
-    find_shared_input_types(meta.node_types, job.link.shared_input_types, dir);
+    find_type_inputs(meta.node_types, job.link.type_inputs, meta.feature_dim, dir);
   } else if (meta.feature_dim <= 0) {
     throw UsageError("model.encoder: " + encoder + " reads node features, and " + dir +
                      " has none (use encoder: none for learnt embeddings, or rgcn or hetero_sage, whose input is "

@@ -25,10 +25,12 @@ void set_relations(ModelConfig& config, const PartitionMeta& meta) {
   }
 }
 
-std::vector<int32_t> find_shared_input_types(const std::vector<std::string>& node_types,
-                                             const std::vector<std::string>& names, const std::string& what) {
-  std::vector<int32_t> types;
-  for (const std::string& name : names) {
+std::vector<std::string> find_type_inputs(const std::vector<std::string>& node_types,
+                                          const std::map<std::string, std::string>& inputs, int64_t feature_dim,
+                                          const std::string& what) {
+  if (inputs.empty()) return {};
+  std::vector<std::string> types(node_types.size(), "learnt");
+  for (const auto& [name, input] : inputs) {
     const auto it = std::find(node_types.begin(), node_types.end(), name);
     if (it == node_types.end()) {
       std::string known;
@@ -36,9 +38,12 @@ std::vector<int32_t> find_shared_input_types(const std::vector<std::string>& nod
       throw UsageError("model.input: '" + name + "' is not a node type of " + what + " (its types: " +
                        (known.empty() ? std::string("none") : known) + ")");
     }
-    types.push_back(static_cast<int32_t>(it - node_types.begin()));
+    if ((input == "features" || input == "features+learnt") && feature_dim <= 0) {
+      throw UsageError("model.input: " + name + ": " + input + " reads the node features, and " + what +
+                       " has none (use learnt or shared)");
+    }
+    types[static_cast<size_t>(it - node_types.begin())] = input;
   }
-  std::sort(types.begin(), types.end());
   return types;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,11 +26,14 @@ void require_relational_graph(const PartitionMeta& meta, const std::string& kind
 // per edge type of `meta` and the type it ends in); the caller sets kind and the sizes.
 void set_relations(ModelConfig& config, const PartitionMeta& meta);
 
-// The indices in `node_types` (of `what`) of the node types named by model.input's map
-// (JobConfig's link.shared_input_types), sorted: ModelConfig::shared_input_types. Throws
-// UsageError naming model.input and listing `node_types` when a name is not one of them.
-std::vector<int32_t> find_shared_input_types(const std::vector<std::string>& node_types,
-                                             const std::vector<std::string>& names, const std::string& what);
+// ModelConfig::type_inputs from model.input's map (JobConfig's link.type_inputs: node type
+// name -> what its nodes read; a type not named reads a learnt row), one entry per type of
+// `node_types`; empty when the map is. Throws UsageError naming model.input when a name is
+// not one of `node_types` (of `what`; listing them), or a type reads features and the
+// graph has none (`feature_dim` 0).
+std::vector<std::string> find_type_inputs(const std::vector<std::string>& node_types,
+                                          const std::map<std::string, std::string>& inputs, int64_t feature_dim,
+                                          const std::string& what);
 
 // Every node's type by global id, from each part's node_type.bin. Throws Error naming the
 // folder when a part has none.

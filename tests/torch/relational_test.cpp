@@ -84,9 +84,10 @@ ModelConfig relational(const std::string& kind, int64_t in_dim, int64_t num_node
 at::Tensor param(GnnModel& m, const std::string& name) { return m.named_parameters()[name].detach(); }
 
 // W_r of every relation, from the parameters, built independently of the model's code.
-at::Tensor relation_weights(GnnModel& m, const std::string& decomposition, int64_t in, int64_t out) {
+at::Tensor relation_weights(GnnModel& m, const std::string& decomposition, int64_t in, int64_t out,
+                            const std::string& module = "conv0") {
   if (decomposition == "basis") {
-    const at::Tensor bases = param(m, "conv0.bases"), comp = param(m, "conv0.comp");
+    const at::Tensor bases = param(m, module + ".bases"), comp = param(m, module + ".comp");
     std::vector<at::Tensor> w;
     for (int r = 0; r < 3; ++r) {
       at::Tensor sum = at::zeros({in, out});
@@ -104,7 +105,7 @@ at::Tensor relation_weights(GnnModel& m, const std::string& decomposition, int64
     }
     return w;
   }
-  return param(m, "conv0.weight");
+  return param(m, module + ".weight");
 }
 
 class RgcnDecompositionTest : public ::testing::TestWithParam<std::string> {};
@@ -171,8 +172,7 @@ TEST(RgcnTest, FeaturelessInputIsOneHotByNodeId) {
 
 // PyG's to_hetero(GraphSAGE): sum over the relations r into type(i) of
 // lin_l_r(mean_r(i)) + b_r + lin_r_r(x_i).
-at::Tensor dense_hetero_sage(GnnModel& m, const at::Tensor& x) {
-  const at::Tensor lin_l = param(m, "conv0.lin_l"), bias = param(m, "conv0.lin_l_bias"), lin_r = param(m, "conv0.lin_r");
+at::Tensor dense_hetero_sage(const at::Tensor& lin_l, const at::Tensor& bias, const at::Tensor& lin_r, const at::Tensor& x) {
   const std::vector<at::Tensor> means = dense_means(x);
   at::Tensor out = at::zeros({5, 4});
   for (int i = 0; i < 5; ++i) {
@@ -183,6 +183,10 @@ at::Tensor dense_hetero_sage(GnnModel& m, const at::Tensor& x) {
     }
   }
   return out;
+}
+
+at::Tensor dense_hetero_sage(GnnModel& m, const at::Tensor& x) {
+  return dense_hetero_sage(param(m, "conv0.lin_l"), param(m, "conv0.lin_l_bias"), param(m, "conv0.lin_r"), x);
 }
 
 TEST(HeteroSageTest, LayerEqualsToHeteroSummedPerDestinationType) {
@@ -216,14 +220,14 @@ at::Tensor one_hot_with_shared_type_b(const std::vector<int64_t>& ids) {
 TEST(HeteroSageTest, ASharedInputTypeReadsOneRowForAllItsNodes) {
   const std::vector<int64_t> ids = {5, 0, 6, 2, 3};
   ModelConfig c = relational("hetero_sage", 0, 7);
-  c.shared_input_types = {1};
+  c.type_inputs = {"learnt", "shared"};
   auto model = make_model(c, 6);
   EXPECT_EQ(param(*model, "conv0.lin_r").size(1), 9);
   Toy t = toy(at::zeros({5, 0}), ids, 7);
   const at::Tensor out = model->forward(t.batch, false);
   EXPECT_TRUE(at::allclose(out, dense_hetero_sage(*model, one_hot_with_shared_type_b(ids)), 1e-4, 1e-5));
   // Without the shared type, B's nodes read their own rows: another output.
-  c.shared_input_types.clear();
+  c.type_inputs.clear();
   EXPECT_FALSE(at::allclose(make_model(c, 6)->forward(t.batch, false), out, 1e-4, 1e-5));
 }
 
@@ -232,7 +236,7 @@ TEST(RgcnTest, ASharedInputTypeReadsOneRowForAllItsNodes) {
   ModelConfig c = relational("rgcn", 0, 7);
   c.decomposition = "basis";
   c.num_bases = 2;
-  c.shared_input_types = {1};
+  c.type_inputs = {"learnt", "shared"};
   auto model = make_model(c, 4);
   Toy t = toy(at::zeros({5, 0}), ids, 7);
   const at::Tensor x = one_hot_with_shared_type_b(ids);
@@ -242,6 +246,65 @@ TEST(RgcnTest, ASharedInputTypeReadsOneRowForAllItsNodes) {
   for (int r = 0; r < 3; ++r) expected += at::mm(means[r], w[r]);
   EXPECT_TRUE(at::allclose(model->forward(t.batch, false), expected, 1e-4, 1e-5));
 }
+
+// model.input {A: features+learnt, B: shared | features}: the first layer is the layer of
+// the input [features | one-hot row], where type A's nodes read both their 6 features and
+// a row of their own, and type B's nodes either one row of the type and no features
+// (shared: rows 7 nodes + 2 types) or their features and no row. Returns that input.
+at::Tensor features_and_rows(const at::Tensor& x, const std::vector<int64_t>& ids, const std::string& type_b) {
+  const bool shared = type_b == "shared";
+  at::Tensor rows = at::zeros({5, shared ? 9 : 7});
+  for (int i = 0; i < 3; ++i) rows[i][ids[i]] = 1;
+  if (shared) {
+    for (int i = 3; i < 5; ++i) rows[i][7 + 1] = 1;
+  }
+  at::Tensor features = x.clone();
+  if (shared) features.narrow(0, 3, 2).zero_();
+  return at::cat({features, rows}, 1);
+}
+
+class FeaturesAndLearntTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FeaturesAndLearntTest, HeteroSageSumsTheFeaturesProjectionAndALearntRow) {
+  const std::vector<int64_t> ids = {5, 0, 6, 2, 3};
+  ModelConfig c = relational("hetero_sage", 6, 7);
+  c.type_inputs = {"features+learnt", GetParam()};
+  auto model = make_model(c, 6);
+  const at::Tensor x = at::randn({5, 6});
+  Toy t = toy(x, ids, 7);
+  // The rows' weights have no bias of their own: one bias per relation, as for one input.
+  EXPECT_FALSE(model->named_parameters().contains("rows.lin_l_bias"));
+  const at::Tensor lin_l = at::cat({param(*model, "conv0.lin_l"), param(*model, "rows.lin_l")}, 1);
+  const at::Tensor lin_r = at::cat({param(*model, "conv0.lin_r"), param(*model, "rows.lin_r")}, 1);
+  const at::Tensor expected =
+      dense_hetero_sage(lin_l, param(*model, "conv0.lin_l_bias"), lin_r, features_and_rows(x, ids, GetParam()));
+  EXPECT_TRUE(at::allclose(model->forward(t.batch, false), expected, 1e-4, 1e-5));
+}
+
+TEST_P(FeaturesAndLearntTest, RgcnSumsTheFeaturesProjectionAndALearntRow) {
+  const std::vector<int64_t> ids = {5, 0, 6, 2, 3};
+  for (const std::string decomposition : {"none", "basis"}) {
+    ModelConfig c = relational("rgcn", 6, 7);
+    c.decomposition = decomposition;
+    c.num_bases = 2;
+    c.type_inputs = {"features+learnt", GetParam()};
+    auto model = make_model(c, 4);
+    const at::Tensor x = at::randn({5, 6});
+    Toy t = toy(x, ids, 7);
+    EXPECT_FALSE(model->named_parameters().contains("rows.bias"));
+    const int64_t rows = GetParam() == "shared" ? 9 : 7;
+    const at::Tensor w = at::cat({relation_weights(*model, decomposition, 6, 4),
+                                  relation_weights(*model, decomposition, rows, 4, "rows")}, 1);
+    const at::Tensor root = at::cat({param(*model, "conv0.root"), param(*model, "rows.root")}, 0);
+    const at::Tensor input = features_and_rows(x, ids, GetParam());
+    at::Tensor expected = at::mm(input, root) + param(*model, "conv0.bias");
+    const std::vector<at::Tensor> means = dense_means(input);
+    for (int r = 0; r < 3; ++r) expected += at::mm(means[r], w[r]);
+    EXPECT_TRUE(at::allclose(model->forward(t.batch, false), expected, 1e-4, 1e-5)) << decomposition;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TypeB, FeaturesAndLearntTest, ::testing::Values("shared", "features"));
 
 // A sampled batch of the heterogeneous generator's graph, with hop counts.
 struct SampledHetero {
@@ -358,15 +421,26 @@ TEST(RelationalConfigTest, BadDecompositionsNameTheField) {
   c.num_bases = 2;
   EXPECT_CONTAINS(error_of(c), "model.decomposition: applies to rgcn only");
   c = relational("rgcn", 0);
-  EXPECT_CONTAINS(error_of(c), "model.num_nodes: a featureless graph's one-hot input needs the node count");
+  EXPECT_CONTAINS(error_of(c), "model.num_nodes: a learnt input row per node needs the node count");
   c = relational("hetero_sage", 0, 10);
-  c.shared_input_types = {2};
-  EXPECT_CONTAINS(error_of(c), "model.shared_input_types: node type 2 out of range");
-  c.shared_input_types = {1, 1};
-  EXPECT_CONTAINS(error_of(c), "model.shared_input_types: must be sorted without repeats");
+  c.type_inputs = {"shared"};
+  EXPECT_CONTAINS(error_of(c), "model.type_inputs: has 1 entries for 2 node types");
+  c.type_inputs = {"learnt", "random"};
+  EXPECT_CONTAINS(error_of(c), "model.type_inputs: node type 1: must be features, learnt, shared or features+learnt");
+  // A type that reads features on a featureless graph; features that no type reads.
+  c.type_inputs = {"features+learnt", "shared"};
+  EXPECT_CONTAINS(error_of(c), "model.type_inputs: node type 0 reads features+learnt and the graph has no node features");
+  c = relational("hetero_sage", 6, 10);
+  c.type_inputs = {"learnt", "shared"};
+  EXPECT_CONTAINS(error_of(c), "model.in_dim: no node type reads features (type_inputs), so in_dim must be 0");
   c = relational("hetero_sage", 6);
-  c.shared_input_types = {0};
-  EXPECT_CONTAINS(error_of(c), "model.shared_input_types: a shared input row per node type needs the one-hot input");
+  c.type_inputs = {"features+learnt", "features"};
+  EXPECT_CONTAINS(error_of(c), "model.num_nodes: a learnt input row per node needs the node count");
+  c = relational("rgcn", 6, 10);
+  c.type_inputs = {"features+learnt", "features"};
+  c.decomposition = "block";
+  c.num_blocks = 2;
+  EXPECT_CONTAINS(error_of(c), "model.decomposition: block needs node features: a learnt input row");
 }
 
 }  // namespace

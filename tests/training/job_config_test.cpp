@@ -156,18 +156,26 @@ eval: {negatives: 100, block: 512, every: 2}
   EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("model: {encoder: rgcn, input: ids}")), "model.input");
   EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("model: {encoder: graphsage, input: learnt}")),
                   "model.input: a learnt input row per node is for encoder: rgcn or hetero_sage, not graphsage");
-  // Per node type: a row per node (learnt) or one shared by the type's nodes (shared).
+  // Per node type: a row per node (learnt), one shared by the type's nodes (shared), the
+  // features, or the features plus a row per node (features+learnt).
   const JobConfig shared =
       parse("task: link_prediction\n" +
-            job_text("model: {encoder: hetero_sage, input: {movie: learnt, user: shared}}"));
+            job_text("model: {encoder: hetero_sage, input: {movie: features+learnt, user: shared}}"));
   EXPECT_TRUE(shared.link.learnt_input());
-  EXPECT_EQ(shared.link.shared_input_types, std::vector<std::string>{"user"});
-  EXPECT_EQ(parse_job(job_to_yaml(shared), "/elsewhere", "sent job").link.shared_input_types,
-            std::vector<std::string>{"user"});
+  const std::map<std::string, std::string> inputs = {{"movie", "features+learnt"}, {"user", "shared"}};
+  EXPECT_EQ(shared.link.type_inputs, inputs);
+  EXPECT_EQ(parse_job(job_to_yaml(shared), "/elsewhere", "sent job").link.type_inputs, inputs);
+  // Training negatives among the destinations of training edges only.
+  const JobConfig trained = parse("task: link_prediction\n" + job_text("negatives: {k: 3, candidates: trained}"));
+  EXPECT_EQ(trained.link.negative_candidates, "trained");
+  EXPECT_EQ(parse_job(job_to_yaml(trained), "/elsewhere", "sent job").link.negative_candidates, "trained");
+  EXPECT_EQ(parse("task: link_prediction\n" + job_text("")).link.negative_candidates, "all");
+  EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("negatives: {candidates: seen}")),
+                  "negatives.candidates: 'seen' is not one of: all, trained");
   EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("model: {encoder: hetero_sage, input: {user: none}}")),
-                  "model.input.user: 'none' is not one of: learnt, shared");
+                  "model.input.user: 'none' is not one of: learnt, shared, features, features+learnt");
   EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("model: {encoder: hetero_sage, input: {}}")),
-                  "model.input: expected learnt, features or {type: learnt | shared, ...}");
+                  "model.input: expected learnt, features or {type: learnt | shared | features | features+learnt, ...}");
   EXPECT_CONTAINS(error_of("task: link_prediction\n" + job_text("model: {encoder: graphsage, input: {user: shared}}")),
                   "model.input: a learnt input row per node is for encoder: rgcn or hetero_sage, not graphsage");
 }
