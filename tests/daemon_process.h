@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "runtime/daemon_child.h"
+#include "test_paths.h"
 
 namespace partita::testing {
 
@@ -19,7 +20,7 @@ using Daemon = runtime::DaemonChild;
 // line; fails the test (and returns an empty address) if it does not come.
 inline Daemon start_daemon(const std::vector<std::string>& extra = {}) {
   try {
-    return runtime::start_daemon_child(PARTITA_BINARY, extra, {"--log-level", "info"});
+    return runtime::start_daemon_child(kPartitaBinary, extra, {"--log-level", "info"});
   } catch (const Error& e) {
     ADD_FAILURE() << e.what();
     return {};

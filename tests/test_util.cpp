@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/subprocess.h"
+#include "test_paths.h"
 
 namespace partita::testing {
 
@@ -29,7 +30,7 @@ TempDir::~TempDir() {
 
 std::string dataset_path(const std::string& name) {
   const char* env = std::getenv("PARTITA_DATA_DIR");
-  std::string root = env != nullptr ? env : PARTITA_DATA_DIR;
+  std::string root = env != nullptr ? env : kDataDir;
   std::string path = root + "/" + name;
   if (!fs::exists(path)) {
     ADD_FAILURE() << "dataset " << path << " not found: set PARTITA_DATA_DIR to the folder "
@@ -38,7 +39,7 @@ std::string dataset_path(const std::string& name) {
   return path;
 }
 
-std::string corpus_path(const std::string& name) { return std::string(PARTITA_TEST_CORPUS) + "/" + name; }
+std::string corpus_path(const std::string& name) { return std::string(kTestCorpus) + "/" + name; }
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
@@ -62,7 +63,7 @@ std::string read_text(const std::string& path) {
 }
 
 CommandResult run_partita(const std::vector<std::string>& args, int timeout_s) {
-  std::vector<std::string> argv{PARTITA_BINARY};
+  std::vector<std::string> argv{kPartitaBinary};
   argv.insert(argv.end(), args.begin(), args.end());
   ProcessResult r = run_process(argv, timeout_s);
   if (r.timed_out) ADD_FAILURE() << "partita did not finish within " << timeout_s << " s";

@@ -30,7 +30,8 @@ class TempDir {
   std::string path_;
 };
 
-// ../shared/data/<name> (or $PARTITA_DATA_DIR/<name>); fails the test if it is missing.
+// <name> in $PARTITA_DATA_DIR when set, else in the CMake option PARTITA_DATA_DIR
+// (kDataDir, test_paths.h; default ../shared/data); fails the test if it is missing.
 std::string dataset_path(const std::string& name);
 // tests/corpus/<name>: the collection of broken inputs.
 std::string corpus_path(const std::string& name);

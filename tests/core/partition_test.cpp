@@ -13,10 +13,13 @@
 #include "partitioner/partition.h"
 #include "partitioner/partition_format.h"
 #include "partitioner/readers.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace partita {
 namespace {
+
+using testing::kPartitaBinary;
 
 namespace fs = std::filesystem;
 using testing::TempDir;
@@ -318,7 +321,7 @@ TEST(PartitionTest, KilledPartitionCommandLeavesNoOutputFolder) {
   o.avg_degree = 20;
   o.feature_dim = 64;
   write_npy_folder(generate_rmat(o), tmp / "rmat");
-  std::vector<std::string> argv{PARTITA_BINARY, "--log-level", "warn", "partition", "--input",
+  std::vector<std::string> argv{kPartitaBinary, "--log-level", "warn", "partition", "--input",
                                 tmp / "rmat", "--output", tmp / "out", "--method", "random"};
   {
     // Kill the writer while it is writing: as soon as its staging folder holds a part.

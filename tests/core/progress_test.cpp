@@ -14,10 +14,13 @@
 #include <cstdio>
 #include <string>
 
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace partita {
 namespace {
+
+using testing::kPartitaBinary;
 
 std::string contents(std::FILE* f) {
   std::fflush(f);
@@ -66,7 +69,7 @@ std::string run_on_a_terminal(const std::vector<std::string>& args, int timeout_
   if (pid < 0) return "forkpty failed";
   if (pid == 0) {
     std::vector<char*> argv;
-    std::string binary = PARTITA_BINARY;
+    std::string binary = kPartitaBinary;
     argv.push_back(binary.data());
     std::vector<std::string> copy = args;
     for (auto& a : copy) argv.push_back(a.data());

@@ -11,10 +11,13 @@
 
 #include "base/subprocess.h"
 #include "daemon_process.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace partita {
 namespace {
+
+using testing::kPartitaBinary;
 
 TEST(DashboardCommandTest, SubmitServesNodesAndProgressOfAJobOnDaemons) {
   testing::TempDir tmp;
@@ -30,7 +33,7 @@ TEST(DashboardCommandTest, SubmitServesNodesAndProgressOfAJobOnDaemons) {
   testing::Daemon a = testing::start_daemon();
   testing::Daemon b = testing::start_daemon();
   ASSERT_FALSE(a.address.empty() || b.address.empty());
-  ChildProcess job({PARTITA_BINARY, "submit", tmp / "job.yaml", "--daemons", a.address + "," + b.address,
+  ChildProcess job({kPartitaBinary, "submit", tmp / "job.yaml", "--daemons", a.address + "," + b.address,
                     "--dashboard", "0"});
 
   // The printed address, within 30 s.

@@ -13,14 +13,16 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "netns/netns_cluster.h"
 #include "base/subprocess.h"
 #include "daemon_process.h"
+#include "netns/netns_cluster.h"
 #include "runtime/runtime_test_util.h"
+#include "test_paths.h"
 
 namespace partita::runtime {
 namespace {
 
+using testing::kPartitaBinary;
 using nlohmann::json;
 
 constexpr double kProcessSeconds = 60;
@@ -40,7 +42,7 @@ json status_of(const std::vector<std::string>& argv) {
 }
 
 std::vector<std::string> status_command(const std::string& head) {
-  return {PARTITA_BINARY, "status", "--address", head, "--json"};
+  return {kPartitaBinary, "status", "--address", head, "--json"};
 }
 
 // The status once `done` holds for it, or the last one seen when kBound passed.
@@ -78,7 +80,7 @@ size_t alive(const json& status) {
 // `partita daemon --listen LISTEN ARGS...`, run through `wrapper` if given (ip netns exec).
 testing::Daemon start(const std::vector<std::string>& args, const std::string& listen = "127.0.0.1:0",
                       std::vector<std::string> wrapper = {}) {
-  wrapper.insert(wrapper.end(), {PARTITA_BINARY, "--log-level", "info"});
+  wrapper.insert(wrapper.end(), {kPartitaBinary, "--log-level", "info"});
   const std::string binary = wrapper.front();
   wrapper.erase(wrapper.begin());
   try {
@@ -126,7 +128,7 @@ TEST(ClusterTest, NodesJoinStatusShowsThemAKilledNodeIsDeadAndStopEndsTheRest) {
   }
   EXPECT_EQ(s["jobs"], json::array());
   // The table says the same to a person.
-  ProcessResult table = run_process({PARTITA_BINARY, "status", "--address", head.address}, kProcessSeconds);
+  ProcessResult table = run_process({kPartitaBinary, "status", "--address", head.address}, kProcessSeconds);
   EXPECT_EQ(table.exit_code, 0) << table.err;
   EXPECT_CONTAINS(table.out, "nodes: 2 alive, 0 dead");
   EXPECT_CONTAINS(table.out, a.address);
@@ -137,7 +139,7 @@ TEST(ClusterTest, NodesJoinStatusShowsThemAKilledNodeIsDeadAndStopEndsTheRest) {
   EXPECT_CONTAINS(node_named(s, "node-b")["lost"].get<std::string>(), "connection was lost");
   EXPECT_TRUE(is(s, "node-a", "alive"));
 
-  ProcessResult stop = run_process({PARTITA_BINARY, "stop", "--address", head.address}, kProcessSeconds);
+  ProcessResult stop = run_process({kPartitaBinary, "stop", "--address", head.address}, kProcessSeconds);
   EXPECT_EQ(stop.exit_code, 0) << stop.err;
   EXPECT_CONTAINS(stop.out, "1 node(s) and the head");
   for (testing::Daemon* d : {&head, &a}) {
@@ -189,7 +191,7 @@ TEST(ClusterTest, NodesJoinARestartedHeadAgain) {
 }
 
 void expect_error(const std::vector<std::string>& args, int exit_code, const std::string& message) {
-  std::vector<std::string> argv{PARTITA_BINARY};
+  std::vector<std::string> argv{kPartitaBinary};
   argv.insert(argv.end(), args.begin(), args.end());
   ProcessResult r = run_process(argv, kProcessSeconds);
   EXPECT_FALSE(r.timed_out);
@@ -250,7 +252,7 @@ void membership_across_separate_hosts(NetnsLink link) {
   s = wait_for_status(status, [](const json& s) { return is(s, "node-b", "dead"); });
   ASSERT_TRUE(is(s, "node-b", "dead")) << s.dump(2);
 
-  ProcessResult stop = run_process(hosts.command(0, {PARTITA_BINARY, "stop", "--address", head_address}), kProcessSeconds);
+  ProcessResult stop = run_process(hosts.command(0, {kPartitaBinary, "stop", "--address", head_address}), kProcessSeconds);
   EXPECT_EQ(stop.exit_code, 0) << stop.err;
   for (testing::Daemon* d : {&head, &a}) {
     ProcessResult r = d->process->wait(kProcessSeconds);

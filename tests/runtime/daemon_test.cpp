@@ -15,15 +15,17 @@
 
 #include "base/error.h"
 #include "base/subprocess.h"
+#include "daemon_process.h"
 #include "runtime/actor_system.h"
 #include "runtime/client.h"
 #include "runtime/daemon.h"
-#include "daemon_process.h"
 #include "runtime/runtime_test_util.h"
+#include "test_paths.h"
 
 namespace partita::runtime {
 namespace {
 
+using testing::kPartitaBinary;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 constexpr auto kTimeout = seconds(10);
@@ -161,7 +163,7 @@ TEST(DaemonInProcessTest, AFailureAfterStartingStopsEverything) {
 
 // One line on stderr naming the problem, and the CLI's exit code for it.
 void expect_listen_error(const std::string& listen, int exit_code, const std::string& message) {
-  ProcessResult r = run_process({PARTITA_BINARY, "daemon", "--listen", listen}, kProcessSeconds);
+  ProcessResult r = run_process({kPartitaBinary, "daemon", "--listen", listen}, kProcessSeconds);
   EXPECT_FALSE(r.timed_out) << listen;
   EXPECT_EQ(r.exit_code, exit_code) << listen << ": " << r.err;
   EXPECT_EQ(r.out, "") << listen;

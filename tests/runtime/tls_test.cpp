@@ -35,10 +35,12 @@
 #include "runtime/tls/session.h"
 #include "runtime/transport/connection.h"
 #include "runtime/transport/wire_format.h"
+#include "test_paths.h"
 
 namespace partita::runtime {
 namespace {
 
+using testing::kPartitaBinary;
 using std::chrono::seconds;
 namespace fs = std::filesystem;
 
@@ -178,7 +180,7 @@ TEST(TlsTest, InsecureModeRefusesToListenBeyondLoopback) {
 }
 
 TEST(TlsTest, InsecureDaemonRefusesANonLoopbackListenWithANamedError) {
-  ChildProcess child({PARTITA_BINARY, "--insecure", "daemon", "--listen", "0.0.0.0:0"});
+  ChildProcess child({kPartitaBinary, "--insecure", "daemon", "--listen", "0.0.0.0:0"});
   const ProcessResult result = child.wait(30);
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_CONTAINS(result.err, "plaintext (--insecure) listens on loopback addresses only");
@@ -309,7 +311,7 @@ TEST(TlsTest, TheFirstHeadCreatesTheClusterCaAndLaterStartsKeepIt) {
   const fs::path dir = tmp.path / "new-cluster";
   std::string first_ca;
   for (int start = 0; start < 2; ++start) {
-    DaemonChild head = start_daemon_child(PARTITA_BINARY, {"--head", "--name", "head-1", "--runs", (tmp.path / "runs").string()},
+    DaemonChild head = start_daemon_child(kPartitaBinary, {"--head", "--name", "head-1", "--runs", (tmp.path / "runs").string()},
                                      {"--log-level", "warn", "--tls-dir", dir.string()});
     ASSERT_FALSE(head.address.empty());
     for (const char* file : {tls::kCaCertFile, tls::kCaKeyFile, tls::kCertFile, tls::kKeyFile}) {
@@ -329,9 +331,9 @@ TEST(TlsTest, TheFirstHeadCreatesTheClusterCaAndLaterStartsKeepIt) {
     // `partita status` with the new CA's credentials reaches the head; with this test
     // binary's CA (PARTITA_TLS_DIR) it is refused.
     const ProcessResult member =
-        run_process({PARTITA_BINARY, "--tls-dir", dir.string(), "status", "--address", head.address}, 60);
+        run_process({kPartitaBinary, "--tls-dir", dir.string(), "status", "--address", head.address}, 60);
     EXPECT_EQ(member.exit_code, 0) << member.err;
-    const ProcessResult stranger = run_process({PARTITA_BINARY, "status", "--address", head.address}, 60);
+    const ProcessResult stranger = run_process({kPartitaBinary, "status", "--address", head.address}, 60);
     EXPECT_EQ(stranger.exit_code, 1) << stranger.err;
   }
 }

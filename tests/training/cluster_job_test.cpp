@@ -26,10 +26,10 @@
 #include <thread>
 
 #include "actors/protocol.h"
-#include "netns/netns_cluster.h"
 #include "base/subprocess.h"
 #include "daemon_process.h"
 #include "job_runs.h"
+#include "netns/netns_cluster.h"
 #include "partitioned_graph.h"
 #include "partitioner/partition.h"
 #include "runtime/actor_system.h"
@@ -37,13 +37,16 @@
 #include "runtime/cluster/head_client.h"
 #include "runtime/cluster/status_json.h"
 #include "runtime/runtime_test_util.h"
-#include "training/cluster_job.h"
+#include "test_paths.h"
 #include "test_util.h"
+#include "training/cluster_job.h"
 #include "training/job_config.h"
 #include "training/metrics_record.h"
 
 namespace partita {
 namespace {
+
+using testing::kPartitaBinary;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -86,7 +89,7 @@ class ClusterJobTest : public ::testing::Test {
 
   testing::Daemon start(const std::vector<std::string>& args, const std::string& listen = "127.0.0.1:0") {
     try {
-      return runtime::start_daemon_child(PARTITA_BINARY, args, {"--log-level", "info"}, std::chrono::seconds(30), listen);
+      return runtime::start_daemon_child(kPartitaBinary, args, {"--log-level", "info"}, std::chrono::seconds(30), listen);
     } catch (const Error& e) {
       ADD_FAILURE() << e.what();
       return {};
@@ -230,7 +233,7 @@ TEST_F(ClusterJobTest, TheHeadRunsASubmittedJobAndStatusAndLogsShowIt) {
   ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
   const std::string job = write_job("small.yaml", 2);
 
-  ProcessResult r = run_process({PARTITA_BINARY, "submit", job, "--address", head.address}, kProcessSeconds);
+  ProcessResult r = run_process({kPartitaBinary, "submit", job, "--address", head.address}, kProcessSeconds);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string id = submitted_id(r.out);
   ASSERT_EQ(id, "small-1") << r.out;
@@ -257,12 +260,12 @@ TEST_F(ClusterJobTest, TheHeadRunsASubmittedJobAndStatusAndLogsShowIt) {
   const json later = wait_for(head.address, [](const json& s) { return actors_on_live_nodes(s) == 0; });
   EXPECT_EQ(actors_on_live_nodes(later), 0u) << "a finished job leaves no actor: " << later.dump(2);
 
-  ProcessResult logs = run_process({PARTITA_BINARY, "logs", id, "--address", head.address}, kProcessSeconds);
+  ProcessResult logs = run_process({kPartitaBinary, "logs", id, "--address", head.address}, kProcessSeconds);
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_CONTAINS(logs.out, "epoch 2/2");
-  ProcessResult table = run_process({PARTITA_BINARY, "status", "--address", head.address}, kProcessSeconds);
+  ProcessResult table = run_process({kPartitaBinary, "status", "--address", head.address}, kProcessSeconds);
   EXPECT_CONTAINS(table.out, "small-1  done  epoch 2/2");
-  ProcessResult unknown = run_process({PARTITA_BINARY, "logs", "nope-1", "--address", head.address}, kProcessSeconds);
+  ProcessResult unknown = run_process({kPartitaBinary, "logs", "nope-1", "--address", head.address}, kProcessSeconds);
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_CONTAINS(unknown.err, "no job 'nope-1' on this head");
 }
@@ -276,7 +279,7 @@ TEST_F(ClusterJobTest, SubmitDetachesOnCtrlCLogsReattachesStopCancels) {
   ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
   const std::string job = write_job("long.yaml", 200, ", checkpoint_every_steps: 10");
 
-  ChildProcess submit({PARTITA_BINARY, "submit", job, "--address", head.address});
+  ChildProcess submit({kPartitaBinary, "submit", job, "--address", head.address});
   const auto until = std::chrono::steady_clock::now() + kBound;
   while (submit.output_so_far().find("epoch 1/200") == std::string::npos && submit.running() &&
          std::chrono::steady_clock::now() < until) {
@@ -308,13 +311,13 @@ TEST_F(ClusterJobTest, SubmitDetachesOnCtrlCLogsReattachesStopCancels) {
       EXPECT_EQ(node["jobs"], json::array({id})) << "each node lists the job: " << s.dump(2);
     }
   }
-  ProcessResult table = run_process({PARTITA_BINARY, "status", "--address", head.address}, kProcessSeconds);
+  ProcessResult table = run_process({kPartitaBinary, "status", "--address", head.address}, kProcessSeconds);
   EXPECT_CONTAINS(table.out, "(jobs long-1)");
   EXPECT_CONTAINS(table.out, "long-1  running  epoch ");
 
   // Re-attached: the log from its start, still growing.
-  ChildProcess follow({PARTITA_BINARY, "logs", id, "--follow", "--address", head.address});
-  ProcessResult stop = run_process({PARTITA_BINARY, "stop", id, "--address", head.address}, kProcessSeconds);
+  ChildProcess follow({kPartitaBinary, "logs", id, "--follow", "--address", head.address});
+  ProcessResult stop = run_process({kPartitaBinary, "stop", id, "--address", head.address}, kProcessSeconds);
   EXPECT_EQ(stop.exit_code, 0) << stop.err;
   EXPECT_CONTAINS(stop.out, "job long-1 cancelled");
   ProcessResult followed = follow.wait(kProcessSeconds);
@@ -335,7 +338,7 @@ TEST_F(ClusterJobTest, ADriverThatDiesFailsItsJobNotTheHead) {
   testing::Daemon b = start_node(head.address, "node-b");
   ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
   ProcessResult r0 = run_process(
-      {PARTITA_BINARY, "submit", write_job("crash.yaml", 200), "--address", head.address, "--detach"}, kProcessSeconds);
+      {kPartitaBinary, "submit", write_job("crash.yaml", 200), "--address", head.address, "--detach"}, kProcessSeconds);
   const std::string id = submitted_id(r0.out);
   ASSERT_EQ(id, "crash-1") << r0.out << r0.err;
   json s = wait_for(head.address, [&](const json& s) {
@@ -366,8 +369,8 @@ TEST_F(ClusterJobTest, TwoJobsAtOnceDoNotInterfere) {
   ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
   const std::string first = write_job("first.yaml", 3);
   const std::string second = write_job("second.yaml", 2, ", learning_rate: 0.02, seed: 7");
-  ChildProcess one({PARTITA_BINARY, "submit", first, "--address", head.address});
-  ChildProcess two({PARTITA_BINARY, "submit", second, "--address", head.address});
+  ChildProcess one({kPartitaBinary, "submit", first, "--address", head.address});
+  ChildProcess two({kPartitaBinary, "submit", second, "--address", head.address});
   ProcessResult r1 = one.wait(kProcessSeconds);
   ProcessResult r2 = two.wait(kProcessSeconds);
   ASSERT_EQ(r1.exit_code, 0) << r1.out << r1.err;
@@ -388,13 +391,13 @@ TEST_F(ClusterJobTest, AJobThatCannotBePlacedIsRefusedNamingWhatIsMissingAndFits
   ASSERT_FALSE(head.address.empty());
   testing::Daemon a = start_node(head.address, "node-a");
   ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 1; })), 1u);
-  ProcessResult r = run_process({PARTITA_BINARY, "submit", write_job("big.yaml", 1), "--address", head.address},
+  ProcessResult r = run_process({kPartitaBinary, "submit", write_job("big.yaml", 1), "--address", head.address},
                                 kProcessSeconds);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_CONTAINS(r.err, "job big-1 failed: the job has 2 partition(s), at most 1 per node "
                          "(cluster.partitions_per_node), and the cluster has 1 live node(s): it needs 1 more node(s)");
   // The same job asking for two partitions per node runs on the one node.
-  r = run_process({PARTITA_BINARY, "submit", write_job("both.yaml", 1, "", 2), "--address", head.address},
+  r = run_process({kPartitaBinary, "submit", write_job("both.yaml", 1, "", 2), "--address", head.address},
                   kProcessSeconds);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json both = job_of(status(head.address), "both-1");
@@ -402,15 +405,15 @@ TEST_F(ClusterJobTest, AJobThatCannotBePlacedIsRefusedNamingWhatIsMissingAndFits
   EXPECT_EQ(both["partitions"][0], a.address);
   EXPECT_EQ(both["partitions"][1], a.address);
   // Bad submissions are named before anything is sent.
-  r = run_process({PARTITA_BINARY, "submit", write_job("x.yaml", 1), "--address", head.address, "--daemons",
+  r = run_process({kPartitaBinary, "submit", write_job("x.yaml", 1), "--address", head.address, "--daemons",
                    a.address},
                   kProcessSeconds);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_CONTAINS(r.err, "not both");
-  r = run_process({PARTITA_BINARY, "submit", write_job("x.yaml", 1)}, kProcessSeconds);
+  r = run_process({kPartitaBinary, "submit", write_job("x.yaml", 1)}, kProcessSeconds);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_CONTAINS(r.err, "submit needs either --address HEAD");
-  r = run_process({PARTITA_BINARY, "stop", "nope-1", "--address", head.address}, kProcessSeconds);
+  r = run_process({kPartitaBinary, "stop", "nope-1", "--address", head.address}, kProcessSeconds);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_CONTAINS(r.err, "no job 'nope-1' on this head");
   EXPECT_TRUE(a.process->running()) << "stopping an unknown job stops nothing";
@@ -427,7 +430,7 @@ TEST_F(ClusterJobTest, ANodeKilledFiveTimesDuringAJobCostsRestartsNotResults) {
   for (int i = 0; i < 3; ++i) nodes.push_back(start_node(head.address, "node-" + std::to_string(i)));
   ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 3; })), 3u);
   const std::string job = write_job("recover.yaml", 80, ", checkpoint_every_steps: 5, max_restarts: " + std::to_string(kKills), 2);
-  ProcessResult r0 = run_process({PARTITA_BINARY, "submit", job, "--address", head.address, "--detach"}, kProcessSeconds);
+  ProcessResult r0 = run_process({kPartitaBinary, "submit", job, "--address", head.address, "--detach"}, kProcessSeconds);
   const std::string id = submitted_id(r0.out);
   ASSERT_EQ(id, "recover-1") << r0.out << r0.err;
 
@@ -485,7 +488,7 @@ TEST_F(ClusterJobTest, AFrozenNodeIsDetectedAndTheJobRecoversWithoutIt) {
   for (int i = 0; i < 3; ++i) nodes.push_back(start_node(head.address, "node-" + std::to_string(i)));
   ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 3; })), 3u);
   const std::string job = write_job("frozen.yaml", 60, ", checkpoint_every_steps: 5, max_restarts: 1");
-  ProcessResult r0 = run_process({PARTITA_BINARY, "submit", job, "--address", head.address, "--detach"}, kProcessSeconds);
+  ProcessResult r0 = run_process({kPartitaBinary, "submit", job, "--address", head.address, "--detach"}, kProcessSeconds);
   const std::string id = submitted_id(r0.out);
   ASSERT_EQ(id, "frozen-1") << r0.out << r0.err;
   json s = wait_for(head.address, [&](const json& s) {
@@ -557,7 +560,7 @@ TEST_F(ClusterJobTest, StoppingAClusterCancelsItsRunningJobFirst) {
   testing::Daemon a = start_node(head.address, "node-a");
   testing::Daemon b = start_node(head.address, "node-b");
   ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
-  ProcessResult r0 = run_process({PARTITA_BINARY, "submit", write_job("busy.yaml", 200, ", max_restarts: 2"),
+  ProcessResult r0 = run_process({kPartitaBinary, "submit", write_job("busy.yaml", 200, ", max_restarts: 2"),
                                   "--address", head.address, "--detach"},
                                  kProcessSeconds);
   const std::string id = submitted_id(r0.out);
@@ -567,7 +570,7 @@ TEST_F(ClusterJobTest, StoppingAClusterCancelsItsRunningJobFirst) {
   const pid_t pid = driver_pid(id);
   ASSERT_GT(pid, 0);
 
-  ProcessResult stop = run_process({PARTITA_BINARY, "stop", "--address", head.address}, kProcessSeconds);
+  ProcessResult stop = run_process({kPartitaBinary, "stop", "--address", head.address}, kProcessSeconds);
   EXPECT_EQ(stop.exit_code, 0) << stop.err;
   EXPECT_CONTAINS(stop.out, "2 node(s) and the head");
   EXPECT_FALSE(testing::process_runs(pid)) << "the driver ended before the head";
@@ -589,7 +592,7 @@ TEST_F(ClusterJobTest, ALostHeadFailsItsJobsCleanlyAndNodesRejoinItsSuccessor) {
   testing::Daemon b = start_node(head.address, "node-b");
   ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 2; })), 2u);
   ProcessResult r0 = run_process(
-      {PARTITA_BINARY, "submit", write_job("orphan.yaml", 200), "--address", head.address, "--detach"}, kProcessSeconds);
+      {kPartitaBinary, "submit", write_job("orphan.yaml", 200), "--address", head.address, "--detach"}, kProcessSeconds);
   const std::string id = submitted_id(r0.out);
   ASSERT_EQ(id, "orphan-1") << r0.out << r0.err;
   json s = wait_for(head.address, [&](const json& s) { return epoch_of(s, id) >= 1; });
@@ -625,7 +628,7 @@ TEST_F(ClusterJobTest, ALostHeadFailsItsJobsCleanlyAndNodesRejoinItsSuccessor) {
   testing::Daemon again;
   for (int attempt = 0; attempt < 5 && again.address.empty(); ++attempt) {
     try {
-      again = runtime::start_daemon_child(PARTITA_BINARY, {"--head", "--runs", tmp_ / "runs"}, {"--log-level", "info"},
+      again = runtime::start_daemon_child(kPartitaBinary, {"--head", "--runs", tmp_ / "runs"}, {"--log-level", "info"},
                                           std::chrono::seconds(30), head.address);
     } catch (const Error& e) {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -655,7 +658,7 @@ TEST_F(ClusterJobTest, AJobThatGeneratesItsDataIsPreparedByItsDriver) {
                       "train: {epochs: 2}\n"
                       "output: submitted-output\n");
   const std::string job = tmp_ / "generated.yaml";
-  ProcessResult r = run_process({PARTITA_BINARY, "submit", job, "--address", head.address}, kProcessSeconds);
+  ProcessResult r = run_process({kPartitaBinary, "submit", job, "--address", head.address}, kProcessSeconds);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string id = submitted_id(r.out);
   ASSERT_EQ(id, "generated-1") << r.out;
@@ -680,7 +683,7 @@ TEST_F(ClusterJobTest, NodesTrainOnStagedCopiesOfOnlyTheirPartsCachedAcrossJobs)
   const std::map<std::string, std::string> cache_of{{a.address, tmp_ / "cache-a"}, {b.address, tmp_ / "cache-b"}};
 
 
-  ProcessResult r = run_process({PARTITA_BINARY, "submit", job, "--address", head.address}, kProcessSeconds);
+  ProcessResult r = run_process({kPartitaBinary, "submit", job, "--address", head.address}, kProcessSeconds);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::string id = submitted_id(r.out);
   EXPECT_EQ(logged_hash(r.out), expected.parameter_hash) << r.out;
@@ -710,7 +713,7 @@ TEST_F(ClusterJobTest, NodesTrainOnStagedCopiesOfOnlyTheirPartsCachedAcrossJobs)
     for (const auto& node : s["nodes"]) reporting += node["state"] == "alive" && node["cached_units"].size() >= 2;
     return reporting == 2;
   });
-  ChildProcess second({PARTITA_BINARY, "submit", write_job("again.yaml", 200, ", checkpoint_every_steps: 50"),
+  ChildProcess second({kPartitaBinary, "submit", write_job("again.yaml", 200, ", checkpoint_every_steps: 50"),
                        "--address", head.address});
   s = wait_for(head.address, [&](const json& s) { return epoch_of(s, "again-1") >= 1 && actors_on_live_nodes(s) > 0; });
   ASSERT_EQ(job_of(s, "again-1")["state"], "running") << s.dump(2) << second.output_so_far() << second.errors_so_far();
@@ -737,7 +740,7 @@ TEST_F(ClusterJobTest, NodesTrainOnStagedCopiesOfOnlyTheirPartsCachedAcrossJobs)
     EXPECT_NE(maps.find(cache_of.at(node->address) + "/units/"), std::string::npos) << "maps its cached copies";
     EXPECT_EQ(maps.find(tmp_ / "parts"), std::string::npos) << "maps nothing of the driver's folder";
   }
-  ProcessResult stop = run_process({PARTITA_BINARY, "stop", "again-1", "--address", head.address}, kProcessSeconds);
+  ProcessResult stop = run_process({kPartitaBinary, "stop", "again-1", "--address", head.address}, kProcessSeconds);
   EXPECT_EQ(stop.exit_code, 0) << stop.err;
   second.wait(kProcessSeconds);
   s = wait_for(head.address, [](const json& s) { return actors_on_live_nodes(s) == 0; });
@@ -754,7 +757,7 @@ TEST_F(ClusterJobTest, NodesTrainOnStagedCopiesOfOnlyTheirPartsCachedAcrossJobs)
     f.seekp(100);
     f.put('\x7f');
   }
-  r = run_process({PARTITA_BINARY, "submit", write_job("damaged.yaml", 2), "--address", head.address}, kProcessSeconds);
+  r = run_process({kPartitaBinary, "submit", write_job("damaged.yaml", 2), "--address", head.address}, kProcessSeconds);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_CONTAINS(r.out, "1 damaged, fetched again");
   for (testing::Daemon* node : {&a, &b}) {
@@ -811,7 +814,7 @@ TEST_F(ClusterJobTest, AKnowledgeGraphJobTrainsOnStagedCopiesOfEveryPart) {
       return runtime::start_daemon_child(
           "/usr/bin/unshare", {"--join", head.address, "--name", name, "--cache", tmp_ / ("cache-" + name)},
           {"--mount", "--propagation", "private", "/bin/sh", "-c", "mount -t tmpfs tmpfs \"$0\" && exec \"$@\"",
-           tmp_ / "runs", PARTITA_BINARY, "--log-level", "info"},
+           tmp_ / "runs", kPartitaBinary, "--log-level", "info"},
           std::chrono::seconds(30));
     } catch (const Error& e) {
       ADD_FAILURE() << e.what();
@@ -824,7 +827,7 @@ TEST_F(ClusterJobTest, AKnowledgeGraphJobTrainsOnStagedCopiesOfEveryPart) {
   const std::string job = kg_job("kg.yaml", 2);
   const JobReport expected = reference(job);
 
-  ProcessResult r = run_process({PARTITA_BINARY, "submit", job, "--address", head.address}, kProcessSeconds);
+  ProcessResult r = run_process({kPartitaBinary, "submit", job, "--address", head.address}, kProcessSeconds);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string id = submitted_id(r.out);
   EXPECT_EQ(logged_hash(r.out), expected.parameter_hash) << r.out;
@@ -843,7 +846,7 @@ TEST_F(ClusterJobTest, AKnowledgeGraphJobTrainsOnStagedCopiesOfEveryPart) {
   }
 
   // The same job again: its data is in the nodes' caches, nothing is copied.
-  r = run_process({PARTITA_BINARY, "submit", kg_job("again.yaml", 2), "--address", head.address}, kProcessSeconds);
+  r = run_process({kPartitaBinary, "submit", kg_job("again.yaml", 2), "--address", head.address}, kProcessSeconds);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(staged_bytes(r.out), (std::vector<uint64_t>{0, 0})) << r.out;
   EXPECT_EQ(logged_hash(r.out), expected.parameter_hash) << r.out;
@@ -856,7 +859,7 @@ TEST_F(ClusterJobTest, OnSeparateHostsAKilledNodeCostsARestartNotResults) {
   if (!hosts.unavailable().empty()) GTEST_SKIP() << "no separate hosts: " << hosts.unavailable();
   const std::string head_address = hosts.address(0) + ":7070";
   auto start_in = [&](int host, const std::vector<std::string>& args, const std::string& listen) -> testing::Daemon {
-    std::vector<std::string> wrapper = hosts.command(host, {PARTITA_BINARY, "--log-level", "info"});
+    std::vector<std::string> wrapper = hosts.command(host, {kPartitaBinary, "--log-level", "info"});
     const std::string binary = wrapper.front();
     wrapper.erase(wrapper.begin());
     try {
@@ -875,7 +878,7 @@ TEST_F(ClusterJobTest, OnSeparateHostsAKilledNodeCostsARestartNotResults) {
   }
   // Asked from the head's host: this namespace cannot reach those addresses.
   auto status_there = [&]() -> json {
-    ProcessResult r = run_process(hosts.command(0, {PARTITA_BINARY, "status", "--address", head_address, "--json"}),
+    ProcessResult r = run_process(hosts.command(0, {kPartitaBinary, "status", "--address", head_address, "--json"}),
                                   kProcessSeconds);
     return r.exit_code == 0 ? json::parse(r.out, nullptr, false) : json();
   };
@@ -887,7 +890,7 @@ TEST_F(ClusterJobTest, OnSeparateHostsAKilledNodeCostsARestartNotResults) {
   };
   ASSERT_EQ(alive(wait_there([](const json& s) { return alive(s) == 3; })), 3u);
   const std::string job = write_job("hosts.yaml", 80, ", checkpoint_every_steps: 5, max_restarts: 1");
-  ProcessResult r0 = run_process(hosts.command(0, {PARTITA_BINARY, "submit", job, "--address", head_address, "--detach"}),
+  ProcessResult r0 = run_process(hosts.command(0, {kPartitaBinary, "submit", job, "--address", head_address, "--detach"}),
                                  kProcessSeconds);
   const std::string id = submitted_id(r0.out);
   ASSERT_EQ(id, "hosts-1") << r0.out << r0.err;

@@ -29,6 +29,7 @@
 #include "partitioner/partition_format.h"
 #include "partitioner/partition_stores.h"
 #include "runtime/runtime.h"
+#include "test_paths.h"
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
@@ -260,7 +261,7 @@ TEST_F(GnnRankingTest, CombinationsThatCannotRankAgainstEveryEntityAreNamed) {
 
 // The example job (BENCHMARKS.md's R-GCN run) is a valid job for the shared data.
 TEST(GnnRankingExampleTest, TheFb15k237RgcnExampleLoads) {
-  const JobConfig j = load_job(std::string(PARTITA_TEST_CORPUS) + "/../../examples/fb15k237_rgcn.yaml");
+  const JobConfig j = load_job(std::string(testing::kSourceDir) + "/examples/fb15k237_rgcn.yaml");
   EXPECT_TRUE(j.link_gnn());
   EXPECT_EQ(j.model, "rgcn");
   EXPECT_EQ(j.link.decoder, "distmult");

@@ -16,9 +16,10 @@
 #include <utility>
 
 #include "base/error.h"
+#include "expect_error.h"
 #include "job_runs.h"
 #include "partitioner/partition_format.h"
-#include "expect_error.h"
+#include "test_paths.h"
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
@@ -128,7 +129,7 @@ void expect_no_held_out_rating_in_the_graph(const std::string& partitions) {
 }
 
 JobConfig movielens_job(const std::string& output) {
-  JobConfig job = load_job(std::string(PARTITA_TEST_CORPUS) + "/../../examples/movielens_link.yaml");
+  JobConfig job = load_job(std::string(testing::kSourceDir) + "/examples/movielens_link.yaml");
   job.dataset = testing::dataset_path("movielens-small");
   job.output = output;
   return job;

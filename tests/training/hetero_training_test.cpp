@@ -16,6 +16,7 @@
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
 #include "runtime/runtime.h"
+#include "test_paths.h"
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
@@ -136,14 +137,14 @@ INSTANTIATE_TEST_SUITE_P(Kinds, HeteroJobTest, ::testing::Values("rgcn", "hetero
 // examples/aifb.yaml as it is (2 partitions, R-GCN, 50 epochs) over 3 seeds: the R-GCN
 // paper reports 95.83% test accuracy; every seed must reach 0.90 and their mean 0.92.
 TEST(AifbTest, RgcnReachesThePapersAccuracy) {
-  std::ifstream in(std::string(PARTITA_SOURCE_DIR) + "/examples/aifb.yaml");
+  std::ifstream in(std::string(testing::kSourceDir) + "/examples/aifb.yaml");
   std::stringstream yaml;
   yaml << in.rdbuf();
   ASSERT_FALSE(yaml.str().empty());
   testing::TempDir tmp;
   double sum = 0;
   for (uint64_t seed : {1, 2, 3}) {
-    JobConfig job = parse_job(yaml.str(), std::string(PARTITA_SOURCE_DIR) + "/examples", "aifb.yaml");
+    JobConfig job = parse_job(yaml.str(), std::string(testing::kSourceDir) + "/examples", "aifb.yaml");
     job.dataset = testing::dataset_path("aifb");
     job.seed = seed;
     job.output = tmp / ("run-" + std::to_string(seed));

@@ -11,10 +11,13 @@
 #include "daemon_process.h"
 #include "partitioned_graph.h"
 #include "partitioner/partition.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace partita {
 namespace {
+
+using testing::kPartitaBinary;
 
 namespace fs = std::filesystem;
 
@@ -111,7 +114,7 @@ TEST_F(JobCommandTest, APartitionTruncatedUnderARunningJobIsNamed) {
                                     "sampling: {fanouts: [5, 5], batch_size: 20}\n"
                                     "train: {epochs: 1000}\n"
                                     "output: out\n");
-  ChildProcess run({PARTITA_BINARY, "run", job});
+  ChildProcess run({kPartitaBinary, "run", job});
   // Wait until training has started (its first progress line), at most 60 s.
   for (int i = 0; i < 600 && run.errors_so_far().find("epoch 1/1000") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

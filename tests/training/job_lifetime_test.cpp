@@ -25,11 +25,13 @@
 #include "daemon_process.h"
 #include "partitioned_graph.h"
 #include "partitioner/partition.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace partita {
 namespace {
 
+using testing::kPartitaBinary;
 using std::chrono::seconds;
 
 constexpr int64_t kMemorySlack = 32 << 20;  // bytes; measured: 2-3 MB after five jobs
@@ -78,7 +80,7 @@ std::string asan_options() {
 testing::Daemon start_daemon_with_one_arena(const std::string& name) {
   try {
     return runtime::start_daemon_child("/usr/bin/env", {"--name", name},
-                                       {"MALLOC_ARENA_MAX=1", asan_options(), PARTITA_BINARY, "--log-level", "info"});
+                                       {"MALLOC_ARENA_MAX=1", asan_options(), kPartitaBinary, "--log-level", "info"});
   } catch (const Error& e) {
     ADD_FAILURE() << e.what();
     return {};
@@ -120,7 +122,7 @@ class JobLifetimeTest : public ::testing::Test {
   // every actor of the job is up and training.
   std::unique_ptr<ChildProcess> submit_and_wait_for_training(const std::string& daemons) {
     auto submit = std::make_unique<ChildProcess>(std::vector<std::string>{
-        PARTITA_BINARY, "submit", tmp_ / "job.yaml", "--daemons", daemons, "--overwrite"});
+        kPartitaBinary, "submit", tmp_ / "job.yaml", "--daemons", daemons, "--overwrite"});
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(static_cast<int>(kProcessSeconds));
     while (submit->errors_so_far().find("epoch 1/100000") == std::string::npos) {
       if (!submit->running() || std::chrono::steady_clock::now() >= until) {

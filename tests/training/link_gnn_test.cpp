@@ -18,9 +18,10 @@
 
 #include "base/error.h"
 #include "daemon_process.h"
+#include "expect_error.h"
 #include "job_runs.h"
 #include "runtime/runtime.h"
-#include "expect_error.h"
+#include "test_paths.h"
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
@@ -271,7 +272,7 @@ TEST(LinkMetricsTest, AucMrrAndHitsByHand) {
 // product (examples/cora_link.yaml): the published GAE's test AUC (0.91), over 3 seeds.
 TEST(CoraLinkTest, GraphSageWithADotProductReachesGaeAuc) {
   testing::TempDir tmp;
-  const std::string example = std::string(PARTITA_TEST_CORPUS) + "/../../examples/cora_link.yaml";
+  const std::string example = std::string(testing::kSourceDir) + "/examples/cora_link.yaml";
   double sum = 0;
   for (uint64_t seed : {1, 2, 3}) {
     JobConfig job = load_job(example);

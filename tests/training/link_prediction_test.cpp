@@ -25,10 +25,11 @@
 #include "job_runs.h"
 #include "partitioner/partition_format.h"
 #include "runtime/runtime.h"
+#include "test_paths.h"
 #include "test_util.h"
+#include "training/embedding_shard.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
-#include "training/embedding_shard.h"
 #include "training/job_types.h"
 #include "training/kg_triples.h"
 
@@ -535,7 +536,7 @@ TEST(EmbeddingShardTest, ADamagedCheckpointIsNamedCorruptWhicheverByteIsHit) {
 
 // The example job (BENCHMARKS.md's quality run) is a valid job for the shared data.
 TEST(LinkExampleTest, TheFb15k237ExampleLoads) {
-  const JobConfig j = load_job(std::string(PARTITA_TEST_CORPUS) + "/../../examples/fb15k237.yaml");
+  const JobConfig j = load_job(std::string(testing::kSourceDir) + "/examples/fb15k237.yaml");
   EXPECT_TRUE(j.link_prediction());
   EXPECT_EQ(j.format, "triples");
   EXPECT_EQ(fs::path(j.dataset).filename(), "fb15k-237");
@@ -544,7 +545,7 @@ TEST(LinkExampleTest, TheFb15k237ExampleLoads) {
 }
 
 TEST(LinkExampleTest, TheFb15k237ComplexExampleLoads) {
-  const JobConfig j = load_job(std::string(PARTITA_TEST_CORPUS) + "/../../examples/fb15k237_complex.yaml");
+  const JobConfig j = load_job(std::string(testing::kSourceDir) + "/examples/fb15k237_complex.yaml");
   EXPECT_EQ(j.link.decoder, "complex");
   EXPECT_EQ(j.link.dim, 512);
   EXPECT_EQ(j.num_partitions, 2);

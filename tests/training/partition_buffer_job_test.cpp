@@ -15,6 +15,7 @@
 #include "base/random.h"
 #include "job_runs.h"
 #include "partitioner/partition_format.h"
+#include "test_paths.h"
 #include "test_util.h"
 #include "training/bucket_epoch.h"
 #include "training/job_config.h"
@@ -424,7 +425,7 @@ TEST_F(BufferJobTest, BadFieldsAreNamed) {
 }
 
 TEST(BufferExampleTest, TheFb15k237BufferExampleLoads) {
-  const JobConfig j = load_job(std::string(PARTITA_TEST_CORPUS) + "/../../examples/fb15k237_buffer.yaml");
+  const JobConfig j = load_job(std::string(testing::kSourceDir) + "/examples/fb15k237_buffer.yaml");
   EXPECT_TRUE(j.link.on_disk());
   EXPECT_EQ(j.link.embedding_partitions, 8);
   EXPECT_EQ(j.link.embedding_buffer, 4);
