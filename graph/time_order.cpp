@@ -87,10 +87,10 @@ void TimeOrder::build_share(Column& column) {
   const auto [lo, hi] = std::minmax_element(column.time.begin(), column.time.end());
   column.first = static_cast<double>(*lo);
   // Every time falls in a bucket: the last bucket ends just past the largest time.
-  column.width = (static_cast<double>(*hi) - column.first + 1.0) / kShareBuckets;
+  column.per_time = kShareBuckets / (static_cast<double>(*hi) - column.first + 1.0);
   std::vector<int64_t> counts(kShareBuckets, 0);
   for (int64_t t : column.time) {
-    const auto b = static_cast<int64_t>((static_cast<double>(t) - column.first) / column.width);
+    const auto b = static_cast<int64_t>((static_cast<double>(t) - column.first) * column.per_time);
     ++counts[static_cast<size_t>(std::clamp<int64_t>(b, 0, kShareBuckets - 1))];
   }
   int64_t before = 0;

@@ -89,7 +89,7 @@ class TimeOrder {
   // start there (an estimate: any value gives the same counts, only their cost changes).
   double share_until(int type, int64_t bound) const {
     const Column& column = columns_[type];
-    const double x = (static_cast<double>(bound) - column.first + 1.0) / column.width;  // buckets at or below bound
+    const double x = (static_cast<double>(bound) - column.first + 1.0) * column.per_time;  // buckets at or below bound
     if (!(x > 0)) return 0.0;
     if (x >= kShareBuckets) return 1.0;
     const auto b = static_cast<int>(x);
@@ -103,10 +103,11 @@ class TimeOrder {
   struct Column {
     std::vector<int64_t> time;
     std::vector<Entry> entry;
-    // share_until's histogram: bucket b holds the times [first + b * width, first + (b + 1) *
-    // width); share[b] is the share of the entries in buckets before b (share[kShareBuckets]
-    // is 1).
-    double first = 0, width = 1;
+    // share_until's histogram: bucket b holds the times [first + b / per_time, first + (b +
+    // 1) / per_time); share[b] is the share of the entries in buckets before b
+    // (share[kShareBuckets] is 1). per_time: buckets per unit of time (a product, not a
+    // division, on the sampler's path).
+    double first = 0, per_time = 1;
     std::vector<float> share;
   };
   static void build_share(Column& column);

@@ -43,7 +43,7 @@ void ModelConfig::validate() const {
         bad("type_inputs", "node type " + std::to_string(t) + ": must be features, learnt, shared or features+learnt (got \"" +
                                input + "\")");
       }
-      if (input == "features" || input == "features+learnt") {
+      if (input_reads_features(input)) {
         if (in_dim == 0) {
           bad("type_inputs", "node type " + std::to_string(t) + " reads " + input +
                                  " and the graph has no node features (in_dim 0)");
@@ -99,14 +99,14 @@ std::string ModelConfig::input_of(int32_t type) const {
 bool ModelConfig::reads_learnt_rows() const {
   if (type_inputs.empty()) return in_dim == 0;
   for (const std::string& input : type_inputs) {
-    if (input != "features") return true;
+    if (input_reads_row(input)) return true;
   }
   return false;
 }
 
 bool ModelConfig::has_shared_input() const {
   for (const std::string& input : type_inputs) {
-    if (input == "shared") return true;
+    if (input_is_shared(input)) return true;
   }
   return false;
 }

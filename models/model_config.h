@@ -56,6 +56,11 @@ struct ModelConfig {
   bool is_relational() const { return kind == "rgcn" || kind == "hetero_sage"; }
   // type_inputs[type], or the default for every type ("features", or "learnt" for in_dim 0).
   std::string input_of(int32_t type) const;
+  // What an input of type_inputs reads: its node's features ("features", "features+learnt"),
+  // a learnt row ("learnt", "shared", "features+learnt"), one shared by its type ("shared").
+  static bool input_reads_features(const std::string& input) { return input == "features" || input == "features+learnt"; }
+  static bool input_reads_row(const std::string& input) { return input != "features"; }
+  static bool input_is_shared(const std::string& input) { return input == "shared"; }
   // Whether some node reads a learnt row ("learnt", "shared" or "features+learnt").
   bool reads_learnt_rows() const;
   // Whether some node type reads its type's shared row.

@@ -2,7 +2,7 @@
 
 #include <ATen/ATen.h>
 
-#include <initializer_list>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -45,35 +45,40 @@ int64_t one_hot_rows(const ModelConfig& config) {
 
 namespace {
 
-// float [T]: 1 for the node types whose input is one of `inputs`.
-at::Tensor types_reading(const ModelConfig& config, std::initializer_list<const char*> inputs) {
-  at::Tensor reads = at::zeros({config.num_node_types});
-  for (int32_t t = 0; t < config.num_node_types; ++t) {
-    for (const char* input : inputs) {
-      if (config.input_of(t) == input) reads[t] = 1.0f;
-    }
-  }
-  return reads;
+// Per node type, 1 where `reads` holds for its input, else 0.
+std::vector<float> types_reading(const ModelConfig& config, bool (*reads)(const std::string&)) {
+  std::vector<float> out(static_cast<size_t>(config.num_node_types));
+  for (int32_t t = 0; t < config.num_node_types; ++t) out[t] = reads(config.input_of(t)) ? 1.0f : 0.0f;
+  return out;
+}
+
+bool all_read(const std::vector<float>& reads) {
+  return std::all_of(reads.begin(), reads.end(), [](float r) { return r == 1.0f; });
+}
+
+// float [T]: the same as a tensor (one copy, not a tensor write per type).
+at::Tensor as_tensor(const std::vector<float>& reads) {
+  return at::tensor(at::ArrayRef<float>(reads.data(), reads.size()));
 }
 
 }  // namespace
 
 at::Tensor one_hot_row_ids(const ModelConfig& config, const GraphBatch& batch) {
   if (!config.has_shared_input()) return batch.node_ids;
-  const at::Tensor shared = types_reading(config, {"shared"}).to(at::kBool);
+  const at::Tensor shared = as_tensor(types_reading(config, ModelConfig::input_is_shared)).to(at::kBool);
   return at::where(shared.index_select(0, batch.node_type), batch.node_type + config.num_nodes, batch.node_ids);
 }
 
 at::Tensor learnt_row_mask(const ModelConfig& config, const GraphBatch& batch) {
-  const at::Tensor rows = types_reading(config, {"learnt", "shared", "features+learnt"});
-  if (rows.min().item<float>() == 1.0f) return {};
-  return rows.index_select(0, batch.node_type).unsqueeze(1);
+  const std::vector<float> rows = types_reading(config, ModelConfig::input_reads_row);
+  if (all_read(rows)) return {};
+  return as_tensor(rows).index_select(0, batch.node_type).unsqueeze(1);
 }
 
 at::Tensor read_features(const ModelConfig& config, const GraphBatch& batch, const at::Tensor& x) {
-  const at::Tensor reads = types_reading(config, {"features", "features+learnt"});
-  if (reads.min().item<float>() == 1.0f) return x;
-  return x * reads.index_select(0, batch.node_type.narrow(0, 0, x.size(0))).unsqueeze(1).to(x.dtype());
+  const std::vector<float> reads = types_reading(config, ModelConfig::input_reads_features);
+  if (all_read(reads)) return x;
+  return x * as_tensor(reads).index_select(0, batch.node_type.narrow(0, 0, x.size(0))).unsqueeze(1).to(x.dtype());
 }
 
 void check_relational_batch(const GraphBatch& batch, int num_relations, const std::string& kind) {

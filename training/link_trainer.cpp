@@ -97,7 +97,7 @@ std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
     set_relations(config, meta);
     config.type_inputs = find_type_inputs(meta.node_types, r->job.link.type_inputs, meta.feature_dim, folder.dir());
     for (const std::string& input : config.type_inputs) {
-      if (input == "features" || input == "features+learnt") config.in_dim = meta.feature_dim;
+      if (ModelConfig::input_reads_features(input)) config.in_dim = meta.feature_dim;
     }
     config.decomposition = r->job.decomposition;
     config.num_bases = r->job.bases;

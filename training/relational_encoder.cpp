@@ -38,7 +38,7 @@ std::vector<std::string> find_type_inputs(const std::vector<std::string>& node_t
       throw UsageError("model.input: '" + name + "' is not a node type of " + what + " (its types: " +
                        (known.empty() ? std::string("none") : known) + ")");
     }
-    if ((input == "features" || input == "features+learnt") && feature_dim <= 0) {
+    if (ModelConfig::input_reads_features(input) && feature_dim <= 0) {
       throw UsageError("model.input: " + name + ": " + input + " reads the node features, and " + what +
                        " has none (use learnt or shared)");
     }
