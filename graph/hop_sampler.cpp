@@ -385,6 +385,7 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
   struct Column {
     const int64_t* time;
     const TimeOrder::Entry* entry;
+    const uint32_t* neighbor_high;  // null: every neighbour's id is below 2^32
     const int64_t* edge_ids;  // null: edge_begin + position
     int fanout;
   };
@@ -393,6 +394,7 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
   for (int type = 0; type < t.num_edge_types(); ++type) {
     const CscColumns& csc = t.csc(type);
     columns.push_back({order.times(type).data(), order.entries(type).data(),
+                       order.neighbor_high(type).empty() ? nullptr : order.neighbor_high(type).data(),
                        csc.edge_ids.empty() ? nullptr : csc.edge_ids.as<int64_t>().data(), config.fanouts[type][hop]});
   }
   constexpr bool hetero = kHetero;  // homogeneous: one column per node, edge ids by position, no edge types
@@ -525,12 +527,13 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
         const int64_t count = item.lo - item.begin, fanout = col.fanout;
         const auto pick_range = [&](int64_t first, int64_t end) {  // the ranks [first, end)
           for (int64_t r = first; r < end; ++r) picks.push_back({item.begin + r, 0});
-          for (int64_t r = first; r < end; r += 4) __builtin_prefetch(col.entry + item.begin + r);
+          for (int64_t r = first; r < end; r += 8) __builtin_prefetch(col.entry + item.begin + r);  // 8 a line
           __builtin_prefetch(col.entry + item.begin + end - 1);
         };
         const auto pick = [&](int64_t rank) {
           picks.push_back({item.begin + rank, 0});
           __builtin_prefetch(col.entry + item.begin + rank);
+          if (col.neighbor_high != nullptr) __builtin_prefetch(col.neighbor_high + item.begin + rank);
         };
         if (count > 0) {
           if (fanout < 0 || (!replace && fanout >= count)) {
@@ -560,7 +563,8 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
       for (size_t j = first; j < item.picks_end; ++j) {
         Pick& p = picks[j];
         const TimeOrder::Entry& entry = col.entry[p.at];
-        p.neighbor = entry.neighbor;
+        const uint64_t high = col.neighbor_high == nullptr ? 0 : col.neighbor_high[p.at];
+        p.neighbor = static_cast<int64_t>(high << 32 | entry.neighbor_low);
         p.at = item.begin + entry.offset;
         if (hetero && col.edge_ids != nullptr) __builtin_prefetch(col.edge_ids + p.at);
       }
