@@ -374,9 +374,9 @@ void sample_uniform_homogeneous(const Topology& t, uint64_t key, int fanout, con
 // sample_uniform_hetero are: two blocks ahead a node's column bounds (homogeneous: indptr;
 // heterogeneous: its type run offsets) are prefetched, one block ahead the first probe of
 // its search, at the time order's estimate (homogeneous), or its type runs (heterogeneous).
-// Then a block's columns are searched in lockstep (from the estimate, galloping, then
-// bisecting: graph/time_order.h), one probe per column per round with the next one
-// prefetched, so their cache misses overlap instead of each search paying its misses in a row;
+// Then a block's columns are searched in lockstep (from the estimate's line, galloping by
+// lines, then bisecting: graph/time_order.h), one line per column per round with the next
+// one prefetched, so their cache misses overlap instead of each search paying its misses in a row;
 // then each column's ranks are drawn and their entries (neighbour and offset side by
 // side) prefetched; then read, and the picks ordered; then emitted.
 template <bool kHetero>
@@ -385,6 +385,7 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
   struct Column {
     const int64_t* time;
     const TimeOrder::Entry* entry;
+    const uint32_t* neighbor_high;  // null: every neighbour's id is below 2^32
     const int64_t* edge_ids;  // null: edge_begin + position
     int fanout;
   };
@@ -393,6 +394,7 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
   for (int type = 0; type < t.num_edge_types(); ++type) {
     const CscColumns& csc = t.csc(type);
     columns.push_back({order.times(type).data(), order.entries(type).data(),
+                       order.neighbor_high(type).empty() ? nullptr : order.neighbor_high(type).data(),
                        csc.edge_ids.empty() ? nullptr : csc.edge_ids.as<int64_t>().data(), config.fanouts[type][hop]});
   }
   constexpr bool hetero = kHetero;  // homogeneous: one column per node, edge ids by position, no edge types
@@ -473,33 +475,38 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
       }
       node_items.push_back(items.size());
     }
-    // The searches: upper_bound of the node's bound in each column's times, in lockstep. Each
-    // probes its estimate first, then gallops away from it a line (8 times), two, four...
-    // until the count is bracketed, then bisects the bracket.
-    constexpr int64_t kLine = 8;
+    // The searches: upper_bound of the node's bound in each column's times, in lockstep, a
+    // cache line of times per probe. A probe reads the whole line holding its position (what
+    // of it lies in the bracket) and either finds the count there (some of its times are at
+    // most the bound, the rest above) or moves the bracket past the line. The first probe is
+    // the estimate's line; then the search gallops away from it a line (8 times), two,
+    // four... until the count is bracketed, then bisects the bracket.
+    constexpr int64_t kLine = 64 / sizeof(int64_t);
     while (!searching.empty()) {
       size_t still = 0;
       for (size_t k : searching) {
         Item& item = items[k];
         const int64_t* time = hetero ? columns[item.type].time : time0;
-        if (item.step == 0) {
-          const int64_t half = item.len >> 1;
-          const bool qualifies = time[item.lo + half] <= item.bound;
-          item.lo = qualifies ? item.lo + half + 1 : item.lo;
-          item.len = qualifies ? item.len - half - 1 : half;
-        } else {
-          const int64_t at = item.step > 0 ? item.lo + item.step - 1 : item.lo + item.len + item.step;
-          if (time[at] <= item.bound) {  // the count is past `at`
-            item.len -= at + 1 - item.lo;
-            item.lo = at + 1;
-            item.step = item.step < 0 ? 0 : item.first ? kLine : 2 * item.step;
-          } else {  // the count is at most at - begin
-            item.len = at - item.lo;
-            item.step = item.step > 0 ? (item.first ? -kLine : 0) : 2 * item.step;
-          }
-          item.first = false;
-          if (item.step > item.len || -item.step > item.len) item.step = 0;  // past the bracket: bisect it
+        const int64_t at = item.step == 0  ? item.lo + (item.len >> 1)
+                           : item.step > 0 ? item.lo + item.step - 1
+                                           : item.lo + item.len + item.step;
+        const int64_t line = at - static_cast<int64_t>(reinterpret_cast<uintptr_t>(time + at) % 64 / sizeof(int64_t));
+        const int64_t first = std::max(line, item.lo), end = std::min(line + kLine, item.lo + item.len);
+        int64_t qualifying = 0;  // a prefix of [first, end): times ascend
+        for (int64_t j = first; j < end; ++j) qualifying += time[j] <= item.bound;
+        if (qualifying == end - first) {  // the count is end or more
+          item.len -= end - item.lo;
+          item.lo = end;
+          item.step = item.step < 0 ? 0 : item.first ? kLine : 2 * item.step;
+        } else if (qualifying > 0 || first == item.lo) {  // the count is in this line
+          item.lo = first + qualifying;
+          item.len = 0;
+        } else {  // the count is first or less
+          item.len = first - item.lo;
+          item.step = item.step > 0 ? (item.first ? -kLine : 0) : 2 * item.step;
         }
+        item.first = false;
+        if (item.step > item.len || -item.step > item.len) item.step = 0;  // past the bracket: bisect it
         if (item.len > 0) {
           const int64_t next = item.step == 0  ? item.lo + (item.len >> 1)
                                : item.step > 0 ? item.lo + item.step - 1
@@ -525,12 +532,13 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
         const int64_t count = item.lo - item.begin, fanout = col.fanout;
         const auto pick_range = [&](int64_t first, int64_t end) {  // the ranks [first, end)
           for (int64_t r = first; r < end; ++r) picks.push_back({item.begin + r, 0});
-          for (int64_t r = first; r < end; r += 4) __builtin_prefetch(col.entry + item.begin + r);
+          for (int64_t r = first; r < end; r += 8) __builtin_prefetch(col.entry + item.begin + r);  // 8 a line
           __builtin_prefetch(col.entry + item.begin + end - 1);
         };
         const auto pick = [&](int64_t rank) {
           picks.push_back({item.begin + rank, 0});
           __builtin_prefetch(col.entry + item.begin + rank);
+          if (col.neighbor_high != nullptr) __builtin_prefetch(col.neighbor_high + item.begin + rank);
         };
         if (count > 0) {
           if (fanout < 0 || (!replace && fanout >= count)) {
@@ -560,7 +568,8 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
       for (size_t j = first; j < item.picks_end; ++j) {
         Pick& p = picks[j];
         const TimeOrder::Entry& entry = col.entry[p.at];
-        p.neighbor = entry.neighbor;
+        const uint64_t high = col.neighbor_high == nullptr ? 0 : col.neighbor_high[p.at];
+        p.neighbor = static_cast<int64_t>(high << 32 | entry.neighbor_low);
         p.at = item.begin + entry.offset;
         if (hetero && col.edge_ids != nullptr) __builtin_prefetch(col.edge_ids + p.at);
       }

@@ -63,6 +63,9 @@ TimeOrder::TimeOrder(const Topology& topology, TemporalMode mode, Span<const int
     const int64_t m = indptr[num_nodes_];
     resize_on_huge_pages(column.time, static_cast<size_t>(m));
     resize_on_huge_pages(column.entry, static_cast<size_t>(m));
+    // The high bits are kept when any neighbour's id has some (an exact split of any int64).
+    const bool wide = std::any_of(indices, indices + m, [](int64_t v) { return (static_cast<uint64_t>(v) >> 32) != 0; });
+    if (wide) resize_on_huge_pages(column.neighbor_high, static_cast<size_t>(m));
     for (int64_t local = 0; local < num_nodes_; ++local) {
       const int64_t begin = indptr[local], degree = indptr[local + 1] - begin;
       if (degree >= static_cast<int64_t>(std::numeric_limits<uint32_t>::max())) {
@@ -74,7 +77,9 @@ TimeOrder::TimeOrder(const Topology& topology, TemporalMode mode, Span<const int
       std::sort(ranked.begin(), ranked.end());  // by time, ties by canonical position
       for (int64_t r = 0; r < degree; ++r) {
         column.time[begin + r] = ranked[r].first;
-        column.entry[begin + r] = {indices[begin + ranked[r].second], ranked[r].second};
+        const auto neighbor = static_cast<uint64_t>(indices[begin + ranked[r].second]);
+        column.entry[begin + r] = {static_cast<uint32_t>(neighbor), ranked[r].second};
+        if (wide) column.neighbor_high[begin + r] = static_cast<uint32_t>(neighbor >> 32);
       }
     }
     build_share(column);
@@ -115,7 +120,8 @@ int64_t TimeOrder::count_until(int type, int64_t begin, int64_t end, int64_t bou
 size_t TimeOrder::bytes() const {
   size_t total = 0;
   for (const Column& c : columns_) {
-    total += c.time.size() * sizeof(int64_t) + c.entry.size() * sizeof(Entry) + c.share.size() * sizeof(float);
+    total += c.time.size() * sizeof(int64_t) + c.entry.size() * sizeof(Entry) +
+             c.neighbor_high.size() * sizeof(uint32_t) + c.share.size() * sizeof(float);
   }
   return total;
 }

@@ -7,14 +7,21 @@
 // uniform sampling (BENCHMARKS.md, "Temporal sampling against uniform sampling"). With each
 // column's entries ranked by time, the qualifying ones are a prefix of the ranks, whose
 // length is a binary search. Each rank also holds its neighbour beside its canonical offset
-// (one 16-byte entry), so a pick costs one cache miss instead of two dependent ones (the
+// (one 8-byte entry), so a pick costs one cache miss instead of two dependent ones (the
 // offset, then the CSC's neighbour there: the costliest stage of the sampler before,
 // BENCHMARKS.md). The times are an array of their own, so that a binary search reads 8 of
 // them per cache line.
 //
-// Memory: 24 bytes per edge (an int64 time; an int64 neighbour id and a uint32 offset,
-// padded to 16), beside the topology's 8 (homogeneous) or 16 (heterogeneous) per edge:
-// 503 MB for RMAT's 21M edges. Both arrays are backed by 2 MB pages where the kernel gives
+// An entry holds the low 32 bits of its neighbour's global id; the high bits, on a graph of
+// 2^32 nodes or more, are an array beside (neighbor_high), read only there. With the whole
+// id in the entry (16 bytes, padded) a line held 4 entries instead of 8, so a `uniform`
+// draw's picks, spread over the qualifying prefix, read up to twice the lines: the 8-byte
+// entry took temporal `uniform` over uniform sampling from 0.70-0.75 to 0.77-0.86 by CPU
+// time, and `last` from 0.84-0.91 to 0.90-1.00 (BENCHMARKS.md, stop 24).
+//
+// Memory: 16 bytes per edge (an int64 time; a uint32 neighbour's low bits and a uint32
+// offset; 4 more on graphs of 2^32 nodes or more), beside the topology's 8 (homogeneous) or
+// 16 (heterogeneous) per edge: 335 MB for RMAT's 21M edges. The arrays are backed by 2 MB pages where the kernel gives
 // them (transparent huge pages, `madvise` mode): every search probe and pick reads a random
 // line of a 160-320 MB array, which on 4 KB pages is also a TLB miss and a page walk
 // (BENCHMARKS.md, "Temporal sampling against uniform sampling", stop 22: the temporal
@@ -28,10 +35,13 @@
 // type's are (share_until: a 512-bucket histogram per edge type, 2 KB), then gallops away a
 // line (8 times), two, four... and bisects the bracket found. On RMAT's columns, whose times
 // are spread as the graph's, the count is mostly within a line of that estimate: replaying
-// 200,000 degree-biased searches (mean column 171 entries), a search reads 2.00 lines of
-// times where bisecting the column read 3.39; the temporal `uniform` / uniform ratio by CPU
-// time went from 0.76 to 0.85 for [10,10] and 0.87 to 0.91 for [15,10,5] (BENCHMARKS.md,
-// stop 23). A column spread otherwise costs at most about twice the bisection's lines.
+// 200,000 degree-biased searches (mean column 171 entries), a search probing one time at a
+// time read 2.00 lines of times where bisecting the column read 3.39; the temporal `uniform`
+// / uniform ratio by CPU time went from 0.76 to 0.85 for [10,10] and 0.87 to 0.91 for
+// [15,10,5] (BENCHMARKS.md, stop 23). Each probe now reads the whole line it lands in, so a
+// count inside the estimate's line costs that one line (BENCHMARKS.md, stop 24: 3-7% more
+// temporal edges per CPU second). A column spread otherwise costs at most about twice the
+// bisection's lines.
 //
 // Built once when a sampler or partition actor opens its partition for a temporal job, not
 // stored in the partition folder: the order depends on the job's time (node or edge), it
@@ -67,10 +77,11 @@ class TimeOrder {
   // Whether this order ranks `topology`'s columns by `mode` (same partition, same edges).
   bool fits(const Topology& topology, TemporalMode mode) const;
 
-  // An entry of a column in time order: where it sits in the column, and its neighbour.
+  // An entry of a column in time order: where it sits in the column, and its neighbour
+  // (the CSC's indices at begin + offset), whose global id is neighbor(type, at).
   struct Entry {
-    int64_t neighbor;  // global node id: the CSC's indices at begin + offset
-    uint32_t offset;   // its canonical position - the column's begin
+    uint32_t neighbor_low;  // the neighbour's global id's low 32 bits
+    uint32_t offset;        // its canonical position - the column's begin
   };
 
   // Column [begin, end) of edge type `type` (CSC positions): its entry of rank r (r <
@@ -78,6 +89,15 @@ class TimeOrder {
   // ascend within a column.
   Span<const int64_t> times(int type) const { return columns_[type].time; }
   Span<const Entry> entries(int type) const { return columns_[type].entry; }
+  // The high 32 bits of each entry's neighbour, by the same index; empty when every
+  // neighbour's id is below 2^32 (the high bits are 0).
+  Span<const uint32_t> neighbor_high(int type) const { return columns_[type].neighbor_high; }
+  // The neighbour of the entry at `at` (begin + rank) of `type`'s columns.
+  int64_t neighbor(int type, int64_t at) const {
+    const Column& column = columns_[type];
+    const uint64_t high = column.neighbor_high.empty() ? 0 : column.neighbor_high[static_cast<size_t>(at)];
+    return static_cast<int64_t>(high << 32 | column.entry[static_cast<size_t>(at)].neighbor_low);
+  }
 
   // How many entries of column [begin, end) of `type` have a time <= bound: the qualifying
   // entries are the ranks [0, count).
@@ -103,6 +123,7 @@ class TimeOrder {
   struct Column {
     std::vector<int64_t> time;
     std::vector<Entry> entry;
+    std::vector<uint32_t> neighbor_high;  // empty unless a neighbour's id is 2^32 or more
     // share_until's histogram: bucket b holds the times [first + b / per_time, first + (b +
     // 1) / per_time); share[b] is the share of the entries in buckets before b
     // (share[kShareBuckets] is 1). per_time: buckets per unit of time (a product, not a

@@ -420,15 +420,15 @@ void read_eval(Section s, JobConfig& job) {
 
 void read_train(Section s, JobConfig& job) {
   s.read_int("epochs", job.epochs, 1, JobLimits::kMaxEpochs);
+  if (job.link_prediction() && !job.link_gnn()) {
+    // Of the entity rows, applied by their owners (models/row_optimizer.h); SparseAdam
+    // starts from torch's default rate.
+    s.read_choice("optimizer", job.optimizer, {"adagrad", "sparse_adam"});
+    if (job.optimizer == "sparse_adam") job.learning_rate = 1e-3;
+  } else {
+    s.read_choice("optimizer", job.optimizer, {"adam", "sgd"});
+  }
   if (job.link_prediction()) {
-    if (job.link_gnn()) {
-      s.read_choice("optimizer", job.optimizer, {"adam", "sgd"});
-    } else {
-      // Of the entity rows, applied by their owners (models/row_optimizer.h); SparseAdam
-      // starts from torch's default rate.
-      s.read_choice("optimizer", job.optimizer, {"adagrad", "sparse_adam"});
-      if (job.optimizer == "sparse_adam") job.learning_rate = 1e-3;
-    }
     s.read_choice("loss", job.link.loss, {"softmax", "bce", "margin", "mse"});
     if (job.link.regression() && !job.link_gnn()) {
       s.fail(s.field("loss"), "mse (rating regression) scores an edge from its ends' GNN encodings: it needs "
@@ -441,8 +441,6 @@ void read_train(Section s, JobConfig& job) {
       s.read_choice("regularizer", job.link.regularizer, {"none", "l2", "n3"});
     }
     s.read_real("regularization", job.link.regularization, 0, 1e6);
-  } else {
-    s.read_choice("optimizer", job.optimizer, {"adam", "sgd"});
   }
   s.read_real("learning_rate", job.learning_rate, 1e-9, 100);
   s.read_real("weight_decay", job.weight_decay, 0, 1);

@@ -325,18 +325,12 @@ std::vector<char> evaluate(LinkReplica& r, const std::string& split) {
 
 link_trainer_actor::behavior_type link_trainer(link_trainer_actor::pointer self, std::shared_ptr<LinkReplica> r) {
   return {
-      [self, r](train_setup_atom, caf::actor& sampler, caf::actor& member) -> caf::result<bool> {
-        if (!sampler || !member) {
-          return caf::make_error(caf::sec::invalid_argument, "set-up without a sampler or an allreduce member");
-        }
-        r->sampler = std::make_unique<SamplerClient>(self->system(), caf::actor_cast<sampler_actor>(std::move(sampler)),
-                                                     kStepDeadline, "trainer " + std::to_string(r->index) + "'s sampler");
-        r->allreduce = std::make_unique<runtime::Allreduce>(self->system(), std::move(member), kStepDeadline);
-        return true;
+      [self, r](train_setup_atom, caf::actor& sampler, caf::actor& member) {
+        return set_up_replica(self->system(), r->index, kStepDeadline, sampler, member, r->sampler, r->allreduce);
       },
-      [self, r](train_epoch_atom, uint64_t epoch, int64_t first_step, int64_t steps, int64_t checkpoint_every,
-                caf::actor& driver) {
-        try {
+      [r](train_epoch_atom, uint64_t epoch, int64_t first_step, int64_t steps, int64_t checkpoint_every,
+          const caf::actor& driver) {
+        run_epoch(driver, static_cast<int32_t>(r->index), epoch, [&] {
           if (!r->allreduce) throw Error("not set up");
           check_step_range(epoch, first_step, steps, checkpoint_every);
           const int64_t batches = r->sampler->start_link_plan(plan_training(*r, epoch, steps));
@@ -351,11 +345,7 @@ link_trainer_actor::behavior_type link_trainer(link_trainer_actor::pointer self,
             report_step(driver, static_cast<int32_t>(r->index), epoch, step, steps, sums, *r->model, *r->optimizer,
                         checkpoint_every);
           }
-          caf::anon_send(driver, train_done_atom::value, static_cast<int32_t>(r->index), epoch);
-        } catch (const std::exception& e) {
-          spdlog::error("trainer {}: epoch {} failed: {}", r->index, epoch, e.what());
-          caf::anon_send(driver, train_failed_atom::value, static_cast<int32_t>(r->index), std::string(e.what()));
-        }
+        });
       },
       [self, r](link_table_atom, std::vector<caf::actor>& shards, const std::string& run_key) -> caf::result<bool> {
         try {
@@ -380,14 +370,10 @@ link_trainer_actor::behavior_type link_trainer(link_trainer_actor::pointer self,
         }
       },
       [r](get_state_atom) { return save_training_state(*r->model, *r->optimizer); },
-      [r](set_state_atom, const std::vector<char>& bytes) -> caf::result<bool> {
-        try {
-          load_training_state(*r->model, *r->optimizer, bytes);
-          ++r->weights_version;
-          return true;
-        } catch (const std::exception& e) {
-          return caf::make_error(caf::sec::invalid_argument, "trainer " + std::to_string(r->index) + ": " + e.what());
-        }
+      [r](set_state_atom, const std::vector<char>& bytes) {
+        caf::result<bool> loaded = load_replica_state(*r->model, *r->optimizer, bytes, r->index);
+        if (loaded.flag == caf::rt_value) ++r->weights_version;  // the encoding table is stale
+        return loaded;
       },
   };
 }

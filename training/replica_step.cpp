@@ -5,12 +5,46 @@
 #include <string>
 
 #include <caf/all.hpp>
+#include <spdlog/spdlog.h>
 
+#include "actors/actor_types.h"
 #include "actors/protocol.h"
 #include "base/error.h"
 #include "models/checkpoint.h"
 
 namespace partita {
+
+caf::result<bool> set_up_replica(caf::actor_system& system, int index, std::chrono::milliseconds deadline,
+                                 caf::actor& sampler, caf::actor& member, std::unique_ptr<SamplerClient>& client,
+                                 std::unique_ptr<runtime::Allreduce>& allreduce) {
+  if (!sampler || !member) {
+    return caf::make_error(caf::sec::invalid_argument, "set-up without a sampler or an allreduce member");
+  }
+  client = std::make_unique<SamplerClient>(system, caf::actor_cast<sampler_actor>(std::move(sampler)), deadline,
+                                           "trainer " + std::to_string(index) + "'s sampler");
+  allreduce = std::make_unique<runtime::Allreduce>(system, std::move(member), deadline);
+  return true;
+}
+
+void run_epoch(const caf::actor& driver, int32_t trainer, uint64_t epoch, const std::function<void()>& steps) {
+  try {
+    steps();
+    caf::anon_send(driver, train_done_atom::value, trainer, epoch);
+  } catch (const std::exception& e) {
+    spdlog::error("trainer {}: epoch {} failed: {}", trainer, epoch, e.what());
+    caf::anon_send(driver, train_failed_atom::value, trainer, std::string(e.what()));
+  }
+}
+
+caf::result<bool> load_replica_state(GnnModel& model, torch::optim::Optimizer& optimizer, const std::vector<char>& bytes,
+                                     int trainer) {
+  try {
+    load_training_state(model, optimizer, bytes);
+    return true;
+  } catch (const std::exception& e) {
+    return caf::make_error(caf::sec::invalid_argument, "trainer " + std::to_string(trainer) + ": " + e.what());
+  }
+}
 
 std::array<double, 3> allreduce_and_step(torch::nn::Module& model, torch::optim::Optimizer& optimizer,
                                          runtime::Allreduce& allreduce, std::vector<float>& gradients,

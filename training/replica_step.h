@@ -11,18 +11,38 @@
 #include <torch/optim/optimizer.h>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
+#include <caf/fwd.hpp>
+
+#include "actors/sampler_client.h"
 #include "models/gnn_model.h"
 #include "models/training.h"
 #include "runtime/collective/allreduce_client.h"
 
-namespace caf {
-class actor;
-}
-
 namespace partita {
+
+// The trainer's end of actors/protocol.h's set-up message: `client`, a client of `sampler`,
+// and `allreduce`, its group's `member`, each waiting at most `deadline` for a reply.
+// Returns true; an error (invalid_argument) when either actor is missing.
+caf::result<bool> set_up_replica(caf::actor_system& system, int index, std::chrono::milliseconds deadline,
+                                 caf::actor& sampler, caf::actor& member, std::unique_ptr<SamplerClient>& client,
+                                 std::unique_ptr<runtime::Allreduce>& allreduce);
+
+// Runs an epoch's `steps` and tells `driver` how it ended: train_done, or, when `steps`
+// threw, train_failed with the error (logged), so that the driver stops every replica
+// instead of waiting for this one.
+void run_epoch(const caf::actor& driver, int32_t trainer, uint64_t epoch, const std::function<void()>& steps);
+
+// The trainer's end of set_state: the model's and the optimiser's state from `bytes`
+// (models/checkpoint.h). Returns true; an error (invalid_argument) naming the trainer when
+// the bytes are not such a state.
+caf::result<bool> load_replica_state(GnnModel& model, torch::optim::Optimizer& optimizer, const std::vector<char>& bytes,
+                                     int trainer);
 
 // After this replica's backward (its gradients in the parameters' .grad; none when it had
 // no batch, with `result` empty): sums over all replicas, checks that the loss and every

@@ -1,7 +1,6 @@
 #include "training/trainer.h"
 
 #include <caf/all.hpp>
-#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -149,18 +148,12 @@ std::array<double, 3> train_step(Replica& r, bool has_batch, uint64_t epoch, int
 
 trainer_actor::behavior_type trainer(trainer_actor::pointer self, std::shared_ptr<Replica> r) {
   return {
-      [self, r](train_setup_atom, caf::actor& sampler, caf::actor& member) -> caf::result<bool> {
-        if (!sampler || !member) {
-          return caf::make_error(caf::sec::invalid_argument, "set-up without a sampler or an allreduce member");
-        }
-        r->sampler = std::make_unique<SamplerClient>(self->system(), caf::actor_cast<sampler_actor>(std::move(sampler)),
-                                                     kStepDeadline, "trainer " + std::to_string(r->index) + "'s sampler");
-        r->allreduce = std::make_unique<runtime::Allreduce>(self->system(), std::move(member), kStepDeadline);
-        return true;
+      [self, r](train_setup_atom, caf::actor& sampler, caf::actor& member) {
+        return set_up_replica(self->system(), r->index, kStepDeadline, sampler, member, r->sampler, r->allreduce);
       },
-      [self, r](train_epoch_atom, uint64_t epoch, int64_t first_step, int64_t steps, int64_t checkpoint_every,
-                caf::actor& driver) {
-        try {
+      [r](train_epoch_atom, uint64_t epoch, int64_t first_step, int64_t steps, int64_t checkpoint_every,
+          const caf::actor& driver) {
+        run_epoch(driver, static_cast<int32_t>(r->index), epoch, [&] {
           if (!r->allreduce) throw Error("not set up");
           check_step_range(epoch, first_step, steps, checkpoint_every);
           // Shuffled, or cut in time order (the sampler holds its seeds by time then).
@@ -174,11 +167,7 @@ trainer_actor::behavior_type trainer(trainer_actor::pointer self, std::shared_pt
             report_step(driver, static_cast<int32_t>(r->index), epoch, step, steps, sums, *r->model, *r->optimizer,
                         checkpoint_every);
           }
-          caf::anon_send(driver, train_done_atom::value, static_cast<int32_t>(r->index), epoch);
-        } catch (const std::exception& e) {
-          spdlog::error("trainer {}: epoch {} failed: {}", r->index, epoch, e.what());
-          caf::anon_send(driver, train_failed_atom::value, static_cast<int32_t>(r->index), std::string(e.what()));
-        }
+        });
       },
       [self, r](evaluate_atom, const std::string& split) -> caf::result<double, int64_t, int64_t> {
         if (split != "val" && split != "test") {
@@ -208,13 +197,8 @@ trainer_actor::behavior_type trainer(trainer_actor::pointer self, std::shared_pt
         }
       },
       [r](get_state_atom) { return save_training_state(*r->model, *r->optimizer); },
-      [r](set_state_atom, const std::vector<char>& bytes) -> caf::result<bool> {
-        try {
-          load_training_state(*r->model, *r->optimizer, bytes);
-          return true;
-        } catch (const std::exception& e) {
-          return caf::make_error(caf::sec::invalid_argument, "trainer " + std::to_string(r->index) + ": " + e.what());
-        }
+      [r](set_state_atom, const std::vector<char>& bytes) {
+        return load_replica_state(*r->model, *r->optimizer, bytes, r->index);
       },
   };
 }

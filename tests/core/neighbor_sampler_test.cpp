@@ -243,7 +243,7 @@ TEST(SamplerTest, TheTimeOrderRanksEveryColumnByTime) {
     std::vector<uint32_t> seen;
     for (int64_t r = begin; r < end; ++r) {
       const int64_t position = begin + order.entries(0)[r].offset;
-      ASSERT_EQ(order.entries(0)[r].neighbor, t.csc(0).indices.as<int64_t>()[position]);
+      ASSERT_EQ(order.neighbor(0, r), t.csc(0).indices.as<int64_t>()[position]);
       ASSERT_EQ(order.times(0)[r], edge_time[position]);
       if (r > begin) {
         ASSERT_LE(order.times(0)[r - 1], order.times(0)[r]);
@@ -265,6 +265,42 @@ TEST(SamplerTest, TheTimeOrderRanksEveryColumnByTime) {
   EXPECT_THROW(unordered.validate(t), Error);  // sample_hop would have no order to read
   unordered.order_by_time(t);
   unordered.validate(t);
+}
+
+// A time order keeps a neighbour's id in 32 bits beside its offset, and the high bits in an
+// array of their own when some id needs them: on a graph of 2^33 nodes (partition 0 owns
+// three, whose in-edges come mostly from the far end of the id space) temporal sampling
+// emits every neighbour's whole id, in both strategies.
+TEST(SamplerTest, TemporalSamplingEmitsNeighbourIdsOf32BitsAndMore) {
+  constexpr int64_t kHigh = int64_t{1} << 32;
+  const std::vector<int64_t> neighbors{kHigh, 2 * kHigh - 1, 2, kHigh + 7, 5, 0};
+  const std::vector<int64_t> edge_time{1, 2, 3, 4, 5, 1};
+  Topology::Parts parts;
+  parts.book = PartitionBook({0, 3, 2 * kHigh + 3});
+  parts.orig_node_ids = ArrayRef::from_vector(std::vector<int64_t>{0, 1, 2});
+  parts.orig_edge_ids = ArrayRef::from_vector(std::vector<int64_t>{0, 1, 2, 3, 4, 5});
+  parts.csc.push_back({ArrayRef::from_vector(std::vector<int64_t>{0, 5, 6, 6}), ArrayRef::from_vector(neighbors), {}});
+  const Topology t(std::move(parts));
+  for (TemporalStrategy strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
+    SamplerConfig c = homogeneous({strategy == TemporalStrategy::kLast ? 2 : -1});
+    c.disjoint = true;
+    c.temporal = TemporalMode::kEdgeTime;
+    c.temporal_strategy = strategy;
+    c.edge_time = ArrayRef::from_vector(edge_time);
+    c.order_by_time(t);
+    ASSERT_FALSE(c.time_order->neighbor_high(0).empty());
+    const std::vector<int64_t> nodes{0, 1}, trees{0, 1}, times{4, 4};
+    HopOutput out;
+    sample_hop(t, c, {1, 0, 0}, 0, {nodes, trees, times}, out);
+    const std::vector<int64_t> node0(out.neighbors.begin() + out.offsets[0], out.neighbors.begin() + out.offsets[1]);
+    const std::vector<int64_t> node1(out.neighbors.begin() + out.offsets[1], out.neighbors.begin() + out.offsets[2]);
+    if (strategy == TemporalStrategy::kLast) {  // the two latest at or before 4, in canonical order
+      EXPECT_EQ(node0, (std::vector<int64_t>{2, kHigh + 7}));
+    } else {  // all four at or before 4
+      EXPECT_EQ(node0, (std::vector<int64_t>{kHigh, 2 * kHigh - 1, 2, kHigh + 7}));
+    }
+    EXPECT_EQ(node1, (std::vector<int64_t>{0}));
+  }
 }
 
 // A column's search starts where its count would be if its times were spread as its type's

@@ -91,9 +91,11 @@ run_step in-process 120 "$work/build/partita_embed" --output "$work/run-in-proce
 check_output in-process
 
 # Two daemons of the installed binary on free loopback ports, each ready when it prints
-# its address.
+# its address. Their output files exist before they start: the background shell that
+# redirects into one may not have created it yet when the loop below first reads it.
 addresses=()
 for d in 0 1; do
+  : > "$work/daemon-$d.out"
   "$prefix/bin/partita" --insecure daemon --listen 127.0.0.1:0 > "$work/daemon-$d.out" 2> "$work/daemon-$d.err" &
   daemons+=($!)
 done

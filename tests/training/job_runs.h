@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actors/protocol.h"
@@ -31,17 +33,45 @@ inline JobReport run_in_process(const JobConfig& job, const RunOptions& options 
   return run_job(*rt, job, options);
 }
 
-// Runs `job` on two daemons started for it (`partita daemon` child processes on loopback,
-// tests/daemon_process.h) joined as one runtime; the daemons stop when it returns.
-inline JobReport run_on_two_daemons(const JobConfig& job) {
+// Two daemons started for a test (`partita daemon` child processes on loopback named node-0
+// and node-1, tests/daemon_process.h) and a runtime joined to both. The runtime goes first,
+// then the daemons stop.
+struct TwoDaemons {
   std::vector<Daemon> daemons;
+  std::unique_ptr<runtime::Runtime> runtime;
+};
+
+inline TwoDaemons start_two_daemons() {
+  TwoDaemons two;
   for (int d = 0; d < 2; ++d) {
-    daemons.push_back(start_daemon({"--name", "node-" + std::to_string(d)}));
-    if (daemons.back().address.empty()) throw Error("daemon node-" + std::to_string(d) + " reported no address");
+    two.daemons.push_back(start_daemon({"--name", "node-" + std::to_string(d)}));
+    if (two.daemons.back().address.empty()) throw Error("daemon node-" + std::to_string(d) + " reported no address");
   }
-  auto rt = runtime::Runtime::connect(job_system_options(), {daemons[0].address, daemons[1].address},
-                                      std::chrono::seconds(10));
-  return run_job(*rt, job, {});
+  two.runtime = runtime::Runtime::connect(job_system_options(), {two.daemons[0].address, two.daemons[1].address},
+                                          std::chrono::seconds(10));
+  return two;
+}
+
+// Runs `job` on two daemons started for it; they stop when it returns.
+inline JobReport run_on_two_daemons(const JobConfig& job) { return run_job(*start_two_daemons().runtime, job, {}); }
+
+// Runs `job` (one that trains for longer than two seconds) on two daemons, kills node-1 two
+// seconds in, and expects the job to fail naming node-1's address, noticed from the lost
+// member rather than by the driver's progress deadline ("no progress").
+inline void expect_a_killed_daemon_fails_the_job_naming_it(const JobConfig& job) {
+  TwoDaemons two = start_two_daemons();
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    two.daemons[1].process->kill();
+  });
+  try {
+    run_job(*two.runtime, job, {});
+    ADD_FAILURE() << "the job survived a killed daemon";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(two.daemons[1].address), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("no progress"), std::string::npos) << e.what();
+  }
+  killer.join();
 }
 
 // Expects `b` to have trained exactly as `a`: per epoch the same step losses, step hashes

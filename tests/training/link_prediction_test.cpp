@@ -14,7 +14,6 @@
 #include <fstream>
 #include <iterator>
 #include <set>
-#include <thread>
 #include <tuple>
 
 #include "actors/protocol.h"
@@ -41,8 +40,6 @@ using std::chrono::seconds;
 
 using testing::expect_identical_training;
 using testing::run_in_process;
-
-runtime::ActorSystemOptions system_options() { return testing::job_system_options(); }
 
 // `count` distinct random triples over `entities` entities and `relations` relations, with
 // names e<i> and r<j>; entity 0..entities-1 and every relation appear in the first lines.
@@ -180,46 +177,24 @@ TEST_F(LinkJobTest, SampledEvaluationRanksAgainstASubsetOfTheEntities) {
 }
 
 TEST_F(LinkJobTest, TwoDaemonsGiveTheSameLossesAndStateAsOneProcess) {
-  std::vector<testing::Daemon> daemons;
-  for (int d = 0; d < 2; ++d) {
-    daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(d)}));
-    ASSERT_FALSE(daemons.back().address.empty());
-  }
-  auto rt = runtime::Runtime::connect(system_options(), {daemons[0].address, daemons[1].address}, seconds(10));
+  const testing::TwoDaemons two = testing::start_two_daemons();
   for (const std::string optimizer : kOptimizers) {
     SCOPED_TRACE(optimizer);
     JobConfig j = small_job(2, "local-" + optimizer, optimizer);
     const JobReport local = run_in_process(j);
     j.output = tmp_ / ("remote-" + optimizer);
     j.partitions = tmp_ / ("local-" + optimizer + "/partitions");  // the folder the local run wrote
-    const JobReport remote = run_job(*rt, j, {});
+    const JobReport remote = run_job(*two.runtime, j, {});
     expect_identical_training(local, remote);
   }
 }
 
 TEST_F(LinkJobTest, AKilledDaemonFailsTheJobNamingIt) {
   prepare_data(small_job(2, "local"), 2);
-  std::vector<testing::Daemon> daemons;
-  for (int d = 0; d < 2; ++d) {
-    daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(d)}));
-    ASSERT_FALSE(daemons.back().address.empty());
-  }
   JobConfig j = small_job(2, "remote");
   j.partitions = tmp_ / "local/partitions";
   j.epochs = 100000;
-  auto rt = runtime::Runtime::connect(system_options(), {daemons[0].address, daemons[1].address}, seconds(10));
-  std::thread killer([&] {
-    std::this_thread::sleep_for(seconds(2));
-    daemons[1].process->kill();
-  });
-  try {
-    run_job(*rt, j, {});
-    ADD_FAILURE() << "the job survived a killed daemon";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(daemons[1].address), std::string::npos) << e.what();
-    EXPECT_EQ(std::string(e.what()).find("no progress"), std::string::npos) << e.what();
-  }
-  killer.join();
+  testing::expect_a_killed_daemon_fails_the_job_naming_it(j);
 }
 
 // Every decoder with every loss trains: the loss falls from the first epoch to the third.

@@ -25,7 +25,6 @@
 namespace partita {
 namespace {
 
-using std::chrono::seconds;
 using testing::run_in_process;
 
 class TemporalJobTest : public ::testing::Test {
@@ -64,18 +63,12 @@ TEST_F(TemporalJobTest, NodeAndLinkJobsTrainInTimeAndTheSameOnDaemons) {
   EXPECT_TRUE(std::isfinite(link.epochs.back().train_loss));
   EXPECT_GT(link.epochs.back().ranking_metric("test.edges"), 0);
 
-  std::vector<testing::Daemon> daemons;
-  for (int d = 0; d < 2; ++d) {
-    daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(d)}));
-    ASSERT_FALSE(daemons.back().address.empty());
-  }
-  auto rt = runtime::Runtime::connect(testing::job_system_options(), {daemons[0].address, daemons[1].address},
-                                      seconds(10));
+  const testing::TwoDaemons two = testing::start_two_daemons();
   for (const auto& [job, report] : {std::make_pair(node, local), std::make_pair(link_job("link"), link)}) {
     JobConfig remote_job = job;
     remote_job.partitions = job.partition_dir();  // as the local run prepared it
     remote_job.output = tmp_ / ("remote-" + std::to_string(job.link_prediction()));
-    const JobReport remote = run_job(*rt, remote_job, {});
+    const JobReport remote = run_job(*two.runtime, remote_job, {});
     ASSERT_EQ(remote.epochs.size(), report.epochs.size());
     for (size_t e = 0; e < report.epochs.size(); ++e) {
       EXPECT_EQ(remote.epochs[e].step_losses, report.epochs[e].step_losses) << "epoch " << e + 1;

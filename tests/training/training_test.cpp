@@ -194,14 +194,9 @@ TEST_F(SmallJobTest, TwoDaemonsGiveTheSameLossesAsOneProcessWithOrWithoutAFeatur
   j.output = tmp_ / "local";
   const JobReport local = run_in_process(j);
 
-  std::vector<testing::Daemon> daemons;
-  for (int d = 0; d < 2; ++d) {
-    daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(d)}));
-    ASSERT_FALSE(daemons.back().address.empty());
-  }
+  const testing::TwoDaemons two = testing::start_two_daemons();
   j.output = tmp_ / "remote";
-  auto rt = runtime::Runtime::connect(system_options(), {daemons[0].address, daemons[1].address}, seconds(10));
-  const JobReport remote = run_job(*rt, j, {});
+  const JobReport remote = run_job(*two.runtime, j, {});
   ASSERT_EQ(remote.epochs.size(), local.epochs.size());
   for (size_t e = 0; e < local.epochs.size(); ++e) {
     EXPECT_EQ(remote.epochs[e].step_losses, local.epochs[e].step_losses) << "epoch " << e + 1;
@@ -217,7 +212,7 @@ TEST_F(SmallJobTest, TwoDaemonsGiveTheSameLossesAsOneProcessWithOrWithoutAFeatur
     j.feature_cache_policy = policy;
     j.feature_storage = "mapped";
     j.output = tmp_ / (std::string("cached-") + policy);
-    const JobReport cached = run_job(*rt, j, {});
+    const JobReport cached = run_job(*two.runtime, j, {});
     ASSERT_EQ(cached.epochs.size(), local.epochs.size());
     for (size_t e = 0; e < local.epochs.size(); ++e) {
       EXPECT_EQ(cached.epochs[e].step_losses, local.epochs[e].step_losses) << "epoch " << e + 1;
@@ -228,7 +223,7 @@ TEST_F(SmallJobTest, TwoDaemonsGiveTheSameLossesAsOneProcessWithOrWithoutAFeatur
   j.feature_cache_policy = "lru";
   j.output = tmp_ / "refused";
   try {
-    run_job(*rt, j, {});
+    run_job(*two.runtime, j, {});
     ADD_FAILURE() << "a job with cache policy 'lru' ran";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("feature_cache_policy"), std::string::npos) << e.what();
@@ -236,26 +231,7 @@ TEST_F(SmallJobTest, TwoDaemonsGiveTheSameLossesAsOneProcessWithOrWithoutAFeatur
 }
 
 TEST_F(SmallJobTest, AKilledDaemonFailsTheJobNamingIt) {
-  std::vector<testing::Daemon> daemons;
-  for (int d = 0; d < 2; ++d) {
-    daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(d)}));
-    ASSERT_FALSE(daemons.back().address.empty());
-  }
-  JobConfig j = job("{epochs: 1000, seed: 3}");
-  auto rt = runtime::Runtime::connect(system_options(), {daemons[0].address, daemons[1].address}, seconds(10));
-  std::thread killer([&] {
-    std::this_thread::sleep_for(seconds(2));
-    daemons[1].process->kill();
-  });
-  try {
-    run_job(*rt, j, {});
-    ADD_FAILURE() << "the job survived a killed daemon";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(daemons[1].address), std::string::npos) << e.what();
-    // Noticed from the loss, not by the driver's progress deadline.
-    EXPECT_EQ(std::string(e.what()).find("no progress"), std::string::npos) << e.what();
-  }
-  killer.join();
+  testing::expect_a_killed_daemon_fails_the_job_naming_it(job("{epochs: 1000, seed: 3}"));
 }
 
 // NaN features that reach a partition (the readers refuse them; a dataset built in memory
