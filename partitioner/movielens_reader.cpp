@@ -122,9 +122,7 @@ void movielens_year_columns(int year, float* columns) {
     return;
   }
   // Decades: before 1930, the 1930s, ..., the 2010s, 2020 or later.
-  const int decade = std::clamp((year - 1920) / 10, 0, kMovieLensDecades - 1);
-  columns[decade] = 1.0f;
-  columns[kMovieLensDecades] = std::clamp((static_cast<float>(year) - 2000.0f) / 20.0f, -2.0f, 2.0f);
+  columns[std::clamp((year - 1920) / 10, 0, kMovieLensDecades - 1)] = 1.0f;
 }
 
 Dataset read_movielens(const std::string& dir) {

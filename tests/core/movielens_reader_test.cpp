@@ -41,17 +41,17 @@ TEST(MovieLensReaderTest, UsersMoviesRatingsAndGenres) {
   EXPECT_EQ(d.edge_types[0].relation, "rates");
   EXPECT_EQ(d.edge_types[1].relation, "rated_by");
   // Genres sorted: (no genres listed), Adventure, Animation, Comedy, Drama, Romance; then
-  // the year's 13 columns (11 decades, the scaled year, no year); then the users' column.
-  ASSERT_EQ(d.feature_dim, 6 + 13 + 1);
+  // the year's 12 columns (11 decades, no year); then the users' column.
+  ASSERT_EQ(d.feature_dim, 6 + 12 + 1);
   const auto row = [&](int64_t node) {
-    return std::vector<float>(d.x.begin() + node * 20, d.x.begin() + (node + 1) * 20);
+    return std::vector<float>(d.x.begin() + node * 19, d.x.begin() + (node + 1) * 19);
   };
   // Decade columns: before 1930, 1930s, ..., 1990s (7), 2000s (8), 2010s (9), 2020 on (10).
-  EXPECT_EQ(row(0), (std::vector<float>{0, 0, 0, 0, 0, 0, /*year*/ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}));
+  EXPECT_EQ(row(0), (std::vector<float>{0, 0, 0, 0, 0, 0, /*year*/ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}));
   EXPECT_EQ(row(1), row(0));
-  EXPECT_EQ(row(2), (std::vector<float>{0, 1, 1, 1, 0, 0, /*1995*/ 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, -0.25f, 0, 0}));
-  EXPECT_EQ(row(3), (std::vector<float>{0, 0, 0, 1, 1, 1, /*1995*/ 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, -0.25f, 0, 0}));
-  EXPECT_EQ(row(4), (std::vector<float>{1, 0, 0, 0, 0, 0, /*2000*/ 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(row(2), (std::vector<float>{0, 1, 1, 1, 0, 0, /*1995*/ 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(row(3), (std::vector<float>{0, 0, 0, 1, 1, 1, /*1995*/ 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(row(4), (std::vector<float>{1, 0, 0, 0, 0, 0, /*2000*/ 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}));
   // Each rating both ways, in file order, with its rating and time.
   EXPECT_EQ(d.edges.src, (std::vector<int64_t>{1, 3, 0, 2, 1, 2}));
   EXPECT_EQ(d.edges.dst, (std::vector<int64_t>{3, 1, 2, 0, 2, 1}));
@@ -66,10 +66,10 @@ TEST(MovieLensReaderTest, TheSharedDataPartitionsInTwoWithEachTypeBalanced) {
   const Dataset d = read_movielens(testing::dataset_path("movielens-small"));
   EXPECT_EQ(d.num_nodes, 610 + 9742);
   EXPECT_EQ(d.num_edges(), 2 * 100836);
-  EXPECT_EQ(d.feature_dim, 34);  // 20 genre labels, 13 year columns and the users' column
+  EXPECT_EQ(d.feature_dim, 33);  // 20 genre labels, 12 year columns and the users' column
   // 13 of the 9,742 titles have no year ("Black Mirror", "Death Note: Desu nôto (2006–2007)").
   int64_t no_year = 0;
-  for (int64_t node = 610; node < d.num_nodes; ++node) no_year += d.x[static_cast<size_t>(node * 34 + 20 + 12)] == 1.0f;
+  for (int64_t node = 610; node < d.num_nodes; ++node) no_year += d.x[static_cast<size_t>(node * 33 + 20 + 11)] == 1.0f;
   EXPECT_EQ(no_year, 13);
   testing::TempDir tmp;
   PartitionOptions options;
@@ -115,20 +115,20 @@ TEST(MovieLensReaderTest, TheReleaseYearIsTheTitlesFinalFourDigitsInParentheses)
   EXPECT_EQ(movielens_release_year(")"), 0);
 }
 
-TEST(MovieLensReaderTest, TheYearColumnsAreADecadeTheScaledYearOrNoYear) {
+TEST(MovieLensReaderTest, TheYearColumnsAreItsDecadeOrNoYear) {
   std::vector<float> c(kMovieLensYearColumns, 7.0f);  // every column is written
   movielens_year_columns(0, c.data());
-  EXPECT_EQ(c, (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}));
-  movielens_year_columns(1902, c.data());  // before 1930; the scaled year -4.9 clamped
-  EXPECT_EQ(c, (std::vector<float>{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -2, 0}));
-  movielens_year_columns(1939, c.data());  // the 1930s; -3.05 clamped
-  EXPECT_EQ(c, (std::vector<float>{0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, -2, 0}));
-  movielens_year_columns(1990, c.data());  // a decade's first year
-  EXPECT_EQ(c, (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, -0.5f, 0}));
-  movielens_year_columns(2017, c.data());
-  EXPECT_EQ(c, (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0.85f, 0}));
-  movielens_year_columns(9999, c.data());  // 2020 on; clamped
-  EXPECT_EQ(c, (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0}));
+  EXPECT_EQ(c, (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}));
+  movielens_year_columns(1902, c.data());  // before 1930
+  EXPECT_EQ(c, (std::vector<float>{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+  movielens_year_columns(1929, c.data());
+  EXPECT_EQ(c, (std::vector<float>{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+  movielens_year_columns(1930, c.data());  // a decade's first year
+  EXPECT_EQ(c, (std::vector<float>{0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+  movielens_year_columns(2019, c.data());
+  EXPECT_EQ(c, (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}));
+  movielens_year_columns(9999, c.data());  // 2020 on
+  EXPECT_EQ(c, (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0}));
 }
 
 TEST(MovieLensReaderTest, TooManyGenresAreNamedBeforeTheFeaturesAreSized) {
