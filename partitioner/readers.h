@@ -73,7 +73,7 @@ int movielens_release_year(std::string_view title);
 
 // The year's feature columns: what a movie is besides its genres, for a movie with no
 // rating yet to be scored from. On ml-latest-small's streaming time split the test AUC of
-// the movies first rated in the test period rose from 0.79-0.81 to 0.87 with them, and the
+// the movies first rated in the test period rose from 0.79-0.81 to 0.84-0.87 with them, the
 // others' from 0.875 to 0.89 (BENCHMARKS.md, "Cold movies: the release year"; the decades
 // alone did as well as with a scaled year beside them, and better than the scaled year alone):
 //   [0, kMovieLensDecades)   one-hot decade: before 1930, the 1930s, ..., the 2010s, 2020 on
