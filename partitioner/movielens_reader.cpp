@@ -48,7 +48,8 @@ constexpr size_t kMaxMovieLensGenres = 1024;
 
 struct Movies {
   std::map<int64_t, std::vector<std::string_view>> genres;  // by movieId, in id order
-  std::vector<std::string> vocabulary;                      // sorted
+  std::map<int64_t, int> year;                               // by movieId; 0: none
+  std::vector<std::string> vocabulary;                       // sorted
 };
 
 Movies read_movies(const std::string& path, std::string_view text) {
@@ -73,6 +74,7 @@ Movies read_movies(const std::string& path, std::string_view text) {
     }
     auto [it, fresh] = movies.genres.try_emplace(id);
     if (!fresh) throw file_error(path, lines.line_number(), "movie " + std::to_string(id) + " is listed twice");
+    movies.year.emplace(id, movielens_release_year(fields[1]));
     std::string_view g = fields[2];
     while (true) {
       const size_t bar = g.find('|');
@@ -98,6 +100,30 @@ Movies read_movies(const std::string& path, std::string_view text) {
 }
 
 }  // namespace
+
+int movielens_release_year(std::string_view title) {
+  // A quoted field's closing quote (its inner quotes are doubled: a title ending in a quote
+  // ends in two, and has no year).
+  if (title.size() >= 2 && title.front() == '"' && title.back() == '"') title.remove_suffix(1);
+  while (!title.empty() && title.back() == ' ') title.remove_suffix(1);
+  if (title.size() < 6 || title[title.size() - 6] != '(' || title.back() != ')') return 0;
+  int year = 0;
+  for (size_t i = title.size() - 5; i + 1 < title.size(); ++i) {
+    if (title[i] < '0' || title[i] > '9') return 0;
+    year = year * 10 + (title[i] - '0');
+  }
+  return year;
+}
+
+void movielens_year_columns(int year, float* columns) {
+  std::fill(columns, columns + kMovieLensYearColumns, 0.0f);
+  if (year == 0) {
+    columns[kMovieLensYearColumns - 1] = 1.0f;  // no year
+    return;
+  }
+  // Decades: before 1930, the 1930s, ..., the 2010s, 2020 or later.
+  columns[std::clamp((year - 1920) / 10, 0, kMovieLensDecades - 1)] = 1.0f;
+}
 
 Dataset read_movielens(const std::string& dir) {
   const std::string movies_path = dir + "/movies.csv", ratings_path = dir + "/ratings.csv";
@@ -163,11 +189,13 @@ Dataset read_movielens(const std::string& dir) {
   }
   std::unordered_map<int64_t, int64_t> movie_index;
   const int64_t genres = static_cast<int64_t>(movies.vocabulary.size());
-  // Features: the genres (multi-hot) and a last column that is 1 for users: every user has
-  // the same constant row, a movie its genres.
-  d.feature_dim = genres + 1;
+  // Features: the genres (multi-hot), the release year's columns (movielens_year_columns)
+  // and a last column that is 1 for users: every user has the same constant row, a movie
+  // its genres and year.
+  const int64_t users_column = genres + kMovieLensYearColumns;
+  d.feature_dim = users_column + 1;
   d.x.assign(static_cast<size_t>(d.num_nodes * d.feature_dim), 0.0f);
-  for (int64_t u = 0; u < num_users; ++u) d.x[static_cast<size_t>(u * d.feature_dim + genres)] = 1.0f;
+  for (int64_t u = 0; u < num_users; ++u) d.x[static_cast<size_t>(u * d.feature_dim + users_column)] = 1.0f;
   for (const auto& [id, names] : movies.genres) {
     const int64_t node = next++;
     movie_index.emplace(id, node);
@@ -177,6 +205,7 @@ Dataset read_movielens(const std::string& dir) {
                              movies.vocabulary.begin();
       d.x[static_cast<size_t>(node * d.feature_dim + column)] = 1.0f;
     }
+    movielens_year_columns(movies.year.at(id), &d.x[static_cast<size_t>(node * d.feature_dim + genres)]);
   }
   d.node_type_names = {kUsers, kMovies};
   d.node_type.assign(static_cast<size_t>(num_users), 0);

@@ -1,9 +1,10 @@
 // model.input {movie: features+learnt} with negatives.candidates: trained: on a
 // MovieLens-format graph whose test ratings are all of movies no one rated before (cold),
-// a heterogeneous GraphSAGE scores a cold movie from its genres (its learnt row was never
-// trained: no training rating, never a training negative), and ranks a user's next
-// ratings well; the same job reading only the rating history (a learnt row per movie)
-// cannot. A type that reads features on a graph without them is named.
+// a heterogeneous GraphSAGE scores a cold movie from its genres, or from its release year
+// when the genres say nothing (its learnt row was never trained: no training rating, never
+// a training negative), and ranks a user's next ratings well; the same job reading only
+// the rating history (a learnt row per movie), or features that do not tell the movies
+// apart, cannot. A type that reads features on a graph without them is named.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -26,16 +27,24 @@ namespace fs = std::filesystem;
 constexpr int kUsers = 200, kGenres = 4, kOldMovies = 80, kOldRatings = 18, kNewRatings = 2;
 constexpr int kNewMovies = kUsers * kNewRatings;  // each rated once, in the test period
 
-// Movie m has genre G(m % 4). User u likes genre u % 4: 3 of every 4 of its ratings of old
-// movies are of that genre. After every old rating, each user rates 2 new movies of its
-// genre, each new movie rated by one user only: the last 10% of the ratings by time, the
+// What tells a movie's kind (m % 4) in movies.csv: its genre G(m % 4); its release year,
+// in decade 1960 + 10 (m % 4) (every movie the genre Drama); or nothing (no year, Drama).
+enum class Kind { kGenre, kYear, kNothing };
+
+// Movie m is of kind m % 4. User u likes kind u % 4: 3 of every 4 of its ratings of old
+// movies are of that kind. After every old rating, each user rates 2 new movies of its
+// kind, each new movie rated by one user only: the last 10% of the ratings by time, the
 // test links; every one of them is of a movie with no earlier rating.
-void write_cold_movies_movielens(const fs::path& dir) {
+void write_cold_movies_movielens(const fs::path& dir, Kind kind = Kind::kGenre) {
   fs::create_directories(dir);
   {
     std::ofstream movies(dir / "movies.csv");
     movies << "movieId,title,genres\n";
-    for (int m = 0; m < kOldMovies + kNewMovies; ++m) movies << m + 1 << ",Movie " << m << ",G" << m % kGenres << "\n";
+    for (int m = 0; m < kOldMovies + kNewMovies; ++m) {
+      movies << m + 1 << ",Movie " << m;
+      if (kind == Kind::kYear) movies << " (" << 1960 + 10 * (m % kGenres) + (m / kGenres) % 10 << ")";
+      movies << "," << (kind == Kind::kGenre ? "G" + std::to_string(m % kGenres) : std::string("Drama")) << "\n";
+    }
   }
   std::ofstream ratings(dir / "ratings.csv");
   ratings << "userId,movieId,rating,timestamp\n";
@@ -84,7 +93,7 @@ double test_auc(const testing::TempDir& tmp, const std::string& input, const std
   return auc;
 }
 
-// Measured (seed 3): test AUC 0.74 from genres plus learnt rows, 0.40 from learnt rows only
+// Measured (seed 3): test AUC 0.75 from genres plus learnt rows, 0.40 from learnt rows only
 // (a cold movie is one more movie nobody rated; the 5 negatives are mostly such movies).
 TEST(ColdItemTest, ColdMoviesAreScoredFromTheirGenres) {
   testing::TempDir tmp;
@@ -93,6 +102,21 @@ TEST(ColdItemTest, ColdMoviesAreScoredFromTheirGenres) {
   const double history = test_auc(tmp, "{user: shared, movie: learnt}", "trained", "history");
   EXPECT_GE(genres, 0.65);
   EXPECT_LE(history, 0.55);
+}
+
+// The same graph with every movie of one genre, its kind told by its release year only
+// (the reader's year columns): the year scores the cold movies; with no year in the titles
+// the same job has nothing to tell them apart by. Measured (seed 3): test AUC 0.79 with the
+// year, 0.38 without.
+TEST(ColdItemTest, ColdMoviesAreScoredFromTheirReleaseYear) {
+  testing::TempDir tmp;
+  write_cold_movies_movielens(tmp / "cold_movies", Kind::kYear);
+  const double year = test_auc(tmp, "{user: shared, movie: features+learnt}", "trained", "year");
+  testing::TempDir untitled;
+  write_cold_movies_movielens(untitled / "cold_movies", Kind::kNothing);
+  const double nothing = test_auc(untitled, "{user: shared, movie: features+learnt}", "trained", "nothing");
+  EXPECT_GE(year, 0.65);
+  EXPECT_LE(nothing, 0.55);
 }
 
 TEST(ColdItemTest, FeaturesOnAGraphWithoutThemAreNamed) {
