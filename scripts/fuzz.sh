@@ -16,7 +16,6 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-FUZZ_DIR="${PARTITA_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 TARGET="${1:-all}"
 SECONDS_EACH="${2:-60}"
 if ! [[ "$SECONDS_EACH" =~ ^[1-9][0-9]*$ ]]; then
@@ -24,17 +23,8 @@ if ! [[ "$SECONDS_EACH" =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 
-# PARTITA_FUZZ_BUILD_DIR puts the build, corpora, findings, logs and counts elsewhere (a
-# long campaign's folder, scripts/fuzz_campaign.sh). A folder configured from another
-# source tree (a worktree since merged, say) is built again from empty, so that no object of
-# the other tree survives; its corpora, findings, logs and counts stay.
-if [ -f "$FUZZ_DIR/CMakeCache.txt" ] && ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$ROOT" "$FUZZ_DIR/CMakeCache.txt"; then
-  echo "fuzz.sh: $FUZZ_DIR was built from another source tree; building it again from $ROOT" >&2
-  find "$FUZZ_DIR" -mindepth 1 -maxdepth 1 ! -name corpus ! -name crashes ! -name logs ! -name fuzz-summary.tsv \
-    ! -name 'campaign*' -exec rm -rf {} +
-fi
-CC=clang CXX=clang++ cmake -S "$ROOT" -B "$FUZZ_DIR" -DCMAKE_BUILD_TYPE=Release -DPARTITA_FUZZ=ON \
-  -DPARTITA_BUILD_TESTS=OFF >/dev/null
+# The tree: build-fuzz/ or PARTITA_FUZZ_BUILD_DIR (scripts/fuzz_tree.sh says how it is configured).
+source "$ROOT/scripts/fuzz_tree.sh"
 cmake --build "$FUZZ_DIR" -j"$(nproc)" --target partita_fuzzers
 
 if [ "$TARGET" = all ]; then

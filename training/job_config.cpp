@@ -189,8 +189,12 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
   if (sources > 1) s.fail("data", "give only one of partitions, dataset or generate");
   if (!partitions.empty()) {
     job.partitions = absolute(partitions, base_dir);
-    if (!fs::exists(fs::path(job.partitions) / "META.json")) {
-      s.fail(s.field("partitions"), job.partitions + " is not a partition folder (no META.json)");
+    // The error_code overloads: a path the system refuses (a name over 255 bytes, found by
+    // fuzz_job_yaml) is an error naming it, not an uncaught filesystem_error.
+    std::error_code error;
+    if (!fs::exists(fs::path(job.partitions) / "META.json", error)) {
+      s.fail(s.field("partitions"), job.partitions + " is not a partition folder (" +
+                                        (error ? error.message() : std::string("no META.json")) + ")");
     }
     const int folder_parts = read_partition_meta(job.partitions).num_parts;
     if (parts_given && job.num_partitions != folder_parts) {
@@ -205,7 +209,10 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
   }
   if (!dataset.empty()) {
     job.dataset = absolute(dataset, base_dir);
-    if (!fs::exists(job.dataset)) s.fail(s.field("dataset"), job.dataset + " does not exist");
+    std::error_code error;
+    if (!fs::exists(job.dataset, error)) {
+      s.fail(s.field("dataset"), job.dataset + (error ? ": " + error.message() : std::string(" does not exist")));
+    }
   }
 }
 

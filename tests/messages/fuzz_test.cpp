@@ -2,6 +2,7 @@
 // throws partita::Error, and never crashes.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -78,7 +79,13 @@ bool decode_and_check(MessageKind kind, Span<const char> bytes) {
           EXPECT_TRUE(b.row[i] >= 0 && b.row[i] < n && b.col[i] >= 0 && b.col[i] < n);
         }
         for (int64_t v : b.input_local) EXPECT_TRUE(v >= 0 && v < n);
-        for (float v : b.x) sum += static_cast<int64_t>(v);
+        // Their bits: a flipped float may be NaN or beyond int64_t, whose conversion is
+        // undefined (clang's UBSan reports it, float-cast-overflow).
+        for (float v : b.x) {
+          uint32_t bits;
+          std::memcpy(&bits, &v, sizeof bits);
+          sum += bits;
+        }
         break;
       }
       case MessageKind::kSamplerAck:

@@ -102,7 +102,7 @@ std::vector<std::unique_ptr<Allreduce>> clients_of(caf::actor_system& system, co
 // A group of members in one actor system, stopped on destruction (before the system).
 class LocalGroup {
  public:
-  LocalGroup(caf::actor_system& system, int size, milliseconds deadline = 20s, bool wire = true) : system_(system) {
+  LocalGroup(caf::actor_system& system, int size, milliseconds deadline = 20s, bool wire = true) {
     for (int r = 0; r < size; ++r) {
       members.push_back(caf::actor_cast<caf::actor>(spawn_allreduce_member(system, AllreduceConfig{r, size, "127.0.0.1"})));
     }
@@ -117,9 +117,6 @@ class LocalGroup {
 
   std::vector<caf::actor> members;
   std::vector<std::unique_ptr<Allreduce>> clients;
-
- private:
-  caf::actor_system& system_;
 };
 
 void expect_reference(const std::vector<Outcome>& outcomes, const Buffers& inputs, const std::string& what) {

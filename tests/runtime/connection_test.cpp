@@ -76,7 +76,8 @@ TEST(TransportConnection, PairedEndsMoveBytesBothWays) {
   ASSERT_NE(listener.endpoint().port, 0);
   auto [server, client] = connected_pair(listener, 7, 3, "server");
   const std::string big(3 << 20, 'x');
-  std::thread sender([&] { client.send_all(big.data(), big.size(), Clock::now() + 30s, nullptr, "sending"); });
+  // A structured binding is captured by an init-capture: C++17 lambdas cannot name one.
+  std::thread sender([&, &client = client] { client.send_all(big.data(), big.size(), Clock::now() + 30s, nullptr, "sending"); });
   EXPECT_EQ(recv_all(server, big.size()), big);
   sender.join();
   server.send_all("back", 4, Clock::now() + 30s, nullptr, "sending");

@@ -178,7 +178,8 @@ TEST(HostTest, TheActorsOfAnOwnerStopWhenItGoesAndOnlyThey) {
   ASSERT_TRUE(late) << e5;
   self->monitor(late);
   bool late_down = false;
-  self->receive([&](const caf::down_msg& msg) { late_down = msg.source == late.address(); },
+  // An init-capture: C++17 lambdas cannot name a structured binding.
+  self->receive([&, &late = late](const caf::down_msg& msg) { late_down = msg.source == late.address(); },
                 caf::after(kTimeout) >> [] {});
   EXPECT_TRUE(late_down) << "an actor of an owner that was already gone kept running";
   caf::anon_send_exit(other_owner, caf::exit_reason::user_shutdown);

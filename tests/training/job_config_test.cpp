@@ -293,6 +293,11 @@ TEST_F(JobConfigTest, BadFilesNameTheField) {
   EXPECT_NE(error_of("model: {}\n").find("data: missing"), std::string::npos);
   EXPECT_NE(error_of("data: {partitions: nowhere}\n").find("data.partitions"), std::string::npos);
   EXPECT_NE(error_of("data: {dataset: nowhere}\n").find("does not exist"), std::string::npos);
+  // A name the system refuses (over 255 bytes) is named, not an uncaught filesystem_error.
+  const std::string long_name(300, 'x');
+  EXPECT_NE(error_of("data: {dataset: " + long_name + "}\n").find("data.dataset: "), std::string::npos);
+  EXPECT_NE(error_of("data: {dataset: " + long_name + "}\n").find("File name too long"), std::string::npos);
+  EXPECT_NE(error_of("data: {partitions: " + long_name + "}\n").find("File name too long"), std::string::npos);
   EXPECT_NE(error_of("data: {partitions: parts, generate: {}}\n").find("only one of"), std::string::npos);
   EXPECT_NE(error_of("data: [1, 2]\n").find("data: expected a mapping"), std::string::npos);
   EXPECT_NE(error_of("data: {partitions: parts}\nmodel: {dropout: 1.5}\n").find("model.dropout: must be in"),
