@@ -16,8 +16,9 @@
 // 2^32 nodes or more, are an array beside (neighbor_high), read only there. With the whole
 // id in the entry (16 bytes, padded) a line held 4 entries instead of 8, so a `uniform`
 // draw's picks, spread over the qualifying prefix, read up to twice the lines: the 8-byte
-// entry took temporal `uniform` over uniform sampling from 0.70-0.75 to 0.77-0.86 by CPU
-// time, and `last` from 0.84-0.91 to 0.90-1.00 (BENCHMARKS.md, stop 24).
+// entry took temporal over uniform sampling by CPU time from 0.76 / 0.72 to 0.79 / 0.74
+// (`uniform`, [15,10,5] / [10,10]) and from 0.86 / 0.83 to 0.87 / 0.84 (`last`), medians
+// on a quiet machine (BENCHMARKS.md, stop 24).
 //
 // Memory: 16 bytes per edge (an int64 time; a uint32 neighbour's low bits and a uint32
 // offset; 4 more on graphs of 2^32 nodes or more), beside the topology's 8 (homogeneous) or
@@ -39,8 +40,9 @@
 // time read 2.00 lines of times where bisecting the column read 3.39; the temporal `uniform`
 // / uniform ratio by CPU time went from 0.76 to 0.85 for [10,10] and 0.87 to 0.91 for
 // [15,10,5] (BENCHMARKS.md, stop 23). Each probe now reads the whole line it lands in, so a
-// count inside the estimate's line costs that one line (BENCHMARKS.md, stop 24: 3-7% more
-// temporal edges per CPU second). A column spread otherwise costs at most about twice the
+// count inside the estimate's line costs that one line: on a quiet machine the ratios went
+// from 0.79 / 0.74 to 0.82 / 0.77 (`uniform`) and 0.87 / 0.84 to 0.92 / 0.87 (`last`;
+// BENCHMARKS.md, stop 24). A column spread otherwise costs at most about twice the
 // bisection's lines.
 //
 // Built once when a sampler or partition actor opens its partition for a temporal job, not
