@@ -13,11 +13,10 @@
 #include "base/random.h"
 #include "base/error.h"
 #include "cluster.h"
-#include "daemon_process.h"
+#include "connected_daemons.h"
 #include "graph/batch_features.h"
 #include "partitioned_graph.h"
 #include "partitioner/partition.h"
-#include "runtime/client.h"
 #include "reference_batches.h"
 #include "test_util.h"
 
@@ -34,13 +33,10 @@ class TwoDaemonsTest : public ::testing::Test {
     options.num_parts = 2;
     partition_dataset(dataset_, options, tmp_ / "parts");
     config_.fanouts = {{10, 5}};
+    nodes_ = testing::start_connected_daemons(client_, 2);
     for (int p = 0; p < 2; ++p) {
-      daemons_.push_back(testing::start_daemon({"--name", "node-" + std::to_string(p)}));
-      ASSERT_FALSE(daemons_.back().address.empty());
-      connections_.push_back(runtime::DaemonConnection::connect(client_, daemons_.back().address, 10s));
       runtime::Settings settings{{"dir", tmp_ / "parts"}, {"part", std::to_string(p)}, {"fanouts", "10,5"}};
-      partitions_.push_back(connections_.back().spawn("partition", settings, 30s));
-      addresses_.push_back(daemons_.back().address);
+      partitions_.push_back(nodes_.connections[p].spawn("partition", settings, 30s));
     }
   }
 
@@ -48,10 +44,8 @@ class TwoDaemonsTest : public ::testing::Test {
   Dataset dataset_;
   SamplerConfig config_;
   runtime::ActorSystem client_{testing::actor_test_options(/*networking=*/true)};
-  std::vector<testing::Daemon> daemons_;
-  std::vector<runtime::DaemonConnection> connections_;
+  testing::ConnectedDaemons nodes_;
   std::vector<caf::actor> partitions_;
-  std::vector<std::string> addresses_;
 };
 
 // Each daemon runs the sampler of the trainer placed with its partition: its own partition
@@ -61,8 +55,8 @@ TEST_F(TwoDaemonsTest, SamplerActorsOnBothDaemonsGiveTheReferenceBatches) {
   for (int p = 0; p < 2; ++p) {
     runtime::Settings settings{{"dir", tmp_ / "parts"}, {"part", std::to_string(p)}, {"fanouts", "10,5"},
                                {"prefetch", "2"}, {"deadline_ms", "20000"}};
-    samplers.push_back(caf::actor_cast<sampler_actor>(connections_[p].spawn("sampler", settings, 30s)));
-    Encoded wired = testing::ask(client_, samplers.back(), partitions_atom::value, partitions_, addresses_);
+    samplers.push_back(caf::actor_cast<sampler_actor>(nodes_.connections[p].spawn("sampler", settings, 30s)));
+    Encoded wired = testing::ask(client_, samplers.back(), partitions_atom::value, partitions_, nodes_.addresses);
     ASSERT_EQ(testing::error_of(wired), "");
   }
   testing::ReferenceBatches reference(dataset_, tmp_ / "parts", config_);
@@ -111,8 +105,8 @@ TEST_F(TwoDaemonsTest, SamplersWithACacheOfRemoteRowsGiveTheReferenceBatches) {
                                  {"fanouts", "10,5"},         {"deadline_ms", "20000"},
                                  {"feature_cache_mb", "1"},   {"feature_cache_policy", policy},
                                  {"features", "memory"}};
-      samplers.push_back(caf::actor_cast<sampler_actor>(connections_[p].spawn("sampler", settings, 30s)));
-      ASSERT_EQ(testing::error_of(testing::ask(client_, samplers.back(), partitions_atom::value, partitions_, addresses_)),
+      samplers.push_back(caf::actor_cast<sampler_actor>(nodes_.connections[p].spawn("sampler", settings, 30s)));
+      ASSERT_EQ(testing::error_of(testing::ask(client_, samplers.back(), partitions_atom::value, partitions_, nodes_.addresses)),
                 "");
     }
     for (int p = 0; p < 2; ++p) {
@@ -126,12 +120,12 @@ TEST_F(TwoDaemonsTest, SamplersWithACacheOfRemoteRowsGiveTheReferenceBatches) {
 
 TEST_F(TwoDaemonsTest, AKilledDaemonFailsTheSamplerActorsBatchNamingItsPartition) {
   runtime::Settings settings{{"dir", tmp_ / "parts"}, {"part", "0"}, {"fanouts", "10,5"}, {"deadline_ms", "5000"}};
-  auto sampler = caf::actor_cast<sampler_actor>(connections_[0].spawn("sampler", settings, 30s));
-  ASSERT_EQ(testing::error_of(testing::ask(client_, sampler, partitions_atom::value, partitions_, addresses_)), "");
+  auto sampler = caf::actor_cast<sampler_actor>(nodes_.connections[0].spawn("sampler", settings, 30s));
+  ASSERT_EQ(testing::error_of(testing::ask(client_, sampler, partitions_atom::value, partitions_, nodes_.addresses)), "");
   ASSERT_EQ(testing::error_of(testing::start_epoch(client_, sampler, 5, 0, 16)), "");
   ASSERT_TRUE(testing::next_of(client_, sampler).ok());
-  daemons_[1].process->kill();
-  daemons_[1].process->wait(10);
+  nodes_.daemons[1].process->kill();
+  nodes_.daemons[1].process->wait(10);
   std::string failure;
   for (int b = 1; b < 6 && failure.empty(); ++b) failure = testing::next_of(client_, sampler).error;
   EXPECT_NE(failure.find("partition 1"), std::string::npos) << failure;
@@ -142,19 +136,19 @@ TEST_F(TwoDaemonsTest, AKilledDaemonFailsTheSamplerActorsBatchNamingItsPartition
 TEST_F(TwoDaemonsTest, BadSettingsAreAnErrorNamingTheSetting) {
   runtime::Settings missing{{"dir", tmp_ / "parts"}, {"fanouts", "10,5"}};
   try {
-    connections_[0].spawn("partition", missing, 30s);
+    nodes_.connections[0].spawn("partition", missing, 30s);
     FAIL() << "spawned without a part";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("part"), std::string::npos) << e.what();
   }
   runtime::Settings bad_fanouts{{"dir", tmp_ / "parts"}, {"part", "0"}, {"fanouts", "10,x"}};
-  EXPECT_THROW(connections_[0].spawn("partition", bad_fanouts, 30s), Error);
+  EXPECT_THROW(nodes_.connections[0].spawn("partition", bad_fanouts, 30s), Error);
   runtime::Settings no_folder{{"dir", tmp_ / "nope"}, {"part", "0"}, {"fanouts", "10"}};
-  EXPECT_THROW(connections_[0].spawn("partition", no_folder, 30s), Error);
+  EXPECT_THROW(nodes_.connections[0].spawn("partition", no_folder, 30s), Error);
   for (const char* part : {"0abc", "-1", " 0", ""}) {
     runtime::Settings bad_part{{"dir", tmp_ / "parts"}, {"part", part}, {"fanouts", "10"}};
     try {
-      connections_[0].spawn("sampler", bad_part, 30s);
+      nodes_.connections[0].spawn("sampler", bad_part, 30s);
       FAIL() << "spawned a sampler of part '" << part << "'";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("setting 'part'"), std::string::npos) << e.what();
@@ -162,7 +156,7 @@ TEST_F(TwoDaemonsTest, BadSettingsAreAnErrorNamingTheSetting) {
   }
   runtime::Settings bad_share{{"dir", tmp_ / "parts"}, {"part", "0"}, {"fanouts", "10"}, {"share", "2"}, {"shares", "2"}};
   try {
-    connections_[0].spawn("sampler", bad_share, 30s);
+    nodes_.connections[0].spawn("sampler", bad_share, 30s);
     FAIL() << "spawned a sampler of share 2 of 2";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("setting 'share'"), std::string::npos) << e.what();
@@ -177,13 +171,13 @@ TEST_F(TwoDaemonsTest, BadSettingsAreAnErrorNamingTheSetting) {
     runtime::Settings settings{{"dir", tmp_ / "parts"}, {"part", "0"}, {"fanouts", "10"}};
     settings.insert(extra.begin(), extra.end());
     try {
-      connections_[0].spawn("sampler", settings, 30s);
+      nodes_.connections[0].spawn("sampler", settings, 30s);
       FAIL() << "spawned with " << named;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
     }
   }
-  EXPECT_NO_THROW(connections_[0].ping(10s)) << "the daemon must keep serving";
+  EXPECT_NO_THROW(nodes_.connections[0].ping(10s)) << "the daemon must keep serving";
 }
 
 // Temporal sampling as a job asks for it (settings temporal, temporal_strategy, disjoint):
@@ -204,15 +198,7 @@ TEST(TemporalSamplingTest, NoBatchHoldsAnEdgeLaterThanItsSeedInOneProcessOrOnDae
   const testing::PartitionedGraph graph(tmp / "parts");
 
   runtime::ActorSystem client{testing::actor_test_options(/*networking=*/true)};
-  std::vector<testing::Daemon> daemons;
-  std::vector<runtime::DaemonConnection> connections;
-  std::vector<std::string> addresses;
-  for (int p = 0; p < 2; ++p) {
-    daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(p)}));
-    ASSERT_FALSE(daemons.back().address.empty());
-    connections.push_back(runtime::DaemonConnection::connect(client, daemons.back().address, 10s));
-    addresses.push_back(daemons.back().address);
-  }
+  testing::ConnectedDaemons nodes = testing::start_connected_daemons(client, 2);
   runtime::ActorTypeRegistry local;
   register_actor_types(local);
   // Later edges (or neighbours) drawn over one training epoch of each partition's sampler;
@@ -227,7 +213,7 @@ TEST(TemporalSamplingTest, NoBatchHoldsAnEdgeLaterThanItsSeedInOneProcessOrOnDae
     const auto spawn = [&](int p, const std::string& type) {
       runtime::Settings s = settings;
       s["part"] = std::to_string(p);
-      caf::actor a = on_daemons ? connections[p].spawn(type, s, 30s) : (*local.find(type))(client, s);
+      caf::actor a = on_daemons ? nodes.connections[p].spawn(type, s, 30s) : (*local.find(type))(client, s);
       spawned.push_back(a);
       return a;
     };
@@ -237,7 +223,7 @@ TEST(TemporalSamplingTest, NoBatchHoldsAnEdgeLaterThanItsSeedInOneProcessOrOnDae
     for (int p = 0; p < 2 && later >= 0; ++p) {
       const Encoded wired =
           testing::ask(client, samplers[p], partitions_atom::value, partitions,
-                       on_daemons ? addresses : std::vector<std::string>{});
+                       on_daemons ? nodes.addresses : std::vector<std::string>{});
       EXPECT_EQ(testing::error_of(wired), "");
       SamplerClient consumer(client, samplers[p], 60s, "the sampler of partition " + std::to_string(p));
       const int64_t batches = consumer.start_epoch("train", 5, 1, 32, true);
@@ -278,7 +264,7 @@ TEST_F(TwoDaemonsTest, FoldersThatAreNotPartitionFoldersGetOneErrorThatRevealsNo
   const auto error_of = [&](const std::string& type, const std::string& dir) -> std::string {
     runtime::Settings settings{{"dir", dir}, {"part", "0"}, {"fanouts", "10"}};
     try {
-      connections_[0].spawn(type, settings, 30s);
+      nodes_.connections[0].spawn(type, settings, 30s);
     } catch (const Error& e) {
       return e.what();
     }
@@ -303,7 +289,7 @@ TEST_F(TwoDaemonsTest, FoldersThatAreNotPartitionFoldersGetOneErrorThatRevealsNo
     }
   }
   EXPECT_EQ(error_of("partition", parts + "/"), "spawned");  // a trailing slash is fine
-  EXPECT_NO_THROW(connections_[0].ping(10s)) << "the daemon must keep serving";
+  EXPECT_NO_THROW(nodes_.connections[0].ping(10s)) << "the daemon must keep serving";
 }
 
 }  // namespace

@@ -21,12 +21,11 @@
 #include "actors/sampler_client.h"
 #include "base/error.h"
 #include "base/random.h"
-#include "daemon_process.h"
+#include "connected_daemons.h"
 #include "expect_error.h"
 #include "job_runs.h"
 #include "partitioned_graph.h"
 #include "partitioner/readers.h"
-#include "runtime/client.h"
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/link_plan.h"
@@ -102,15 +101,7 @@ TEST_F(HistorySplitTest, NoBatchSeesItsLinksTimeOrLaterAndTrainingSeesNoHeldOutL
   const int64_t steps = (link_training_edges(history, folder) + history.batch_size - 1) / history.batch_size;
 
   runtime::ActorSystem client{testing::actor_test_options(/*networking=*/true)};
-  std::vector<testing::Daemon> daemons;
-  std::vector<runtime::DaemonConnection> connections;
-  std::vector<std::string> addresses;
-  for (int p = 0; p < 2; ++p) {
-    daemons.push_back(testing::start_daemon({"--name", "node-" + std::to_string(p)}));
-    ASSERT_FALSE(daemons.back().address.empty());
-    connections.push_back(runtime::DaemonConnection::connect(client, daemons.back().address, 10s));
-    addresses.push_back(daemons.back().address);
-  }
+  testing::ConnectedDaemons nodes = testing::start_connected_daemons(client, 2);
   runtime::ActorTypeRegistry local;
   register_actor_types(local);
   // Runs `plan` (trainer t's; `step` its steps) through trainer t's sampler, as the job's
@@ -124,7 +115,7 @@ TEST_F(HistorySplitTest, NoBatchSeesItsLinksTimeOrLaterAndTrainingSeesNoHeldOutL
     const auto spawn = [&](int p, const std::string& type) {
       runtime::Settings s = settings;
       s["part"] = std::to_string(p);
-      caf::actor a = on_daemons ? connections[p].spawn(type, s, 30s) : (*local.find(type))(client, s);
+      caf::actor a = on_daemons ? nodes.connections[p].spawn(type, s, 30s) : (*local.find(type))(client, s);
       spawned.push_back(a);
       return a;
     };
@@ -132,7 +123,7 @@ TEST_F(HistorySplitTest, NoBatchSeesItsLinksTimeOrLaterAndTrainingSeesNoHeldOutL
     const auto sampler = caf::actor_cast<sampler_actor>(spawn(t, "sampler"));
     Breaches breaches;
     {
-      wire_sampler(client, sampler, partitions, on_daemons ? addresses : std::vector<std::string>{}, 30s);
+      wire_sampler(client, sampler, partitions, on_daemons ? nodes.addresses : std::vector<std::string>{}, 30s);
       SamplerClient consumer(client, sampler, 60s, "the sampler of trainer " + std::to_string(t));
       const int64_t batches = consumer.start_link_plan(plan);
       EXPECT_EQ(batches, static_cast<int64_t>(step.size()));
