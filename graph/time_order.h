@@ -22,9 +22,10 @@
 //
 // Memory: 16 bytes per edge (an int64 time; a uint32 neighbour's low bits and a uint32
 // offset; 4 more on graphs of 2^32 nodes or more), beside the topology's 8 (homogeneous) or
-// 16 (heterogeneous) per edge: 335 MB for RMAT's 21M edges. The arrays are backed by 2 MB pages where the kernel gives
-// them (transparent huge pages, `madvise` mode): every search probe and pick reads a random
-// line of a 160-320 MB array, which on 4 KB pages is also a TLB miss and a page walk
+// 16 (heterogeneous) per edge: 320 MB for the shared graph's 20M edges (480 MB at 24 bytes
+// before). The arrays are backed by 2 MB pages where the kernel gives them (transparent
+// huge pages, `madvise` mode): every search probe and pick reads a random line of a 160 MB
+// array, which on 4 KB pages is also a TLB miss and a page walk
 // (BENCHMARKS.md, "Temporal sampling against uniform sampling", stop 22: the temporal
 // kernel 1.3-1.45x as fast; temporal `uniform` over uniform sampling from 0.71-0.74 to
 // 0.86-0.90 by CPU time on a loaded machine), at no memory cost. A tree of fences over the
