@@ -400,6 +400,11 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
   constexpr bool hetero = kHetero;  // homogeneous: one column per node, edge ids by position, no edge types
   const bool last = config.temporal_strategy == TemporalStrategy::kLast;
   const bool replace = config.replace && !last;  // "the most recent k" has no replacement variant
+  // Whether a homogeneous column of `degree` entries may be drawn from (its node's original
+  // id then keys the draws): not under `last`, nor when the fanout takes a column whole,
+  // which a column's qualifying prefix, at most its degree, then is.
+  const int fanout0 = config.fanouts[0][hop];
+  const auto draws_need_key = [&](int64_t degree) { return !last && fanout0 >= 0 && (replace || degree > fanout0); };
   const int64_t* indptr = t.csc(0).indptr.as<int64_t>().data();  // homogeneous
   const int64_t* run_offsets = hetero ? t.type_run_offsets().data() : nullptr;
   const TypeRun* runs = hetero ? t.type_runs().data() : nullptr;
@@ -448,7 +453,7 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
       if (i + 2 * kBlock < n) {
         const int64_t ahead = input.nodes[i + 2 * kBlock] - node_begin;
         __builtin_prefetch(bounds + ahead);
-        __builtin_prefetch(orig + ahead);
+        if (hetero && !last) __builtin_prefetch(orig + ahead);
       }
       if (i + kBlock < n) {
         const int64_t ahead = input.nodes[i + kBlock] - node_begin;
@@ -457,6 +462,7 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
         } else {
           const int64_t degree = indptr[ahead + 1] - indptr[ahead];
           if (degree > 0) __builtin_prefetch(time0 + indptr[ahead] + estimate(0, degree, input.times[i + kBlock]));  // the first probe
+          if (draws_need_key(degree)) __builtin_prefetch(orig + ahead);
         }
       }
       const int64_t local = input.nodes[i] - node_begin;
@@ -521,11 +527,10 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
     size_t k = 0;
     for (size_t i = block; i < block_end; ++i) {
       const int64_t local = input.nodes[i] - node_begin;
-      uint64_t node_key = 0;
-      if (k < node_items[i - block]) {
-        node_key = mix64(key, static_cast<uint64_t>(orig[local]));
-        if (!input.trees.empty()) node_key = mix64(node_key, static_cast<uint64_t>(input.trees[i]));
-      }
+      const auto node_key = [&] {  // read only by draws: `last`, and columns taken whole, need none
+        const uint64_t node = mix64(key, static_cast<uint64_t>(orig[local]));
+        return input.trees.empty() ? node : mix64(node, static_cast<uint64_t>(input.trees[i]));
+      };
       for (; k < node_items[i - block]; ++k) {
         Item& item = items[k];
         const Column& col = columns[hetero ? item.type : 0];
@@ -546,7 +551,7 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
           } else if (last) {
             pick_range(count - fanout, count);
           } else {
-            Rng rng(hetero ? mix64(node_key, static_cast<uint64_t>(item.type)) : node_key);
+            Rng rng(hetero ? mix64(node_key(), static_cast<uint64_t>(item.type)) : node_key());
             if (replace) {
               for (int64_t d = 0; d < fanout; ++d) pick(static_cast<int64_t>(rng.below(static_cast<uint64_t>(count))));
               item.in_canonical_order = false;  // draw order, as select emits draws with replacement
