@@ -5,6 +5,8 @@
 #include <numeric>
 #include <tuple>
 
+#include <spdlog/spdlog.h>
+
 #include "actors/actor_types.h"
 #include "base/error.h"
 #include "base/random.h"
@@ -35,6 +37,38 @@ std::vector<int64_t> draw_negatives(const LinkPlanner& r, const std::vector<int6
     }
   }
   return out;
+}
+
+// Evaluation's negatives are non-edges, as PyG's negative_sampling draws them and as
+// filtered ranking counts them: each of `drawn` (positive (src, relation, ?)'s negatives)
+// that makes an edge of `relation` with src, in either direction (a link, as
+// partitioner/splits.h holds links out: an undirected graph's held-out link is kept as one
+// of its two edges), in any split, training, validation or test, is drawn again uniformly
+// among `candidates` (every node when empty), from a stream keyed by the positive's
+// position `i` in the split, so partition-invariant as the first draws, up to kRedraws
+// times. A negative that is a true edge is not one: on MovieLens, 4.7% of a test
+// user's uniformly drawn movies were movies the user had rated, which a good model ranks
+// near its positives (BENCHMARKS.md, "Heterogeneous link prediction"). Returns how many
+// stayed true edges (a source with an edge to nearly every candidate).
+int64_t redraw_true_edges(const LinkPlanner& r, const std::vector<int64_t>& candidates, uint64_t epoch, int64_t i,
+                          int64_t src, int32_t relation, std::vector<int64_t>& drawn) {
+  constexpr int kRedraws = 100;
+  const Span<const int64_t> tails = r.triples->true_tails(src, relation), heads = r.triples->true_heads(relation, src);
+  const auto is_true = [&](int64_t v) {
+    return std::binary_search(tails.begin(), tails.end(), v) || std::binary_search(heads.begin(), heads.end(), v);
+  };
+  Rng rng(mix64(mix64(r.job.seed, 0x6c66696c74ull /* "lfilt" */), epoch, static_cast<uint64_t>(i)));
+  const auto draw = [&] {
+    return candidates.empty() ? r.triples->global_of_original(
+                                    static_cast<int64_t>(rng.below(static_cast<uint64_t>(r.triples->num_entities()))))
+                              : candidates[rng.below(candidates.size())];
+  };
+  int64_t kept_true = 0;
+  for (int64_t& v : drawn) {
+    for (int attempt = 0; attempt < kRedraws && is_true(v); ++attempt) v = draw();
+    kept_true += is_true(v);
+  }
+  return kept_true;
 }
 
 // Of relation `target` only, when >= 0.
@@ -222,7 +256,8 @@ EpochPlan plan_training(LinkPlanner& r, uint64_t epoch, int64_t steps) {
 
 // The split's held-out edges this trainer scores, in batches of eval_batch_size edges of
 // the canonical order (keyed by their position there), each edge against eval.negatives
-// destinations drawn keyed by its position. Held-out edges are not in the graph: nothing
+// destinations drawn keyed by its position, none a true edge of its source
+// (redraw_true_edges). Held-out edges are not in the graph: nothing
 // is left out, and temporal sampling bounds them by no time (a time split, data.holdout.by:
 // time, puts every training edge before them). With history kept they are in the graph,
 // and each is bounded strictly before its own time (seed_time_bound): its own edges, and
@@ -243,6 +278,7 @@ EpochPlan plan_evaluation(LinkPlanner& r, const std::string& split) {
   plan.offsets = {0};
   const int64_t batches = (n + b - 1) / b;
   r.steps.assign(static_cast<size_t>(batches), LinkStep());
+  int64_t true_edges = 0, drawn_negatives = 0;
   for (int64_t batch = 0; batch < batches; ++batch) {
     LinkStep& step = r.steps[static_cast<size_t>(batch)];
     for (int64_t i = batch * b; i < std::min(n, (batch + 1) * b); ++i) {
@@ -258,10 +294,17 @@ EpochPlan plan_evaluation(LinkPlanner& r, const std::string& split) {
         step.value.push_back(edges.value[i]);
         continue;
       }
-      const std::vector<int64_t> drawn = draw_negatives(r, r.candidates, negatives, plan.epoch, split_code, i);
+      std::vector<int64_t> drawn = draw_negatives(r, r.candidates, negatives, plan.epoch, split_code, i);
+      true_edges += redraw_true_edges(r, r.candidates, plan.epoch, i, edges.head[i], edges.relation[i], drawn);
+      drawn_negatives += static_cast<int64_t>(drawn.size());
       step.negatives.insert(step.negatives.end(), drawn.begin(), drawn.end());
     }
     add_batch(plan, step, r.job.temporal());
+  }
+  if (true_edges > 0) {
+    spdlog::warn("trainer {}: {} of the {} {} negatives are true edges of their source, whose edges reach nearly every "
+                 "candidate",
+                 r.index, true_edges, drawn_negatives, split);
   }
   return plan;
 }

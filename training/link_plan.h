@@ -89,6 +89,11 @@ int64_t seed_time_bound(const LinkPlanner& p, int64_t time);
 EpochPlan plan_training(LinkPlanner& p, uint64_t epoch, int64_t steps);
 
 // The split's ("valid", "test") held-out edges this trainer scores, p.steps its batches.
+// Each edge's eval.negatives destinations are drawn among p.candidates (every node when
+// empty) and are non-edges: none is linked to its source by an edge of the positive's
+// relation, either way, in any split (filtered, as PyG's negative_sampling draws evaluation
+// negatives), unless the source is linked to nearly every candidate (100 redraws failed;
+// logged).
 EpochPlan plan_evaluation(LinkPlanner& p, const std::string& split);
 
 }  // namespace partita
