@@ -18,6 +18,13 @@ namespace partita {
 
 namespace {
 
+// One destination drawn uniformly among `candidates`, or among every node when empty (as
+// KgTriples::draw_negatives draws one).
+int64_t draw_destination(const LinkPlanner& r, const std::vector<int64_t>& candidates, Rng& rng) {
+  if (!candidates.empty()) return candidates[rng.below(candidates.size())];
+  return r.triples->global_of_original(static_cast<int64_t>(rng.below(static_cast<uint64_t>(r.triples->num_entities()))));
+}
+
 // A chunk's negatives: KgTriples' draw over every node, or, for a target edge type, k draws
 // among `candidates` (its destination type's nodes, or those of them a training edge ends
 // in; keyed by (seed, epoch, step, chunk) as original-id positions, so partition-invariant
@@ -33,7 +40,7 @@ std::vector<int64_t> draw_negatives(const LinkPlanner& r, const std::vector<int6
     if (j < num_degree && !r.target_edges.empty()) {
       out[j] = r.triples->train().tail[r.target_edges[rng.below(r.target_edges.size())]];
     } else {
-      out[j] = candidates[rng.below(candidates.size())];
+      out[j] = draw_destination(r, candidates, rng);
     }
   }
   return out;
@@ -58,14 +65,9 @@ int64_t redraw_true_edges(const LinkPlanner& r, const std::vector<int64_t>& cand
     return std::binary_search(tails.begin(), tails.end(), v) || std::binary_search(heads.begin(), heads.end(), v);
   };
   Rng rng(mix64(mix64(r.job.seed, 0x6c66696c74ull /* "lfilt" */), epoch, static_cast<uint64_t>(i)));
-  const auto draw = [&] {
-    return candidates.empty() ? r.triples->global_of_original(
-                                    static_cast<int64_t>(rng.below(static_cast<uint64_t>(r.triples->num_entities()))))
-                              : candidates[rng.below(candidates.size())];
-  };
   int64_t kept_true = 0;
   for (int64_t& v : drawn) {
-    for (int attempt = 0; attempt < kRedraws && is_true(v); ++attempt) v = draw();
+    for (int attempt = 0; attempt < kRedraws && is_true(v); ++attempt) v = draw_destination(r, candidates, rng);
     kept_true += is_true(v);
   }
   return kept_true;
