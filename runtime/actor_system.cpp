@@ -48,7 +48,7 @@ ActorSystem::ActorSystem(const ActorSystemOptions& options)
   configure(*config_, options);
   system_ = std::make_unique<caf::actor_system>(*config_);
   if (options.networking) {
-    if (auto credentials = tls::process_credentials()) gateway_ = tls::start_gateway(*system_, std::move(credentials));
+    gateway_ = tls::start_gateway(*system_, tls::process_credentials());
   }
 }
 

@@ -50,7 +50,7 @@ class ActorSystem {
  private:
   std::unique_ptr<caf::actor_system_config> config_;
   std::unique_ptr<caf::actor_system> system_;
-  caf::actor gateway_;  // with networking and credentials
+  caf::actor gateway_;  // its middleman actor (tls::start_gateway), with networking
 };
 
 }  // namespace partita::runtime

@@ -139,6 +139,20 @@ struct Link {
     out.resize(kBuffer);
   }
 
+  // Outgoing links, before CAF has the connection: reads from the peer (checked as the bridge
+  // checks every byte) until `bytes` are in `in`, waiting until `deadline`.
+  void read_at_least(size_t bytes, Deadline deadline) {
+    while (in_end < bytes) {
+      const size_t n = tls->read_some(in.data() + in_end, kBuffer - in_end);
+      if (const uint32_t length = from_peer.oversized(in.data() + in_end, n); length > 0) {
+        throw MessageTooLarge("its first message claims " + std::to_string(length) + " bytes, over the limit of " +
+                              std::to_string(kMaxBaspPayload));
+      }
+      in_end += n;
+      if (n == 0) wait_ready(net.get(), tls->wants(), deadline, nullptr, "the peer's first message");
+    }
+  }
+
   // Moves what can move now, without blocking. False once an end closed and what it sent
   // was delivered, or an end broke.
   bool pump() {
@@ -510,8 +524,8 @@ class GatewayActor : public caf::io::middleman_actor_impl {
   }
 
  protected:
-  // Blocks this actor for the handshake (at most kHandshakeDeadline), as CAF's own connect
-  // blocks for the TCP connection.
+  // Blocks this actor for the handshake and the peer's first BASP header (at most
+  // kHandshakeDeadline together), as CAF's own connect blocks for the TCP connection.
   caf::expected<caf::io::scribe_ptr> connect(const std::string& host, uint16_t port) override {
     const std::string where = host + ":" + std::to_string(port);
     try {
@@ -521,6 +535,8 @@ class GatewayActor : public caf::io::middleman_actor_impl {
       link->address = where;
       link->tls = std::make_unique<Session>(credentials_, link->net.get(), Session::Role::client);
       complete_handshake(*link->tls, link->net.get(), deadline);
+      link->allocate();
+      link->read_at_least(caf::io::basp::header_size, deadline);  // caf_gateway.h: "handed to CAF"
       int pair[2];
       if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
         throw Error("cannot create a socket pair: " + errno_text());
@@ -528,7 +544,7 @@ class GatewayActor : public caf::io::middleman_actor_impl {
       ScopedFd caf_end(pair[0]);
       link->local = ScopedFd(pair[1]);
       set_nonblocking(link->local.get());
-      link->allocate();
+      if (!link->pump()) throw Error("the peer closed the connection");  // its first bytes into CAF's end
       if (!loop_->add_link(std::move(link))) throw Error(std::to_string(kMaxBridges) + " connections already open");
       return system().middleman().backend().new_scribe(caf_end.release());
     } catch (const Error& e) {
@@ -551,12 +567,46 @@ class GatewayActor : public caf::io::middleman_actor_impl {
   std::shared_ptr<Loop> loop_;
 };
 
+// Insecure mode: CAF's own plaintext connections and ports, except that a connection is
+// handed to CAF once the peer's first bytes are there, as the gateway's are.
+class PlainMiddleman : public caf::io::middleman_actor_impl {
+ public:
+  // A CAF peer writes its handshake as soon as it accepts a connection; a secure daemon's
+  // gateway waits for a TLS ClientHello and never answers plaintext. Under the callers'
+  // request timeouts (10 s), so that the refusal is named.
+  static constexpr std::chrono::seconds kFirstBytesDeadline{5};
+
+  PlainMiddleman(caf::actor_config& cfg, caf::actor broker) : middleman_actor_impl(cfg, std::move(broker)) {}
+
+  const char* name() const override { return "partita_plain_middleman"; }
+
+ protected:
+  caf::expected<caf::io::scribe_ptr> connect(const std::string& host, uint16_t port) override {
+    const std::string where = host + ":" + std::to_string(port);
+    try {
+      ScopedFd fd = connect_tcp(host, port, Clock::now() + kHandshakeDeadline, nullptr);
+      try {  // caf_gateway.h: "handed to CAF"
+        wait_ready(fd.get(), POLLIN, Clock::now() + kFirstBytesDeadline, nullptr, "the peer's first message");
+      } catch (const TimedOut&) {
+        throw Error("it sent nothing within " + std::to_string(kFirstBytesDeadline.count()) +
+                    " s, as a Partita process with TLS does to one without (this one runs --insecure)");
+      }
+      return system().middleman().backend().new_scribe(fd.release());
+    } catch (const Error& e) {
+      return make_runtime_error(RuntimeErrc::refused, "cannot connect to " + where + ": " + e.what());
+    }
+  }
+};
+
 }  // namespace
 
 caf::actor start_gateway(caf::actor_system& system, std::shared_ptr<const Credentials> credentials) {
   caf::actor broker = system.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
-  auto gateway = system.spawn<GatewayActor, caf::detached + caf::hidden>(std::move(broker), std::move(credentials));
-  caf::actor handle = caf::actor_cast<caf::actor>(gateway);
+  caf::actor handle =
+      credentials ? caf::actor_cast<caf::actor>(system.spawn<GatewayActor, caf::detached + caf::hidden>(
+                        std::move(broker), std::move(credentials)))
+                  : caf::actor_cast<caf::actor>(
+                        system.spawn<PlainMiddleman, caf::detached + caf::hidden>(std::move(broker)));
   system.registry().put(kRegistryName, caf::actor_cast<caf::strong_actor_ptr>(handle));
   return handle;
 }

@@ -18,6 +18,12 @@
 //     user's bytes reach BASP, and the BASP handshake itself comes from an authenticated peer.
 //   connecting: the TLS session to the peer is made first (same deadline); CAF gets one end
 //     of a socket pair as its connection, the gateway bridges the other to the session.
+//     A connection is handed to CAF only once the peer's first BASP header is in CAF's
+//     end (same deadline): CAF 0.17 drops an outgoing connection at its next heartbeat tick
+//     if the peer's handshake has not been read by then (its basp_broker leaves the
+//     connection's "last seen" time at zero), so a peer whose network thread was busy for
+//     longer than the rest of a heartbeat interval could not be connected to. Seen in CI: a
+//     restarted job's sampler failed with "connection_timeout" (tls_test.cpp, ...Heartbeat).
 //
 //   bridged: every BASP message a peer sends is followed header by header, and a header
 //     claiming a payload over 512 MiB closes the connection (logged as a warning with the
@@ -41,8 +47,9 @@
 //     connection, not over all of them: the members of the cluster are trusted with it.
 //
 // Use middleman_actor(system) wherever CAF's middleman().actor_handle() would be used
-// (connect_atom requests) and publish() instead of middleman().publish(): both fall back to
-// CAF's own in insecure mode (no credentials).
+// (connect_atom requests) and publish() instead of middleman().publish(). In insecure mode
+// (no credentials) they are CAF's own plaintext connections and ports, with the same wait
+// for a peer's first bytes before CAF gets the connection.
 #pragma once
 
 #include <caf/actor_cast.hpp>
@@ -68,14 +75,15 @@ inline constexpr size_t kMaxBridges = 256;
 // What one pending handshake holds at most (above: OpenSSL's limits, not ours to set).
 inline constexpr size_t kMaxHandshakeBytes = 256 * 1024;
 
-// Spawns the gateway's middleman actor for `system` (with networking) and registers it.
-// Called by ActorSystem (runtime/actor_system.h) when the process has credentials.
+// Spawns the middleman actor for `system` (with networking) and registers it: the
+// gateway's, or the plaintext one without credentials. Called by ActorSystem
+// (runtime/actor_system.h).
 caf::actor start_gateway(caf::actor_system& system, std::shared_ptr<const Credentials> credentials);
 
 // Stops it (before the actor system goes: it waits for the gateway's thread).
 void stop_gateway(caf::actor_system& system, caf::actor gateway);
 
-// The middleman actor of connect_atom requests: the gateway's, or CAF's own without one.
+// The middleman actor of connect_atom requests: start_gateway's, or CAF's own without one.
 caf::io::middleman_actor middleman_actor(caf::actor_system& system);
 
 // Publishes `actor` on `endpoint` (port 0: any free port) through middleman_actor(system);

@@ -2,6 +2,8 @@
 // are loaded from, and a daemon under the probes of the issue: a 32-byte packet, clients
 // without a certificate of the cluster, a flood of idle connections beside a real client.
 #include <arpa/inet.h>
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
 #include <fcntl.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -17,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <thread>
 #include <vector>
@@ -264,7 +267,13 @@ TEST(TlsTest, ClientsWithoutACertificateOfTheClusterCannotPingOrSpawn) {
     CredentialsGuard guard;
     tls::set_process_credentials(nullptr);  // plaintext CAF, as the issue's 40-line client
     ActorSystem plaintext;
-    EXPECT_THROW(DaemonConnection::connect(plaintext, daemon.address, seconds(10)), Error);
+    try {
+      DaemonConnection::connect(plaintext, daemon.address, seconds(10));
+      ADD_FAILURE() << "a plaintext client connected to a daemon with TLS";
+    } catch (const Error& e) {
+      EXPECT_CONTAINS(e.what(), "it sent nothing within 5 s, as a Partita process with TLS does to one without "
+                                "(this one runs --insecure)");
+    }
   }
   ActorSystem member;
   DaemonConnection conn = DaemonConnection::connect(member, daemon.address, seconds(10));
@@ -443,6 +452,51 @@ TEST(TlsTest, ManyConnectionsEachHoldingAHandshakeStayWithinTheStatedBound) {
   EXPECT_LT(grown, bound) << "bytes of peak resident set grown with " << kConnections << " connections";
   EXPECT_TRUE(daemon.process->running());
   EXPECT_CONTAINS(daemon.process->errors_so_far(), "handshakes pending: cut the oldest");
+}
+
+// CAF 0.17 drops an outgoing connection at its first heartbeat tick (every second here) if
+// the peer's BASP handshake has not arrived by then: it leaves that connection's "last seen"
+// time at zero. So a peer whose network thread was busy for longer than that could not be
+// connected to (a restarted job's sampler failed with "connection_timeout" in CI). The
+// middleman actor hands CAF a connection only once the peer's first bytes are there; here the
+// server's network thread is busy for 2.5 s, and the connection waits for it and is made.
+void ConnectsToAPeerWhoseHandshakeComesAfterAHeartbeat() {
+  ActorSystem server;
+  caf::actor echo = server.get().spawn([]() -> caf::behavior { return {[](int x) { return x + 1; }}; });
+  struct StopAtReturn {  // before the server's system waits for its actors
+    caf::actor actor;
+    ~StopAtReturn() { caf::anon_send_exit(actor, caf::exit_reason::user_shutdown); }
+  } stop{echo};
+  const caf::expected<uint16_t> port = tls::publish(server.get(), echo, Endpoint{"127.0.0.1", 0}, false);
+  ASSERT_TRUE(port) << server.get().render(port.error());
+  constexpr auto kBusy = std::chrono::milliseconds(2500);
+  std::promise<void> busy;
+  server.get().middleman().backend().dispatch([&busy, kBusy] {
+    busy.set_value();
+    std::this_thread::sleep_for(kBusy);
+  });
+  busy.get_future().wait();
+  ActorSystem client;  // heartbeats every second (ActorSystemOptions' default)
+  const auto started = std::chrono::steady_clock::now();
+  PublishedActor published;
+  ASSERT_NO_THROW(published = connect_published(client, Endpoint{"127.0.0.1", *port}, seconds(10), "cannot connect to"));
+  EXPECT_GE(std::chrono::steady_clock::now() - started, kBusy - std::chrono::milliseconds(100))
+      << "the server's handshake was not delayed: this test tests nothing";
+  caf::scoped_actor self{client.get()};
+  int answer = 0;
+  self->request(caf::actor_cast<caf::actor>(published.actor), seconds(10), 41)
+      .receive([&](int x) { answer = x; }, [&](caf::error& e) { ADD_FAILURE() << client.get().render(e); });
+  EXPECT_EQ(answer, 42);
+}
+
+TEST(TlsTest, AMemberWhoseHandshakeComesAfterAHeartbeatIsConnected) {
+  ConnectsToAPeerWhoseHandshakeComesAfterAHeartbeat();
+}
+
+TEST(TlsTest, InsecureModeConnectsToAPeerWhoseHandshakeComesAfterAHeartbeat) {
+  CredentialsGuard guard;
+  tls::set_process_credentials(nullptr);
+  ConnectsToAPeerWhoseHandshakeComesAfterAHeartbeat();
 }
 
 }  // namespace
