@@ -17,7 +17,13 @@ namespace partita::testing {
 namespace fs = std::filesystem;
 
 TempDir::TempDir() {
-  std::string pattern = (fs::temp_directory_path() / "partita-test-XXXXXX").string();
+  // Named after the test, so that a folder left behind (a test killed at its timeout) says whose it is.
+  std::string owner = "partita-test-";
+  if (const auto* test = ::testing::UnitTest::GetInstance()->current_test_info()) {
+    owner += std::string(test->test_suite_name()) + "." + test->name() + "-";
+  }
+  for (char& c : owner) c = c == '/' ? '_' : c;  // parameterised names hold '/'
+  std::string pattern = (fs::temp_directory_path() / (owner + "XXXXXX")).string();
   if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   path_ = pattern;
 }

@@ -7,7 +7,9 @@
 #include <caf/io/network/doorman_impl.hpp>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include <atomic>
 #include <deque>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <list>
@@ -450,8 +453,52 @@ class Loop {
   std::thread thread_;  // last: started once the rest exists
 };
 
+// CAF's side of a gate: a Unix socket in this user's folder (gate_folder()), named after
+// the process (PID-N.sock). A process killed with SIGKILL cannot remove its socket, so each
+// new gate first removes the sockets of processes that are gone: the folder holds about one
+// socket per live gate, however many daemons were killed (a folder per gate, as before,
+// left ~120 folders in /tmp per run of the test suite, which kills its daemons).
+std::string gate_folder() {
+  const std::string dir = "/tmp/partita-caf-" + std::to_string(::getuid());
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw Error("cannot create " + dir + ": " + errno_text());
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) throw Error("cannot inspect " + dir + ": " + errno_text());
+  if (!S_ISDIR(st.st_mode)) throw Error(dir + " is not a folder (a link or a file is there): remove it");
+  if (st.st_uid != ::getuid()) {
+    throw Error(dir + " belongs to another user (uid " + std::to_string(st.st_uid) + "): remove it");
+  }
+  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) {
+    throw Error("cannot make " + dir + " private (chmod 700): " + errno_text());
+  }
+  return dir;
+}
+
+// Connects to the Unix socket at `path`; false when nothing listens there (ECONNREFUSED).
+bool someone_listens(const std::string& path) {
+  ScopedFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un to{};
+  to.sun_family = AF_UNIX;
+  std::strncpy(to.sun_path, path.c_str(), sizeof(to.sun_path) - 1);
+  return probe.get() < 0 || ::connect(probe.get(), reinterpret_cast<sockaddr*>(&to), sizeof(to)) == 0 ||
+         errno != ECONNREFUSED;
+}
+
+// Removes the sockets in `dir` of processes that are gone: no process has their PID here
+// and nothing listens on them (a process of another PID namespace sharing /tmp still does).
+void remove_sockets_of_gone_processes(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str(), &end, 10);
+    if (pid <= 0 || end == name.c_str() || *end != '-') continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    if (!someone_listens(entry.path().string())) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
 // The listening side: a TCP port on the network, accepted by the loop; CAF's doorman on a
-// Unix socket behind it, in a fresh folder only this user may enter.
+// Unix socket behind it, in the folder only this user may enter.
 class Gate {
  public:
   Gate(std::shared_ptr<Loop> loop, const std::string& host, uint16_t port, bool reuse) : loop_(std::move(loop)) {
@@ -463,8 +510,7 @@ class Gate {
   }
   ~Gate() {
     loop_->remove_listener(tcp_);
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    ::unlink(path_.c_str());
   }
   Gate(const Gate&) = delete;
   Gate& operator=(const Gate&) = delete;
@@ -475,10 +521,11 @@ class Gate {
 
  private:
   void listen_local() {
-    char pattern[] = "/tmp/partita-caf-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) throw Error("cannot create a private socket folder: " + errno_text());
-    dir_ = pattern;
-    path_ = dir_ + "/basp.sock";
+    static std::atomic<uint64_t> gates{0};
+    const std::string dir = gate_folder();
+    remove_sockets_of_gone_processes(dir);
+    path_ = dir + "/" + std::to_string(::getpid()) + "-" + std::to_string(++gates) + ".sock";
+    ::unlink(path_.c_str());  // an earlier process's of the same PID
     local_ = ScopedFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
@@ -493,7 +540,7 @@ class Gate {
   Endpoint endpoint_;
   int tcp_ = -1;  // the loop's
   ScopedFd local_;
-  std::string dir_, path_;
+  std::string path_;
 };
 
 // CAF's doorman on the Unix socket, reporting the gate's TCP address: BASP files the

@@ -14,7 +14,8 @@
 //     kMaxHandshakes are pending at once (a new one cuts the oldest, so a flood delays a
 //     member by one round of handshakes, not by the deadline), and a refusal is logged
 //     (warn) with the peer's address. Only then is it connected to CAF's doorman, which
-//     listens on a Unix socket in a folder only this user can enter (mode 0700): no other
+//     listens on a Unix socket in a folder only this user can enter (/tmp/partita-caf-UID,
+//     mode 0700; sockets of killed processes are removed by the next gate): no other
 //     user's bytes reach BASP, and the BASP handshake itself comes from an authenticated peer.
 //   connecting: the TLS session to the peer is made first (same deadline); CAF gets one end
 //     of a socket pair as its connection, the gateway bridges the other to the session.

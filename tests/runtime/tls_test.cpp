@@ -454,6 +454,35 @@ TEST(TlsTest, ManyConnectionsEachHoldingAHandshakeStayWithinTheStatedBound) {
   EXPECT_CONTAINS(daemon.process->errors_so_far(), "handshakes pending: cut the oldest");
 }
 
+// CAF's side of every gate is a Unix socket in this user's private folder. A daemon killed
+// with SIGKILL cannot remove its own; the next gate any process opens does, and puts the
+// folder's mode back to 0700 if it was widened.
+TEST(TlsTest, TheSocketOfAKilledDaemonIsRemovedByTheNextGate) {
+  const fs::path folder = "/tmp/partita-caf-" + std::to_string(::getuid());
+  testing::Daemon daemon = testing::start_daemon({"--name", "killed"});
+  ASSERT_FALSE(daemon.address.empty());
+  const std::string prefix = std::to_string(daemon.process->pid()) + "-";
+  auto sockets_of = [&](const std::string& owner) {
+    size_t n = 0;
+    for (const auto& entry : fs::directory_iterator(folder)) n += entry.path().filename().string().rfind(owner, 0) == 0;
+    return n;
+  };
+  ASSERT_EQ(sockets_of(prefix), 1u) << "the daemon's gate socket is not in " << folder;
+  daemon.process->kill();
+  for (int i = 0; i < 500 && daemon.process->running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_FALSE(daemon.process->running());
+  ASSERT_EQ(sockets_of(prefix), 1u) << "left by the killed daemon";
+  fs::permissions(folder, fs::perms::all);
+  ActorSystem next;
+  caf::actor actor = next.get().spawn([]() -> caf::behavior { return {[](int x) { return x; }}; });
+  const caf::expected<uint16_t> port = tls::publish(next.get(), actor, Endpoint{"127.0.0.1", 0}, false);
+  caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  ASSERT_TRUE(port) << next.get().render(port.error());
+  EXPECT_EQ(sockets_of(prefix), 0u) << "the killed daemon's socket is still there";
+  EXPECT_EQ(sockets_of(std::to_string(::getpid()) + "-"), 1u) << "this process's gate has no socket";
+  EXPECT_EQ(mode_of(folder), 0700u);
+}
+
 // CAF 0.17 drops an outgoing connection at its first heartbeat tick (every second here) if
 // the peer's BASP handshake has not arrived by then: it leaves that connection's "last seen"
 // time at zero. So a peer whose network thread was busy for longer than that could not be
