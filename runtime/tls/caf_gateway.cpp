@@ -38,6 +38,17 @@ namespace {
 using Clock = std::chrono::steady_clock;
 const caf::atom_value kRegistryName = caf::atom("tlsgateway");
 
+// The address of the Unix socket at `path`; throws Error naming a path too long for one.
+sockaddr_un unix_address(const std::string& path) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(address.sun_path)) {
+    throw Error("the socket path " + path + " is over " + std::to_string(sizeof(address.sun_path) - 1) + " bytes");
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  return address;
+}
+
 // Runs the handshake of `session` on `fd` until done or `deadline`.
 void complete_handshake(Session& session, int fd, Deadline deadline) {
   while (!session.handshake()) wait_ready(fd, session.wants(), deadline, nullptr, "the TLS handshake");
@@ -128,10 +139,8 @@ struct Link {
   // Connects CAF's side once the handshake is done.
   void start_bridge() {
     local = ScopedFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_un to{};
-    to.sun_family = AF_UNIX;
-    std::strncpy(to.sun_path, local_path.c_str(), sizeof(to.sun_path) - 1);
-    if (local.get() < 0 || ::connect(local.get(), reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+    const sockaddr_un to = unix_address(local_path);
+    if (local.get() < 0 || ::connect(local.get(), reinterpret_cast<const sockaddr*>(&to), sizeof(to)) != 0) {
       throw Error("cannot hand the connection to the actor system: " + errno_text());
     }
     set_nonblocking(local.get());
@@ -142,17 +151,23 @@ struct Link {
     out.resize(kBuffer);
   }
 
-  // Outgoing links, before CAF has the connection: reads from the peer (checked as the bridge
-  // checks every byte) until `bytes` are in `in`, waiting until `deadline`.
+  // Reads what the peer has sent into `in` (room permitting), each header checked before
+  // CAF could see it. Returns the bytes read (0: none now; tls->wants() tells what to wait for).
+  size_t read_from_peer() {
+    const size_t n = tls->read_some(in.data() + in_end, kBuffer - in_end);
+    if (const uint32_t length = from_peer.oversized(in.data() + in_end, n); length > 0) {
+      throw MessageTooLarge("a message of " + std::to_string(length) + " bytes, over the limit of " +
+                            std::to_string(kMaxBaspPayload) + " (closed before the actor system saw it)");
+    }
+    in_end += n;
+    return n;
+  }
+
+  // Outgoing links, before CAF has the connection: reads until `bytes` are in `in`, waiting
+  // until `deadline`.
   void read_at_least(size_t bytes, Deadline deadline) {
     while (in_end < bytes) {
-      const size_t n = tls->read_some(in.data() + in_end, kBuffer - in_end);
-      if (const uint32_t length = from_peer.oversized(in.data() + in_end, n); length > 0) {
-        throw MessageTooLarge("its first message claims " + std::to_string(length) + " bytes, over the limit of " +
-                              std::to_string(kMaxBaspPayload));
-      }
-      in_end += n;
-      if (n == 0) wait_ready(net.get(), tls->wants(), deadline, nullptr, "the peer's first message");
+      if (read_from_peer() == 0) wait_ready(net.get(), tls->wants(), deadline, nullptr, "the peer's first message");
     }
   }
 
@@ -163,12 +178,7 @@ struct Link {
       bool progress = false;
       if (in_end < kBuffer && !net_eof) {
         try {
-          const size_t n = tls->read_some(in.data() + in_end, kBuffer - in_end);
-          if (const uint32_t length = from_peer.oversized(in.data() + in_end, n); length > 0) {
-            throw MessageTooLarge("a message of " + std::to_string(length) + " bytes, over the limit of " +
-                                  std::to_string(kMaxBaspPayload) + " (closed before the actor system saw it)");
-          }
-          in_end += n;
+          const size_t n = read_from_peer();
           progress |= n > 0;
           if (n == 0) read_wants = tls->wants();
         } catch (const SessionClosed&) {
@@ -476,10 +486,8 @@ std::string gate_folder() {
 // Connects to the Unix socket at `path`; false when nothing listens there (ECONNREFUSED).
 bool someone_listens(const std::string& path) {
   ScopedFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un to{};
-  to.sun_family = AF_UNIX;
-  std::strncpy(to.sun_path, path.c_str(), sizeof(to.sun_path) - 1);
-  return probe.get() < 0 || ::connect(probe.get(), reinterpret_cast<sockaddr*>(&to), sizeof(to)) == 0 ||
+  const sockaddr_un to = unix_address(path);
+  return probe.get() < 0 || ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&to), sizeof(to)) == 0 ||
          errno != ECONNREFUSED;
 }
 
@@ -527,10 +535,8 @@ class Gate {
     path_ = dir + "/" + std::to_string(::getpid()) + "-" + std::to_string(++gates) + ".sock";
     ::unlink(path_.c_str());  // an earlier process's of the same PID
     local_ = ScopedFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    std::strncpy(address.sun_path, path_.c_str(), sizeof(address.sun_path) - 1);
-    if (local_.get() < 0 || ::bind(local_.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+    const sockaddr_un address = unix_address(path_);
+    if (local_.get() < 0 || ::bind(local_.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0 ||
         ::listen(local_.get(), 128) != 0) {
       throw Error("cannot listen on " + path_ + ": " + errno_text());
     }
