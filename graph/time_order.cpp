@@ -1,7 +1,5 @@
 #include "graph/time_order.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -9,27 +7,9 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/huge_pages.h"
 
 namespace partita {
-
-namespace {
-
-// Resizes the empty `v` to `n` elements whose memory is backed by 2 MB pages where the
-// kernel gives them (transparent huge pages in `madvise` mode, as on the project's
-// machines; elsewhere plain pages): the allocation is reserved untouched, its whole 2 MB
-// pages advised, then written. A search or pick reads a random line of a 160-320 MB array,
-// which on 4 KB pages is a TLB miss and a page walk besides the cache miss.
-template <typename T>
-void resize_on_huge_pages(std::vector<T>& v, size_t n) {
-  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
-  v.reserve(n);
-  const uintptr_t first = (reinterpret_cast<uintptr_t>(v.data()) + kHugePage - 1) / kHugePage * kHugePage;
-  const uintptr_t last = reinterpret_cast<uintptr_t>(v.data() + n) / kHugePage * kHugePage;
-  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);  // best effort
-  v.resize(n);
-}
-
-}  // namespace
 
 TimeOrder::TimeOrder(const Topology& topology, TemporalMode mode, Span<const int64_t> node_time,
                      Span<const int64_t> edge_time)

@@ -3,6 +3,7 @@
 
 #include "bench/aggregate_bench.h"
 #include "bench/allreduce_bench.h"
+#include "bench/checkpoint_bench.h"
 #include "bench/codec_bench.h"
 #include "bench/dashboard_bench.h"
 #include "bench/disk_bench.h"
@@ -182,6 +183,15 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   codec->add_option("--fanout", c->fanout, "neighbours per node in the hop reply")->check(cli::positive())->capture_default_str();
   codec->add_option("--runs", c->runs, "measured runs (the median is reported)")->check(cli::positive())->capture_default_str();
   codec->callback([c] { bench::run_codec_bench(*c); });
+
+  auto ck = std::make_shared<bench::CheckpointBenchOptions>();
+  CLI::App* checkpoint = bench->add_subcommand("checkpoint", "saving and loading a job's training state next to memcpy and torch's archive");
+  checkpoint->add_option("--nodes", ck->num_nodes, "width of the one-hot input (AIFB: 8285)")->check(cli::positive())->capture_default_str();
+  checkpoint->add_option("--hidden", ck->hidden, "hidden units")->check(cli::positive())->capture_default_str();
+  checkpoint->add_option("--relations", ck->relations, "relations")->check(cli::positive())->capture_default_str();
+  checkpoint->add_option("--bases", ck->bases, "bases of the decomposition")->check(cli::positive())->capture_default_str();
+  checkpoint->add_option("--rounds", ck->rounds, "interleaved rounds (the median is reported)")->check(cli::positive())->capture_default_str();
+  checkpoint->callback([ck] { bench::run_checkpoint_bench(*ck); });
 
   auto l = std::make_shared<bench::LoaderBenchOptions>();
   auto loader_fanouts = std::make_shared<std::string>("15,10,5");

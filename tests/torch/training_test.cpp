@@ -6,15 +6,21 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "base/checksum.h"
 #include "base/error.h"
 #include "models/batch_tensors.h"
+#include "models/checkpoint_format.h"
 #include "models/gnn_model.h"
 #include "models/keyed_dropout.h"
 #include "models/training.h"
 #include "sampled_batch.h"
+#include "test_paths.h"
 
 namespace partita {
 namespace {
@@ -190,6 +196,99 @@ TEST(TrainingStateTest, CorruptOrMismatchedStateIsAnError) {
   expect_load_error(saved, *gcn, *gcn_optimizer, "saved from a graphsage");
   auto sgd = make_optimizer("sgd", model->parameters(), 0.01);
   expect_load_error(saved, *model, *sgd, "saved with the adam optimizer");
+}
+
+// A model of the same structure whose tensors differ (a parameter registered beside the
+// layers, as link jobs register their decoder's): each difference is named, nothing loads.
+TEST(TrainingStateTest, ATensorOfAnotherShapeOrNameIsNamed) {
+  auto with_extra = [](int64_t size, const std::string& name) {
+    auto model = small_model(1);
+    model->register_parameter(name, at::zeros({size}));
+    return model;
+  };
+  auto saved_model = with_extra(3, "extra");
+  auto saved_optimizer = make_optimizer("adam", saved_model->parameters(), 0.01);
+  train(*saved_model, *saved_optimizer, 0, 1);
+  const std::vector<char> saved = save_training_state(*saved_model, *saved_optimizer);
+
+  auto wider = with_extra(4, "extra");
+  auto wider_optimizer = make_optimizer("adam", wider->parameters(), 0.01);
+  const uint64_t hash = parameter_hash(*wider);
+  expect_load_error(saved, *wider, *wider_optimizer, "parameter/extra is Float [3], the model's is Float [4]");
+  EXPECT_EQ(parameter_hash(*wider), hash);
+  auto renamed = with_extra(3, "other");
+  auto renamed_optimizer = make_optimizer("adam", renamed->parameters(), 0.01);
+  expect_load_error(saved, *renamed, *renamed_optimizer, "holds no parameter/other");
+  auto counted = small_model(1);
+  counted->register_buffer("counts", at::zeros({2}, at::kLong));
+  auto counted_optimizer = make_optimizer("adam", counted->parameters(), 0.01);
+  auto plain = small_model(1);
+  auto plain_optimizer = make_optimizer("adam", plain->parameters(), 0.01);
+  expect_load_error(save_training_state(*counted, *counted_optimizer), *plain, *plain_optimizer,
+                    "holds 1 record(s) this model and optimizer have no place for");
+}
+
+// Checkpoints written before format version 2 (torch's archive, tests/corpus/checkpoints:
+// small_model(1) after 3 steps) still resume: the weights load, and training goes on as
+// from a state saved now.
+TEST(TrainingStateTest, CheckpointsOfFormatVersionOneStillLoad) {
+  for (const std::string name : {"adam", "sgd"}) {
+    std::ifstream in(std::string(testing::kTestCorpus) + "/checkpoints/v1-graphsage-" + name + ".bin", std::ios::binary);
+    const std::vector<char> v1((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GT(v1.size(), sizeof(checkpoint_format::Envelope)) << name;
+    uint32_t version;
+    std::memcpy(&version, v1.data() + 8, sizeof version);
+    ASSERT_EQ(version, checkpoint_format::kTorchArchiveVersion);
+
+    auto model = small_model(1);
+    auto optimizer = make_optimizer(name, model->parameters(), 0.01, 1e-4, 0.9);
+    train(*model, *optimizer, 0, 3);
+    auto restored = small_model(99);
+    auto restored_optimizer = make_optimizer(name, restored->parameters(), 0.01, 1e-4, 0.9);
+    load_training_state(*restored, *restored_optimizer, v1);
+    for (size_t i = 0; i < model->parameters().size(); ++i) {
+      EXPECT_TRUE(at::allclose(restored->parameters()[i], model->parameters()[i], 1e-5, 1e-7)) << name << " " << i;
+    }
+    train(*model, *optimizer, 3, 2);
+    train(*restored, *restored_optimizer, 3, 2);
+    // The optimiser's state came too: without it the next steps would differ far more.
+    for (size_t i = 0; i < model->parameters().size(); ++i) {
+      EXPECT_TRUE(at::allclose(restored->parameters()[i], model->parameters()[i], 1e-4, 1e-6)) << name << " " << i;
+    }
+  }
+}
+
+// Bytes that pass the checksum but were not written by save_training_state (a writer's bug,
+// or a file made to pass it): every single-byte change of the payload either loads or
+// throws Error, and a refused one leaves the model as it was.
+TEST(TrainingStateTest, AnyChangedByteLoadsOrIsRefusedWithoutEffect) {
+  for (const std::string name : {"adam", "sgd"}) {
+    auto model = small_model(1);
+    auto optimizer = make_optimizer(name, model->parameters(), 0.01, 1e-4, 0.9);
+    train(*model, *optimizer, 0, 2);
+    const std::vector<char> saved = save_training_state(*model, *optimizer);
+    const size_t header = sizeof(checkpoint_format::Envelope);
+    // Headers and names are at the start of each record: mutate the first 2 KB densely.
+    std::mt19937_64 rng(7);
+    int refused = 0;
+    for (int trial = 0; trial < 3000; ++trial) {
+      std::vector<char> bytes = saved;
+      const size_t span = trial % 2 == 0 ? std::min<size_t>(2048, bytes.size() - header) : bytes.size() - header;
+      bytes[header + rng() % span] ^= static_cast<char>(1 + rng() % 255);
+      const uint64_t sum = checksum(bytes.data() + header, bytes.size() - header);
+      std::memcpy(bytes.data() + 24, &sum, sizeof sum);
+      auto target = small_model(5);
+      auto target_optimizer = make_optimizer(name, target->parameters(), 0.01, 1e-4, 0.9);
+      const uint64_t before = parameter_hash(*target);
+      try {
+        load_training_state(*target, *target_optimizer, bytes);
+      } catch (const Error&) {
+        ++refused;
+        EXPECT_EQ(parameter_hash(*target), before) << name << " trial " << trial;
+      }
+    }
+    EXPECT_GT(refused, 100) << name;  // headers were hit and refused
+  }
 }
 
 }  // namespace
