@@ -2,10 +2,11 @@
 // huge pages in `madvise` mode, as on the project's machines; elsewhere plain pages).
 //
 // Two costs of a large fresh buffer fall with the page size: first writes fault once per
-// page (a 49 MB checkpoint is 12,000 faults on 4 KB pages and 24 on 2 MB ones; under the
-// project's hypervisor a fault costs ~10 us, so 4 KB pages made saving one 20x a memcpy),
-// and random reads of a big array miss the TLB on every 4 KB page (the temporal sampler's
-// time order: a page walk on top of each cache miss).
+// page (a 49 MB checkpoint is 12,000 faults on 4 KB pages and 24 on 2 MB ones; on the
+// project's machines saving one took 0.27 s on 4 KB pages and 0.03 s on 2 MB pages, a
+// memcpy 0.008 s: BENCHMARKS.md, "Saving a job's training state"), and random reads of a
+// big array miss the TLB on every 4 KB page (the temporal sampler's time order: a page
+// walk on top of each cache miss).
 #pragma once
 
 #include <sys/mman.h>

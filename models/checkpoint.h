@@ -3,9 +3,10 @@
 //
 // The bytes (models/checkpoint_format.h) are the model's tensors and the optimiser's state
 // and settings, each under its name, in an envelope (magic, format version, length,
-// checksum) that turns any corruption into an Error. Saving costs about a copy of the
-// tensors and a checksum: AIFB's R-GCN (49 MB with Adam's state) saves in ~0.03 s, where
-// torch's archive (format version 1, still read) took 0.22 s, twice its epoch's training.
+// checksum) that turns any corruption into an Error. Saving costs a few copies of the
+// tensors: AIFB's R-GCN (49 MB with Adam's state) saves in 0.03 s, where torch's archive
+// (format version 1, still read) took 0.22-0.6 s, more than its epoch's training
+// (`partita bench checkpoint`).
 #pragma once
 
 #include <torch/optim/optimizer.h>
