@@ -31,6 +31,8 @@ foreach(_layer IN LISTS _partita_layers)
 endforeach()
 
 install(TARGETS partita RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# What `partita` runs for the commands that train (tools/light_commands.cpp finds it there).
+install(TARGETS partita-full RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/partita)
 install(TARGETS ${_partita_targets} EXPORT PartitaTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(CODE "
   set(PARTITA_SOURCE_DIR \"${PROJECT_SOURCE_DIR}\")

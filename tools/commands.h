@@ -24,6 +24,15 @@ struct GlobalOptions {
 // passes `in_process`: it uses a CA of its own memory, so it needs no set-up.
 void install_credentials(const GlobalOptions& global, bool in_process = false);
 
+// The commands of this binary, registered on `app`: all of them in partita-full
+// (tools/all_commands.cpp), those that need no libtorch in partita (tools/light_commands.cpp).
+void add_commands(CLI::App& app, const GlobalOptions& global);
+
+// Where the commands this binary lacks run, and its help: partita-full's path for partita
+// (beside it in a build tree, in ../libexec/partita/ once installed); empty for partita-full,
+// which has them all.
+std::string binary_for_other_commands();
+
 void add_generate_command(CLI::App& app, const GlobalOptions& global);
 void add_partition_command(CLI::App& app, const GlobalOptions& global);
 void add_inspect_command(CLI::App& app, const GlobalOptions& global);

@@ -2,8 +2,18 @@
 //
 // Exit codes: 0 success, 1 runtime error (bad file, corrupt data, I/O), 2 usage error.
 // Errors are one line on stderr that names the problem and where it is.
+//
+// Two binaries share this main. Loading libtorch costs a process ~1 s at start-up (some 300
+// shared libraries and its operator registry; a binary without it starts in ~0.02 s), which
+// the commands that never train (partition, generate, inspect, status, stop, cluster)
+// need not pay: `partita` has only those (tools/light_commands.cpp) and hands every other
+// command, and help, to `partita-full` (tools/all_commands.cpp: every command), replacing
+// itself with it (execv: same process id, same arguments).
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 
 #include "base/error.h"
@@ -24,6 +34,13 @@ std::string one_line(std::string text) {
   return text;
 }
 
+// Replaces this process with `binary`, same arguments; returns only to report a failure.
+[[noreturn]] void forward(const std::string& binary, char** argv) {
+  ::execv(binary.c_str(), argv);
+  throw partita::Error("cannot run " + binary + " (every command but partition, generate, inspect, status, stop "
+                       "and cluster runs there): " + std::strerror(errno));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -42,35 +59,28 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", global.insecure,
                "no TLS: plaintext on loopback addresses only (a warning on every start)");
   app.parse_complete_callback([&] { init_logging(global.log_level); });
-  cli::add_generate_command(app, global);
-  cli::add_partition_command(app, global);
-  cli::add_inspect_command(app, global);
-  cli::add_bench_command(app, global);
-  cli::add_daemon_command(app, global);
-  cli::add_run_command(app, global);
-  cli::add_submit_command(app, global);
-  cli::add_plot_command(app, global);
-  cli::add_status_command(app, global);
-  cli::add_stop_command(app, global);
-  cli::add_logs_command(app, global);
-  cli::add_job_driver_command(app, global);
-  cli::add_cluster_command(app, global);
+  cli::add_commands(app, global);
   cli::check_number_syntax(app);
 
   try {
-    // CLI11 reports a mistyped command as "a subcommand is required"; name it instead.
-    for (int i = 1; i < argc; ++i) {
+    // The command: the first argument that is neither an option nor an option's value.
+    bool found = false;
+    for (int i = 1; i < argc && !found; ++i) {
       std::string arg = argv[i];
       if (arg.rfind("-", 0) == 0) {
         if (arg.find('=') == std::string::npos && (arg == "--log-level" || arg == "--threads" || arg == "--tls-dir")) ++i;
         continue;
       }
-      auto commands = app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == arg; });
-      if (commands.empty()) {
+      found = true;
+      if (app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == arg; }).empty()) {
+        const std::string other = cli::binary_for_other_commands();
+        if (!other.empty()) forward(other, argv);
+        // CLI11 reports a mistyped command as "a subcommand is required"; name it instead.
         throw UsageError("unknown command '" + arg + "' (see partita --help)");
       }
-      break;
     }
+    // No command (help, version, or nothing): partita-full answers for every command.
+    if (!found && !cli::binary_for_other_commands().empty()) forward(cli::binary_for_other_commands(), argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

@@ -6,6 +6,8 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "base/subprocess.h"
+#include "test_paths.h"
 #include "test_util.h"
 
 namespace partita {
@@ -279,6 +281,43 @@ TEST_F(CorruptFolderTest, SwappedNodeMapFailsVerify) {
   EXPECT_NE(e.find("node_map.bin"), std::string::npos) << e;
 }
 
+
+// The commands that never train start without libtorch (it costs a process ~1 s at
+// start-up, tools/main.cpp); the others, their help and the list of all commands come from
+// partita-full, through the same `partita`.
+TEST(CliTest, CommandsThatNeverTrainStartWithoutLibtorch) {
+  // What the dynamic loader loads for the binary, listed without running it.
+  const ProcessResult loaded = run_process({"/usr/bin/env", "LD_TRACE_LOADED_OBJECTS=1", testing::kPartitaBinary}, 60);
+  EXPECT_EQ(loaded.exit_code, 0) << loaded.err;
+  EXPECT_NE(loaded.out.find("libcaf_core"), std::string::npos) << loaded.out;  // the listing is partita's
+  EXPECT_EQ(loaded.out.find("libtorch"), std::string::npos) << loaded.out;
+
+  auto run_help = run_partita({"run", "--help"});
+  EXPECT_EQ(run_help.exit_code, 0) << run_help.err;
+  EXPECT_NE(run_help.out.find("--resume"), std::string::npos) << run_help.out;
+  auto all = run_partita({"--help"});
+  EXPECT_EQ(all.exit_code, 0) << all.err;
+  for (const char* command : {"partition", "status", "daemon", "run", "submit", "bench"}) {
+    EXPECT_NE(all.out.find(command), std::string::npos) << command << ": " << all.out;
+  }
+  auto unknown = run_partita({"frobnicate"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_EQ(unknown.err, "partita: error: unknown command 'frobnicate' (see partita --help)\n");
+
+  // Without partita-full beside it or installed: the commands that need it say so.
+  TempDir tmp;
+  const std::string alone = tmp / "partita";
+  fs::copy_file(testing::kPartitaBinary, alone);
+  fs::permissions(alone, fs::perms::owner_all);
+  const ProcessResult r = run_process({alone, "run", "job.yaml"}, 60);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("partita: error: cannot run " + tmp.path() + "/../libexec/partita/partita-full (every command "
+                       "but partition, generate, inspect, status, stop and cluster runs there): No such file or directory"),
+            std::string::npos)
+      << r.err;
+  const ProcessResult light = run_process({alone, "inspect", tmp / "nothing"}, 60);
+  EXPECT_NE(light.err.find("not a folder"), std::string::npos) << light.err;  // its own commands run
+}
 
 // Every broken input of the corpus, through the command line a user types: exit 1, one
 // line, the file named, nothing written.
