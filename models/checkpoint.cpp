@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "base/checksum.h"
+#include "base/dtype.h"
 #include "base/error.h"
 #include "base/huge_pages.h"
 #include "models/checkpoint_format.h"
@@ -59,8 +60,6 @@ void set_options(torch::optim::OptimizerOptions& options, const std::string& kin
   }
 }
 
-size_t options_count(const std::string& kind) { return kind == "adam" ? 6 : 5; }
-
 // Every tensor of the state, in the order the payload lists them.
 std::vector<Named> state_tensors(const GnnModel& model, const torch::optim::Optimizer& optimizer,
                                  const std::string& kind) {
@@ -90,21 +89,29 @@ std::vector<Named> state_tensors(const GnnModel& model, const torch::optim::Opti
   return out;
 }
 
-format::Type type_of(const at::Tensor& t, const std::string& name) {
+// A tensor's element type as the project's arrays name it (base/dtype.h).
+DType dtype_of_tensor(const at::Tensor& t, const std::string& name) {
   switch (t.scalar_type()) {
-    case at::kFloat: return format::kFloat32;
-    case at::kDouble: return format::kFloat64;
-    case at::kLong: return format::kInt64;
+    case at::kByte: return DType::kUInt8;
+    case at::kInt: return DType::kInt32;
+    case at::kLong: return DType::kInt64;
+    case at::kFloat: return DType::kFloat32;
+    case at::kDouble: return DType::kFloat64;
     default: throw Error("checkpoint: " + name + " is of type " + std::string(c10::toString(t.scalar_type())) +
-                         ", which a checkpoint cannot hold (float32, float64, int64)");
+                         ", which a checkpoint cannot hold (uint8, int32, int64, float32, float64)");
   }
 }
 
-at::ScalarType scalar_type_of(format::Type type) {
-  return type == format::kFloat32 ? at::kFloat : type == format::kFloat64 ? at::kDouble : at::kLong;
+at::ScalarType scalar_type_of(DType dtype) {
+  switch (dtype) {
+    case DType::kUInt8: return at::kByte;
+    case DType::kInt32: return at::kInt;
+    case DType::kInt64: return at::kLong;
+    case DType::kFloat32: return at::kFloat;
+    case DType::kFloat64: return at::kDouble;
+  }
+  return at::kFloat;  // not reached: records hold valid codes only (PayloadReader)
 }
-
-size_t element_bytes(format::Type type) { return type == format::kFloat32 ? 4 : 8; }
 
 uint64_t padding_to_data(uint64_t offset) {
   return (format::kDataAlignment - offset % format::kDataAlignment) % format::kDataAlignment;
@@ -142,7 +149,7 @@ void write_payload(PayloadWriter& w, const std::string& structure, const std::st
   w.value(static_cast<uint32_t>(tensors.size()));
   for (const Named& n : tensors) {
     w.text(n.name);
-    w.value(static_cast<uint8_t>(type_of(n.tensor, n.name)));
+    w.value(static_cast<uint8_t>(dtype_of_tensor(n.tensor, n.name)));
     w.value(static_cast<uint8_t>(n.tensor.dim()));
     for (int64_t size : n.tensor.sizes()) w.value(size);
     const uint64_t data_bytes = static_cast<uint64_t>(n.tensor.numel()) * n.tensor.element_size();
@@ -154,7 +161,7 @@ void write_payload(PayloadWriter& w, const std::string& structure, const std::st
 
 // A record of a version-2 payload, its data still in the caller's bytes.
 struct Record {
-  format::Type type;
+  DType type;
   std::vector<int64_t> sizes;
   const char* data;
   uint64_t bytes;
@@ -179,10 +186,8 @@ class PayloadReader {
       std::string name = text("record " + std::to_string(r) + "'s name");
       Record record{};
       const auto type = value<uint8_t>(name + "'s type");
-      if (type != format::kFloat32 && type != format::kFloat64 && type != format::kInt64) {
-        throw Error("checkpoint: " + name + " has type code " + std::to_string(type) + ", not one of 1-3");
-      }
-      record.type = static_cast<format::Type>(type);
+      if (!dtype_is_valid(type)) throw Error("checkpoint: " + name + " has type code " + std::to_string(type) + ", not one of 1-5");
+      record.type = static_cast<DType>(type);
       const auto rank = value<uint8_t>(name + "'s rank");
       if (rank > format::kMaxRank) throw Error("checkpoint: " + name + " has rank " + std::to_string(rank) + ", over 8");
       uint64_t elements = 1;
@@ -196,9 +201,9 @@ class PayloadReader {
         elements *= static_cast<uint64_t>(size);
       }
       record.bytes = value<uint64_t>(name + "'s data length");
-      if (record.bytes != elements * element_bytes(record.type)) {
+      if (record.bytes != elements * dtype_size(record.type)) {
         throw Error("checkpoint: " + name + " holds " + std::to_string(record.bytes) + " bytes for " +
-                    std::to_string(elements) + " elements of " + std::to_string(element_bytes(record.type)));
+                    std::to_string(elements) + " elements of " + std::string(dtype_name(record.type)));
       }
       skip(padding_to_data(offset_), name + "'s padding");
       record.data = data_ + offset_;
@@ -259,19 +264,25 @@ const Record& matching(const Payload& p, const std::string& name, at::ScalarType
   return r;
 }
 
+// The model structure and optimiser a state was saved with, against those it loads into.
+void check_saved_by(const std::string& structure, const std::string& optimizer_kind, const GnnModel& model,
+                    const torch::optim::Optimizer& optimizer) {
+  if (structure != model.config().structure()) {
+    throw Error("checkpoint: saved from a " + structure + " model, loading into a " + model.config().structure() + " one");
+  }
+  if (optimizer_kind != optimizer_name(optimizer)) {
+    throw Error("checkpoint: saved with the " + optimizer_kind + " optimizer, loading into " + optimizer_name(optimizer));
+  }
+}
+
 at::Tensor owned(const Record& r) {
   return at::from_blob(const_cast<char*>(r.data), r.sizes, at::dtype(scalar_type_of(r.type))).clone();
 }
 
 void load_version_2(GnnModel& model, torch::optim::Optimizer& optimizer, const char* data, size_t size) {
   const Payload p = PayloadReader(data, size).read();
-  const std::string kind = optimizer_name(optimizer);
-  if (p.structure != model.config().structure()) {
-    throw Error("checkpoint: saved from a " + p.structure + " model, loading into a " + model.config().structure() + " one");
-  }
-  if (p.optimizer != kind) {
-    throw Error("checkpoint: saved with the " + p.optimizer + " optimizer, loading into " + kind);
-  }
+  check_saved_by(p.structure, p.optimizer, model, optimizer);
+  const std::string kind = p.optimizer;
   // Every record checked before anything changes; `used` counts them so none is left over.
   size_t used = 0;
   std::vector<std::pair<at::Tensor, const Record*>> copies;
@@ -285,7 +296,7 @@ void load_version_2(GnnModel& model, torch::optim::Optimizer& optimizer, const c
   const size_t groups = optimizer.param_groups().size();
   std::vector<const Record*> options(groups);
   for (size_t g = 0; g < groups; ++g) {
-    const int64_t count = static_cast<int64_t>(options_count(kind));
+    const auto count = static_cast<int64_t>(options_of(optimizer.param_groups()[g].options(), kind).size());
     options[g] = &matching(p, "options/" + std::to_string(g), at::kDouble, {count});
   }
   used += groups;
@@ -348,14 +359,7 @@ void load_torch_archive(GnnModel& model, torch::optim::Optimizer& optimizer, con
     c10::IValue structure, optimizer_kind;
     archive.read("structure", structure);
     archive.read("optimizer", optimizer_kind);
-    if (structure.toStringRef() != model.config().structure()) {
-      throw Error("checkpoint: saved from a " + structure.toStringRef() + " model, loading into a " +
-                  model.config().structure() + " one");
-    }
-    if (optimizer_kind.toStringRef() != optimizer_name(optimizer)) {
-      throw Error("checkpoint: saved with the " + optimizer_kind.toStringRef() + " optimizer, loading into " +
-                  optimizer_name(optimizer));
-    }
+    check_saved_by(structure.toStringRef(), optimizer_kind.toStringRef(), model, optimizer);
     torch::serialize::InputArchive model_archive, optimizer_archive;
     archive.read("model", model_archive);
     archive.read("optimizer_state", optimizer_archive);

@@ -7,7 +7,7 @@
 //                         text optimizer     make_optimizer's name ("adam", "sgd")
 //                         u32 count, then `count` records, each:
 //                           text name
-//                           u8 type (kFloat32, kFloat64, kInt64), u8 rank (<= kMaxRank)
+//                           u8 element type (base/dtype.h's DType code), u8 rank (<= kMaxRank)
 //                           rank x i64 sizes (each >= 0)
 //                           u64 data bytes (= the sizes' product x the type's size)
 //                           zeros to the next multiple of 8 bytes from the payload's start
@@ -48,7 +48,6 @@ struct Envelope {
 };
 static_assert(sizeof(Envelope) == 32, "the envelope is a fixed 32-byte header");
 
-enum Type : uint8_t { kFloat32 = 1, kFloat64 = 2, kInt64 = 3 };
 constexpr uint8_t kMaxRank = 8;
 constexpr uint32_t kMaxText = 4096;
 constexpr uint64_t kDataAlignment = 8;

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
       }
     }
     // No command (help, version, or nothing): partita-full answers for every command.
-    if (!found && !cli::binary_for_other_commands().empty()) forward(cli::binary_for_other_commands(), argv);
+    if (const std::string other = found ? "" : cli::binary_for_other_commands(); !other.empty()) forward(other, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
