@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "base/error.h"
 #include "base/random.h"
@@ -379,11 +380,11 @@ void sample_uniform_homogeneous(const Topology& t, uint64_t key, int fanout, con
 // one prefetched, so their cache misses overlap instead of each search paying its misses in a row;
 // then each column's ranks are drawn and their entries (neighbour and offset side by
 // side) prefetched; then read, and the picks ordered; then emitted.
-template <bool kHetero>
+template <bool kHetero, typename Time>
 void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t key, int hop, const HopInput& input,
                      HopOutput& out, std::vector<int64_t>& ranks) {
   struct Column {
-    const int64_t* time;
+    const Time* time;  // its times (int64) or codes (uint32): TimeOrder::narrow
     const TimeOrder::Entry* entry;
     const uint32_t* neighbor_high;  // null: every neighbour's id is below 2^32
     const int64_t* edge_ids;  // null: edge_begin + position
@@ -393,30 +394,38 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
   std::vector<Column> columns;
   for (int type = 0; type < t.num_edge_types(); ++type) {
     const CscColumns& csc = t.csc(type);
-    columns.push_back({order.times(type).data(), order.entries(type).data(),
+    const Time* time;
+    if constexpr (std::is_same_v<Time, uint32_t>) {
+      time = order.codes(type).data();
+    } else {
+      time = order.times(type).data();
+    }
+    columns.push_back({time, order.entries(type).data(),
                        order.neighbor_high(type).empty() ? nullptr : order.neighbor_high(type).data(),
                        csc.edge_ids.empty() ? nullptr : csc.edge_ids.as<int64_t>().data(), config.fanouts[type][hop]});
   }
   constexpr bool hetero = kHetero;  // homogeneous: one column per node, edge ids by position, no edge types
   const bool last = config.temporal_strategy == TemporalStrategy::kLast;
   const bool replace = config.replace && !last;  // "the most recent k" has no replacement variant
-  // Whether a homogeneous column of `degree` entries may be drawn from (its node's original
-  // id then keys the draws): not under `last`, nor when the fanout takes a column whole,
-  // which a column's qualifying prefix, at most its degree, then is.
+  // Whether a homogeneous column whose qualifying prefix holds `count` entries is drawn from
+  // (its node's original id then keys the draws): not under `last`, nor when the fanout
+  // takes the prefix whole.
   const int fanout0 = config.fanouts[0][hop];
-  const auto draws_need_key = [&](int64_t degree) { return !last && fanout0 >= 0 && (replace || degree > fanout0); };
+  const auto draws_need_key = [&](int64_t count) {
+    return !last && fanout0 >= 0 && count > 0 && (replace || count > fanout0);
+  };
   const int64_t* indptr = t.csc(0).indptr.as<int64_t>().data();  // homogeneous
   const int64_t* run_offsets = hetero ? t.type_run_offsets().data() : nullptr;
   const TypeRun* runs = hetero ? t.type_runs().data() : nullptr;
   const int64_t* bounds = hetero ? run_offsets : indptr;  // what locates a node's columns
   const int64_t* orig = t.orig_node_ids().data();
-  const int64_t* time0 = columns[0].time;
+  const Time* time0 = columns[0].time;
   const int64_t node_begin = t.node_begin(), edge_begin = t.edge_begin();
   const size_t n = input.nodes.size();
   constexpr size_t kBlock = 32;
   for (size_t i = 0; i < std::min(n, 2 * kBlock); ++i) {
     __builtin_prefetch(bounds + (input.nodes[i] - node_begin));
-    __builtin_prefetch(orig + (input.nodes[i] - node_begin));
+    if (hetero && !last) __builtin_prefetch(orig + (input.nodes[i] - node_begin));
   }
   // One column of one node of the block: its search, then its picks [previous picks_end, picks_end).
   struct Item {
@@ -424,7 +433,8 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
     int64_t lo;     // the count lies in [lo, lo + len] (positions); once len is 0, begin + the count
     int64_t len;
     int64_t step;   // the search's next probe: lo + step - 1 (> 0), lo + len + step (< 0), bisect (0)
-    int64_t bound;  // the node's time bound
+    int64_t bound;  // the node's time bound, as a code when the times are (TimeOrder::code_bound)
+    int64_t local;  // the node's local id
     int32_t type;
     bool first;               // the next probe is the first, at the estimate
     bool in_canonical_order;  // its picks are sorted by position (all but draws with replacement)
@@ -462,7 +472,6 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
         } else {
           const int64_t degree = indptr[ahead + 1] - indptr[ahead];
           if (degree > 0) __builtin_prefetch(time0 + indptr[ahead] + estimate(0, degree, input.times[i + kBlock]));  // the first probe
-          if (draws_need_key(degree)) __builtin_prefetch(orig + ahead);
         }
       }
       const int64_t local = input.nodes[i] - node_begin;
@@ -470,7 +479,8 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
         if (degree == 0 || columns[type].fanout == 0) return;
         searching.push_back(items.size());
         const int64_t bound = input.times[i];
-        items.push_back({begin, begin, degree, estimate(type, degree, bound) + 1, bound, type, true, true, 0});
+        const int64_t search_bound = std::is_same_v<Time, uint32_t> ? order.code_bound(type, bound) : bound;
+        items.push_back({begin, begin, degree, estimate(type, degree, bound) + 1, search_bound, local, type, true, true, 0});
       };
       if (hetero) {
         for (const TypeRun* run = runs + run_offsets[local]; run != runs + run_offsets[local + 1]; ++run) {
@@ -487,19 +497,19 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
     // most the bound, the rest above) or moves the bracket past the line. The first probe is
     // the estimate's line; then the search gallops away from it a line (8 times), two,
     // four... until the count is bracketed, then bisects the bracket.
-    constexpr int64_t kLine = 64 / sizeof(int64_t);
+    constexpr int64_t kLine = 64 / sizeof(Time);
     while (!searching.empty()) {
       size_t still = 0;
       for (size_t k : searching) {
         Item& item = items[k];
-        const int64_t* time = hetero ? columns[item.type].time : time0;
+        const Time* time = hetero ? columns[item.type].time : time0;
         const int64_t at = item.step == 0  ? item.lo + (item.len >> 1)
                            : item.step > 0 ? item.lo + item.step - 1
                                            : item.lo + item.len + item.step;
-        const int64_t line = at - static_cast<int64_t>(reinterpret_cast<uintptr_t>(time + at) % 64 / sizeof(int64_t));
+        const int64_t line = at - static_cast<int64_t>(reinterpret_cast<uintptr_t>(time + at) % 64 / sizeof(Time));
         const int64_t first = std::max(line, item.lo), end = std::min(line + kLine, item.lo + item.len);
         int64_t qualifying = 0;  // a prefix of [first, end): times ascend
-        for (int64_t j = first; j < end; ++j) qualifying += time[j] <= item.bound;
+        for (int64_t j = first; j < end; ++j) qualifying += static_cast<int64_t>(time[j]) <= item.bound;
         if (qualifying == end - first) {  // the count is end or more
           item.len -= end - item.lo;
           item.lo = end;
@@ -513,7 +523,11 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
         }
         item.first = false;
         if (item.step > item.len || -item.step > item.len) item.step = 0;  // past the bracket: bisect it
-        if (item.len > 0) {
+        if (item.len == 0) {
+          // Found: a homogeneous column drawn from needs its node's id, prefetched now that
+          // the count says so (a column's degree does not: about half its entries qualify).
+          if (!hetero && draws_need_key(item.lo - item.begin)) __builtin_prefetch(orig + item.local);
+        } else {
           const int64_t next = item.step == 0  ? item.lo + (item.len >> 1)
                                : item.step > 0 ? item.lo + item.step - 1
                                                : item.lo + item.len + item.step;
@@ -727,10 +741,17 @@ void sample_hop(const Topology& topology, const SamplerConfig& config, const Sam
   if (config.temporal != TemporalMode::kNone &&
       (config.edge_weight.empty() || config.temporal_strategy == TemporalStrategy::kLast)) {
     std::vector<int64_t> ranks;
+    const bool narrow = config.time_order->narrow();
     if (topology.is_hetero()) {
-      sample_temporal<true>(topology, config, k, hop, input, out, ranks);
+      if (narrow) {
+        sample_temporal<true, uint32_t>(topology, config, k, hop, input, out, ranks);
+      } else {
+        sample_temporal<true, int64_t>(topology, config, k, hop, input, out, ranks);
+      }
+    } else if (narrow) {
+      sample_temporal<false, uint32_t>(topology, config, k, hop, input, out, ranks);
     } else {
-      sample_temporal<false>(topology, config, k, hop, input, out, ranks);
+      sample_temporal<false, int64_t>(topology, config, k, hop, input, out, ranks);
     }
     return;
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -244,10 +245,10 @@ TEST(SamplerTest, TheTimeOrderRanksEveryColumnByTime) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t position = begin + order.entries(0)[r].offset;
       ASSERT_EQ(order.neighbor(0, r), t.csc(0).indices.as<int64_t>()[position]);
-      ASSERT_EQ(order.times(0)[r], edge_time[position]);
+      ASSERT_EQ(order.time_at(0, r), edge_time[position]);
       if (r > begin) {
-        ASSERT_LE(order.times(0)[r - 1], order.times(0)[r]);
-        if (order.times(0)[r - 1] == order.times(0)[r]) {
+        ASSERT_LE(order.time_at(0, r - 1), order.time_at(0, r));
+        if (order.time_at(0, r - 1) == order.time_at(0, r)) {
           ASSERT_LT(order.entries(0)[r - 1].offset, order.entries(0)[r].offset);
         }
       }
@@ -265,6 +266,46 @@ TEST(SamplerTest, TheTimeOrderRanksEveryColumnByTime) {
   EXPECT_THROW(unordered.validate(t), Error);  // sample_hop would have no order to read
   unordered.order_by_time(t);
   unordered.validate(t);
+}
+
+// A time order keeps times that span less than 2^32 as 32-bit codes (time - the earliest)
+// and wider ones whole: either way a column counts, and the kernel keeps, exactly the
+// entries at or before a bound, at the edges of the codes' range and past them. One hub
+// with in-edges at the extremes of a 2^32 - 1 span (narrow), then one more an instant later
+// (wide).
+TEST(SamplerTest, TimeCodesCountAsTimesAtTheEdgesOfTheirRange) {
+  constexpr int64_t kBase = -3000000000, kSpan = int64_t{1} << 32;
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> times{kBase + kSpan - 1, kBase, kBase + 1, kBase + kSpan / 2, kBase + kSpan - 2, kBase};
+  for (bool narrow : {true, false}) {
+    if (!narrow) times.push_back(kBase + kSpan);
+    Dataset d;
+    d.name = "hub";
+    d.num_nodes = 1 + static_cast<int64_t>(times.size());
+    for (size_t s = 0; s < times.size(); ++s) d.edges.push_back(1 + static_cast<int64_t>(s), 0);
+    Topology t = topology_from_dataset(d);
+    std::vector<int64_t> by_position(times.size());
+    for (int64_t g = 0; g < t.num_edges(); ++g) by_position[g] = times[t.original_edge_id(g)];
+    SamplerConfig c = homogeneous({-1});
+    c.disjoint = true;
+    c.temporal = TemporalMode::kEdgeTime;
+    c.edge_time = ArrayRef::from_vector(by_position);
+    c.order_by_time(t);
+    ASSERT_EQ(c.time_order->narrow(), narrow);
+    HopInput input;
+    std::vector<int64_t> nodes, bounds{kMin, kBase - 1, kBase, kBase + 1, kBase + kSpan / 2 - 1, kBase + kSpan / 2,
+                                       kBase + kSpan - 2, kBase + kSpan - 1, kBase + kSpan, kBase + kSpan + 1, kMax};
+    nodes.assign(bounds.size(), 0);
+    input.nodes = nodes;
+    input.times = bounds;
+    HopOutput out;
+    sample_hop(t, c, {1, 0, 0}, 0, input, out);
+    for (size_t i = 0; i < bounds.size(); ++i) {
+      const int64_t expected = std::count_if(times.begin(), times.end(), [&](int64_t x) { return x <= bounds[i]; });
+      EXPECT_EQ(c.time_order->count_until(0, 0, t.num_edges(), bounds[i]), expected) << "bound " << bounds[i];
+      EXPECT_EQ(out.offsets[i + 1] - out.offsets[i], expected) << "bound " << bounds[i] << (narrow ? ", narrow" : ", wide");
+    }
+  }
 }
 
 // A time order keeps a neighbour's id in 32 bits beside its offset, and the high bits in an
@@ -676,58 +717,69 @@ TEST(SamplerTest, TemporalDrawsAreThoseOfTheGeneralPath) {
       seeds.push_back(i * 61 % 3000);
       times.push_back(i * 17 % 100);
     }
-    uint64_t h = 0;
-    for (auto mode : {TemporalMode::kEdgeTime, TemporalMode::kNodeTime}) {
-      for (auto strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
-        for (int variant = 0; variant < 3; ++variant) {  // plain, with replacement, weighted
-          SamplerConfig c;
-          c.fanouts.assign(static_cast<size_t>(t.num_edge_types()), {4, 3});
-          c.fanouts[0] = {-1, 2};
-          if (t.num_edge_types() > 2) c.fanouts[2] = {0, 5};
-          c.disjoint = true;
-          c.replace = variant == 1;
-          if (variant == 2) c.edge_weight = ArrayRef::from_vector(weight);
-          c.temporal = mode;
-          c.temporal_strategy = strategy;
-          c.edge_time = ArrayRef::from_vector(edge_time);
-          c.node_time = ArrayRef::from_vector(node_time);
-          NeighborSampler sampler(t, c);
-          MiniBatch b = sampler.sample(seeds, {11, 2, 5}, times);
-          ASSERT_GT(b.row.size(), seeds.size());
-          // Nothing after its seed's time; `last` takes a seed's most recent in-edges of each type.
-          std::map<std::pair<int64_t, int32_t>, std::vector<int64_t>> hop1;  // (seed, type) -> times
-          for (size_t e = 0; e < b.row.size(); ++e) {
-            const int64_t time = mode == TemporalMode::kEdgeTime ? edge_time[b.edge_ids[e] - t.edge_begin()]
-                                                                 : node_time[b.node_ids[b.row[e]]];
-            ASSERT_LE(time, times[b.batch[b.col[e]]]);
-            const int32_t type = b.edge_types.empty() ? 0 : b.edge_types[e];
-            if (static_cast<int64_t>(e) < b.num_sampled_edges[1]) hop1[{b.col[e], type}].push_back(time);
-          }
-          if (strategy == TemporalStrategy::kLast && mode == TemporalMode::kEdgeTime) {
-            for (auto& [seed_type, got] : hop1) {
-              const auto [seed, type] = seed_type;
-              const Span<const int64_t> indptr = t.csc(type).indptr.as<int64_t>();
-              const int64_t v = seeds[seed] - t.node_begin();
-              std::vector<int64_t> qualifying;
-              for (int64_t k = indptr[v]; k < indptr[v + 1]; ++k) {
-                const int64_t edge = t.csc(type).edge_ids.empty() ? t.edge_begin() + k : t.csc(type).edge_ids.as<int64_t>()[k];
-                if (edge_time[edge - t.edge_begin()] <= times[seed]) qualifying.push_back(edge_time[edge - t.edge_begin()]);
-              }
-              std::sort(qualifying.rbegin(), qualifying.rend());
-              const int fanout = c.fanouts[type][0];
-              if (fanout >= 0 && qualifying.size() > static_cast<size_t>(fanout)) qualifying.resize(fanout);
-              std::sort(got.rbegin(), got.rend());
-              EXPECT_EQ(got, qualifying) << "seed " << seed << ", edge type " << type;
-            }
-          }
-          for (const auto* v : {&b.node_ids, &b.row, &b.col, &b.edge_ids}) {
-            for (int64_t x : *v) h = mix64(h, static_cast<uint64_t>(x));
-          }
-          for (int32_t x : b.edge_types) h = mix64(h, static_cast<uint64_t>(x));
+    // The same draws whether the times are kept as 32-bit codes or, spread past 2^32 (the
+    // same order), whole.
+    for (const int64_t spread : {int64_t{1}, int64_t{1} << 33}) {
+      if (spread > 1) {
+        for (auto* v : {&edge_time, &node_time, &times}) {
+          for (int64_t& x : *v) x = x * spread - 5;
         }
       }
+      ASSERT_EQ(TimeOrder(t, TemporalMode::kEdgeTime, {}, edge_time).narrow(), spread == 1);
+      uint64_t h = 0;
+      for (auto mode : {TemporalMode::kEdgeTime, TemporalMode::kNodeTime}) {
+        for (auto strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
+          for (int variant = 0; variant < 3; ++variant) {  // plain, with replacement, weighted
+            SamplerConfig c;
+            c.fanouts.assign(static_cast<size_t>(t.num_edge_types()), {4, 3});
+            c.fanouts[0] = {-1, 2};
+            if (t.num_edge_types() > 2) c.fanouts[2] = {0, 5};
+            c.disjoint = true;
+            c.replace = variant == 1;
+            if (variant == 2) c.edge_weight = ArrayRef::from_vector(weight);
+            c.temporal = mode;
+            c.temporal_strategy = strategy;
+            c.edge_time = ArrayRef::from_vector(edge_time);
+            c.node_time = ArrayRef::from_vector(node_time);
+            NeighborSampler sampler(t, c);
+            MiniBatch b = sampler.sample(seeds, {11, 2, 5}, times);
+            ASSERT_GT(b.row.size(), seeds.size());
+            // Nothing after its seed's time; `last` takes a seed's most recent in-edges of each type.
+            std::map<std::pair<int64_t, int32_t>, std::vector<int64_t>> hop1;  // (seed, type) -> times
+            for (size_t e = 0; e < b.row.size(); ++e) {
+              const int64_t time = mode == TemporalMode::kEdgeTime ? edge_time[b.edge_ids[e] - t.edge_begin()]
+                                                                   : node_time[b.node_ids[b.row[e]]];
+              ASSERT_LE(time, times[b.batch[b.col[e]]]);
+              const int32_t type = b.edge_types.empty() ? 0 : b.edge_types[e];
+              if (static_cast<int64_t>(e) < b.num_sampled_edges[1]) hop1[{b.col[e], type}].push_back(time);
+            }
+            if (strategy == TemporalStrategy::kLast && mode == TemporalMode::kEdgeTime) {
+              for (auto& [seed_type, got] : hop1) {
+                const auto [seed, type] = seed_type;
+                const Span<const int64_t> indptr = t.csc(type).indptr.as<int64_t>();
+                const int64_t v = seeds[seed] - t.node_begin();
+                std::vector<int64_t> qualifying;
+                for (int64_t k = indptr[v]; k < indptr[v + 1]; ++k) {
+                  const int64_t edge = t.csc(type).edge_ids.empty() ? t.edge_begin() + k : t.csc(type).edge_ids.as<int64_t>()[k];
+                  if (edge_time[edge - t.edge_begin()] <= times[seed]) qualifying.push_back(edge_time[edge - t.edge_begin()]);
+                }
+                std::sort(qualifying.rbegin(), qualifying.rend());
+                const int fanout = c.fanouts[type][0];
+                if (fanout >= 0 && qualifying.size() > static_cast<size_t>(fanout)) qualifying.resize(fanout);
+                std::sort(got.rbegin(), got.rend());
+                EXPECT_EQ(got, qualifying) << "seed " << seed << ", edge type " << type;
+              }
+            }
+            for (const auto* v : {&b.node_ids, &b.row, &b.col, &b.edge_ids}) {
+              for (int64_t x : *v) h = mix64(h, static_cast<uint64_t>(x));
+            }
+            for (int32_t x : b.edge_types) h = mix64(h, static_cast<uint64_t>(x));
+          }
+        }
+      }
+      EXPECT_EQ(h, t.is_hetero() ? 15618422096498334366ull : 6159413376857636308ull)
+          << (t.is_hetero() ? "heterogeneous" : "homogeneous") << ", times spread by " << spread;
     }
-    EXPECT_EQ(h, t.is_hetero() ? 15618422096498334366ull : 6159413376857636308ull) << (t.is_hetero() ? "heterogeneous" : "homogeneous");
   }
 }
 
