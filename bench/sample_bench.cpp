@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <memory>
 #include <thread>
 
 #include "base/error.h"
@@ -256,9 +257,16 @@ void run_temporal_sample_bench(const SampleBenchOptions& o) {
   order.order_by_time(topology);
   std::printf("time order (%s times): built in %.2f s, one thread; %.1f bytes per edge\n\n", o.temporal.c_str(),
               watch.seconds(), static_cast<double>(order.time_order->bytes()) / static_cast<double>(topology.num_edges()));
-  std::printf("%-12s %-8s | %14s %12s %12s | %14s %12s %12s | %12s | %s\n", "fanouts", "strategy", "temporal edges/s",
-              "edges/batch", "nodes/batch", "uniform edges/s", "edges/batch", "nodes/batch", "temporal/uniform",
-              "same, by CPU time");
+  // The same order with its times as int64 (TimeWidth::kWide), when they are 32-bit codes:
+  // measured in the same rounds, so that what the narrow codes change shows apart from the
+  // machine's drift between invocations.
+  std::shared_ptr<const TimeOrder> wide;
+  if (order.time_order->narrow()) {
+    wide = std::make_shared<const TimeOrder>(topology, order.temporal, node_time, edge_time, TimeWidth::kWide);
+  }
+  std::printf("%-12s %-8s | %14s %12s %12s | %14s %12s %12s | %12s | %s | %s\n", "fanouts", "strategy",
+              "temporal edges/s", "edges/batch", "nodes/batch", "uniform edges/s", "edges/batch", "nodes/batch",
+              "temporal/uniform", "same, by CPU time", "int64 times: edges/s, 32-bit codes over them");
   for (const auto& fanout : o.fanouts) {
     for (TemporalStrategy strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
       SamplerConfig uniform, temporal;
@@ -273,26 +281,42 @@ void run_temporal_sample_bench(const SampleBenchOptions& o) {
         temporal.node_time = ArrayRef::from_vector(node_time);
       }
       temporal.time_order = order.time_order;
-      std::vector<double> temporal_rate, uniform_rate, ratio, cpu_ratio;
-      Throughput a, b;
+      SamplerConfig temporal_wide = temporal;
+      temporal_wide.time_order = wide;
+      std::vector<double> temporal_rate, uniform_rate, ratio, cpu_ratio, wide_rate, narrow_over_wide;
+      Throughput a, b, w;
+      const auto measure_wide = [&] {
+        if (wide) w = measure(topology, temporal_wide, seeds, o.batch_size, o.num_batches, 1, next_batch, times);
+      };
       for (int round = 0; round < o.rounds; ++round) {
         if (round % 2 == 0) {
           a = measure(topology, temporal, seeds, o.batch_size, o.num_batches, 1, next_batch, times);
+          measure_wide();
           b = measure(topology, uniform, seeds, o.batch_size, o.num_batches, 1, next_batch);
         } else {
           b = measure(topology, uniform, seeds, o.batch_size, o.num_batches, 1, next_batch);
+          measure_wide();
           a = measure(topology, temporal, seeds, o.batch_size, o.num_batches, 1, next_batch, times);
         }
         temporal_rate.push_back(a.edges_per_second);
         uniform_rate.push_back(b.edges_per_second);
         ratio.push_back(a.edges_per_second / b.edges_per_second);
         cpu_ratio.push_back(a.edges_per_cpu_second / b.edges_per_cpu_second);
+        if (wide) {
+          wide_rate.push_back(w.edges_per_second);
+          narrow_over_wide.push_back(a.edges_per_second / w.edges_per_second);
+        }
       }
-      std::printf("%-12s %-8s | %13.2fM %12.0f %12.0f | %13.2fM %12.0f %12.0f | %15.2fx | %16.2fx\n",
+      std::printf("%-12s %-8s | %13.2fM %12.0f %12.0f | %13.2fM %12.0f %12.0f | %15.2fx | %16.2fx | ",
                   fanout_text(fanout).c_str(), strategy == TemporalStrategy::kUniform ? "uniform" : "last",
                   median(temporal_rate) / 1e6, a.edges_per_second / a.batches_per_second, a.nodes_per_batch,
                   median(uniform_rate) / 1e6, b.edges_per_second / b.batches_per_second, b.nodes_per_batch,
                   median(ratio), median(cpu_ratio));
+      if (wide) {
+        std::printf("%.2fM, %.2fx\n", median(wide_rate) / 1e6, median(narrow_over_wide));
+      } else {
+        std::printf("(the times are int64: they span 2^32 or more)\n");
+      }
       std::fflush(stdout);
     }
   }

@@ -32,7 +32,9 @@ struct SampleBenchOptions {
   // sampling on the same graph (RMAT or `input`), both in disjoint mode (which temporal
   // sampling needs), the same seeds, in `rounds` interleaved rounds (issue 12 §5; goal:
   // temporal edges/s >= 0.8 x uniform). Times are uniform in [0, 10^9) by original id, each
-  // seed's bound too, so about half of a node's in-edges qualify.
+  // seed's bound too, so about half of a node's in-edges qualify. The same rounds also
+  // sample with the times stored as int64 (graph/time_order.h's TimeWidth::kWide) and
+  // print the 32-bit codes' rate over theirs.
   std::string temporal;
 };
 

@@ -12,8 +12,9 @@
 namespace partita {
 
 TimeOrder::TimeOrder(const Topology& topology, TemporalMode mode, Span<const int64_t> node_time,
-                     Span<const int64_t> edge_time)
+                     Span<const int64_t> edge_time, TimeWidth width)
     : mode_(mode),
+      narrow_(width == TimeWidth::kNarrowWhereTheyFit),
       part_(topology.part()),
       node_begin_(topology.node_begin()),
       num_nodes_(topology.num_nodes()),
@@ -38,7 +39,6 @@ TimeOrder::TimeOrder(const Topology& topology, TemporalMode mode, Span<const int
   // int64 differ by less than 2^64).
   columns_.resize(static_cast<size_t>(topology.num_edge_types()));
   std::vector<int64_t> latest(columns_.size(), 0);
-  narrow_ = true;
   for (int type = 0; type < topology.num_edge_types(); ++type) {
     const int64_t m = topology.csc(type).indptr.as<int64_t>()[num_nodes_];
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();

@@ -70,6 +70,10 @@
 
 namespace partita {
 
+// How a time order stores its times (narrow(), below): as 32-bit codes wherever every edge
+// type's times span less than 2^32, or as int64 always (what benchmarks compare them with).
+enum class TimeWidth { kNarrowWhereTheyFit, kWide };
+
 class TimeOrder {
  public:
   // Ranks every column of `topology` by time: for kNodeTime the neighbour's, `node_time`
@@ -77,7 +81,7 @@ class TimeOrder {
   // global edge id - edge_begin. Throws Error when the times do not cover the topology, or
   // a column has 2^32 entries or more (ranks are stored as 32-bit offsets).
   TimeOrder(const Topology& topology, TemporalMode mode, Span<const int64_t> node_time,
-            Span<const int64_t> edge_time);
+            Span<const int64_t> edge_time, TimeWidth width = TimeWidth::kNarrowWhereTheyFit);
 
   TemporalMode mode() const { return mode_; }
   // Whether this order ranks `topology`'s columns by `mode` (same partition, same edges).
