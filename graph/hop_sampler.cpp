@@ -495,8 +495,8 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
     // cache line of times per probe. A probe reads the whole line holding its position (what
     // of it lies in the bracket) and either finds the count there (some of its times are at
     // most the bound, the rest above) or moves the bracket past the line. The first probe is
-    // the estimate's line; then the search gallops away from it a line (8 times), two,
-    // four... until the count is bracketed, then bisects the bracket.
+    // the estimate's line; then the search gallops away from it a line (16 codes or 8
+    // times), two, four... until the count is bracketed, then bisects the bracket.
     constexpr int64_t kLine = 64 / sizeof(Time);
     while (!searching.empty()) {
       size_t still = 0;

@@ -9,8 +9,8 @@
 // length is a binary search. Each rank also holds its neighbour beside its canonical offset
 // (one 8-byte entry), so a pick costs one cache miss instead of two dependent ones (the
 // offset, then the CSC's neighbour there: the costliest stage of the sampler before,
-// BENCHMARKS.md). The times are an array of their own, so that a binary search reads 8 of
-// them per cache line.
+// BENCHMARKS.md). The times are an array of their own, so that a search reads 16 of them
+// (32-bit codes, below) or 8 (int64) per cache line.
 //
 // An entry holds the low 32 bits of its neighbour's global id; the high bits, on a graph of
 // 2^32 nodes or more, are an array beside (neighbor_high), read only there. With the whole
@@ -36,7 +36,7 @@
 //
 // A search starts where the count would be if the column's times were spread as all its
 // type's are (share_until: a 512-bucket histogram per edge type, 2 KB), then gallops away a
-// line (8 times), two, four... and bisects the bracket found. On RMAT's columns, whose times
+// line (16 codes or 8 times), two, four... and bisects the bracket found. On RMAT's columns, whose times
 // are spread as the graph's, the count is mostly within a line of that estimate: replaying
 // 200,000 degree-biased searches (mean column 171 entries), a search probing one time at a
 // time read 2.00 lines of times where bisecting the column read 3.39; the temporal `uniform`

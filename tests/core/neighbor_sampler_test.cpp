@@ -272,11 +272,16 @@ TEST(SamplerTest, TheTimeOrderRanksEveryColumnByTime) {
 // and wider ones whole: either way a column counts, and the kernel keeps, exactly the
 // entries at or before a bound, at the edges of the codes' range and past them. One hub
 // with in-edges at the extremes of a 2^32 - 1 span (narrow), then one more an instant later
-// (wide).
+// (wide); 20-40 of each time, so that the searches cross lines (16 codes, 8 times a line).
 TEST(SamplerTest, TimeCodesCountAsTimesAtTheEdgesOfTheirRange) {
   constexpr int64_t kBase = -3000000000, kSpan = int64_t{1} << 32;
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
-  std::vector<int64_t> times{kBase + kSpan - 1, kBase, kBase + 1, kBase + kSpan / 2, kBase + kSpan - 2, kBase};
+  std::vector<int64_t> times;
+  for (int copies = 0; copies < 20; ++copies) {
+    for (int64_t time : {kBase + kSpan - 1, kBase, kBase + 1, kBase + kSpan / 2, kBase + kSpan - 2, kBase}) {
+      times.push_back(time);
+    }
+  }
   for (bool narrow : {true, false}) {
     if (!narrow) times.push_back(kBase + kSpan);
     Dataset d;
@@ -306,6 +311,56 @@ TEST(SamplerTest, TimeCodesCountAsTimesAtTheEdgesOfTheirRange) {
       EXPECT_EQ(out.offsets[i + 1] - out.offsets[i], expected) << "bound " << bounds[i] << (narrow ? ", narrow" : ", wide");
     }
   }
+}
+
+// Each edge type's codes count from its own earliest time: on a heterogeneous graph whose
+// types' times start apart, every (node, type) column keeps exactly its in-edges at or
+// before the bound (fanout -1), for bounds across all the types' ranges.
+TEST(SamplerTest, TemporalCountsEachEdgeTypeFromItsOwnEarliestTime) {
+  HeteroOptions o;
+  o.num_papers = 600;
+  o.num_authors = 300;
+  o.num_venues = 6;
+  o.feature_dim = 0;
+  o.threads = 1;
+  const Dataset d = generate_hetero(o);
+  Topology t = topology_from_dataset(d);
+  ASSERT_GT(t.num_edge_types(), 2);
+  std::vector<int64_t> edge_time(t.num_edges());  // by position; original edge e of type y: y * 37 + (e % 100)
+  for (int64_t k = 0; k < t.num_edges(); ++k) {
+    const int64_t e = t.original_edge_id(t.edge_begin() + k);
+    edge_time[k] = d.edges.type[e] * 37 + static_cast<int64_t>(mix64(static_cast<uint64_t>(e)) % 100);
+  }
+  SamplerConfig c;
+  c.fanouts.assign(static_cast<size_t>(t.num_edge_types()), {-1});
+  c.disjoint = true;
+  c.temporal = TemporalMode::kEdgeTime;
+  c.edge_time = ArrayRef::from_vector(edge_time);
+  c.order_by_time(t);
+  ASSERT_TRUE(c.time_order->narrow());
+  std::vector<int64_t> nodes, bounds;
+  for (int64_t v = 0; v < t.num_nodes(); v += 7) {
+    nodes.push_back(t.node_begin() + v);
+    bounds.push_back(static_cast<int64_t>(mix64(static_cast<uint64_t>(v)) % (37 * t.num_edge_types() + 100)) - 1);
+  }
+  HopInput input;
+  input.nodes = nodes;
+  input.times = bounds;
+  HopOutput out;
+  sample_hop(t, c, {1, 0, 0}, 0, input, out);
+  std::map<std::pair<int64_t, int32_t>, int64_t> kept, expected;  // (input index, type) -> edges
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (int64_t k = out.offsets[i]; k < out.offsets[i + 1]; ++k) ++kept[{static_cast<int64_t>(i), out.edge_types[k]}];
+    for (int type = 0; type < t.num_edge_types(); ++type) {
+      const Span<const int64_t> indptr = t.csc(type).indptr.as<int64_t>();
+      const int64_t v = nodes[i] - t.node_begin();
+      for (int64_t k = indptr[v]; k < indptr[v + 1]; ++k) {
+        const int64_t edge = t.csc(type).edge_ids.empty() ? t.edge_begin() + k : t.csc(type).edge_ids.as<int64_t>()[k];
+        if (edge_time[edge - t.edge_begin()] <= bounds[i]) ++expected[{static_cast<int64_t>(i), type}];
+      }
+    }
+  }
+  EXPECT_EQ(kept, expected);
 }
 
 // A time order keeps a neighbour's id in 32 bits beside its offset, and the high bits in an
@@ -367,14 +422,17 @@ TEST(SamplerTest, TemporalSearchesCountExactlyWhereverTheirEstimateFalls) {
   Topology t = topology_from_dataset(d);
   std::vector<int64_t> by_position(edge_time.size());
   for (int64_t g = 0; g < t.num_edges(); ++g) by_position[g] = edge_time[t.original_edge_id(g)];
-  for (auto strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
+  for (auto [strategy, width] : {std::pair{TemporalStrategy::kUniform, TimeWidth::kNarrowWhereTheyFit},
+                                 std::pair{TemporalStrategy::kLast, TimeWidth::kNarrowWhereTheyFit},
+                                 std::pair{TemporalStrategy::kUniform, TimeWidth::kWide}}) {
     SamplerConfig c = homogeneous({-1});
     c.disjoint = true;
     c.temporal = TemporalMode::kEdgeTime;
     c.temporal_strategy = strategy;
     c.edge_time = ArrayRef::from_vector(by_position);
-    c.order_by_time(t);
-    std::vector<int64_t> bounds{-1, 0, 1, 7, 8, 9, 63, 250, kBand - 1, kBand, kRange / 2, kRange - kBand - 1,
+    c.time_order = std::make_shared<const TimeOrder>(t, TemporalMode::kEdgeTime, Span<const int64_t>{}, by_position, width);
+    ASSERT_EQ(c.time_order->narrow(), width == TimeWidth::kNarrowWhereTheyFit);
+    std::vector<int64_t> bounds{-1, 0, 1, 7, 8, 9, 15, 16, 17, 63, 250, kBand - 1, kBand, kRange / 2, kRange - kBand - 1,
                                 kRange - kBand, kRange - kBand + 9, kRange - 3, kRange};
     for (int i = 0; i < 40; ++i) bounds.push_back(static_cast<int64_t>(rng.below(kRange + 2)) - 1);
     std::vector<int64_t> nodes, times;
@@ -394,7 +452,8 @@ TEST(SamplerTest, TemporalSearchesCountExactlyWhereverTheirEstimateFalls) {
       const int64_t expected = std::count_if(edge_time.begin() + nodes[i] * kSources,
                                              edge_time.begin() + (nodes[i] + 1) * kSources,
                                              [&](int64_t x) { return x <= times[i]; });
-      ASSERT_EQ(out.offsets[i + 1] - out.offsets[i], expected) << "hub " << nodes[i] << ", bound " << times[i];
+      ASSERT_EQ(out.offsets[i + 1] - out.offsets[i], expected)
+          << "hub " << nodes[i] << ", bound " << times[i] << (c.time_order->narrow() ? ", narrow" : ", wide");
     }
   }
   const TimeOrder order(t, TemporalMode::kEdgeTime, {}, by_position);
