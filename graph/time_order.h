@@ -22,14 +22,16 @@
 //
 // Memory: 12 bytes per edge (a 32-bit time code, below; a uint32 neighbour's low bits and
 // a uint32 offset; 4 more on graphs of 2^32 nodes or more, 4 more where times span 2^32 or
-// more), beside the topology's 8 (homogeneous) or
-// 16 (heterogeneous) per edge: 320 MB for the shared graph's 20M edges (480 MB at 24 bytes
-// before). The arrays are backed by 2 MB pages where the kernel gives them (transparent
-// huge pages, `madvise` mode): every search probe and pick reads a random line of a 160 MB
-// array, which on 4 KB pages is also a TLB miss and a page walk
-// (BENCHMARKS.md, "Temporal sampling against uniform sampling", stop 22: the temporal
-// kernel 1.3-1.45x as fast; temporal `uniform` over uniform sampling from 0.71-0.74 to
-// 0.86-0.90 by CPU time on a loaded machine), at no memory cost. A tree of fences over the
+// more), beside the topology's 8 (homogeneous) or 16 (heterogeneous) per edge: 240 MB for
+// the shared graph's 20M edges (320 MB with int64 times, 480 MB at 24 bytes before). The
+// codes sample as fast as int64 times (1.00-1.03x for `uniform`, 0.92-1.10x for `last`, in
+// the same process: BENCHMARKS.md, stop 28): they are kept for the quarter of the memory.
+// The arrays are backed by 2 MB pages where the kernel gives them (transparent huge pages,
+// `madvise` mode): every search probe and pick reads a random line of a 160 MB array, which
+// on 4 KB pages is also a TLB miss and a page walk (BENCHMARKS.md, "Temporal sampling
+// against uniform sampling", stop 22: the temporal kernel 1.3-1.45x as fast; temporal
+// `uniform` over uniform sampling from 0.71-0.74 to 0.86-0.90 by CPU time on a loaded
+// machine), at no memory cost. A tree of fences over the
 // times (an 8-ary search, one line per level) was tried there and not kept: fewer lines and
 // steps per search, but no faster than this binary search on huge pages, for 8/7 bytes an
 // edge more.
