@@ -94,6 +94,17 @@ void expect_valid_batch(const Dataset& d, const Topology& t, const MiniBatch& b,
   }
 }
 
+// The heterogeneous generator's graph without features, generated on one thread.
+Dataset featureless_hetero(int64_t papers, int64_t authors, int64_t venues) {
+  HeteroOptions o;
+  o.num_papers = papers;
+  o.num_authors = authors;
+  o.num_venues = venues;
+  o.feature_dim = 0;
+  o.threads = 1;
+  return generate_hetero(o);
+}
+
 TEST(SamplerTest, UniformBatchesAreValid) {
   Dataset d = sbm_graph();
   Topology t = topology_from_dataset(d);
@@ -317,13 +328,7 @@ TEST(SamplerTest, TimeCodesCountAsTimesAtTheEdgesOfTheirRange) {
 // types' times start apart, every (node, type) column keeps exactly its in-edges at or
 // before the bound (fanout -1), for bounds across all the types' ranges.
 TEST(SamplerTest, TemporalCountsEachEdgeTypeFromItsOwnEarliestTime) {
-  HeteroOptions o;
-  o.num_papers = 600;
-  o.num_authors = 300;
-  o.num_venues = 6;
-  o.feature_dim = 0;
-  o.threads = 1;
-  const Dataset d = generate_hetero(o);
+  const Dataset d = featureless_hetero(600, 300, 6);
   Topology t = topology_from_dataset(d);
   ASSERT_GT(t.num_edge_types(), 2);
   std::vector<int64_t> edge_time(t.num_edges());  // by position; original edge e of type y: y * 37 + (e % 100)
@@ -756,13 +761,7 @@ TEST(SamplerTest, ManyRelationDrawsAreThoseRecorded) {
 // pipelined kernel that now serves all of them but weighted `uniform` must draw exactly the
 // same.
 TEST(SamplerTest, TemporalDrawsAreThoseOfTheGeneralPath) {
-  HeteroOptions o;
-  o.num_papers = 3000;
-  o.num_authors = 1500;
-  o.num_venues = 12;
-  o.feature_dim = 0;
-  o.threads = 1;
-  for (const Dataset& d : {sbm_graph(3000), generate_hetero(o)}) {
+  for (const Dataset& d : {sbm_graph(3000), featureless_hetero(3000, 1500, 12)}) {
     Topology t = topology_from_dataset(d);
     std::vector<float> weight(t.num_edges());
     std::vector<int64_t> edge_time(t.num_edges()), node_time(d.num_nodes);
