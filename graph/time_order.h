@@ -41,10 +41,10 @@
 // line (16 codes or 8 times), two, four... and bisects the bracket found. On RMAT's
 // columns, whose times are spread as the graph's, the count is mostly within a line of that
 // estimate: replaying 200,000 degree-biased searches (mean column 171 entries), a search
-// probing one time at a time read 2.00 lines of times where bisecting the column read 3.39; the temporal `uniform`
-// / uniform ratio by CPU time went from 0.76 to 0.85 for [10,10] and 0.87 to 0.91 for
-// [15,10,5] (BENCHMARKS.md, stop 23). Each probe now reads the whole line it lands in, so a
-// count inside the estimate's line costs that one line: on a quiet machine the ratios went
+// probing one time at a time read 2.00 lines of times where bisecting the column read
+// 3.39; the temporal `uniform` / uniform ratio by CPU time went from 0.76 to 0.85 for
+// [10,10] and 0.87 to 0.91 for [15,10,5] (BENCHMARKS.md, stop 23). Each probe now reads the
+// whole line it lands in, so a count inside the estimate's line costs that one line: on a quiet machine the ratios went
 // from 0.79 / 0.74 to 0.82 / 0.77 (`uniform`) and 0.87 / 0.84 to 0.92 / 0.87 (`last`;
 // BENCHMARKS.md, stop 24). A column spread otherwise costs at most about twice the
 // bisection's lines.
