@@ -44,10 +44,10 @@
 // probing one time at a time read 2.00 lines of times where bisecting the column read
 // 3.39; the temporal `uniform` / uniform ratio by CPU time went from 0.76 to 0.85 for
 // [10,10] and 0.87 to 0.91 for [15,10,5] (BENCHMARKS.md, stop 23). Each probe now reads the
-// whole line it lands in, so a count inside the estimate's line costs that one line: on a quiet machine the ratios went
-// from 0.79 / 0.74 to 0.82 / 0.77 (`uniform`) and 0.87 / 0.84 to 0.92 / 0.87 (`last`;
-// BENCHMARKS.md, stop 24). A column spread otherwise costs at most about twice the
-// bisection's lines.
+// whole line it lands in, so a count inside the estimate's line costs that one line: on a
+// quiet machine the ratios went from 0.79 / 0.74 to 0.82 / 0.77 (`uniform`) and 0.87 / 0.84
+// to 0.92 / 0.87 (`last`; BENCHMARKS.md, stop 24). A column spread otherwise costs at most
+// about twice the bisection's lines.
 //
 // Built once when a sampler or partition actor opens its partition for a temporal job, not
 // stored in the partition folder: the order depends on the job's time (node or edge), it
