@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "base/random.h"
@@ -105,7 +106,7 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
   // into a vector waited on a store that could not be forwarded (perf: an eighth of the
   // kernel's time).
   std::vector<int64_t> pick_at, pick_neighbor;
-  PositionOrder by_position;
+  std::vector<std::pair<uint32_t, int64_t>> by_position;  // a column of more than kPlacedKeys picks
   for (size_t block = 0; block < n; block += kBlock) {
     const size_t block_end = std::min(n, block + kBlock);
     items.clear();
@@ -202,13 +203,21 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
         Item& item = items[k];
         const Column& col = columns[hetero ? item.type : 0];
         const int64_t count = item.lo - item.begin, fanout = col.fanout;
+        // Room for the column's picks, then written in place (appends one by one were calls
+        // the compiler did not inline).
+        const auto room = [&](int64_t picks) {
+          const size_t at = pick_at.size();
+          pick_at.resize(at + static_cast<size_t>(picks));
+          return pick_at.data() + at;
+        };
         const auto pick_range = [&](int64_t first, int64_t end) {  // the ranks [first, end)
-          for (int64_t r = first; r < end; ++r) pick_at.push_back(item.begin + r);
+          int64_t* at = room(end - first);
+          for (int64_t r = first; r < end; ++r) *at++ = item.begin + r;
           for (int64_t r = first; r < end; r += 8) __builtin_prefetch(col.entry + item.begin + r);  // 8 a line
           __builtin_prefetch(col.entry + item.begin + end - 1);
         };
-        const auto pick = [&](int64_t rank) {
-          pick_at.push_back(item.begin + rank);
+        const auto pick = [&](int64_t*& at, int64_t rank) {
+          *at++ = item.begin + rank;
           __builtin_prefetch(col.entry + item.begin + rank);
           if (col.neighbor_high != nullptr) __builtin_prefetch(col.neighbor_high + item.begin + rank);
         };
@@ -219,60 +228,85 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
             pick_range(count - fanout, count);
           } else {
             Rng rng(hetero ? mix64(node_key(), static_cast<uint64_t>(item.type)) : node_key());
+            int64_t* at = room(fanout);
             if (replace) {
-              for (int64_t d = 0; d < fanout; ++d) pick(static_cast<int64_t>(rng.below(static_cast<uint64_t>(count))));
+              for (int64_t d = 0; d < fanout; ++d) pick(at, static_cast<int64_t>(rng.below(static_cast<uint64_t>(count))));
               item.in_canonical_order = false;  // draw order, as select emits draws with replacement
             } else {
               choose_distinct(rng, count, fanout, ranks, false);  // ordered by position below
-              for (int64_t r : ranks) pick(r);
+              for (int64_t r : ranks) pick(at, r);
             }
           }
         }
         item.picks_end = pick_at.size();
       }
     }
-    // The picks' neighbours and positions, read side by side; each column's in canonical
-    // order; emitted. Heterogeneous columns' edge ids are another array, read a pass later.
-    const int64_t emitted = static_cast<int64_t>(out.neighbors.size());
-    pick_neighbor.resize(pick_at.size());
+    // The picks' neighbours and positions, read side by side, each column's put in canonical
+    // order (place_distinct: no branch on the positions; more than kPlacedKeys picks are
+    // sorted); emitted. Heterogeneous columns' edge ids are another array, read a pass later.
+    const size_t emitted = out.neighbors.size(), picked = pick_at.size();
+    pick_neighbor.resize(picked);
     size_t first = 0;
     for (const Item& item : items) {
       const Column& col = columns[hetero ? item.type : 0];
       int64_t* at = pick_at.data() + first;
       int64_t* neighbor = pick_neighbor.data() + first;
       const size_t count = item.picks_end - first;
-      if (item.in_canonical_order && count > 1) by_position.start(count);
-      for (size_t j = 0; j < count; ++j) {
+      const auto read = [&](size_t j, uint32_t& offset, int64_t& id) {
         const TimeOrder::Entry& entry = col.entry[at[j]];
         const uint64_t high = col.neighbor_high == nullptr ? 0 : col.neighbor_high[at[j]];
-        neighbor[j] = static_cast<int64_t>(high << 32 | entry.neighbor_low);
-        at[j] = item.begin + entry.offset;
-        if (item.in_canonical_order && count > 1) by_position.key(j, entry.offset);
-        if (hetero && col.edge_ids != nullptr) __builtin_prefetch(col.edge_ids + at[j]);
-      }
-      if (item.in_canonical_order && count > 1) by_position.apply(at, neighbor);
-      if (!hetero) {
+        offset = entry.offset;
+        id = static_cast<int64_t>(high << 32 | entry.neighbor_low);
+      };
+      if (!item.in_canonical_order || count < 2) {
         for (size_t j = 0; j < count; ++j) {
-          out.neighbors.push_back(neighbor[j]);
-          out.edge_ids.push_back(edge_begin + at[j]);
+          uint32_t offset;
+          read(j, offset, neighbor[j]);
+          at[j] = item.begin + offset;
         }
+      } else if (count <= kPlacedKeys) {
+        uint32_t offsets[kPlacedKeys], place[kPlacedKeys];
+        int64_t ids[kPlacedKeys];
+        for (size_t j = 0; j < count; ++j) read(j, offsets[j], ids[j]);
+        place_distinct(offsets, count, place);
+        for (size_t j = 0; j < count; ++j) {
+          at[place[j]] = item.begin + offsets[j];
+          neighbor[place[j]] = ids[j];
+        }
+      } else {
+        by_position.resize(count);
+        for (size_t j = 0; j < count; ++j) read(j, by_position[j].first, by_position[j].second);
+        std::sort(by_position.begin(), by_position.end());  // offsets are distinct
+        for (size_t j = 0; j < count; ++j) {
+          at[j] = item.begin + by_position[j].first;
+          neighbor[j] = by_position[j].second;
+        }
+      }
+      if (hetero && col.edge_ids != nullptr) {
+        for (size_t j = 0; j < count; ++j) __builtin_prefetch(col.edge_ids + at[j]);
       }
       first = item.picks_end;
     }
+    out.neighbors.insert(out.neighbors.end(), pick_neighbor.begin(), pick_neighbor.end());
+    out.edge_ids.resize(emitted + picked);
+    int64_t* edge_ids = out.edge_ids.data() + emitted;
     if (hetero) {
+      out.edge_types.resize(emitted + picked);
+      int32_t* edge_types = out.edge_types.data() + emitted;
       first = 0;
       for (const Item& item : items) {
         const Column& col = columns[item.type];
         for (size_t j = first; j < item.picks_end; ++j) {
-          out.neighbors.push_back(pick_neighbor[j]);
-          out.edge_ids.push_back(col.edge_ids != nullptr ? col.edge_ids[pick_at[j]] : edge_begin + pick_at[j]);
-          out.edge_types.push_back(item.type);
+          edge_ids[j] = col.edge_ids != nullptr ? col.edge_ids[pick_at[j]] : edge_begin + pick_at[j];
+          edge_types[j] = item.type;
         }
         first = item.picks_end;
       }
+    } else {
+      for (size_t j = 0; j < picked; ++j) edge_ids[j] = edge_begin + pick_at[j];
     }
     for (size_t e : node_items) {
-      out.offsets.push_back(emitted + static_cast<int64_t>(e == 0 ? 0 : items[e - 1].picks_end));
+      out.offsets.push_back(static_cast<int64_t>(emitted + (e == 0 ? 0 : items[e - 1].picks_end)));
     }
   }
 }

@@ -1,11 +1,11 @@
 // A column's draws (graph/draws.h): the sorted picks are the unsorted ones in order, on
-// both sides of the size where the branch-free placement gives way to std::sort.
+// both sides of the size where the branch-free placement gives way to std::sort, and the
+// placement ranks keys across their whole range.
 #include "graph/draws.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <numeric>
 #include <set>
 
 namespace partita {
@@ -30,26 +30,21 @@ TEST(DrawsTest, SortedPicksAreTheDrawsInOrderForEveryFanout) {
   }
 }
 
-// Picks at offsets across the whole 32-bit range, on both sides of kPlacedKeys.
-TEST(DrawsTest, PositionOrderPermutesPicksAndNeighboursAlikeIntoIncreasingOffset) {
-  for (size_t n : {size_t{2}, size_t{3}, kPlacedKeys - 1, kPlacedKeys, kPlacedKeys + 1, size_t{500}}) {
-    std::vector<uint32_t> offsets(n);
-    for (size_t i = 0; i < n; ++i) offsets[i] = i % 2 == 0 ? 0xFFFFFFFFu - static_cast<uint32_t>(i) : static_cast<uint32_t>(i * 7);
+// Keys across the whole 32-bit range, every count up to kPlacedKeys.
+TEST(DrawsTest, PlacesAreTheKeysRanksInIncreasingOrder) {
+  for (size_t n = 1; n <= kPlacedKeys; ++n) {
+    std::vector<uint32_t> keys(n);
+    for (size_t i = 0; i < n; ++i) keys[i] = i % 2 == 0 ? 0xFFFFFFFFu - static_cast<uint32_t>(i) : static_cast<uint32_t>(i * 7);
     Rng rng(n);
-    shuffle(offsets, rng);
-    std::vector<int64_t> at(n), neighbor(n);
-    PositionOrder order;
-    order.start(n);
+    shuffle(keys, rng);
+    uint32_t lanes[kPlacedKeys], place[kPlacedKeys];
+    std::copy(keys.begin(), keys.end(), lanes);
+    place_distinct(lanes, n, place);
+    std::vector<uint32_t> sorted = keys;
+    std::sort(sorted.begin(), sorted.end());
     for (size_t i = 0; i < n; ++i) {
-      order.key(i, offsets[i]);
-      at[i] = 1000 + static_cast<int64_t>(offsets[i]);
-      neighbor[i] = -static_cast<int64_t>(offsets[i]);
-    }
-    order.apply(at.data(), neighbor.data());
-    std::sort(offsets.begin(), offsets.end());
-    for (size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(at[i], 1000 + static_cast<int64_t>(offsets[i])) << "n " << n << ", place " << i;
-      ASSERT_EQ(neighbor[i], -static_cast<int64_t>(offsets[i])) << "n " << n << ", place " << i;
+      ASSERT_LT(place[i], n) << "n " << n;
+      EXPECT_EQ(sorted[place[i]], keys[i]) << "n " << n << ", key " << i;
     }
   }
 }

@@ -587,6 +587,51 @@ TEST(SamplerTest, TemporalNeverLooksIntoTheFuture) {
   }
 }
 
+// A column's picks come out in canonical order with their own neighbours, however many: up
+// to kPlacedKeys (graph/draws.h) they are placed without branches, beyond it sorted. The
+// star's edge i has time (i * 37) % 200, so time order is far from canonical order; 121
+// edges qualify for the bound 120.
+TEST(SamplerTest, TemporalPicksOfAnyCountComeOutInCanonicalOrder) {
+  Dataset d = star(200);
+  Topology t = topology_from_dataset(d);
+  std::vector<int64_t> edge_time(200), by_position(200);
+  for (int i = 0; i < 200; ++i) edge_time[i] = (i * 37) % 200;
+  for (int64_t g = 0; g < 200; ++g) by_position[g] = edge_time[t.original_edge_id(g)];
+  struct Case {
+    int fanout;
+    TemporalStrategy strategy;
+    size_t picks;
+  };
+  for (const Case& c : {Case{-1, TemporalStrategy::kUniform, 121}, Case{20, TemporalStrategy::kUniform, 20},
+                        Case{40, TemporalStrategy::kUniform, 40}, Case{50, TemporalStrategy::kLast, 50},
+                        Case{8, TemporalStrategy::kLast, 8}}) {
+    SamplerConfig config = homogeneous({c.fanout});
+    config.disjoint = true;
+    config.temporal = TemporalMode::kEdgeTime;
+    config.temporal_strategy = c.strategy;
+    config.edge_time = ArrayRef::from_vector(by_position);
+    NeighborSampler sampler(t, config);
+    for (uint64_t batch = 0; batch < 20; ++batch) {
+      std::vector<int64_t> seed{0}, bound{120};
+      MiniBatch b = sampler.sample(seed, {5, 0, batch}, bound);
+      ASSERT_EQ(b.row.size(), c.picks) << "fanout " << c.fanout;
+      std::vector<int64_t> original;
+      for (size_t k = 0; k < b.row.size(); ++k) {
+        const int64_t edge = t.original_edge_id(b.edge_ids[k]);
+        ASSERT_LE(edge_time[edge], 120) << "edge " << edge << " is after the bound";
+        if (c.strategy == TemporalStrategy::kLast) {
+          EXPECT_GT(edge_time[edge], 120 - static_cast<int64_t>(c.picks)) << "not among the most recent";
+        }
+        EXPECT_EQ(b.node_ids[b.row[k]], edge + 1) << "edge " << edge << " came out with another's neighbour";
+        if (!original.empty()) {
+          EXPECT_LT(original.back(), edge) << "fanout " << c.fanout << ": not in canonical order";
+        }
+        original.push_back(edge);
+      }
+    }
+  }
+}
+
 TEST(SamplerTest, MostRecentWithLargeFanoutTakesEachCandidateOnce) {
   Dataset d = star(10);
   Topology t = topology_from_dataset(d);
