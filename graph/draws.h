@@ -36,11 +36,11 @@ inline void place_distinct(const uint32_t* keys, size_t n, uint32_t* place) {
 // The membership test scans the picks, which beats any set for the fanouts GNNs use. The
 // picks come sorted unless `sorted` is false (a caller that orders them by something else).
 inline void choose_distinct(Rng& rng, int64_t n, int64_t k, std::vector<int64_t>& picks, bool sorted = true) {
-  picks.clear();
-  for (int64_t j = n - k; j < n; ++j) {
-    int64_t t = static_cast<int64_t>(rng.below(static_cast<uint64_t>(j + 1)));
-    bool taken = std::find(picks.begin(), picks.end(), t) != picks.end();
-    picks.push_back(taken ? j : t);
+  picks.resize(static_cast<size_t>(k));  // written in place: appends were calls, not inlined
+  int64_t* drawn = picks.data();
+  for (int64_t j = n - k; j < n; ++j, ++drawn) {
+    const auto t = static_cast<int64_t>(rng.below(static_cast<uint64_t>(j + 1)));
+    *drawn = std::find(picks.data(), drawn, t) != drawn ? j : t;
   }
   if (!sorted || k < 2) return;
   if (k > static_cast<int64_t>(kPlacedKeys) || n > int64_t{1} << 32) {

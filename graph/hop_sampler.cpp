@@ -12,7 +12,7 @@
 #include "base/error.h"
 #include "base/random.h"
 #include "graph/draws.h"
-#include "graph/temporal_hop.h"
+#include "graph/hop_kernels.h"
 #include "graph/time_order.h"
 
 namespace partita {
@@ -297,135 +297,6 @@ void sample_node(Context& c, int64_t node, int64_t tree, int64_t time_bound, Hop
   }
 }
 
-// The common case (homogeneous, uniform, no replacement, no time), software-pipelined:
-// the neighbour lists live in a large array and every node's list is a cache miss, so the
-// nodes are handled in blocks: first the positions of a block's picks are computed and
-// prefetched (and the next block's column bounds), then the block's neighbours are read,
-// by which time most of them have arrived. This overlaps the misses instead of paying them
-// one after another.
-void sample_uniform_homogeneous(const Topology& t, uint64_t key, int fanout, const HopInput& input,
-                                HopOutput& out, std::vector<int64_t>& picks,
-                                std::vector<int64_t>& positions) {
-  const int64_t* indptr = t.csc(0).indptr.as<int64_t>().data();
-  const int64_t* indices = t.csc(0).indices.as<int64_t>().data();
-  const int64_t* orig = t.orig_node_ids().data();
-  const int64_t node_begin = t.node_begin(), edge_begin = t.edge_begin();
-  const size_t n = input.nodes.size();
-  constexpr size_t kBlock = 32;
-  for (size_t i = 0; i < std::min(n, kBlock); ++i) {
-    __builtin_prefetch(indptr + (input.nodes[i] - node_begin));
-    __builtin_prefetch(orig + (input.nodes[i] - node_begin));
-  }
-  for (size_t block = 0; block < n; block += kBlock) {
-    const size_t block_end = std::min(n, block + kBlock);
-    const int64_t emitted = static_cast<int64_t>(out.neighbors.size());
-    positions.clear();
-    for (size_t i = block; i < block_end; ++i) {
-      if (i + kBlock < n) {
-        const int64_t ahead = input.nodes[i + kBlock] - node_begin;
-        __builtin_prefetch(indptr + ahead);
-        __builtin_prefetch(orig + ahead);
-      }
-      const int64_t local = input.nodes[i] - node_begin;
-      const int64_t begin = indptr[local], degree = indptr[local + 1] - begin;
-      if (fanout < 0 || degree <= fanout) {
-        for (int64_t pos = begin; pos < begin + degree; ++pos) positions.push_back(pos);
-        for (int64_t pos = begin; pos < begin + degree; pos += 8) __builtin_prefetch(indices + pos);
-      } else {
-        uint64_t node_key = mix64(key, static_cast<uint64_t>(orig[local]));
-        if (!input.trees.empty()) node_key = mix64(node_key, static_cast<uint64_t>(input.trees[i]));
-        Rng rng(node_key);
-        choose_distinct(rng, degree, fanout, picks);
-        for (int64_t p : picks) {
-          positions.push_back(begin + p);
-          __builtin_prefetch(indices + begin + p);
-        }
-      }
-      out.offsets.push_back(emitted + static_cast<int64_t>(positions.size()));
-    }
-    for (int64_t pos : positions) {
-      out.neighbors.push_back(indices[pos]);
-      out.edge_ids.push_back(edge_begin + pos);
-    }
-  }
-}
-
-// The common heterogeneous case (uniform, no replacement, no time): the general path's draws
-// (keyed by node and edge type, picks in canonical order), without building a candidate
-// list per column, which costs a node's whole in-degree of every type (a venue's hundreds
-// of papers) where a fanout of them is drawn. A node's columns are its type runs
-// (Topology::type_runs), not every edge type ending in its type. Software-pipelined as
-// sample_uniform_homogeneous is, one stage deeper: for node i + 2*kBlock the run offsets
-// are prefetched, for node i + kBlock its runs (whose offsets have arrived), then a block's
-// picks are found with their entries prefetched, then read.
-void sample_uniform_hetero(const Topology& t, const SamplerConfig& config, uint64_t key, int hop,
-                           const HopInput& input, HopOutput& out, std::vector<int64_t>& picks) {
-  struct Column {
-    const int64_t* indices;
-    const int64_t* edge_ids;  // null: edge_begin + position
-    int fanout;
-  };
-  std::vector<Column> columns;
-  for (int type = 0; type < t.num_edge_types(); ++type) {
-    const CscColumns& csc = t.csc(type);
-    columns.push_back({csc.indices.as<int64_t>().data(),
-                       csc.edge_ids.empty() ? nullptr : csc.edge_ids.as<int64_t>().data(), config.fanouts[type][hop]});
-  }
-  const int64_t* orig = t.orig_node_ids().data();
-  const int64_t* run_offsets = t.type_run_offsets().data();
-  const TypeRun* runs = t.type_runs().data();
-  const int64_t node_begin = t.node_begin();
-  const size_t n = input.nodes.size();
-  constexpr size_t kBlock = 32;
-  for (size_t i = 0; i < std::min(n, 2 * kBlock); ++i) {
-    __builtin_prefetch(run_offsets + (input.nodes[i] - node_begin));
-    __builtin_prefetch(orig + (input.nodes[i] - node_begin));
-  }
-  std::vector<std::pair<int32_t, int64_t>> entries;  // a block's (type, position) picks, in order
-  std::vector<int64_t> ends;                         // each node's end in `entries`
-  for (size_t block = 0; block < n; block += kBlock) {
-    const size_t block_end = std::min(n, block + kBlock);
-    entries.clear();
-    ends.clear();
-    for (size_t i = block; i < block_end; ++i) {
-      if (i + 2 * kBlock < n) {
-        const int64_t ahead = input.nodes[i + 2 * kBlock] - node_begin;
-        __builtin_prefetch(run_offsets + ahead);
-        __builtin_prefetch(orig + ahead);
-      }
-      if (i + kBlock < n) __builtin_prefetch(runs + run_offsets[input.nodes[i + kBlock] - node_begin]);
-      const int64_t local = input.nodes[i] - node_begin;
-      uint64_t node_key = mix64(key, static_cast<uint64_t>(orig[local]));
-      if (!input.trees.empty()) node_key = mix64(node_key, static_cast<uint64_t>(input.trees[i]));
-      for (const TypeRun* run = runs + run_offsets[local]; run != runs + run_offsets[local + 1]; ++run) {
-        const Column& col = columns[run->type];
-        const int64_t begin = run->begin, degree = run->degree;
-        auto pick = [&](int64_t pos) {
-          entries.emplace_back(run->type, pos);
-          __builtin_prefetch(col.indices + pos);
-          if (col.edge_ids != nullptr) __builtin_prefetch(col.edge_ids + pos);
-        };
-        if (col.fanout < 0 || degree <= col.fanout) {
-          for (int64_t pos = begin; pos < begin + degree; ++pos) pick(pos);
-        } else {
-          Rng rng(mix64(node_key, static_cast<uint64_t>(run->type)));
-          choose_distinct(rng, degree, col.fanout, picks);
-          for (int64_t p : picks) pick(begin + p);
-        }
-      }
-      ends.push_back(static_cast<int64_t>(entries.size()));
-    }
-    const int64_t emitted = static_cast<int64_t>(out.neighbors.size());
-    for (const auto& [type, pos] : entries) {
-      const Column& col = columns[type];
-      out.neighbors.push_back(col.indices[pos]);
-      out.edge_ids.push_back(col.edge_ids != nullptr ? col.edge_ids[pos] : t.edge_begin() + pos);
-      out.edge_types.push_back(type);
-    }
-    for (int64_t e : ends) out.offsets.push_back(emitted + e);
-  }
-}
-
 }  // namespace
 
 void sample_hop(const Topology& topology, const SamplerConfig& config, const SampleKey& key,
@@ -445,13 +316,12 @@ void sample_hop(const Topology& topology, const SamplerConfig& config, const Sam
   out.offsets.reserve(input.nodes.size() + 1);
   if (!topology.is_hetero() && config.edge_weight.empty() && !config.replace &&
       config.temporal == TemporalMode::kNone) {
-    std::vector<int64_t> picks, positions;
     int fanout = config.fanouts[0][hop];
     if (fanout > 0) {
       out.neighbors.reserve(input.nodes.size() * fanout);
       out.edge_ids.reserve(input.nodes.size() * fanout);
     }
-    sample_uniform_homogeneous(topology, k, fanout, input, out, picks, positions);
+    sample_uniform_homogeneous_hop(topology, k, fanout, input, out);
     return;
   }
   // The order's columns are indexed by this topology's CSC positions: another partition's
@@ -474,7 +344,7 @@ void sample_hop(const Topology& topology, const SamplerConfig& config, const Sam
   if (!config.edge_weight.empty()) c.weight = config.edge_weight.as<float>();
   if (topology.is_hetero() && config.edge_weight.empty() && !config.replace &&
       config.temporal == TemporalMode::kNone) {
-    sample_uniform_hetero(topology, config, k, hop, input, out, c.picks);
+    sample_uniform_hetero_hop(topology, config, k, hop, input, out);
     return;
   }
   for (size_t i = 0; i < input.nodes.size(); ++i) {

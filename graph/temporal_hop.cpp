@@ -1,7 +1,7 @@
-// The temporal one-hop kernel (graph/temporal_hop.h). Its draws are those of the general
+// The temporal one-hop kernel (graph/hop_kernels.h). Its draws are those of the general
 // path (graph/hop_sampler.cpp) over the qualifying ranks of each column's time order
 // (graph/time_order.h), emitted in canonical order.
-#include "graph/temporal_hop.h"
+#include "graph/hop_kernels.h"
 
 #include <algorithm>
 #include <type_traits>
@@ -25,8 +25,8 @@ namespace {
 // canonical order (with replacement: in draw order), its columns in type order, as the
 // general path emits them.
 //
-// Software-pipelined over blocks of nodes, as sample_uniform_homogeneous and
-// sample_uniform_hetero are: two blocks ahead a node's column bounds (homogeneous: indptr;
+// Software-pipelined over blocks of nodes, as sample_uniform_homogeneous_hop and
+// sample_uniform_hetero_hop are: two blocks ahead a node's column bounds (homogeneous: indptr;
 // heterogeneous: its type run offsets) are prefetched, one block ahead the first probe of
 // its search, at the time order's estimate (homogeneous), or its type runs (heterogeneous).
 // Then a block's columns are searched in lockstep (from the estimate's line, galloping by
