@@ -1,8 +1,10 @@
-// The one-hop sampling kernel. Every choice is drawn from a stream keyed by (batch key,
-// hop, original node id [, tree] [, edge type]) over the node's neighbours in canonical
-// order (temporal sampling: over the ranks of the qualifying ones in time order,
-// graph/time_order.h), and chosen neighbours are emitted in canonical order: so the result
-// is a function of the graph and the key alone, whoever samples.
+// One-hop sampling: the general path (weights, replacement, any edge types and times) and
+// the dispatch to the fast kernels of the common cases (graph/hop_kernels.h). Every choice
+// is drawn from a stream keyed by (batch key, hop, original node id [, tree] [, edge type])
+// over the node's neighbours in canonical order (temporal sampling: over the ranks of the
+// qualifying ones in time order, graph/time_order.h), and chosen neighbours are emitted in
+// canonical order: so the result is a function of the graph and the key alone, whoever
+// samples, and whichever path.
 #include "graph/hop_sampler.h"
 
 #include <algorithm>

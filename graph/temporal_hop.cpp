@@ -26,14 +26,16 @@ namespace {
 // general path emits them.
 //
 // Software-pipelined over blocks of nodes, as sample_uniform_homogeneous_hop and
-// sample_uniform_hetero_hop are: two blocks ahead a node's column bounds (homogeneous: indptr;
-// heterogeneous: its type run offsets) are prefetched, one block ahead the first probe of
-// its search, at the time order's estimate (homogeneous), or its type runs (heterogeneous).
-// Then a block's columns are searched in lockstep (from the estimate's line, galloping by
-// lines, then bisecting: graph/time_order.h), one line per column per round with the next
-// one prefetched, so their cache misses overlap instead of each search paying its misses in a row;
-// then each column's ranks are drawn and their entries (neighbour and offset side by
-// side) prefetched; then read, and the picks ordered; then emitted.
+// sample_uniform_hetero_hop are: two blocks ahead a node's column bounds (homogeneous:
+// indptr; heterogeneous: its type run offsets) are prefetched, one block ahead the first
+// probe of its search, at the time order's estimate (homogeneous), or its type runs
+// (heterogeneous). Then a block's columns are searched in lockstep (from the estimate's
+// line, galloping by lines, then bisecting: graph/time_order.h), one line per column per
+// round with the next one prefetched, so their cache misses overlap instead of each search
+// paying its misses in a row; then each column's ranks are drawn and their entries
+// (neighbour and offset side by side) prefetched; then read, each column's picks placed in
+// canonical order as they are (graph/draws.h); then emitted. (Blocks of 64 or 128 nodes,
+// which overlap more of the searches' later rounds, were no faster.)
 template <bool kHetero, typename Time>
 void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t key, int hop, const HopInput& input,
                      HopOutput& out, std::vector<int64_t>& ranks) {
