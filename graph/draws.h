@@ -1,8 +1,9 @@
-// A column's draws and their order, shared by the one-hop kernels (graph/hop_sampler.cpp,
-// graph/temporal_hop.cpp): every kernel that draws `k` of a column's `n` entries draws them
-// with choose_distinct, from the same key, so that the general path and the fast paths pick
-// the same neighbours (partition invariance, graph/hop_sampler.h); and every kernel emits a
-// column's picks in canonical order, which for a dozen picks is a sort per node.
+// A column's draws and their order, shared by the one-hop sampler's general path
+// (graph/hop_sampler.cpp) and its fast kernels (graph/hop_kernels.h): every kernel that
+// draws `k` of a column's `n` entries draws them with choose_distinct, from the same key, so
+// that the general path and the fast paths pick the same neighbours (partition invariance,
+// graph/hop_sampler.h); and every kernel emits a column's picks in canonical order, which
+// for a dozen picks is a sort per node.
 #pragma once
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 // software-pipelined over blocks of nodes, and its speed depends on what the compiler
 // inlines into it: in one file, growing one kernel made the compiler stop inlining a
 // vector append or the draws into another (perf: the uniform kernel a fifth slower, the
-// heterogeneous one a seventh), so each has its own. Their draws are the general path's
+// heterogeneous one a sixth), so each has its own. Their draws are the general path's
 // (graph/draws.h), so every kernel gives the batches sample_hop documents.
 //
 // Contract of each: `hop_key` is the batch's key mixed with the hop; every input node is
