@@ -2,6 +2,7 @@
 #include "graph/hop_kernels.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "base/random.h"
@@ -15,8 +16,8 @@ namespace partita {
 // of papers) where a fanout of them is drawn. A node's columns are its type runs
 // (Topology::type_runs), not every edge type ending in its type. Software-pipelined as
 // sample_uniform_homogeneous_hop is, one stage deeper: for node i + 2*kBlock the run offsets
-// are prefetched, for node i + kBlock its runs (whose offsets have arrived), then a block's
-// picks are found with their entries prefetched, then read.
+// are prefetched, for node i + kBlock the lines of its first and last runs (whose offsets
+// have arrived), then a block's picks are found with their entries prefetched, then read.
 void sample_uniform_hetero_hop(const Topology& t, const SamplerConfig& config, uint64_t key, int hop,
                                const HopInput& input, HopOutput& out) {
   std::vector<int64_t> picks;
