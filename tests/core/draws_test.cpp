@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <set>
+#include <vector>
 
 namespace partita {
 namespace {
@@ -37,9 +38,8 @@ TEST(DrawsTest, PlacesAreTheKeysRanksInIncreasingOrder) {
     for (size_t i = 0; i < n; ++i) keys[i] = i % 2 == 0 ? 0xFFFFFFFFu - static_cast<uint32_t>(i) : static_cast<uint32_t>(i * 7);
     Rng rng(n);
     shuffle(keys, rng);
-    uint32_t lanes[kPlacedKeys], place[kPlacedKeys];
-    std::copy(keys.begin(), keys.end(), lanes);
-    place_distinct(lanes, n, place);
+    uint32_t place[kPlacedKeys];
+    place_distinct(keys.data(), n, place);
     std::vector<uint32_t> sorted = keys;
     std::sort(sorted.begin(), sorted.end());
     for (size_t i = 0; i < n; ++i) {
