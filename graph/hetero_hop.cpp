@@ -54,12 +54,7 @@ void sample_uniform_hetero_hop(const Topology& t, const SamplerConfig& config, u
         __builtin_prefetch(run_offsets + ahead);
         __builtin_prefetch(orig + ahead);
       }
-      if (i + kBlock < n) {  // the node's runs: 16 bytes each, so often across two lines
-        const int64_t ahead = input.nodes[i + kBlock] - node_begin;
-        const int64_t first = run_offsets[ahead];
-        __builtin_prefetch(runs + first);
-        __builtin_prefetch(runs + std::max(first, run_offsets[ahead + 1] - 1));
-      }
+      if (i + kBlock < n) prefetch_type_runs(runs, run_offsets, input.nodes[i + kBlock] - node_begin);
       const int64_t local = input.nodes[i] - node_begin;
       uint64_t node_key = mix64(key, static_cast<uint64_t>(orig[local]));
       if (!input.trees.empty()) node_key = mix64(node_key, static_cast<uint64_t>(input.trees[i]));

@@ -123,10 +123,8 @@ void sample_temporal(const Topology& t, const SamplerConfig& config, uint64_t ke
       }
       if (i + kBlock < n) {
         const int64_t ahead = input.nodes[i + kBlock] - node_begin;
-        if (hetero) {  // the node's runs: 16 bytes each, so often across two lines
-          const int64_t first = run_offsets[ahead];
-          __builtin_prefetch(runs + first);
-          __builtin_prefetch(runs + std::max(first, run_offsets[ahead + 1] - 1));
+        if (hetero) {
+          prefetch_type_runs(runs, run_offsets, ahead);
         } else {
           const int64_t degree = indptr[ahead + 1] - indptr[ahead];
           if (degree > 0) __builtin_prefetch(time0 + indptr[ahead] + estimate(0, degree, input.times[i + kBlock]));  // the first probe
