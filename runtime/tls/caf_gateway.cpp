@@ -5,6 +5,7 @@
 #include <caf/io/middleman_actor_impl.hpp>
 #include <caf/io/network/default_multiplexer.hpp>
 #include <caf/io/network/doorman_impl.hpp>
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <signal.h>
@@ -49,10 +50,6 @@ sockaddr_un unix_address(const std::string& path) {
   return address;
 }
 
-// Runs the handshake of `session` on `fd` until done or `deadline`.
-void complete_handshake(Session& session, int fd, Deadline deadline) {
-  while (!session.handshake()) wait_ready(fd, session.wants(), deadline, nullptr, "the TLS handshake");
-}
 
 // The largest BASP message (its payload, after the 32-byte header) a peer may send. CAF
 // 0.17 sizes its receive buffer from a header's payload length before a byte of the payload
@@ -62,19 +59,50 @@ void complete_handshake(Session& session, int fd, Deadline deadline) {
 // rows go over the transport).
 constexpr uint32_t kMaxBaspPayload = uint32_t{512} << 20;
 
-// A peer sent a BASP header over kMaxBaspPayload.
-class MessageTooLarge : public Error {
+// A peer sent a BASP header that CAF must not see: too large, an unknown operation, or a
+// payload length its operation does not allow.
+class BadMessage : public Error {
  public:
   using Error::Error;
 };
 
+// Why CAF 0.17 must not see `header` (32 bytes, network order: operation, 2 bytes of
+// padding, flags, payload length, operation data, source and destination actors), or ""
+// if it may. CAF's own check (basp::valid) lets a handshake without payload through, and
+// its handler then reads the payload through a null pointer: 32 bytes from any member
+// crashed the process. So every operation's payload rule is enforced here: handshakes and
+// messages carry one, heartbeats none.
+std::string refuse_basp_header(const unsigned char* header) {
+  namespace basp = caf::io::basp;
+  const uint32_t length =
+      uint32_t{header[4]} << 24 | uint32_t{header[5]} << 16 | uint32_t{header[6]} << 8 | uint32_t{header[7]};
+  if (length > kMaxBaspPayload) {
+    return "a message of " + std::to_string(length) + " bytes, over the limit of " + std::to_string(kMaxBaspPayload);
+  }
+  const auto operation = static_cast<basp::message_type>(header[0]);
+  switch (operation) {
+    case basp::message_type::server_handshake:
+    case basp::message_type::client_handshake:
+    case basp::message_type::direct_message:
+    case basp::message_type::routed_message:
+    case basp::message_type::monitor_message:
+    case basp::message_type::down_message:
+      if (length == 0) return "a " + basp::to_string(operation) + " without payload";
+      return "";
+    case basp::message_type::heartbeat:
+      if (length != 0) return "a heartbeat with a payload of " + std::to_string(length) + " bytes";
+      return "";
+  }
+  return "an unknown operation (" + std::to_string(header[0]) + ")";
+}
+
 // The BASP messages of the bytes a peer sends to CAF, followed header by header, so that a
-// header over kMaxBaspPayload is caught before it is handed on.
+// header CAF must not see (refuse_basp_header) is caught before it is handed on.
 class BaspFrames {
  public:
-  // Follows `bytes` more bytes of the stream. Returns the payload length of a header over
-  // the limit among them (0: none).
-  uint32_t oversized(const char* data, size_t bytes) {
+  // Follows `bytes` more bytes of the stream. Throws BadMessage naming the first header
+  // among them that CAF must not see.
+  void check(const char* data, size_t bytes) {
     while (bytes > 0) {
       if (payload_left_ > 0) {
         const size_t skip = static_cast<size_t>(std::min<uint64_t>(payload_left_, bytes));
@@ -90,13 +118,12 @@ class BaspFrames {
       bytes -= take;
       if (header_got_ < sizeof(header_)) break;
       header_got_ = 0;
-      // operation, 2 bytes of padding, flags, then the payload length (network order).
-      const uint32_t length = uint32_t{header_[4]} << 24 | uint32_t{header_[5]} << 16 | uint32_t{header_[6]} << 8 |
-                              uint32_t{header_[7]};
-      if (length > kMaxBaspPayload) return length;
-      payload_left_ = length;
+      if (std::string why = refuse_basp_header(header_); !why.empty()) {
+        throw BadMessage(why + " (closed before the actor system saw it)");
+      }
+      payload_left_ = uint32_t{header_[4]} << 24 | uint32_t{header_[5]} << 16 | uint32_t{header_[6]} << 8 |
+                      uint32_t{header_[7]};
     }
-    return 0;
   }
 
  private:
@@ -105,13 +132,71 @@ class BaspFrames {
   uint64_t payload_left_ = 0;
 };
 
-// One TLS connection of the gateway: its handshake (accepted ones), then the bridge between
-// the session and CAF's end of a local socket, both ways, with two bounded buffers.
+// The network side of a link: a TLS session, or (insecure mode) the plain socket. Each
+// call is one non-blocking step, as Session's.
+class Peer {
+ public:
+  virtual ~Peer() = default;
+  // True once transfers may start; throws HandshakeFailed.
+  virtual bool handshake() = 0;
+  // At most `bytes`; 0: wait for wants(). Throw SessionClosed.
+  virtual size_t read_some(void* data, size_t bytes) = 0;
+  virtual size_t write_some(const void* data, size_t bytes) = 0;
+  virtual short wants() const = 0;
+  // For the log: the certificate's name, or "plaintext".
+  virtual std::string name() const = 0;
+};
+
+class TlsPeer : public Peer {
+ public:
+  TlsPeer(std::shared_ptr<const Credentials> credentials, int fd, Session::Role role)
+      : session_(std::move(credentials), fd, role) {}
+  bool handshake() override { return session_.handshake(); }
+  size_t read_some(void* data, size_t bytes) override { return session_.read_some(data, bytes); }
+  size_t write_some(const void* data, size_t bytes) override { return session_.write_some(data, bytes); }
+  short wants() const override { return session_.wants(); }
+  std::string name() const override { return session_.peer_name(); }
+
+ private:
+  Session session_;
+};
+
+class PlainPeer : public Peer {
+ public:
+  explicit PlainPeer(int fd) : fd_(fd) {}
+  bool handshake() override { return true; }
+  size_t read_some(void* data, size_t bytes) override {
+    const ssize_t n = ::recv(fd_, data, bytes, MSG_DONTWAIT);
+    if (n == 0) throw SessionClosed("the peer closed the connection");
+    return done(n, POLLIN, "read from");
+  }
+  size_t write_some(const void* data, size_t bytes) override {
+    return done(::send(fd_, data, bytes, MSG_NOSIGNAL | MSG_DONTWAIT), POLLOUT, "write to");
+  }
+  short wants() const override { return wants_; }
+  std::string name() const override { return "plaintext"; }
+
+ private:
+  size_t done(ssize_t n, short wait_for, const char* doing) {
+    if (n >= 0) return static_cast<size_t>(n);
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      throw SessionClosed(std::string("cannot ") + doing + " the peer: " + errno_text());
+    }
+    wants_ = wait_for;
+    return 0;
+  }
+
+  int fd_;
+  short wants_ = POLLIN;
+};
+
+// One connection of the gateway: its TLS handshake (accepted ones), then the bridge between
+// the peer and CAF's end of a local socket, both ways, with two bounded buffers.
 struct Link {
   static constexpr size_t kBuffer = 256 * 1024;
 
   ScopedFd net, local;
-  std::unique_ptr<Session> tls;
+  std::unique_ptr<Peer> peer;
   std::string address;      // the peer's, for the log
   std::string where;        // the gate's endpoint ("" for outgoing links)
   std::string local_path;   // accepted: CAF's Unix socket, connected after the handshake
@@ -128,7 +213,7 @@ struct Link {
   bool bridging() const { return local.get() >= 0; }
 
   short net_events() const {
-    if (!bridging()) return tls->wants() != 0 ? tls->wants() : POLLIN;
+    if (!bridging()) return peer->wants() != 0 ? peer->wants() : POLLIN;
     return static_cast<short>((in_end < kBuffer && !net_eof ? read_wants : 0) |
                               (out_end > out_begin ? write_wants : 0));
   }
@@ -152,13 +237,10 @@ struct Link {
   }
 
   // Reads what the peer has sent into `in` (room permitting), each header checked before
-  // CAF could see it. Returns the bytes read (0: none now; tls->wants() tells what to wait for).
+  // CAF could see it. Returns the bytes read (0: none now; peer->wants() tells what to wait for).
   size_t read_from_peer() {
-    const size_t n = tls->read_some(in.data() + in_end, kBuffer - in_end);
-    if (const uint32_t length = from_peer.oversized(in.data() + in_end, n); length > 0) {
-      throw MessageTooLarge("a message of " + std::to_string(length) + " bytes, over the limit of " +
-                            std::to_string(kMaxBaspPayload) + " (closed before the actor system saw it)");
-    }
+    const size_t n = peer->read_some(in.data() + in_end, kBuffer - in_end);
+    from_peer.check(in.data() + in_end, n);
     in_end += n;
     return n;
   }
@@ -167,7 +249,7 @@ struct Link {
   // until `deadline`.
   void read_at_least(size_t bytes, Deadline deadline) {
     while (in_end < bytes) {
-      if (read_from_peer() == 0) wait_ready(net.get(), tls->wants(), deadline, nullptr, "the peer's first message");
+      if (read_from_peer() == 0) wait_ready(net.get(), peer->wants(), deadline, nullptr, "the peer's first message");
     }
   }
 
@@ -180,7 +262,7 @@ struct Link {
         try {
           const size_t n = read_from_peer();
           progress |= n > 0;
-          if (n == 0) read_wants = tls->wants();
+          if (n == 0) read_wants = peer->wants();
         } catch (const SessionClosed&) {
           net_eof = true;
         }
@@ -205,8 +287,8 @@ struct Link {
         }
       }
       if (out_end > out_begin) {
-        const size_t n = tls->write_some(out.data() + out_begin, out_end - out_begin);
-        if (n == 0) write_wants = tls->wants();
+        const size_t n = peer->write_some(out.data() + out_begin, out_end - out_begin);
+        if (n == 0) write_wants = peer->wants();
         out_begin += n;
         progress |= n > 0;
         if (out_begin == out_end) out_begin = out_end = 0;
@@ -267,7 +349,7 @@ class Loop {
     }
     const uint64_t one = 1;
     if (::write(wake_, &one, sizeof(one)) < 0 && errno != EAGAIN) {
-      spdlog::error("TLS gateway: cannot wake its thread: {}", errno_text());
+      spdlog::error("gateway: cannot wake its thread: {}", errno_text());
     }
   }
 
@@ -287,7 +369,7 @@ class Loop {
         timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
       }
       if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
-        spdlog::error("TLS gateway: poll failed: {}", errno_text());
+        spdlog::error("gateway: poll failed: {}", errno_text());
         return;
       }
       if (fds[0].revents != 0) {
@@ -380,7 +462,11 @@ class Loop {
       link->where = l.where;
       link->local_path = l.local_path;
       link->deadline = Clock::now() + kHandshakeDeadline;
-      link->tls = std::make_unique<Session>(credentials_, fd.get(), Session::Role::server);
+      if (credentials_) {
+        link->peer = std::make_unique<TlsPeer>(credentials_, fd.get(), Session::Role::server);
+      } else {
+        link->peer = std::make_unique<PlainPeer>(fd.get());
+      }
       link->net = std::move(fd);
       if (handshakes_ >= kMaxHandshakes || bridges_.load() >= kMaxBridges) cut_oldest_handshake(link->address);
       ++handshakes_;
@@ -400,37 +486,59 @@ class Loop {
       break;
     }
     if (Clock::now() - last_warning_ > std::chrono::seconds(1)) {
-      spdlog::warn("TLS gateway: {} handshakes pending: cut the oldest ({} since the last warning); the newest from {}",
+      spdlog::warn("gateway: {} handshakes pending: cut the oldest ({} since the last warning); the newest from {}",
                    kMaxHandshakes, cut_, newest);
       last_warning_ = Clock::now();
       cut_ = 0;
     }
   }
 
+  // Logs a refusal (warn): bursts of up to kRefusalBurst lines, then one a second, each
+  // with the count of those left out, so that a peer reconnecting in a loop cannot fill the
+  // disk through the log.
+  void refused(const std::string& line) {
+    static constexpr double kRefusalBurst = 10;
+    const Clock::time_point now = Clock::now();
+    refusal_tokens_ = std::min(kRefusalBurst,
+                               refusal_tokens_ + std::chrono::duration<double>(now - last_refusal_).count());
+    last_refusal_ = now;
+    if (refusal_tokens_ < 1) {
+      ++refusals_unsaid_;
+      return;
+    }
+    refusal_tokens_ -= 1;
+    if (refusals_unsaid_ > 0) {
+      spdlog::warn("{} (and {} more refusals not logged since the last one)", line, refusals_unsaid_);
+    } else {
+      spdlog::warn("{}", line);
+    }
+    refusals_unsaid_ = 0;
+  }
+
   // One non-blocking step of a link. False: close it.
   bool step(Link& link, Deadline now) {
     if (!link.bridging()) {
       try {
-        if (!link.tls->handshake()) {
+        if (!link.peer->handshake()) {
           if (now < link.deadline) return true;
           --handshakes_;
-          spdlog::warn("{}: refused a connection from {}: no TLS handshake within {} s", link.where, link.address,
-                       kHandshakeDeadline.count());
+          refused(fmt::format("{}: refused a connection from {}: no TLS handshake within {} s", link.where,
+                              link.address, kHandshakeDeadline.count()));
           return false;
         }
         --handshakes_;
         if (bridges_.load() >= kMaxBridges) {
-          spdlog::warn("{}: refused a connection from {} ({}): {} connections already open", link.where, link.address,
-                       link.tls->peer_name(), kMaxBridges);
+          refused(fmt::format("{}: refused a connection from {} ({}): {} connections already open", link.where,
+                              link.address, link.peer->name(), kMaxBridges));
           return false;
         }
         ++bridges_;
         link.start_bridge();
-        spdlog::debug("{}: {} is {} (a certificate of the cluster)", link.where, link.address, link.tls->peer_name());
+        spdlog::debug("{}: {} is {} (a certificate of the cluster)", link.where, link.address, link.peer->name());
       } catch (const Error& e) {
         if (!link.bridging()) {
           --handshakes_;
-          spdlog::warn("{}: refused a connection from {}: {}", link.where, link.address, e.what());
+          refused(fmt::format("{}: refused a connection from {}: {}", link.where, link.address, e.what()));
         } else {
           spdlog::error("{}: {}", link.where, e.what());
         }
@@ -439,9 +547,9 @@ class Loop {
     }
     try {
       return link.pump();
-    } catch (const MessageTooLarge& e) {
-      spdlog::warn("{}: closed the connection with {} ({}): {}", link.where.empty() ? "outgoing" : link.where,
-                   link.address, link.tls->peer_name(), e.what());
+    } catch (const BadMessage& e) {
+      refused(fmt::format("{}: closed the connection with {} ({}): {}", link.where.empty() ? "outgoing" : link.where,
+                          link.address, link.peer->name(), e.what()));
       return false;
     } catch (const Error& e) {
       spdlog::debug("connection with {} ended: {}", link.address, e.what());
@@ -460,6 +568,9 @@ class Loop {
   std::atomic<size_t> bridges_{0};
   size_t cut_ = 0;
   Clock::time_point last_warning_{};
+  double refusal_tokens_ = 10;
+  size_t refusals_unsaid_ = 0;
+  Clock::time_point last_refusal_ = Clock::now();
   std::thread thread_;  // last: started once the rest exists
 };
 
@@ -550,7 +661,9 @@ class Gate {
 };
 
 // CAF's doorman on the Unix socket, reporting the gate's TCP address: BASP files the
-// published actor under the port peers connect to. Owns the gate.
+// published actor under the port peers connect to. Owns the gate. Only this process's
+// gateway may connect: every byte CAF reads has passed BaspFrames. Another process of the
+// same user (the folder keeps out everyone else) is refused by its credentials.
 class GatedDoorman : public caf::io::network::doorman_impl {
  public:
   GatedDoorman(caf::io::network::default_multiplexer& backend, std::unique_ptr<Gate> gate)
@@ -558,8 +671,29 @@ class GatedDoorman : public caf::io::network::doorman_impl {
   std::string addr() const override { return gate_->endpoint().host; }
   uint16_t port() const override { return gate_->port(); }
 
+  bool new_connection() override {
+    const int fd = acceptor_.accepted_socket();
+    ucred peer{};
+    socklen_t size = sizeof(peer);
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || peer.pid != ::getpid()) {
+      ::close(fd);
+      if (Clock::now() - last_warning_ > std::chrono::seconds(1)) {
+        spdlog::warn("{}: refused a local connection from process {} ({} since the last warning): only the gateway "
+                     "speaks to the actor system", gate_->endpoint().to_string(), peer.pid, ++refused_);
+        last_warning_ = Clock::now();
+        refused_ = 0;
+      } else {
+        ++refused_;
+      }
+      return true;  // keep accepting
+    }
+    return doorman_impl::new_connection();
+  }
+
  private:
   std::unique_ptr<Gate> gate_;
+  Clock::time_point last_warning_{};
+  size_t refused_ = 0;
 };
 
 class GatewayActor : public caf::io::middleman_actor_impl {
@@ -569,7 +703,12 @@ class GatewayActor : public caf::io::middleman_actor_impl {
         credentials_(credentials),
         loop_(std::make_shared<Loop>(std::move(credentials))) {}
 
-  const char* name() const override { return "partita_tls_gateway"; }
+  // A CAF peer writes its handshake as soon as it accepts a connection; a secure daemon's
+  // gateway waits for a TLS ClientHello and never answers plaintext. Under the callers'
+  // request timeouts (10 s), so that the refusal is named.
+  static constexpr std::chrono::seconds kFirstBytesDeadline{5};
+
+  const char* name() const override { return "partita_gateway"; }
 
   void on_exit() override {
     loop_.reset();  // the gates' doormen keep it while CAF holds them
@@ -586,10 +725,23 @@ class GatewayActor : public caf::io::middleman_actor_impl {
       auto link = std::make_unique<Link>();
       link->net = connect_tcp(host, port, deadline, nullptr);
       link->address = where;
-      link->tls = std::make_unique<Session>(credentials_, link->net.get(), Session::Role::client);
-      complete_handshake(*link->tls, link->net.get(), deadline);
-      link->allocate();
-      link->read_at_least(caf::io::basp::header_size, deadline);  // caf_gateway.h: "handed to CAF"
+      if (credentials_) {
+        link->peer = std::make_unique<TlsPeer>(credentials_, link->net.get(), Session::Role::client);
+        while (!link->peer->handshake()) {
+          wait_ready(link->net.get(), link->peer->wants(), deadline, nullptr, "the TLS handshake");
+        }
+        link->allocate();
+        link->read_at_least(caf::io::basp::header_size, deadline);  // caf_gateway.h: "handed to CAF"
+      } else {
+        link->peer = std::make_unique<PlainPeer>(link->net.get());
+        link->allocate();
+        try {
+          link->read_at_least(caf::io::basp::header_size, Clock::now() + kFirstBytesDeadline);
+        } catch (const TimedOut&) {
+          throw Error("it sent nothing within " + std::to_string(kFirstBytesDeadline.count()) +
+                      " s, as a Partita process with TLS does to one without (this one runs --insecure)");
+        }
+      }
       int pair[2];
       if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
         throw Error("cannot create a socket pair: " + errno_text());
@@ -601,7 +753,8 @@ class GatewayActor : public caf::io::middleman_actor_impl {
       if (!loop_->add_link(std::move(link))) throw Error(std::to_string(kMaxBridges) + " connections already open");
       return system().middleman().backend().new_scribe(caf_end.release());
     } catch (const Error& e) {
-      return make_runtime_error(RuntimeErrc::refused, "cannot connect to " + where + " over TLS: " + e.what());
+      return make_runtime_error(RuntimeErrc::refused, "cannot connect to " + where +
+                                                          (credentials_ ? " over TLS: " : ": ") + e.what());
     }
   }
 
@@ -620,46 +773,12 @@ class GatewayActor : public caf::io::middleman_actor_impl {
   std::shared_ptr<Loop> loop_;
 };
 
-// Insecure mode: CAF's own plaintext connections and ports, except that a connection is
-// handed to CAF once the peer's first bytes are there, as the gateway's are.
-class PlainMiddleman : public caf::io::middleman_actor_impl {
- public:
-  // A CAF peer writes its handshake as soon as it accepts a connection; a secure daemon's
-  // gateway waits for a TLS ClientHello and never answers plaintext. Under the callers'
-  // request timeouts (10 s), so that the refusal is named.
-  static constexpr std::chrono::seconds kFirstBytesDeadline{5};
-
-  PlainMiddleman(caf::actor_config& cfg, caf::actor broker) : middleman_actor_impl(cfg, std::move(broker)) {}
-
-  const char* name() const override { return "partita_plain_middleman"; }
-
- protected:
-  caf::expected<caf::io::scribe_ptr> connect(const std::string& host, uint16_t port) override {
-    const std::string where = host + ":" + std::to_string(port);
-    try {
-      ScopedFd fd = connect_tcp(host, port, Clock::now() + kHandshakeDeadline, nullptr);
-      try {  // caf_gateway.h: "handed to CAF"
-        wait_ready(fd.get(), POLLIN, Clock::now() + kFirstBytesDeadline, nullptr, "the peer's first message");
-      } catch (const TimedOut&) {
-        throw Error("it sent nothing within " + std::to_string(kFirstBytesDeadline.count()) +
-                    " s, as a Partita process with TLS does to one without (this one runs --insecure)");
-      }
-      return system().middleman().backend().new_scribe(fd.release());
-    } catch (const Error& e) {
-      return make_runtime_error(RuntimeErrc::refused, "cannot connect to " + where + ": " + e.what());
-    }
-  }
-};
-
 }  // namespace
 
 caf::actor start_gateway(caf::actor_system& system, std::shared_ptr<const Credentials> credentials) {
   caf::actor broker = system.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
-  caf::actor handle =
-      credentials ? caf::actor_cast<caf::actor>(system.spawn<GatewayActor, caf::detached + caf::hidden>(
-                        std::move(broker), std::move(credentials)))
-                  : caf::actor_cast<caf::actor>(
-                        system.spawn<PlainMiddleman, caf::detached + caf::hidden>(std::move(broker)));
+  caf::actor handle = caf::actor_cast<caf::actor>(
+      system.spawn<GatewayActor, caf::detached + caf::hidden>(std::move(broker), std::move(credentials)));
   system.registry().put(kRegistryName, caf::actor_cast<caf::strong_actor_ptr>(handle));
   return handle;
 }

@@ -5,9 +5,12 @@
 // session sets SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT and trusts the cafile), so
 // unauthenticated bytes would not reach BASP either. But it builds a new SSL_CTX (reading
 // every file again) per connection, allows TLS 1.2 with any HIGH cipher, keeps a half-open
-// handshake for ever, accepts any number of them, and logs nothing about a refused peer
-// (issue 14 asks for all four). So the process's own TLS code (runtime/tls/session.h) owns
-// every socket on the network side, and CAF speaks BASP only over local sockets:
+// handshake for ever, accepts any number of them, and logs nothing about a refused peer.
+// And CAF 0.17 trusts what a connected peer sends: a handshake header without payload
+// makes it read through a null pointer, a payload length of 4 GiB makes it allocate that.
+// So the process's own code owns every socket on the network side, TLS or (insecure mode)
+// plaintext alike, and CAF speaks BASP only over local sockets that only the gateway can
+// reach:
 //
 //   listening: the gateway accepts on HOST:PORT; each connection gets kHandshakeDeadline to
 //     complete a TLS 1.3 handshake with a certificate of the cluster, at most
@@ -15,8 +18,10 @@
 //     member by one round of handshakes, not by the deadline), and a refusal is logged
 //     (warn) with the peer's address. Only then is it connected to CAF's doorman, which
 //     listens on a Unix socket in a folder only this user can enter (/tmp/partita-caf-UID,
-//     mode 0700; sockets of killed processes are removed by the next gate): no other
-//     user's bytes reach BASP, and the BASP handshake itself comes from an authenticated peer.
+//     mode 0700; sockets of killed processes are removed by the next gate), whose doorman
+//     accepts only this process (SO_PEERCRED): every byte CAF reads came through the gateway.
+//     In insecure mode (no credentials; loopback only) there is no TLS handshake; the rest
+//     is the same. Refusals are logged (warn) at most once a second, with a count.
 //   connecting: the TLS session to the peer is made first (same deadline); CAF gets one end
 //     of a socket pair as its connection, the gateway bridges the other to the session.
 //     A connection is handed to CAF only once the peer's first BASP header is in CAF's
@@ -27,10 +32,10 @@
 //     restarted job's sampler failed with "connection_timeout" (tls_test.cpp, ...Heartbeat).
 //
 //   bridged: every BASP message a peer sends is followed header by header, and a header
-//     claiming a payload over 512 MiB closes the connection (logged as a warning with the
-//     peer's address and certificate name) before CAF sees it: CAF 0.17 allocates a
-//     message's whole payload when its header arrives, so a member could otherwise make a
-//     daemon allocate 4 GiB per connection with 32 bytes.
+//     CAF must not see closes the connection (logged as a warning with the peer's address
+//     and certificate name) before CAF sees it: a payload over 512 MiB (CAF 0.17 allocates
+//     a message's whole payload when its header arrives), an unknown operation, or a
+//     payload length its operation does not allow (a handshake without one crashed CAF).
 //
 // One thread per process does all of it (accepts, handshakes, bridges) with non-blocking
 // sockets and one poll, so a process's thread count does not grow with its connections;
@@ -48,9 +53,7 @@
 //     connection, not over all of them: the members of the cluster are trusted with it.
 //
 // Use middleman_actor(system) wherever CAF's middleman().actor_handle() would be used
-// (connect_atom requests) and publish() instead of middleman().publish(). In insecure mode
-// (no credentials) they are CAF's own plaintext connections and ports, with the same wait
-// for a peer's first bytes before CAF gets the connection.
+// (connect_atom requests) and publish() instead of middleman().publish().
 #pragma once
 
 #include <caf/actor_cast.hpp>
@@ -76,15 +79,16 @@ inline constexpr size_t kMaxBridges = 256;
 // What one pending handshake holds at most (above: OpenSSL's limits, not ours to set).
 inline constexpr size_t kMaxHandshakeBytes = 256 * 1024;
 
-// Spawns the middleman actor for `system` (with networking) and registers it: the
-// gateway's, or the plaintext one without credentials. Called by ActorSystem
+// Spawns the gateway's middleman actor for `system` (with networking) and registers it;
+// null `credentials`: insecure mode (plaintext, loopback only). Called by ActorSystem
 // (runtime/actor_system.h).
 caf::actor start_gateway(caf::actor_system& system, std::shared_ptr<const Credentials> credentials);
 
 // Stops it (before the actor system goes: it waits for the gateway's thread).
 void stop_gateway(caf::actor_system& system, caf::actor gateway);
 
-// The middleman actor of connect_atom requests: start_gateway's, or CAF's own without one.
+// The middleman actor of connect_atom requests: start_gateway's, or CAF's own without one
+// (an actor system without networking has no connections to make).
 caf::io::middleman_actor middleman_actor(caf::actor_system& system);
 
 // Publishes `actor` on `endpoint` (port 0: any free port) through middleman_actor(system);
