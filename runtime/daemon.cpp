@@ -162,6 +162,14 @@ class ShutdownWatchdog {
   ShutdownWatchdog(const ShutdownWatchdog&) = delete;
   ShutdownWatchdog& operator=(const ShutdownWatchdog&) = delete;
 
+  // What the process abandons should the deadline pass ("3 actors still running"), asked
+  // on the watchdog's thread; empty: nothing to say. Thread-safe; reset it before what it
+  // reads goes.
+  void describe_abandoned(std::function<std::string()> describe) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    describe_ = std::move(describe);
+  }
+
   // Starts the countdown; later calls keep the first start. Thread-safe.
   void arm() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -176,7 +184,9 @@ class ShutdownWatchdog {
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [this] { return armed_ || done_; });
     if (cv_.wait_until(lock, expires_, [this] { return done_; })) return;
-    spdlog::error("shutdown did not finish within {} ms; exiting", deadline_.count());
+    const std::string abandoned = describe_ ? describe_() : "";
+    spdlog::error("shutdown did not finish within {} ms; exiting{}", deadline_.count(),
+                  abandoned.empty() ? "" : ", abandoning " + abandoned);
     spdlog::default_logger()->flush();
     std::_Exit(1);
   }
@@ -186,6 +196,7 @@ class ShutdownWatchdog {
   std::condition_variable cv_;
   bool armed_ = false;
   bool done_ = false;
+  std::function<std::string()> describe_;
   std::chrono::steady_clock::time_point expires_;
   std::thread thread_;  // last: it starts watching once everything above exists
 };
@@ -230,13 +241,18 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
   ShutdownWatchdog watchdog(options.shutdown_deadline);
   std::string failure;
   {
+    // Declared before the system, so that it is reset once the system's destructor is done.
+    struct ForgetAbandoned {
+      ShutdownWatchdog& watchdog;
+      ~ForgetAbandoned() { watchdog.describe_abandoned(nullptr); }
+    } forget_abandoned{watchdog};
     ActorSystem system(system_options);
     // The one published actor: a head, or the host of a node (the agent of a joined node
     // lives beside it, unpublished).
     caf::actor main;
     head_actor head;  // with options.head
     std::function<void()> stop;
-    caf::expected<uint16_t> port{uint16_t{0}};
+    std::function<caf::expected<uint16_t>()> publish;  // `main` on the endpoint, as its typed handle
     if (options.head) {
       HeadOptions head_options;
       head_options.heartbeat_period = options.heartbeat_period;
@@ -247,34 +263,16 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
       head = spawn_head(system, head_options);
       main = caf::actor_cast<caf::actor>(head);
       stop = [main] { caf::anon_send_exit(main, caf::exit_reason::user_shutdown); };
-      // reuse=true sets SO_REUSEADDR only: a restarted daemon can bind its port while old
-      // connections linger in TIME_WAIT, but a port another process listens on stays refused.
-      port = tls::publish(system.get(), head, endpoint, true);
+      publish = [&system, head, &endpoint] { return tls::publish(system.get(), head, endpoint, true); };
     } else {
       host_actor host = spawn_host(system, HostInfo{name, partita_version()}, std::move(registry));
       main = caf::actor_cast<caf::actor>(host);
       stop = [host] { caf::anon_send(host, shutdown_atom::value); };
-      port = tls::publish(system.get(), host, endpoint, true);
+      publish = [&system, host, &endpoint] { return tls::publish(system.get(), host, endpoint, true); };
     }
-    if (!port) {
-      caf::anon_send_exit(main, caf::exit_reason::user_shutdown);
-      throw Error("cannot listen on " + endpoint.to_string() + ": " + describe(system, port.error()));
-    }
-    endpoint.port = *port;
-    if (options.head) {
-      // Drivers run on this machine and reach the head at its bound address (loopback for
-      // a wildcard one), known only now; the head refuses submissions until it is told.
-      const bool wildcard = endpoint.host == "0.0.0.0" || endpoint.host == "::" || endpoint.host.empty();
-      try {
-        tell_head_its_address(system, head, Endpoint{wildcard ? "127.0.0.1" : endpoint.host, endpoint.port}.to_string(),
-                              std::chrono::seconds(10));
-      } catch (...) {
-        caf::anon_send_exit(main, caf::exit_reason::user_shutdown);
-        throw;
-      }
-    }
-    // If anything below throws, the main actor must still stop (the system's destructor
-    // waits for it) and the signal handler must let go of it.
+    // From here on the main actor exists and the system's destructor waits for it: every
+    // way out (a refused port, a failed join, an exception) stops it first, and a signal
+    // stops it at any point of the start-up, with the watchdog bounding what follows.
     struct StopOnUnwind {
       SignalWatcher& signals;
       ShutdownWatchdog& watchdog;
@@ -285,6 +283,27 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
         caf::anon_send_exit(main, caf::exit_reason::user_shutdown);
       }
     } stop_on_unwind{signals, watchdog, main};
+    watchdog.describe_abandoned([&system] {
+      const size_t running = system.get().registry().running();
+      return running == 0 ? std::string() : std::to_string(running) + " actors still running";
+    });
+    signals.on_signal([stop, name, role, &watchdog](int signo) {
+      spdlog::info("{} {}: received {}; shutting down", role, name, strsignal(signo));
+      watchdog.arm();
+      stop();
+    });
+    // reuse=true sets SO_REUSEADDR only: a restarted daemon can bind its port while old
+    // connections linger in TIME_WAIT, but a port another process listens on stays refused.
+    const caf::expected<uint16_t> port = publish();
+    if (!port) throw Error("cannot listen on " + endpoint.to_string() + ": " + describe(system, port.error()));
+    endpoint.port = *port;
+    if (options.head) {
+      // Drivers run on this machine and reach the head at its bound address (loopback for
+      // a wildcard one), known only now; the head refuses submissions until it is told.
+      const bool wildcard = endpoint.host == "0.0.0.0" || endpoint.host == "::" || endpoint.host.empty();
+      tell_head_its_address(system, head, Endpoint{wildcard ? "127.0.0.1" : endpoint.host, endpoint.port}.to_string(),
+                            std::chrono::seconds(10));
+    }
     if (!options.join.empty()) {
       const Endpoint head_address = parse_endpoint(options.join, "--join");
       head_actor joined;
@@ -303,11 +322,6 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
     {
       caf::scoped_actor self{system};
       self->monitor(main);
-      signals.on_signal([stop, name, role, &watchdog](int signo) {
-        spdlog::info("{} {}: received {}; shutting down", role, name, strsignal(signo));
-        watchdog.arm();
-        stop();
-      });
       spdlog::info("{} {} (partita {}) listening on {}", role, name, partita_version(), endpoint.to_string());
       on_ready(endpoint, name);
       // No deadline here: this is the daemon's life. It ends with the main actor, on

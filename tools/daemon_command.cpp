@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "actors/protocol.h"
 #include "base/error.h"
@@ -100,16 +101,7 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     o->runs_given = runs->count() > 0;
     if (!o->dashboard.empty() && !o->head) throw UsageError("--dashboard needs --head: the head serves the cluster's page");
     if (o->runs_given && !o->head) throw UsageError("--runs needs --head: the head keeps the submitted jobs' outputs");
-    if (o->head && !global.insecure) create_cluster_if_new(global, o->name);
-    install_credentials(global);
     if (max_jobs->count() > 0 && !o->head) throw UsageError("--max-jobs needs --head: the head runs the submitted jobs");
-    std::shared_ptr<dashboard::StatusBoard> board;
-    std::unique_ptr<dashboard::StatusServer> server;
-    if (!o->dashboard.empty()) {
-      board = std::make_shared<dashboard::StatusBoard>();
-      server = std::make_unique<dashboard::StatusServer>(board, dashboard::parse_dashboard_address(o->dashboard));
-      std::cout << "status page on " << server->url() << std::endl;
-    }
     runtime::DaemonOptions options;
     options.listen = !o->listen.empty() ? o->listen : o->head ? kDefaultHeadAddress : "127.0.0.1:0";
     options.name = o->name;
@@ -118,6 +110,22 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global) {
     options.heartbeat_period = std::chrono::milliseconds(o->heartbeat_ms);
     options.heartbeat_timeout = std::chrono::milliseconds(o->heartbeat_timeout_ms);
     options.join_timeout = std::chrono::seconds(o->join_timeout_s);
+    // Every argument is checked before anything is created (a cluster's CA, a status port).
+    runtime::check_daemon_options(options);
+    if (global.insecure) {
+      runtime::tls::check_plaintext_bind(runtime::parse_endpoint(options.listen, "--listen").host, "--listen");
+    }
+    std::optional<runtime::Endpoint> page;
+    if (!o->dashboard.empty()) page = dashboard::parse_dashboard_address(o->dashboard);
+    if (o->head && !global.insecure) create_cluster_if_new(global, o->name);
+    install_credentials(global);
+    std::shared_ptr<dashboard::StatusBoard> board;
+    std::unique_ptr<dashboard::StatusServer> server;
+    if (page) {
+      board = std::make_shared<dashboard::StatusBoard>();
+      server = std::make_unique<dashboard::StatusServer>(board, *page);
+      std::cout << "status page on " << server->url() << std::endl;
+    }
     options.system.threads = global.threads;
     if (o->head) {
       options.runs_dir = o->runs;
