@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "base/error.h"
@@ -170,6 +171,29 @@ PartitionData PartitionFolder::load_part(int part, Verify verify) const {
   return d;
 }
 
+namespace {
+
+// Throws Error naming the first element of `array` (float32, [rows, columns] or [rows])
+// that is not finite, and how many are not.
+void check_finite(const MappedArray& array) {
+  if (array.dtype() != DType::kFloat32) return;
+  const auto values = array.as<float>();
+  const int64_t columns = array.shape().size() > 1 ? array.dim(1) : 1;
+  int64_t first = -1, count = 0;
+  for (int64_t i = 0; i < static_cast<int64_t>(values.size()); ++i) {
+    if (!std::isfinite(values[i])) {
+      if (first < 0) first = i;
+      ++count;
+    }
+  }
+  if (count == 0) return;
+  throw file_error(array.path(), std::to_string(count) + " values are not finite; the first, " +
+                                     std::to_string(values[first]) + ", is at row " + std::to_string(first / columns) +
+                                     ", column " + std::to_string(first % columns));
+}
+
+}  // namespace
+
 void PartitionFolder::verify_all(Verify verify) const {
   MappedArray map = node_map();
   if (verify == Verify::kFull) map.verify_checksum();
@@ -199,6 +223,12 @@ void PartitionFolder::verify_all(Verify verify) const {
       if (edge_seen[e]++) {
         throw file_error(part.edge_ids.path(), "original edge " + std::to_string(e) + " appears twice");
       }
+    }
+    // Features must be finite: a NaN or an infinity passes its checksum (it was written so)
+    // and would only be found by the first training step that reads it.
+    if (verify == Verify::kFull) {
+      if (part.x) check_finite(*part.x);
+      if (part.edge_attr) check_finite(*part.edge_attr);
     }
     // The stored halo must be exactly the remote sources of this part's in-edges.
     std::vector<int64_t> halo;

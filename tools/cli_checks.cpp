@@ -1,6 +1,7 @@
 #include "tools/cli_checks.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
@@ -42,8 +43,7 @@ std::string integer_syntax(const std::string& text, bool is_unsigned) {
   } else {
     (void)std::strtoll(text.c_str(), &end, 10);
     if (errno == ERANGE) {
-      return "'" + text + "' is out of range (" + std::to_string(std::numeric_limits<int64_t>::min()) + " to " +
-             std::to_string(std::numeric_limits<int64_t>::max()) + ")";
+      return text[0] == '-' ? "'" + text + "' is too small" : "'" + text + "' is too large";
     }
   }
   return "";
@@ -61,7 +61,8 @@ void add_syntax_checks(CLI::App& app) {
       option->check(CLI::Validator(
           [](std::string& v) {
             double d = 0;
-            return parse_number(v, d) ? std::string() : "expected a number, got '" + v + "'";
+            if (!parse_number(v, d)) return "expected a number, got '" + v + "'";
+            return std::isfinite(d) ? std::string() : "expected a finite number, got '" + v + "'";
           },
           ""));
     }

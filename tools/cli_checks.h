@@ -8,6 +8,8 @@
 //   --threads: expected an integer, got 'abc'
 //   --seed: expected a non-negative integer, got '-5'
 //   --seed: '99999999999999999999999' is out of range (at most 18446744073709551615)
+//   --heartbeat-ms: '99999999999999999999' is too large
+//   --noise: expected a finite number, got 'inf'
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -30,7 +32,7 @@ CLI::Validator in_range(double min, double max);
 
 // Adds to every integer and real flag of `app` and its subcommands (recursively) a check
 // that the value is a number of the flag's type that fits it: no sign on unsigned flags, no
-// fraction on integer flags, no silent saturation. Call once, after every flag is added.
+// fraction on integer flags, no silent saturation, no infinity or NaN on real flags. Call once, after every flag is added.
 void check_number_syntax(CLI::App& app);
 
 }  // namespace partita::cli

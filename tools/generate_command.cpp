@@ -20,6 +20,10 @@ void add_output_flags(CLI::App* cmd, OutputOptions& out) {
   cmd->add_flag("--overwrite", out.overwrite, "replace the output folder if it exists");
 }
 
+// The widest input a job takes (a model's width limit): a wider graph could be generated
+// but never trained on.
+constexpr double kMaxFeatures = 65536;
+
 void add_split_flags(CLI::App* cmd, SplitOptions& split) {
   cmd->add_option("--train-nodes", split.num_train, "training nodes (0: use --train-fraction)")
       ->check(cli::at_least(0))->capture_default_str();
@@ -65,7 +69,7 @@ void add_generate_command(CLI::App& app, const GlobalOptions& global) {
   r->add_flag("--undirected", rmat->undirected,
               "store every edge in both directions (--avg-degree still counts directed edges)");
   r->add_option("--features", rmat->feature_dim, "random float32 features per node (0: none)")
-      ->check(cli::at_least(0))->capture_default_str();
+      ->check(cli::in_range(0, kMaxFeatures))->capture_default_str();
   r->add_option("--classes", rmat->num_classes, "random labels in [0, classes) (0: none)")
       ->check(cli::at_least(0))->capture_default_str();
   add_split_flags(r, rmat->split);
@@ -84,7 +88,7 @@ void add_generate_command(CLI::App& app, const GlobalOptions& global) {
   s->add_option("--classes", sbm->num_classes, "number of classes (blocks)")->check(cli::positive())->capture_default_str();
   s->add_option("--avg-degree", sbm->avg_degree, "directed edges per node")->check(cli::positive())->capture_default_str();
   s->add_option("--homophily", sbm->homophily, "fraction of edges inside a class")->check(cli::in_range(0.0, 1.0))->capture_default_str();
-  s->add_option("--features", sbm->feature_dim, "feature dimension (0: none)")->check(cli::at_least(0))->capture_default_str();
+  s->add_option("--features", sbm->feature_dim, "feature dimension (0: none)")->check(cli::in_range(0, kMaxFeatures))->capture_default_str();
   s->add_option("--noise", sbm->noise, "feature noise relative to the class signal")->check(cli::at_least(0))->capture_default_str();
   add_split_flags(s, sbm->split);
   s->add_option("--seed", sbm->seed, "random seed")->capture_default_str();
@@ -102,7 +106,7 @@ void add_generate_command(CLI::App& app, const GlobalOptions& global) {
   h->add_option("--authors", het->num_authors, "author nodes")->check(cli::positive())->capture_default_str();
   h->add_option("--venues", het->num_venues, "venue nodes")->check(cli::positive())->capture_default_str();
   h->add_option("--classes", het->num_classes, "paper fields (labels)")->check(cli::positive())->capture_default_str();
-  h->add_option("--features", het->feature_dim, "paper feature dimension (0: none)")->check(cli::at_least(0))->capture_default_str();
+  h->add_option("--features", het->feature_dim, "paper feature dimension (0: none)")->check(cli::in_range(0, kMaxFeatures))->capture_default_str();
   h->add_option("--citations", het->citations_per_paper, "citations per paper")->check(cli::at_least(0))->capture_default_str();
   h->add_option("--authors-per-paper", het->authors_per_paper, "authors per paper")->check(cli::at_least(0))->capture_default_str();
   h->add_option("--homophily", het->homophily, "fraction of citations and authorships within the paper's field")

@@ -28,16 +28,22 @@ head_actor connect_head(caf::actor_system& system, const Endpoint& head, std::ch
 
 namespace {
 
-// One request to the head; its reply goes to `on_reply`. Throws Error "head WHERE: WHAT
-// failed: ..." when it is refused or not answered in time.
+// One request to the head; its reply goes to `on_reply`. Throws Error "the head at WHERE
+// was lost" when its connection dropped (killed, its machine gone), "head WHERE: WHAT
+// failed: ..." when it refused or did not answer in time.
 template <typename... Args, typename OnReply>
 void ask_head(caf::actor_system& system, const head_actor& head, const std::string& where, const std::string& what,
               std::chrono::milliseconds timeout, OnReply on_reply, Args&&... args) {
   caf::scoped_actor self{system};
+  self->monitor(head);  // a lost head's proxy goes down: its down message tells loss from slowness
   std::optional<caf::error> failed;
   self->request(head, timeout, std::forward<Args>(args)...)
       .receive(on_reply, [&](caf::error& err) { failed = std::move(err); });
-  if (failed) throw Error("head " + where + ": " + what + " failed: " + describe(system, *failed));
+  if (!failed) return;
+  bool lost = false;
+  self->receive([&](caf::down_msg&) { lost = true; }, caf::after(std::chrono::milliseconds(0)) >> [] {});
+  if (lost) throw Error("the head at " + where + " was lost (" + what + " had no answer)");
+  throw Error("head " + where + ": " + what + " failed: " + describe(system, *failed));
 }
 
 }  // namespace

@@ -112,6 +112,11 @@ TEST(CliTest, NumericFlagsSayWhatTheyExpected) {
       {{"generate", "rmat", "-o", "y", "--avg-degree", "abc"}, "--avg-degree: expected a number, got 'abc'"},
       {{"generate", "sbm", "-o", "y", "--homophily", "2"}, "--homophily: must be in [0, 1], got 2"},
       {{"bench", "loader", "--cache-bound-batches", "1"}, "--cache-bound-batches: must be in [2, 65536], got 1"},
+      {{"generate", "sbm", "-o", "y", "--noise", "inf"}, "--noise: expected a finite number, got 'inf'"},
+      {{"generate", "rmat", "-o", "y", "--avg-degree", "inf"}, "--avg-degree: expected a finite number, got 'inf'"},
+      {{"generate", "rmat", "-o", "y", "--a", "nan"}, "--a: expected a finite number, got 'nan'"},
+      {{"daemon", "--head", "--heartbeat-ms", "99999999999999999999"}, "--heartbeat-ms: '99999999999999999999' is too large"},
+      {{"generate", "rmat", "-o", "y", "--features", "100000"}, "--features: must be in [0, 65536], got 100000"},
   };
   for (const auto& c : cases) {
     std::string cmd;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -114,6 +115,28 @@ TEST(PartitionTest, CoraPartitionsAreFaithfulForOneTwoAndFourParts) {
     EXPECT_EQ(meta.num_parts, parts);
     expect_faithful(cora, dir);
   }
+}
+
+// A feature that is not finite passes its checksum (it was written so); the full check
+// names it, and `inspect --verify` fails on it before a job reads it.
+TEST(PartitionTest, FullVerificationNamesFeaturesThatAreNotFinite) {
+  TempDir tmp;
+  Dataset d = small_sbm();
+  d.x[1234 * d.feature_dim + 5] = std::numeric_limits<float>::quiet_NaN();
+  d.x[2000 * d.feature_dim] = std::numeric_limits<float>::infinity();
+  partition_to(d, tmp / "p", 2);
+  PartitionFolder folder(tmp / "p");
+  EXPECT_NO_THROW(folder.verify_all(Verify::kStructure));
+  try {
+    folder.verify_all(Verify::kFull);
+    ADD_FAILURE() << "a NaN feature passed the full check";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("x.bin"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not finite"), std::string::npos) << e.what();
+  }
+  const auto inspect = testing::run_partita({"--log-level", "warn", "inspect", tmp / "p", "--verify"});
+  EXPECT_NE(inspect.exit_code, 0);
+  EXPECT_NE(inspect.err.find("not finite"), std::string::npos) << inspect.err;
 }
 
 TEST(PartitionTest, RandomMethodIsFaithfulAndBalanced) {
