@@ -266,7 +266,7 @@ TEST(TlsTest, ClientsWithoutACertificateOfTheClusterCannotPingOrSpawn) {
   }
   {
     CredentialsGuard guard;
-    tls::set_process_credentials(nullptr);  // plaintext CAF, as a 40-line client of an attacker
+    tls::set_process_credentials(nullptr);  // plaintext CAF, as an attacker's 40-line client would
     ActorSystem plaintext;
     try {
       DaemonConnection::connect(plaintext, daemon.address, seconds(10));
