@@ -8,8 +8,8 @@
 // `madvise`-only on the project's machines, /sys/kernel/mm/transparent_hugepage/enabled),
 // whose translations the TLB holds for a whole feature matrix. Measured in `partita bench
 // gather` (BENCHMARKS.md, "Neighbour sampling"): on the project's machine the gain of huge
-// pages over the mapping is 0-15% (its page walks are cheap); the issue that asked for them
-// measured 4.2 -> 9.5 GB/s on another machine of the class.
+// pages over the mapping is 0-15% (its page walks are cheap); on another machine of the class
+// they took a gather from 4.2 to 9.5 GB/s.
 //
 // Loading copies the file in 64 MB chunks and drops each copied chunk from this process's
 // mapping, then releases the mapping and drops the file from the page cache (where no other

@@ -45,7 +45,7 @@ using runtime::spawn_allreduce_member;
 
 namespace {
 
-// Quoted for this machine class in the issue: gloo, 2 processes, 16M floats.
+// Quoted for this machine class (not rerun here): gloo, 2 processes, 16M floats.
 constexpr double kQuotedGloo2x16M = 49.0;
 
 // Every rank's input: small integers, so the check's sum is exact in float32. The measured

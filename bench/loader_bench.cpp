@@ -40,7 +40,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// PyG's distributed loader, 2 ranks, on this machine class (quoted in the issue).
+// PyG's distributed loader, 2 ranks, on this machine class (a quoted figure, not rerun here).
 constexpr double kPygDistributedBatchesPerSecond = 4.4;
 constexpr int kWarmupBatches = 2;
 constexpr auto kDeadline = 120s;
@@ -239,7 +239,7 @@ struct CacheBound {
   std::vector<double> hop_share;                // per hop (1..): share of the asked rows
   std::vector<std::vector<double>> hop_held_out;  // [hop][size]
   // The smallest cache, in whole % of partition 1's rows, whose top k serves half of the
-  // asked rows (the goal of issue 15 §1 at 10%), in-sample and held out; 0: none.
+  // asked rows (the goal for a cache of 10%), in-sample and held out; 0: none.
   int half_in_sample = 0, half_held_out = 0;
   int64_t batches = 0, epochs = 0, batches_per_epoch = 0;
   double rows_per_batch = 0;

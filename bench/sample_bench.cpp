@@ -27,7 +27,7 @@ namespace partita::bench {
 namespace {
 
 // pyg-lib 0.4 on this machine class, RMAT 1M nodes / 20M edges, batch 1024, [15,10,5], one
-// thread (quoted in the issue; PyPI is not reachable here to rerun it).
+// thread (a quoted figure; PyPI is not reachable here to rerun it).
 constexpr double kPygBatchesPerSecond = 21.4;
 constexpr double kPygEdgesPerSecond = 7.0e6;
 

@@ -20,8 +20,8 @@ struct SampleBenchOptions {
   // Instead of the above: the heterogeneous generator's graph with `hetero_papers` papers
   // (authors, venues and edges in its default proportions), sampled by the hetero kernel
   // (every fanout per edge type) and, on the very same edges with the types dropped, by the
-  // homogeneous kernel, in `rounds` interleaved rounds (issue 12 §5; goal: hetero edges/s
-  // >= 0.8 x homogeneous).
+  // homogeneous kernel, in `rounds` interleaved rounds (the goal: hetero
+  // edges/s >= 0.8 x homogeneous, as the types should cost little over the kernel they share).
   bool hetero = false;
   int64_t hetero_papers = 200000;
   // --hetero on a knowledge graph instead of the generator's: a folder of triples
@@ -30,7 +30,7 @@ struct SampleBenchOptions {
   int rounds = 5;
   // Instead of the above: temporal sampling ("edge" or "node" times) against uniform
   // sampling on the same graph (RMAT or `input`), both in disjoint mode (which temporal
-  // sampling needs), the same seeds, in `rounds` interleaved rounds (issue 12 §5; goal:
+  // sampling needs), the same seeds, in `rounds` interleaved rounds (the goal:
   // temporal edges/s >= 0.8 x uniform). Times are uniform in [0, 10^9) by original id, each
   // seed's bound too, so about half of a node's in-edges qualify. The same rounds also
   // sample with the times stored as int64 (graph/time_order.h's TimeWidth::kWide) and

@@ -35,7 +35,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// PyG 2.5 on this machine class with the same settings (quoted in the issue): NeighborLoader
+// PyG 2.5 on this machine class with the same settings (a quoted figure): NeighborLoader
 // + GraphSAGE in one process, and torch_geometric.distributed with 2 ranks.
 constexpr double kPygSecondsPerEpoch = 408;
 constexpr double kPygDistributedSecondsPerEpoch = 412;

@@ -11,7 +11,7 @@
 # host applications include them the same way ("runtime/runtime.h").
 include(CMakePackageConfigHelpers)
 
-# The embedding API (README, "Installing and embedding") and the partition format reader.
+# The embedding API (docs/embedding.md) and the partition format reader.
 set(PARTITA_PUBLIC_HEADERS
   runtime/runtime.h
   actors/protocol.h

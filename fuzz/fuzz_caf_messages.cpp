@@ -4,8 +4,8 @@
 // (messages/caf_types.h) and sampled batches, which decode through the codec
 // (messages/sampled_batch.h). The input's first byte picks the type.
 //
-// CAF's own BASP framing, which reads these bytes off the socket, is CAF's code: issue 14
-// keeps unauthenticated bytes from ever reaching it (mutual TLS), so it is not fuzzed here.
+// CAF's own BASP framing, which reads these bytes off the socket, is CAF's code: mutual
+// TLS keeps unauthenticated bytes from ever reaching it, so it is not fuzzed here.
 #include <caf/binary_deserializer.hpp>
 
 #include "fuzz/fuzz_input.h"

@@ -18,18 +18,18 @@
 // draw's picks, spread over the qualifying prefix, read up to twice the lines: the 8-byte
 // entry took temporal over uniform sampling by CPU time from 0.76 / 0.72 to 0.79 / 0.74
 // (`uniform`, [15,10,5] / [10,10]) and from 0.86 / 0.83 to 0.87 / 0.84 (`last`), medians
-// on a quiet machine (BENCHMARKS.md, stop 24).
+// on a quiet machine (BENCHMARKS.md, "Temporal sampling against uniform sampling").
 //
 // Memory: 12 bytes per edge (a 32-bit time code, below; a uint32 neighbour's low bits and
 // a uint32 offset; 4 more on graphs of 2^32 nodes or more, 4 more where times span 2^32 or
 // more), beside the topology's 8 (homogeneous) or 16 (heterogeneous) per edge: 240 MB for
 // the shared graph's 20M edges (320 MB with int64 times, 480 MB at 24 bytes before). The
 // codes sample as fast as int64 times (1.00-1.03x for `uniform`, 0.92-1.10x for `last`, in
-// the same process: BENCHMARKS.md, stop 28): they are kept for the quarter of the memory.
+// the same process: BENCHMARKS.md): they are kept for the quarter of the memory.
 // The arrays are backed by 2 MB pages where the kernel gives them (transparent huge pages,
 // `madvise` mode): every search probe and pick reads a random line of a 160 MB array, which
 // on 4 KB pages is also a TLB miss and a page walk (BENCHMARKS.md, "Temporal sampling
-// against uniform sampling", stop 22: the temporal kernel 1.3-1.45x as fast; temporal
+// against uniform sampling": the temporal kernel 1.3-1.45x as fast; temporal
 // `uniform` over uniform sampling from 0.71-0.74 to 0.86-0.90 by CPU time on a loaded
 // machine), at no memory cost. A tree of fences over the
 // times (an 8-ary search, one line per level) was tried there and not kept: fewer lines and
@@ -43,10 +43,10 @@
 // estimate: replaying 200,000 degree-biased searches (mean column 171 entries), a search
 // probing one time at a time read 2.00 lines of times where bisecting the column read
 // 3.39; the temporal `uniform` / uniform ratio by CPU time went from 0.76 to 0.85 for
-// [10,10] and 0.87 to 0.91 for [15,10,5] (BENCHMARKS.md, stop 23). Each probe now reads the
+// [10,10] and 0.87 to 0.91 for [15,10,5]. Each probe now reads the
 // whole line it lands in, so a count inside the estimate's line costs that one line: on a
 // quiet machine the ratios went from 0.79 / 0.74 to 0.82 / 0.77 (`uniform`) and 0.87 / 0.84
-// to 0.92 / 0.87 (`last`; BENCHMARKS.md, stop 24). A column spread otherwise costs at most
+// to 0.92 / 0.87 (`last`). A column spread otherwise costs at most
 // about twice the bisection's lines.
 //
 // Built once when a sampler or partition actor opens its partition for a temporal job, not

@@ -45,7 +45,7 @@ struct TypeRun {
 // run_offsets[local + 1])) ahead of their use: the first run's line and the last's, as a
 // node's runs (16 bytes each, two or three on a paper) cross a line about every other node;
 // fetching the first alone left a third of the hetero kernel's time waiting on the second
-// (BENCHMARKS.md, stop 29). Reads run_offsets[local] and [local + 1]. Always inlined: GCC
+// (BENCHMARKS.md, "Heterogeneous sampling"). Reads run_offsets[local] and [local + 1]. Always inlined: GCC
 // 12 takes a function that only prefetches for one without effects and drops its calls
 // before inlining it (the kernels lost both prefetches, and 40% of their speed).
 [[gnu::always_inline]] inline void prefetch_type_runs(const TypeRun* runs, const int64_t* run_offsets, int64_t local) {

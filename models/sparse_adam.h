@@ -1,5 +1,5 @@
 // Adam on a few rows of a large table, with torch.optim.SparseAdam's semantics: the
-// optional optimiser of an embedding table's owner (issue 11 §2; Adagrad is the default,
+// optional optimiser of an embedding table's owner (Adagrad is the default,
 // models/sparse_adagrad.h). Only the rows a step touched change: their value and both of
 // their moments. A row no batch used keeps its value and its moments (dense Adam would
 // decay its moments and keep moving it), and bias correction counts the table's steps, not

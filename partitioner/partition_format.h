@@ -1,4 +1,4 @@
-// The on-disk partition format (see README "On-disk partition format").
+// The on-disk partition format (see docs/data.md, "On-disk partition format").
 //
 //   DIR/META.json            format version, graph summary, per-part statistics
 //   DIR/partition_book.bin   int64 [k+1]: part p owns global ids [book[p], book[p+1])

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A long fuzzing campaign (issue 14: 10 M executions per target, 0 open findings): runs the
+# A long fuzzing campaign (the goal: 10 M executions per target, 0 open findings): runs the
 # fuzz targets through scripts/fuzz.sh, in slices, until every target's executions summed
 # over all its runs in fuzz-summary.tsv reach GOAL.
 #
@@ -18,9 +18,9 @@
 # (fuzz.sh's PARTITA_FUZZ_BUILD_DIR), in a process group of its own so that one kill stops
 # the slice running too:
 #
-#   PARTITA_FUZZ_BUILD_DIR=/work/fuzz-campaign setsid nohup nice -n 19 scripts/fuzz_campaign.sh \
-#     >>/work/fuzz-campaign/campaign.log 2>&1 &
-#   kill -- -"$(cat /work/fuzz-campaign/campaign.pid)"       # stop it
+#   mkdir -p ../fuzz-campaign; export PARTITA_FUZZ_BUILD_DIR=$PWD/../fuzz-campaign
+#   setsid nohup nice -n 19 scripts/fuzz_campaign.sh >>"$PARTITA_FUZZ_BUILD_DIR/campaign.log" 2>&1 &
+#   kill -- -"$(cat "$PARTITA_FUZZ_BUILD_DIR/campaign.pid")"       # stop it
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

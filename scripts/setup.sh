@@ -28,7 +28,7 @@ PACKAGES=(
   libplplot-dev plplot-driver-cairo
   # The status page's browser test (tests/dashboard/browser_test.sh): headless Chromium.
   chromium
-  # `ip netns`, veth and bridges: the cluster tests' separate hosts (tests/netns_cluster.h).
+  # `ip netns`, veth and bridges: the cluster tests' separate hosts (netns/netns_cluster.h).
   iproute2
   # `features: {storage: disk}` reads feature rows with io_uring (graph/disk_rows.h).
   liburing-dev

@@ -3,7 +3,7 @@
 # then every fuzz target for a short fixed time (scripts/fuzz.sh; PARTITA_CI_FUZZ_SECONDS
 # each, default 10; 0 skips it), failing on a finding, then the fast, torch-free test
 # binaries under ASan and UBSan (scripts/sanitize.sh; PARTITA_CI_SANITIZE=0 skips it),
-# built in the fuzz tree, so the instrumented libraries are compiled once (README.md,
+# built in the fuzz tree, so the instrumented libraries are compiled once (docs/contributing.md,
 # "Fuzzing and sanitizers", has what each step costs). With arguments (ctest's:
 # -R PATTERN, ...) only ctest runs.
 set -euo pipefail

@@ -1,4 +1,4 @@
-// partita: partition graphs and train GNNs on them. See README.md for every command.
+// partita: partition graphs and train GNNs on them. See docs/cli.md for every command.
 //
 // Exit codes: 0 success, 1 runtime error (bad file, corrupt data, I/O), 2 usage error.
 // Errors are one line on stderr that names the problem and where it is.

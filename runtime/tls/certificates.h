@@ -1,7 +1,7 @@
 // The cluster's certificate authority and the certificates it issues: what `partita cluster
 // init` and `partita cluster cert` write, made with OpenSSL's C API (no `openssl` command).
 //
-// Every port Partita opens speaks TLS 1.3 with certificates on both sides (issue 14): a peer
+// Every port Partita opens speaks TLS 1.3 with certificates on both sides: a peer
 // proves it belongs to the cluster by a certificate the cluster's CA signed. The CA is a
 // self-signed certificate and its key; each node or user has a certificate (its name in the
 // subject's CN) and a key of its own.

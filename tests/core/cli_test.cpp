@@ -97,7 +97,7 @@ TEST(CliTest, UsageErrorsExitTwoWithOneLineNamingTheFlag) {
   }
 }
 
-// Every usage error starts as the README documents, and a numeric flag says what it
+// Every usage error starts as docs/cli.md documents, and a numeric flag says what it
 // expected in words (CLI11's own check printed a 300-digit range, and wrapped a negative
 // seed to 2^64 - 5 without a word).
 TEST(CliTest, NumericFlagsSayWhatTheyExpected) {

@@ -13,7 +13,7 @@
 #
 # Every step has a deadline; the job and Chromium run in process groups of their own that
 # are killed on any exit. Loopback only: Chromium starts with its background networking
-# off (the flags /work/.library/env/machines/cpp.md lists) and a fresh profile.
+# off (no component updates, no sync: the flags of chrome() below) and a fresh profile.
 set -euo pipefail
 
 if [ $# -ne 2 ]; then

@@ -1,6 +1,7 @@
-// Mutual TLS on every port (issue 14): the cluster CA and certificates, where credentials
-// are loaded from, and a daemon under the probes of the issue: a 32-byte packet, clients
-// without a certificate of the cluster, a flood of idle connections beside a real client.
+// Mutual TLS on every port: the cluster CA and certificates, where credentials are loaded
+// from, and a daemon under what an attacker on the network can send: a 32-byte packet,
+// clients without a certificate of the cluster, a flood of idle connections beside a real
+// client.
 #include <arpa/inet.h>
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -265,7 +266,7 @@ TEST(TlsTest, ClientsWithoutACertificateOfTheClusterCannotPingOrSpawn) {
   }
   {
     CredentialsGuard guard;
-    tls::set_process_credentials(nullptr);  // plaintext CAF, as the issue's 40-line client
+    tls::set_process_credentials(nullptr);  // plaintext CAF, as an attacker's 40-line client would
     ActorSystem plaintext;
     try {
       DaemonConnection::connect(plaintext, daemon.address, seconds(10));

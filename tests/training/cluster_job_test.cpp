@@ -419,7 +419,7 @@ TEST_F(ClusterJobTest, AJobThatCannotBePlacedIsRefusedNamingWhatIsMissingAndFits
   EXPECT_TRUE(a.process->running()) << "stopping an unknown job stops nothing";
 }
 
-// kill -9 of a node during the job, five times in a row (issue 10 §6): each time the driver re-places the
+// kill -9 of a node during the job, five times in a row: each time the driver re-places the
 // lost node's partition (on the other nodes, or the node started in its place) and resumes
 // from the last checkpoint (every 5 steps); the job ends as the uninterrupted one.
 TEST_F(ClusterJobTest, ANodeKilledFiveTimesDuringAJobCostsRestartsNotResults) {
