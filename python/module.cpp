@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,7 +95,11 @@ py::array view_of(const std::vector<int64_t>& values, py::object owner) {
 
 SessionOptions session_options(const std::vector<int>& num_neighbors, bool replace, bool disjoint, int prefetch,
                                double timeout, const std::string& features) {
-  if (!(timeout > 0) || timeout > 3600) throw UsageError("timeout " + std::to_string(timeout) + " s (must be in (0, 3600])");
+  if (!(timeout > 0) || timeout > 3600) {
+    std::ostringstream text;
+    text << "timeout " << timeout << " s (must be more than 0 and at most 3600)";
+    throw UsageError(text.str());
+  }
   SessionOptions o;
   o.fanouts = num_neighbors;
   o.replace = replace;

@@ -48,14 +48,21 @@ SamplerSession::SamplerSession(const GraphHandle& graph, int part, const Session
     sampler["labels"] = graph.meta().has_labels ? "true" : "false";
     sampler["prefetch"] = std::to_string(options.prefetch);
     sampler["deadline_ms"] = std::to_string(options.deadline.count());
-    const auto handle = caf::actor_cast<sampler_actor>(keep(rt.spawn(0, "sampler", sampler, owner_)));
-    // The sampler reads its own part directly; the others through their actors.
+    sampler_actor handle;
     std::vector<caf::actor> partitions(static_cast<size_t>(parts));
-    for (int p = 0; p < parts; ++p) {
-      if (p == part) continue;
-      runtime::Settings settings = common;
-      settings["part"] = std::to_string(p);
-      partitions[p] = keep(rt.spawn(0, "partition", settings, owner_));
+    try {
+      handle = caf::actor_cast<sampler_actor>(keep(rt.spawn(0, "sampler", sampler, owner_)));
+      // The sampler reads its own part directly; the others through their actors.
+      for (int p = 0; p < parts; ++p) {
+        if (p == part) continue;
+        runtime::Settings settings = common;
+        settings["part"] = std::to_string(p);
+        partitions[p] = keep(rt.spawn(0, "partition", settings, owner_));
+      }
+    } catch (const UsageError& e) {
+      throw UsageError(name_ + ": " + e.what());
+    } catch (const Error& e) {
+      throw Error(name_ + ": " + e.what());
     }
     try {
       wire_sampler(rt.system(), handle, partitions, {}, options.deadline);

@@ -58,6 +58,12 @@ def test_bad_values_name_the_problem(cora_parts):
         loader(graph, num_neighbors=[5, -7])
     with pytest.raises(partita.Error, match="prefetch"):
         loader(graph, prefetch=0)
+    with pytest.raises(partita.UsageError, match=r"timeout 0 s \(must be more than 0"):
+        loader(graph, timeout=0)
+    with pytest.raises(partita.Error, match="^NeighborLoader: .*setting 'features': 'gpu' is not a feature storage"):
+        loader(graph, features="gpu")
+    with pytest.raises(partita.UsageError, match="log_level 'loud' is not one of"):
+        partita.init(log_level="loud")
 
 
 def test_missing_or_broken_partition_folders(tmp_path, cora_parts):

@@ -177,6 +177,9 @@ def test_input_nodes_as_name_mask_tensor_or_list(cora_parts):
         assert_same_batches(batches, reference)
     everything = partita.pyg.NeighborLoader(graph, num_neighbors=[2], batch_size=1000)
     assert len(everything) == math.ceil(2708 / 1000)
+    assert [b.batch_size for b in everything] == [1000, 1000, 708]
+    nothing = partita.pyg.NeighborLoader(graph, num_neighbors=[2], batch_size=4, input_nodes=[])
+    assert len(nothing) == 0 and list(nothing) == []
 
 
 def test_disjoint_batches_have_a_tree_per_seed(cora_parts):
