@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "actors/protocol.h"
+#include "runtime/address.h"
+#include "runtime/cluster/head_client.h"
+#include "runtime/tls/credentials.h"
 #include "training/job_types.h"
 
 namespace partita::python {
@@ -22,7 +25,27 @@ void EmbeddedRuntime::start(const RuntimeOptions& options) {
   runtime::ActorSystemOptions system;
   system.threads = options.threads;
   add_protocol_types(system);
-  runtime_ = runtime::Runtime::in_process(system, job_actor_types());
+  if (options.address.empty()) {
+    runtime_ = runtime::Runtime::in_process(system, job_actor_types());
+    return;
+  }
+  const runtime::Endpoint head = runtime::parse_endpoint(options.address, "partita.init(): address");
+  // Before any actor system of this connection is made (runtime/tls/credentials.h).
+  runtime::tls::set_process_credentials(runtime::tls::Credentials::load(runtime::tls::credentials_dir(options.tls_dir)));
+  std::vector<std::string> nodes;
+  {
+    runtime::ActorSystemOptions client;
+    client.threads = 1;
+    client.networking = true;
+    runtime::ActorSystem status_system(client);
+    const runtime::ClusterStatus status = runtime::cluster_status(
+        status_system, runtime::connect_head(status_system, head, options.timeout), head.to_string(), options.timeout);
+    for (const runtime::NodeStatus& node : status.nodes) {
+      if (node.alive) nodes.push_back(node.info.address);
+    }
+  }
+  if (nodes.empty()) throw Error("partita.init(): the cluster of head " + head.to_string() + " has no live node");
+  runtime_ = runtime::Runtime::connect(system, nodes, options.timeout);
 }
 
 void EmbeddedRuntime::stop() {
@@ -40,6 +63,14 @@ void EmbeddedRuntime::stop() {
 bool EmbeddedRuntime::running() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return runtime_ != nullptr;
+}
+
+std::vector<std::string> EmbeddedRuntime::nodes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!runtime_) throw RuntimeClosed("partita.nodes(): the partita runtime is not running");
+  std::vector<std::string> names;
+  for (int n = 0; n < runtime_->num_nodes(); ++n) names.push_back(runtime_->node_name(n));
+  return names;
 }
 
 void EmbeddedRuntime::attach(RuntimeUser* user, const std::string& what,

@@ -1,7 +1,8 @@
 // The runtime of a Python process: `partita.init()` starts it, `partita.shutdown()` (or the
 // interpreter's exit) stops it. One per process, as `partita run` has one: the embedded
 // partita::runtime::Runtime with the job's actor types (training/job_types.h), so that a
-// loader's partition and sampler actors are spawned exactly as a training job's are.
+// loader's partition and sampler actors are spawned exactly as a training job's are; or,
+// given a cluster's head, the runtime connected to the cluster's nodes, which spawn them.
 //
 // Whatever holds actors of the runtime (a loader) attaches as a RuntimeUser, so that
 // stopping the runtime first closes it: its actors are stopped, a consumer waiting for a
@@ -11,11 +12,13 @@
 
 #include <caf/actor.hpp>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "runtime/runtime.h"
@@ -41,6 +44,13 @@ class RuntimeUser {
 
 struct RuntimeOptions {
   int threads = 0;  // scheduler threads; 0: all cores
+  // A cluster's head ("HOST:PORT"): the actors go to its live nodes, over mutual TLS with the
+  // credentials of `tls_dir` (runtime/tls/credentials.h: empty, $PARTITA_TLS_DIR or
+  // ~/.partita/tls), as `partita submit --daemons` places a job's. Empty: every actor in
+  // this process.
+  std::string address;
+  std::string tls_dir;
+  std::chrono::milliseconds timeout{10000};  // to reach the head and each node
 };
 
 class EmbeddedRuntime {
@@ -49,12 +59,16 @@ class EmbeddedRuntime {
   // destruction, which would run after the interpreter is gone.
   static EmbeddedRuntime& instance();
 
-  // Starts the in-process runtime. Throws UsageError when it is running already.
+  // Starts the runtime. Throws UsageError when it is running already or for a malformed
+  // address; Error naming the head or node that does not answer, or a cluster without a
+  // live node.
   void start(const RuntimeOptions& options);
   // Closes every attached user, then stops every actor and the actor system. Does nothing
   // when not running.
   void stop();
   bool running() const;
+  // The runtime's nodes: "in-process", or each node's address. Throws RuntimeClosed.
+  std::vector<std::string> nodes() const;
 
   // Runs `setup` with the running runtime, under the lock that stop() takes (so the runtime
   // cannot stop half-way through it), then attaches `user`. Throws RuntimeClosed naming

@@ -93,19 +93,23 @@ py::array view_of(const std::vector<int64_t>& values, py::object owner) {
   return a;
 }
 
-SessionOptions session_options(const std::vector<int>& num_neighbors, bool replace, bool disjoint, int prefetch,
-                               double timeout, const std::string& features) {
-  if (!(timeout > 0) || timeout > 3600) {
+std::chrono::milliseconds checked_timeout(double seconds) {
+  if (!(seconds > 0) || seconds > 3600) {
     std::ostringstream text;
-    text << "timeout " << timeout << " s (must be more than 0 and at most 3600)";
+    text << "timeout " << seconds << " s (must be more than 0 and at most 3600)";
     throw UsageError(text.str());
   }
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+SessionOptions session_options(const std::vector<int>& num_neighbors, bool replace, bool disjoint, int prefetch,
+                               double timeout, const std::string& features) {
   SessionOptions o;
   o.fanouts = num_neighbors;
   o.replace = replace;
   o.disjoint = disjoint;
   o.prefetch = prefetch;
-  o.deadline = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+  o.deadline = checked_timeout(timeout);
   o.features = features;
   return o;
 }
@@ -140,19 +144,25 @@ PYBIND11_MODULE(_partita, m) {
 
   m.def(
       "init",
-      [](int threads, const std::string& log_level) {
+      [](int threads, const std::string& log_level, const std::string& address, const std::string& tls_dir,
+         double timeout) {
         const spdlog::level::level_enum level = spdlog::level::from_str(log_level);
         if (level == spdlog::level::off && log_level != "off") {
           throw UsageError("log_level '" + log_level + "' is not one of: trace, debug, info, warning, error, off");
         }
         spdlog::set_level(level);
-        py::gil_scoped_release release;
         RuntimeOptions options;
         options.threads = threads;
+        options.address = address;
+        options.tls_dir = tls_dir;
+        options.timeout = checked_timeout(timeout);
+        py::gil_scoped_release release;
         EmbeddedRuntime::instance().start(options);
       },
-      py::arg("threads") = 0, py::arg("log_level") = "warning",
-      "Starts the runtime in this process (every actor in-process, as `partita run`).");
+      py::arg("threads") = 0, py::arg("log_level") = "warning", py::arg("address") = "", py::arg("tls_dir") = "",
+      py::arg("timeout") = 10.0,
+      "Starts the runtime: every actor in this process (as `partita run`), or on the live nodes of the cluster "
+      "whose head is at `address`, over mutual TLS.");
   m.def(
       "shutdown",
       [] {
@@ -161,6 +171,8 @@ PYBIND11_MODULE(_partita, m) {
       },
       "Stops the runtime: every loader is closed, then its actors and the actor system.");
   m.def("is_running", [] { return EmbeddedRuntime::instance().running(); });
+  m.def("nodes", [] { return EmbeddedRuntime::instance().nodes(); },
+        "Where the loaders' actors run: [\"in-process\"], or the cluster nodes' addresses.");
 
   m.def(
       "partition",

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "runtime/address.h"
 
 namespace partita::python {
 
@@ -43,6 +44,8 @@ SamplerSession::SamplerSession(const GraphHandle& graph, int part, const Session
       std::lock_guard<std::mutex> actors(actors_mutex_);
       owner_ = spawn_owner(rt.system());
     }
+    // As a job places them: partition p and its sampler on node p mod D (one node in-process).
+    const auto node_of = [&rt](int p) { return p % rt.num_nodes(); };
     runtime::Settings sampler = common;
     sampler["part"] = std::to_string(part);
     sampler["labels"] = graph.meta().has_labels ? "true" : "false";
@@ -51,13 +54,17 @@ SamplerSession::SamplerSession(const GraphHandle& graph, int part, const Session
     sampler_actor handle;
     std::vector<caf::actor> partitions(static_cast<size_t>(parts));
     try {
-      handle = caf::actor_cast<sampler_actor>(keep(rt.spawn(0, "sampler", sampler, owner_)));
+      handle = caf::actor_cast<sampler_actor>(keep(rt.spawn(node_of(part), "sampler", sampler, owner_)));
       // The sampler reads its own part directly; the others through their actors.
       for (int p = 0; p < parts; ++p) {
         if (p == part) continue;
         runtime::Settings settings = common;
         settings["part"] = std::to_string(p);
-        partitions[p] = keep(rt.spawn(0, "partition", settings, owner_));
+        // Its feature channel listens where samplers on the other nodes reach its node.
+        if (rt.is_distributed()) {
+          settings["channel_host"] = runtime::parse_endpoint(rt.node_name(node_of(p)), "node").host;
+        }
+        partitions[p] = keep(rt.spawn(node_of(p), "partition", settings, owner_));
       }
     } catch (const UsageError& e) {
       throw UsageError(name_ + ": " + e.what());
@@ -65,7 +72,12 @@ SamplerSession::SamplerSession(const GraphHandle& graph, int part, const Session
       throw Error(name_ + ": " + e.what());
     }
     try {
-      wire_sampler(rt.system(), handle, partitions, {}, options.deadline);
+      // On a cluster, the sampler's node connects to the others directly (protocol.h).
+      std::vector<std::string> addresses;
+      if (rt.is_distributed()) {
+        for (int p = 0; p < parts; ++p) addresses.push_back(rt.node_name(node_of(p)));
+      }
+      wire_sampler(rt.system(), handle, partitions, addresses, options.deadline);
     } catch (const Error& e) {
       throw Error(name_ + ": the sampler's set-up failed: " + e.what());
     }
@@ -80,6 +92,7 @@ SamplerSession::~SamplerSession() {
 }
 
 void SamplerSession::check_open() const {
+  std::lock_guard<std::mutex> actors(actors_mutex_);
   if (closed_.empty()) return;
   if (runtime_gone_) throw RuntimeClosed(closed_);
   throw Error(closed_);
@@ -107,7 +120,7 @@ MiniBatch SamplerSession::next(SampleKey& key) {
     return batch;
   } catch (const Error&) {
     // Released by a close while waiting: say so, rather than how the sampler stopped.
-    if (!closed_.empty()) check_open();
+    check_open();
     throw;
   }
 }
@@ -126,17 +139,17 @@ void SamplerSession::close_for_shutdown() {
 
 void SamplerSession::close_with(const std::string& why, bool runtime_gone) {
   {
-    // First, without waiting: a consumer blocked in next() holds mutex_ until its sampler answers,
-    // which it does at once when it exits.
+    // First, without waiting: a consumer blocked in next() holds mutex_ until its sampler
+    // answers, which it does at once when it exits; the consumer then reads why.
     std::lock_guard<std::mutex> actors(actors_mutex_);
+    if (closed_.empty()) {
+      closed_ = why;
+      runtime_gone_ = runtime_gone;
+    }
     for (const caf::actor& a : actors_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     if (owner_) caf::anon_send_exit(owner_, caf::exit_reason::user_shutdown);
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  if (closed_.empty()) {
-    closed_ = why;
-    runtime_gone_ = runtime_gone;
-  }
   client_.reset();
   std::lock_guard<std::mutex> actors(actors_mutex_);
   actors_.clear();

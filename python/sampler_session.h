@@ -1,8 +1,9 @@
 // The actors behind one Python consumer of batches, and its client: the sampler actor of one
 // partition and a partition actor for every other part, spawned through the embedded
-// runtime with the settings a training job gives them (actors/actor_types.h), wired as the
-// job driver wires them (wire_sampler), and read through a SamplerClient (epoch, then next;
-// in one process each batch arrives by move). It is the one sampling pipeline of training,
+// runtime with the settings a training job gives them (actors/actor_types.h), placed and
+// wired as the job driver places and wires them (part p on node p mod D; wire_sampler), and
+// read through a SamplerClient (epoch, then next; in one process each batch arrives by
+// move, from a node as one Cap'n Proto message). It is the one sampling pipeline of training,
 // evaluation and benchmarks, with its prefetch: the sampler works `prefetch` batches ahead.
 //
 // Thread-safe. A consumer blocked in next() is released at once by close() and by the
@@ -70,16 +71,16 @@ class SamplerSession : public RuntimeUser {
   // Sends the actors their exit (releasing a waiting consumer), then drops them and the
   // client under the lock; `why` is what later calls say.
   void close_with(const std::string& why, bool runtime_gone);
-  // Throws the error of a closed session; call holding mutex_.
+  // Throws the error of a session that is closed or closing.
   void check_open() const;
 
   const std::string name_;
-  mutable std::mutex mutex_;  // held by next() while waiting, and while closing
+  mutable std::mutex mutex_;  // held by next() while waiting, and while dropping the client
   std::unique_ptr<SamplerClient> client_;
   std::function<void(std::vector<float>&&)> recycler_;  // the last batch's pool
-  std::string closed_;     // why, once closed
+  mutable std::mutex actors_mutex_;  // never held while waiting; after mutex_ when both are
+  std::string closed_;               // why, from the moment closing starts
   bool runtime_gone_ = false;
-  mutable std::mutex actors_mutex_;  // never held while waiting
   caf::actor owner_;
   std::vector<caf::actor> actors_;  // the sampler first
 };

@@ -26,16 +26,26 @@ import numpy as np
 from . import _partita
 from ._partita import Error, Graph, RuntimeClosedError, UsageError
 
-__all__ = ["Error", "Graph", "RuntimeClosedError", "UsageError", "init", "is_running", "partition", "shutdown"]
+__all__ = ["Error", "Graph", "RuntimeClosedError", "UsageError", "init", "is_running", "nodes", "partition",
+           "shutdown"]
 
 
-def init(threads=0, log_level="warning"):
-    """Starts the runtime in this process: every actor in-process, on `threads` scheduler
-    threads (0: all cores). Logs below `log_level` ("trace" ... "error", "off") are dropped.
-    Raises UsageError when it is running already."""
+def init(address=None, *, tls_dir=None, threads=0, log_level="warning", timeout=10.0):
+    """Starts the runtime, on `threads` scheduler threads (0: all cores).
+
+    Without `address`, every actor runs in this process, as with ``partita run``. With a
+    cluster's head, ``address="HOST:PORT"``, the loaders' actors run on the cluster's live
+    nodes (partition p on node p mod the number of nodes, as a submitted job's), reached
+    over mutual TLS with the credentials in `tls_dir` (default: $PARTITA_TLS_DIR or
+    ~/.partita/tls); a partition folder must then be at the same path on every node.
+    Logs below `log_level` ("trace" ... "error", "off") are dropped. Raises UsageError when
+    it is running already, Error when the head or a node does not answer within `timeout`
+    seconds."""
     if not isinstance(threads, int) or isinstance(threads, bool):
         raise TypeError(f"partita.init(): threads must be an int, not {type(threads).__name__}")
-    _partita.init(threads, log_level)
+    if address is not None and not isinstance(address, str):
+        raise TypeError(f"partita.init(): address must be 'HOST:PORT', not {type(address).__name__}")
+    _partita.init(threads, log_level, address or "", os.fspath(tls_dir) if tls_dir else "", float(timeout))
 
 
 def shutdown():
@@ -47,6 +57,11 @@ def shutdown():
 
 def is_running():
     return _partita.is_running()
+
+
+def nodes():
+    """Where the loaders' actors run: ["in-process"], or the cluster nodes' addresses."""
+    return _partita.nodes()
 
 
 atexit.register(_partita.shutdown)
