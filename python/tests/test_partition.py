@@ -1,6 +1,7 @@
 """Data in: a PyG Data or an npy folder partitioned from Python, existing folders opened."""
 
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -74,3 +75,17 @@ def test_data_that_is_not_a_graph_is_refused(tmp_path):
     with pytest.raises(partita.Error, match="edge_index"):
         partita.partition(Data(x=torch.zeros(3, 2), edge_index=torch.tensor([[0, 1], [1, 5]])), tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_written_by_the_cli_opens_as_partitioned_from_python(tmp_path, cora_path, cora_parts):
+    cli = os.environ.get("PARTITA_CLI", "")
+    if not os.access(cli, os.X_OK):
+        pytest.fail(f"PARTITA_CLI={cli!r} is not the partita binary (ctest sets it to the build's)")
+    out = tmp_path / "cli-parts"
+    subprocess.run([cli, "--log-level", "warn", "partition", "-i", cora_path, "-f", "linqs", "-o", str(out), "-k", "2"],
+                   check=True, capture_output=True, timeout=120)
+    graph, ours = partita.Graph(str(out)), cora_parts[2]
+    assert (graph.num_nodes, graph.num_edges, graph.num_parts) == (ours.num_nodes, ours.num_edges, 2)
+    np.testing.assert_array_equal(graph.global_ids(), ours.global_ids())
+    for split in ("train", "val", "test"):
+        np.testing.assert_array_equal(graph.split(split), ours.split(split))
