@@ -27,7 +27,7 @@ SamplerSession::SamplerSession(const GraphHandle& graph, int part, const Session
                      std::to_string(parts));
   }
   if (options.fanouts.empty()) throw UsageError(name_ + ": num_neighbors is empty: give one fanout per hop");
-  // As the job driver spawns them (training/job_driver.cpp), one node: this process.
+  // The settings the job driver gives them (training/job_driver.cpp).
   const runtime::Settings common{{"dir", graph.dir()},
                                  {"fanouts", fanout_text(options.fanouts)},
                                  {"replace", options.replace ? "true" : "false"},
