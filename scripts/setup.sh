@@ -32,6 +32,11 @@ PACKAGES=(
   iproute2
   # `features: {storage: disk}` reads feature rows with io_uring (graph/disk_rows.h).
   liburing-dev
+  # The Python package (python/): the extension's build, numpy and torch at run time, its
+  # tests; and PyTorch Geometric's run-time dependencies (../shared/third_party/README.md).
+  python3-dev python3-pybind11 python3-torch python3-numpy python3-pytest
+  python3-scipy python3-tqdm python3-jinja2 python3-requests python3-pyparsing python3-sklearn
+  python3-psutil python3-fsspec python3-aiohttp
   # The fuzz targets (scripts/fuzz.sh): clang and its libFuzzer, ASan and UBSan runtimes.
   clang libclang-rt-14-dev
 )

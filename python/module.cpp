@@ -1,0 +1,294 @@
+// partita._partita: the Python bindings of the embedded runtime, partition folders, the
+// partitioner and the node loader. The Python layer (partita/__init__.py, partita/pyg.py)
+// is the API; this module is its native half.
+//
+// Torch-free on purpose: a batch reaches Python as numpy arrays whose memory is the
+// sampler's own std::vectors, kept alive by a capsule as each array's base (no copy), and
+// partita/pyg.py makes torch tensors of them with torch.from_numpy (no copy either). So no
+// unit here includes <torch/torch.h> (tens of seconds of compile time each), and the
+// module does not depend on how the Python torch was built. A batch's feature buffer goes
+// back to the sampler's pool when the last tensor over it dies (graph/buffer_pool.h).
+//
+// Waiting (for a batch, the actors' set-up, partitioning, opening a folder) happens with
+// Python's lock released. Errors become Python exceptions naming the problem: partita.Error
+// (a RuntimeError), partita.UsageError (also a ValueError: bad arguments, ids outside the
+// graph), partita.RuntimeClosedError (a partita.Error: the runtime is not running).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+#include "partitioner/partition_report.h"
+#include "python/embedded_runtime.h"
+#include "python/graph_handle.h"
+#include "python/node_loader.h"
+#include "python/partition_request.h"
+
+namespace py = pybind11;
+using partita::Error;
+using partita::UsageError;
+using namespace partita::python;
+
+namespace {
+
+// `values` as a numpy array of `shape` over its own memory: the vector moves into a capsule
+// that numpy keeps as the array's base and frees with it.
+template <class T>
+py::array adopt(std::vector<T>&& values, std::vector<py::ssize_t> shape) {
+  auto* owned = new std::vector<T>(std::move(values));
+  py::capsule base(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>(std::move(shape), owned->data(), base);
+}
+
+// A batch's features: the buffer goes back to the sampler's pool instead of being freed.
+struct RecycledRows {
+  std::vector<float> x;
+  std::function<void(std::vector<float>&&)> give_back;
+  ~RecycledRows() {
+    if (give_back) give_back(std::move(x));
+  }
+};
+
+py::array adopt_rows(std::vector<float>&& x, std::function<void(std::vector<float>&&)> give_back,
+                     std::vector<py::ssize_t> shape) {
+  auto* owned = new RecycledRows{std::move(x), std::move(give_back)};
+  py::capsule base(owned, [](void* p) { delete static_cast<RecycledRows*>(p); });
+  return py::array_t<float>(std::move(shape), owned->x.data(), base);
+}
+
+py::dict to_python(LoadedBatch&& b) {
+  const auto nodes = static_cast<py::ssize_t>(b.n_id.size());
+  const auto edges = static_cast<py::ssize_t>(b.edge_index.size() / 2);
+  py::dict d;
+  d["n_id"] = adopt(std::move(b.n_id), {nodes});
+  d["edge_index"] = adopt(std::move(b.edge_index), {2, edges});
+  d["e_id"] = adopt(std::move(b.e_id), {edges});
+  d["input_id"] = adopt(std::move(b.input_id), {static_cast<py::ssize_t>(b.input_id.size())});
+  d["num_sampled_nodes"] = py::cast(b.num_sampled_nodes);
+  d["num_sampled_edges"] = py::cast(b.num_sampled_edges);
+  d["batch_size"] = b.batch_size;
+  d["batch"] = b.batch.empty() ? py::object(py::none())
+                               : py::object(adopt(std::move(b.batch), {static_cast<py::ssize_t>(b.batch.size())}));
+  if (b.x.empty() && b.feature_dim == 0) {
+    d["x"] = py::none();
+  } else {
+    d["x"] = adopt_rows(std::move(b.x), std::move(b.recycle), {nodes, static_cast<py::ssize_t>(b.feature_dim)});
+  }
+  d["y"] = b.y.empty() ? py::object(py::none()) : py::object(adopt(std::move(b.y), {nodes}));
+  return d;
+}
+
+// A read-only numpy view of `values`, which `owner` keeps alive.
+py::array view_of(const std::vector<int64_t>& values, py::object owner) {
+  py::array_t<int64_t> a({static_cast<py::ssize_t>(values.size())}, values.data(), owner);
+  a.attr("flags").attr("writeable") = false;
+  return a;
+}
+
+std::chrono::milliseconds checked_timeout(double seconds) {
+  if (!(seconds > 0) || seconds > 3600) {
+    std::ostringstream text;
+    text << "timeout " << seconds << " s (must be more than 0 and at most 3600)";
+    throw UsageError(text.str());
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+SessionOptions session_options(const std::vector<int>& num_neighbors, bool replace, bool disjoint, int prefetch,
+                               double timeout, const std::string& features) {
+  SessionOptions o;
+  o.fanouts = num_neighbors;
+  o.replace = replace;
+  o.disjoint = disjoint;
+  o.prefetch = prefetch;
+  o.deadline = checked_timeout(timeout);
+  o.features = features;
+  return o;
+}
+
+PyObject* g_error = nullptr;
+PyObject* g_usage_error = nullptr;
+PyObject* g_closed_error = nullptr;
+
+}  // namespace
+
+PYBIND11_MODULE(_partita, m) {
+  m.doc() = "Partita's native half: the embedded runtime, partition folders, the partitioner, the node loader";
+
+  g_error = PyErr_NewException("partita.Error", PyExc_RuntimeError, nullptr);
+  py::tuple usage_bases = py::make_tuple(py::handle(g_error), py::handle(PyExc_ValueError));
+  g_usage_error = PyErr_NewException("partita.UsageError", usage_bases.ptr(), nullptr);
+  g_closed_error = PyErr_NewException("partita.RuntimeClosedError", g_error, nullptr);
+  m.attr("Error") = py::handle(g_error);
+  m.attr("UsageError") = py::handle(g_usage_error);
+  m.attr("RuntimeClosedError") = py::handle(g_closed_error);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const RuntimeClosed& e) {
+      PyErr_SetString(g_closed_error, e.what());
+    } catch (const UsageError& e) {
+      PyErr_SetString(g_usage_error, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(g_error, e.what());
+    }
+  });
+
+  m.def(
+      "init",
+      [](int threads, const std::string& log_level, const std::string& address, const std::string& tls_dir,
+         double timeout) {
+        const spdlog::level::level_enum level = spdlog::level::from_str(log_level);
+        if (level == spdlog::level::off && log_level != "off") {
+          throw UsageError("log_level '" + log_level + "' is not one of: trace, debug, info, warning, error, off");
+        }
+        spdlog::set_level(level);
+        RuntimeOptions options;
+        options.threads = threads;
+        options.address = address;
+        options.tls_dir = tls_dir;
+        options.timeout = checked_timeout(timeout);
+        py::gil_scoped_release release;
+        EmbeddedRuntime::instance().start(options);
+      },
+      py::arg("threads") = 0, py::arg("log_level") = "warning", py::arg("address") = "", py::arg("tls_dir") = "",
+      py::arg("timeout") = 10.0,
+      "Starts the runtime: every actor in this process (as `partita run`), or on the live nodes of the cluster "
+      "whose head is at `address`, over mutual TLS.");
+  m.def(
+      "shutdown",
+      [] {
+        py::gil_scoped_release release;
+        EmbeddedRuntime::instance().stop();
+      },
+      "Stops the runtime: every loader is closed, then its actors and the actor system.");
+  m.def("is_running", [] { return EmbeddedRuntime::instance().running(); });
+  m.def("nodes", [] { return EmbeddedRuntime::instance().nodes(); },
+        "Where the loaders' actors run: [\"in-process\"], or the cluster nodes' addresses.");
+
+  m.def(
+      "partition",
+      [](const std::string& input, const std::string& format, const std::string& output, int num_parts,
+         const std::string& method, uint64_t seed, uint64_t split_seed, bool overwrite, bool balance_train,
+         const std::vector<std::string>& transforms, int threads) {
+        PartitionRequest r;
+        r.input = input;
+        r.format = format;
+        r.output = output;
+        r.num_parts = num_parts;
+        r.method = method;
+        r.seed = seed;
+        r.split_seed = split_seed;
+        r.overwrite = overwrite;
+        r.balance_train = balance_train;
+        r.transforms = transforms;
+        r.threads = threads;
+        py::gil_scoped_release release;
+        return partita::format_report_json(partition_to_folder(r));
+      },
+      py::arg("input"), py::arg("format"), py::arg("output"), py::arg("num_parts"), py::arg("method"),
+      py::arg("seed"), py::arg("split_seed"), py::arg("overwrite"), py::arg("balance_train"),
+      py::arg("transforms"), py::arg("threads"),
+      "Reads a dataset, partitions it and writes the partition folder; returns the report as JSON.");
+
+  py::class_<GraphHandle, std::shared_ptr<GraphHandle>>(m, "Graph")
+      .def(py::init([](const std::string& path) {
+             py::gil_scoped_release release;
+             return std::make_shared<GraphHandle>(path);
+           }),
+           py::arg("path"))
+      .def_property_readonly("path", &GraphHandle::dir)
+      .def_property_readonly("num_nodes", [](const GraphHandle& g) { return g.meta().num_nodes; })
+      .def_property_readonly("num_edges", [](const GraphHandle& g) { return g.meta().num_edges; })
+      .def_property_readonly("num_parts", [](const GraphHandle& g) { return g.meta().num_parts; })
+      .def_property_readonly("feature_dim", [](const GraphHandle& g) { return g.meta().feature_dim; })
+      .def_property_readonly("num_classes", [](const GraphHandle& g) { return g.meta().num_classes; })
+      .def_property_readonly("has_labels", [](const GraphHandle& g) { return g.meta().has_labels; })
+      .def_property_readonly("is_hetero", [](const GraphHandle& g) { return g.meta().is_hetero; })
+      .def_property_readonly(
+          "partition_book", [](const GraphHandle& g) { return g.book().offsets(); },
+          "Part p owns the global ids [partition_book[p], partition_book[p + 1]).")
+      .def("__repr__",
+           [](const GraphHandle& g) {
+             return "partita.Graph('" + g.dir() + "', " + std::to_string(g.meta().num_nodes) + " nodes, " +
+                    std::to_string(g.meta().num_parts) + " parts)";
+           })
+      .def(
+          "split", [](py::object self, const std::string& name) {
+            return view_of(self.cast<const GraphHandle&>().split(name), self);
+          },
+          py::arg("name"), "The split's nodes (\"train\", \"val\", \"test\") in original ids, sorted (read-only).")
+      .def(
+          "global_ids", [](py::object self) { return view_of(self.cast<const GraphHandle&>().global_of(), self); },
+          "Original id -> global id (the partitioner's numbering; each part a contiguous range), read-only.");
+
+  py::class_<NodeLoader>(m, "NodeLoader")
+      .def(py::init([](std::shared_ptr<GraphHandle> graph, py::array_t<int64_t, py::array::c_style> input_nodes,
+                       const std::vector<int>& num_neighbors, int64_t batch_size, bool shuffle, bool drop_last,
+                       uint64_t seed, bool replace, bool disjoint, int prefetch, double timeout,
+                       const std::string& features) {
+             if (!graph) throw UsageError("NeighborLoader: graph is None");
+             if (input_nodes.ndim() != 1) {
+               throw UsageError("NeighborLoader: input_nodes must be one-dimensional, not of " +
+                                std::to_string(input_nodes.ndim()) + " dimensions");
+             }
+             std::vector<int64_t> inputs(input_nodes.data(), input_nodes.data() + input_nodes.size());
+             LoaderOptions options;
+             options.session = session_options(num_neighbors, replace, disjoint, prefetch, timeout, features);
+             options.batch_size = batch_size;
+             options.shuffle = shuffle;
+             options.drop_last = drop_last;
+             options.seed = seed;
+             py::gil_scoped_release release;
+             return std::make_unique<NodeLoader>(std::move(graph), std::move(inputs), options);
+           }),
+           py::arg("graph"), py::arg("input_nodes"), py::arg("num_neighbors"), py::arg("batch_size"),
+           py::arg("shuffle"), py::arg("drop_last"), py::arg("seed"), py::arg("replace"), py::arg("disjoint"),
+           py::arg("prefetch"), py::arg("timeout"), py::arg("features"))
+      .def("__len__", &NodeLoader::num_batches)
+      .def_property_readonly("num_inputs", &NodeLoader::num_inputs)
+      .def("start_epoch", &NodeLoader::start_epoch, py::arg("epoch"), py::call_guard<py::gil_scoped_release>())
+      .def("next",
+           [](NodeLoader& loader) {
+             LoadedBatch batch;
+             {
+               py::gil_scoped_release release;
+               batch = loader.next();
+             }
+             return to_python(std::move(batch));
+           })
+      .def("close", &NodeLoader::close, py::call_guard<py::gil_scoped_release>());
+
+  m.def(
+      "_split_epoch",
+      [](std::shared_ptr<GraphHandle> graph, int part, const std::string& split, const std::vector<int>& num_neighbors,
+         int64_t batch_size, uint64_t seed, uint64_t epoch, bool shuffle) {
+        if (!graph) throw UsageError("_split_epoch: graph is None");
+        std::vector<LoadedBatch> batches;
+        {
+          py::gil_scoped_release release;
+          SamplerSession session(*graph, part, session_options(num_neighbors, false, false, 2, 60, "auto"),
+                                 "trainer's sampler");
+          const int64_t count = session.start_split_epoch(split, seed, epoch, batch_size, shuffle);
+          for (int64_t b = 0; b < count; ++b) {
+            partita::SampleKey key;
+            batches.push_back(loaded_batch(session.next(key), *graph, session.recycler()));
+          }
+        }
+        py::list out;
+        for (LoadedBatch& b : batches) out.append(to_python(std::move(b)));
+        return out;
+      },
+      py::arg("graph"), py::arg("part"), py::arg("split"), py::arg("num_neighbors"), py::arg("batch_size"),
+      py::arg("seed"), py::arg("epoch"), py::arg("shuffle"),
+      "The batches a trainer of partition `part` takes in an epoch of `split` (protocol.h: epoch), sampled by "
+      "the same actors as a job's: the reference the loader is compared with.");
+}

@@ -1,0 +1,143 @@
+"""Partita in a Python process.
+
+The runtime runs inside this process (``partita.init()``, as ``partita run`` runs a job):
+partition and sampler actors build mini-batches from a partition folder, and
+``partita.pyg.NeighborLoader`` hands them to PyTorch Geometric models as
+``torch_geometric.data.Data``::
+
+    import partita, partita.pyg
+    partita.init()
+    graph = partita.partition(data, "parts", num_parts=2)   # or partita.Graph("parts")
+    loader = partita.pyg.NeighborLoader(graph, num_neighbors=[25, 10], batch_size=32,
+                                        input_nodes="train", shuffle=True)
+
+Node ids are the dataset's own (``data``'s row numbers), whatever the number of parts.
+Errors are ``partita.Error`` (a RuntimeError), ``partita.UsageError`` (also a ValueError:
+a bad argument, a node id outside the graph) and ``partita.RuntimeClosedError`` (the
+runtime is not running).
+"""
+
+import atexit
+import os
+import tempfile
+
+import numpy as np
+
+from . import _partita
+from ._partita import Error, Graph, RuntimeClosedError, UsageError
+
+__all__ = ["Error", "Graph", "RuntimeClosedError", "UsageError", "init", "is_running", "nodes", "partition",
+           "shutdown"]
+
+
+def init(address=None, *, tls_dir=None, threads=0, log_level="warning", timeout=10.0):
+    """Starts the runtime, on `threads` scheduler threads (0: all cores).
+
+    Without `address`, every actor runs in this process, as with ``partita run``. With a
+    cluster's head, ``address="HOST:PORT"``, the loaders' actors run on the cluster's live
+    nodes (partition p on node p mod the number of nodes, as a submitted job's), reached
+    over mutual TLS with the credentials in `tls_dir` (default: $PARTITA_TLS_DIR or
+    ~/.partita/tls); a partition folder must then be at the same path on every node.
+    Logs below `log_level` ("trace" ... "error", "off") are dropped. Raises UsageError when
+    it is running already, Error when the head or a node does not answer within `timeout`
+    seconds."""
+    if not isinstance(threads, int) or isinstance(threads, bool):
+        raise TypeError(f"partita.init(): threads must be an int, not {type(threads).__name__}")
+    if address is not None and not isinstance(address, str):
+        raise TypeError(f"partita.init(): address must be 'HOST:PORT', not {type(address).__name__}")
+    _partita.init(threads, log_level, address or "", os.fspath(tls_dir) if tls_dir else "", float(timeout))
+
+
+def shutdown():
+    """Stops the runtime: every loader is closed (their later calls raise
+    RuntimeClosedError), then every actor. Does nothing when it is not running; runs by
+    itself at the interpreter's exit."""
+    _partita.shutdown()
+
+
+def is_running():
+    return _partita.is_running()
+
+
+def nodes():
+    """Where the loaders' actors run: ["in-process"], or the cluster nodes' addresses."""
+    return _partita.nodes()
+
+
+atexit.register(_partita.shutdown)
+
+
+def partition(source, output, num_parts=2, *, format=None, method="metis", seed=0, split_seed=0,
+              overwrite=False, balance_train=True, transforms=(), threads=0):
+    """Partitions a dataset into the partition folder `output` (as ``partita partition``
+    does) and returns it opened as a Graph.
+
+    `source` is a PyTorch Geometric ``Data`` (edge_index, and x, y, train_mask, val_mask,
+    test_mask where present; node ids are its rows), or a path: an npy folder (x.npy,
+    edge_index.npy, y.npy, train_idx.npy, ...; `format` "npy", the default) or another
+    format ``partita partition`` reads ("linqs", "edgelist", "triples", "movielens",
+    "ntriples"). An existing `output` is replaced only with `overwrite`."""
+    output = os.fspath(output)
+    if isinstance(source, (str, os.PathLike)):
+        return _partition_path(os.fspath(source), format or "npy", output, num_parts, method, seed, split_seed,
+                               overwrite, balance_train, transforms, threads)
+    if format not in (None, "npy"):
+        raise UsageError(f"partita.partition: format {format!r} is for a path; a Data object is written as npy")
+    if not hasattr(source, "edge_index"):
+        raise TypeError(f"partita.partition: source must be a torch_geometric.data.Data or a path, "
+                        f"not {type(source).__name__}")
+    with tempfile.TemporaryDirectory(prefix="partita-npy-") as folder:
+        _write_npy_folder(source, folder)
+        return _partition_path(folder, "npy", output, num_parts, method, seed, split_seed, overwrite,
+                               balance_train, transforms, threads)
+
+
+def _partition_path(path, format, output, num_parts, method, seed, split_seed, overwrite, balance_train,
+                    transforms, threads):
+    if isinstance(transforms, str):
+        transforms = [transforms]
+    _partita.partition(path, format, output, int(num_parts), method, int(seed), int(split_seed), bool(overwrite),
+                       bool(balance_train), list(transforms), int(threads))
+    return Graph(output)
+
+
+def _numpy(value, name):
+    """A tensor or array attribute of a Data as numpy (no copy for CPU tensors)."""
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"partita.partition: data.{name} must be a tensor or an array, not {type(value).__name__}")
+    return value
+
+
+def _write_npy_folder(data, folder):
+    """`data` as the npy folder read_npy_folder reads (partitioner/readers.h)."""
+    edge_index = _numpy(data.edge_index, "edge_index")
+    if edge_index.ndim != 2 or edge_index.shape[0] != 2:
+        raise UsageError(f"partita.partition: data.edge_index has shape {tuple(edge_index.shape)}, expected (2, E)")
+    if not np.issubdtype(edge_index.dtype, np.integer):
+        raise UsageError(f"partita.partition: data.edge_index has dtype {edge_index.dtype}, expected integers")
+    np.save(os.path.join(folder, "edge_index.npy"), np.ascontiguousarray(edge_index, dtype=np.int64))
+    x = getattr(data, "x", None)
+    if x is not None:
+        x = _numpy(x, "x")
+        if x.ndim != 2:
+            raise UsageError(f"partita.partition: data.x has shape {tuple(x.shape)}, expected (num_nodes, features)")
+        np.save(os.path.join(folder, "x.npy"), np.ascontiguousarray(x, dtype=np.float32))
+    y = getattr(data, "y", None)
+    if y is not None:
+        y = _numpy(y, "y")
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
+            raise UsageError(f"partita.partition: data.y must hold one integer class per node, "
+                             f"not shape {tuple(y.shape)} of {y.dtype}")
+        np.save(os.path.join(folder, "y.npy"), np.ascontiguousarray(y, dtype=np.int64))
+    for split in ("train", "val", "test"):
+        mask = getattr(data, f"{split}_mask", None)
+        if mask is None:
+            continue
+        mask = _numpy(mask, f"{split}_mask")
+        if mask.dtype != np.bool_ or mask.ndim != 1:
+            raise UsageError(f"partita.partition: data.{split}_mask must be a one-dimensional bool mask")
+        np.save(os.path.join(folder, f"{split}_idx.npy"), mask)

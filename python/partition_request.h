@@ -1,0 +1,33 @@
+// Partitioning from Python: what `partita partition` does (tools/partition_command.cpp),
+// as one call. partita.partition() writes a PyG `Data` as an npy folder first (the layout
+// read_npy_folder reads), so that one reader, one partitioner and one writer serve both.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "partitioner/partition_format.h"
+
+namespace partita::python {
+
+struct PartitionRequest {
+  std::string input;            // a dataset file or folder
+  std::string format = "npy";   // linqs, npy, edgelist, triples, movielens, ntriples
+  std::string output;           // the partition folder to write
+  int num_parts = 2;
+  std::string method = "metis";  // or "random"
+  uint64_t seed = 0;
+  uint64_t split_seed = 0;       // formats without a split of their own (linqs)
+  bool overwrite = false;
+  bool balance_train = true;
+  std::vector<std::string> transforms;  // as --transform: normalize_features, standardize, multi_hot:COLUMNS
+  int threads = 0;
+};
+
+// Reads, transforms, partitions and writes the folder (atomically); returns its META.json
+// contents. Throws UsageError for a bad option or an output that exists without
+// `overwrite` (before reading anything), Error naming the file and problem for bad input.
+PartitionMeta partition_to_folder(const PartitionRequest& request);
+
+}  // namespace partita::python
