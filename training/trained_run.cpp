@@ -118,6 +118,8 @@ void load_kg_tables(TrainedRun& run, const CheckpointPointer& pointer) {
     archive.read("relations", run.relations);
   } catch (const c10::Error& e) {
     throw Error("the checkpoint file " + files[0].first.string() + " holds no relation table: " + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    throw Error("the checkpoint file " + files[0].first.string() + " holds no relation table: " + e.what());
   }
   if (run.relations.dim() != 2 || run.relations.size(0) != num_relations || run.relations.size(1) != link.dim ||
       run.relations.scalar_type() != at::kFloat) {
