@@ -87,23 +87,4 @@ void save_state_dict(const std::string& path, const NamedTensors& tensors) {
   write_file_atomically(path, bytes.data(), bytes.size());
 }
 
-NamedTensors load_state_dict(const std::string& path) {
-  const std::string text = read_file(path);
-  c10::IValue value;
-  try {
-    value = torch::jit::pickle_load(std::vector<char>(text.begin(), text.end()));
-  } catch (const std::exception& e) {
-    throw Error(path + " is not a torch.save file: " + e.what());
-  }
-  if (!value.isGenericDict()) throw Error(path + " does not hold a dict (a state dict)");
-  NamedTensors tensors;
-  for (const auto& entry : value.toGenericDict()) {
-    if (!entry.key().isString() || !entry.value().isTensor()) {
-      throw Error(path + " holds an entry that is not str -> Tensor");
-    }
-    tensors.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
-  }
-  return tensors;
-}
-
 }  // namespace partita

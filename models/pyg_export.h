@@ -56,8 +56,4 @@ ExportedParameters export_kg_tables(const std::string& decoder, const at::Tensor
 // atomically (a temporary file renamed into place). Throws Error naming the file.
 void save_state_dict(const std::string& path, const NamedTensors& tensors);
 
-// Reads a file save_state_dict wrote (or torch.save of a dict of str -> Tensor) back.
-// Throws Error naming the file when it is not one.
-NamedTensors load_state_dict(const std::string& path);
-
 }  // namespace partita

@@ -223,6 +223,32 @@ TEST_F(ExportCommandTest, BadNodeListsAreNamed) {
   EXPECT_EQ(std::vector<int64_t>(ids, ids + 3), (std::vector<int64_t>{5, 0, 5}));
 }
 
+// R-GCN has no exact PyG equivalent: its tensors keep Partita's names, and the description
+// says so; predict classifies every node of every type.
+TEST(ExportRelationalTest, RgcnKeepsPartitasNames) {
+  testing::TempDir tmp;
+  testing::write_text(tmp / "job.yaml",
+                      "data: {generate: {kind: hetero, nodes: 400, classes: 4, features: 8, seed: 2}, num_partitions: 2}\n"
+                      "model: {kind: rgcn, hidden: 8, layers: 2, target_type: paper, decomposition: basis, bases: 2}\n"
+                      "sampling: {fanouts: [4, 4], batch_size: 32}\n"
+                      "train: {epochs: 1}\n"
+                      "output: run\n");
+  testing::CommandResult r = testing::run_partita({"run", tmp / "job.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = testing::run_partita({"export", tmp / "run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "Partita's names");
+  const nlohmann::json meta = nlohmann::json::parse(testing::read_text(tmp / "run/model.json"));
+  EXPECT_TRUE(meta.at("pyg_class").is_null());
+  EXPECT_EQ(meta.at("names"), "partita");
+  EXPECT_EQ(meta.at("tensors")[0].at("name"), "conv0.bases");
+  r = testing::run_partita({"predict", tmp / "run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t nodes = read_partition_meta(tmp / "run/partitions").num_nodes;
+  EXPECT_EQ(read_npy(tmp / "run/predictions/logits.npy").shape, (std::vector<int64_t>{nodes, 4}));
+  EXPECT_EQ(read_npy(tmp / "run/predictions/embeddings.npy").shape, (std::vector<int64_t>{nodes, 8}));
+}
+
 // A knowledge-graph embedding run (DistMult, 2 partitions): export names PyG's DistMult
 // tables; predict writes the entity and relation tables; a damaged shard is named.
 TEST(ExportKnowledgeGraphTest, TablesOfEntitiesAndRelations) {
