@@ -15,13 +15,14 @@ void add_export_command(CLI::App& app, const GlobalOptions&) {
     std::string output;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(
-      "export",
-      "write a run's trained model as a PyTorch state dict (torch.load) and a JSON of its constructor arguments.\n"
+  CLI::App* cmd =
+      app.add_subcommand("export", "write a run's trained model as a PyTorch state dict (torch.load) with its PyG arguments");
+  cmd->footer(
       "Node classification: graphsage, gcn and gat under the names of torch_geometric.nn.models.GraphSAGE, GCN and\n"
       "GAT (load_state_dict(strict=True) takes them); rgcn and hetero_sage have no exact PyG equivalent and keep\n"
       "Partita's names. Knowledge-graph runs (model.encoder: none): distmult and complex as torch_geometric.nn.kge's\n"
-      "DistMult and ComplEx; transe (PyG's normalises entities) as `entities` and `relations`. See docs/export.md");
+      "DistMult and ComplEx; transe (PyG's normalises entities) as `entities` and `relations`. The constructor\n"
+      "arguments go beside the state dict as .json. See docs/export.md");
   cmd->add_option("run", o->run_dir, "the run's output folder (of partita run: job.yaml, checkpoint.json)")->required();
   cmd->add_option("-o,--output", o->output,
                   "the state dict to write [default: RUN/model.pt]; its description goes beside it as .json");
@@ -35,12 +36,12 @@ void add_predict_command(CLI::App& app, const GlobalOptions&) {
     std::string output;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(
-      "predict",
-      "write a run's node predictions as .npy: nodes.npy (original ids), predictions.npy (class ids), logits.npy and\n"
-      "embeddings.npy (what the last layer reads), by full-neighbourhood inference over the whole graph (every\n"
-      "in-edge, no sampling, no dropout: deterministic, as PyG's full-graph forward). Knowledge-graph runs:\n"
-      "entities.npy and relations.npy. See docs/export.md");
+  CLI::App* cmd = app.add_subcommand("predict", "write a run's node predictions and embeddings (or KG tables) as .npy");
+  cmd->footer(
+      "Writes nodes.npy (original ids), predictions.npy (class ids), logits.npy and embeddings.npy (what the last\n"
+      "layer reads) by full-neighbourhood inference over the whole graph: every in-edge, no sampling, no dropout;\n"
+      "deterministic, as PyG's full-graph forward. Knowledge-graph runs: entities.npy and relations.npy.\n"
+      "See docs/export.md");
   cmd->add_option("run", o->run_dir, "the run's output folder (of partita run: job.yaml, checkpoint.json)")->required();
   cmd->add_option("--nodes", o->nodes, "a 1-D int64 or int32 .npy of original node ids [default: every node]");
   cmd->add_option("-o,--output", o->output, "the folder to write [default: RUN/predictions]");

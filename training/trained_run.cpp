@@ -175,6 +175,15 @@ TrainedRun load_trained_run(const std::string& dir) {
   }
   run.job = parse_job(read_file(job_file.string()), run.dir, job_file.string());
   run.job.output = run.dir;  // the folder as it is now, wherever the run wrote it
+  if (run.job.link_gnn()) {
+    throw UsageError("RUN " + run.dir + " is a link-prediction job with a GNN encoder (model.encoder: " +
+                     run.job.link.encoder + "), which export and predict do not read; they read node "
+                     "classification and knowledge-graph embedding (model.encoder: none) runs");
+  }
+  if (run.job.link_prediction() && run.job.link.on_disk()) {
+    throw UsageError("RUN " + run.dir + " keeps its entity table on disk (embeddings: {storage: disk}), which export "
+                     "and predict do not read; they read tables kept in memory");
+  }
   const std::optional<CheckpointPointer> pointer = read_checkpoint_pointer(run.dir);
   if (!pointer) {
     throw UsageError("RUN " + run.dir + " holds no checkpoint yet (" + kCheckpointFileName +
@@ -182,16 +191,7 @@ TrainedRun load_trained_run(const std::string& dir) {
   }
   run.epoch = pointer->epoch;
   run.step = pointer->step;
-  if (run.job.link_gnn()) {
-    throw UsageError("RUN " + run.dir + " is a link-prediction job with a GNN encoder (model.encoder: " +
-                     run.job.link.encoder + "), which export and predict do not read; they read node "
-                     "classification and knowledge-graph embedding (model.encoder: none) runs");
-  }
   if (run.job.link_prediction()) {
-    if (run.job.link.on_disk()) {
-      throw UsageError("RUN " + run.dir + " keeps its entity table on disk (embeddings: {storage: disk}), which export "
-                       "and predict do not read; they read tables kept in memory");
-    }
     load_kg_tables(run, *pointer);
   } else {
     load_node_model(run, *pointer);

@@ -154,8 +154,23 @@ TEST_F(ExportCommandTest, BadRunFoldersAreNamed) {
   const std::string bad_pointer = copy_of_run("bad-pointer");
   testing::write_text(bad_pointer + "/checkpoint.json", "{\"epoch\": ");
 
+  // Jobs of kinds the commands do not read, refused before anything is loaded.
+  const std::string link_gnn = *tmp_ / "link-gnn";
+  fs::create_directories(link_gnn);
+  testing::write_text(link_gnn + "/job.yaml", "task: link_prediction\ndata: {partitions: " + (*tmp_ / "parts") +
+                                                  "}\nmodel: {encoder: graphsage, decoder: dot}\n");
+  const std::string on_disk = *tmp_ / "on-disk";
+  fs::create_directories(on_disk);
+  PartitionOptions one_part;
+  one_part.num_parts = 1;  // a table on disk trains on one partition
+  partition_dataset(testing::sbm_graph(kNodes, 4), one_part, on_disk + "/parts");
+  testing::write_text(on_disk + "/job.yaml", "task: link_prediction\ndata: {partitions: " + on_disk +
+                                                 "/parts}\nembeddings: {storage: disk}\n");
+
   const std::vector<Case> cases = {
       {{"nowhere"}, 2, "does not exist"},
+      {{link_gnn}, 2, "with a GNN encoder"},
+      {{on_disk}, 2, "on disk"},
       {{*tmp_ / "not-a-run"}, 2, "holds no job.yaml"},
       {{*tmp_ / "job.yaml"}, 2, "is not a folder"},
       {{no_checkpoint}, 2, "holds no checkpoint yet"},
