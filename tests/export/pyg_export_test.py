@@ -1,9 +1,11 @@
 """A model trained by `partita run` leaves Partita: `partita export` loads into PyTorch
 Geometric's module with load_state_dict(strict=True), and PyG's full-graph forward predicts
 what `partita predict` wrote (same class on every node, logits and embeddings close).
-A knowledge-graph run's tables load into PyG's DistMult and match predict's .npy files.
+The same on Cora (PARTITA_DATA_DIR). A knowledge-graph run's tables load into PyG's DistMult
+and match predict's .npy files.
 
-Usage: pyg_export_test.py PARTITA_BINARY (PyG 2.5.3 on PYTHONPATH; Debian's python3-torch).
+Usage: pyg_export_test.py PARTITA_BINARY (PyG 2.5.3 on PYTHONPATH, the datasets in
+PARTITA_DATA_DIR; Debian's python3-torch).
 """
 import json
 import os
@@ -107,6 +109,60 @@ class ExportedNodeModels(unittest.TestCase):
 
     def test_gat(self):
         self.check_kind("gat", models.GAT, {"heads": 2})
+
+
+class ExportedCora(unittest.TestCase):
+    """Cora (LINQS) from PARTITA_DATA_DIR, read here as the reader numbers it: papers in the
+    order of cora.content, classes in sorted order of their names, each citation an edge in
+    both directions, self-citations dropped, repeats merged."""
+
+    def test_graphsage_on_cora(self):
+        cora = os.path.join(os.environ["PARTITA_DATA_DIR"], "cora")
+        ids, features, names = [], [], []
+        with open(os.path.join(cora, "cora.content")) as f:
+            for line in f:
+                fields = line.split()
+                ids.append(fields[0])
+                features.append([float(v) for v in fields[1:-1]])
+                names.append(fields[-1])
+        index = {paper: i for i, paper in enumerate(ids)}
+        classes = sorted(set(names))
+        y = np.array([classes.index(n) for n in names])
+        edges = set()
+        with open(os.path.join(cora, "cora.cites")) as f:
+            for line in f:
+                a, b = line.split()
+                if a in index and b in index and a != b:
+                    edges |= {(index[a], index[b]), (index[b], index[a])}
+        edge_index = torch.tensor(sorted(edges), dtype=torch.long).t()
+        x = torch.tensor(features, dtype=torch.float32)
+
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "job.yaml"), "w") as f:
+                f.write(f"data: {{dataset: {cora}, format: linqs, num_partitions: 2}}\n"
+                        "model: {kind: graphsage, hidden: 32, layers: 2}\n"
+                        "sampling: {fanouts: [10, 10], batch_size: 32}\n"
+                        "train: {epochs: 5, learning_rate: 0.01}\n"
+                        "output: run\n")
+            run = os.path.join(tmp, "run")
+            partita("run", os.path.join(tmp, "job.yaml"))
+            partita("export", run)
+            partita("predict", run)
+            with open(os.path.join(run, "model.json")) as f:
+                meta = json.load(f)
+            self.assertEqual((meta["in_channels"], meta["out_channels"]), (x.shape[1], len(classes)))
+            model = models.GraphSAGE(meta["in_channels"], meta["hidden_channels"], meta["num_layers"],
+                                     meta["out_channels"], **meta["kwargs"])
+            model.load_state_dict(torch.load(os.path.join(run, "model.pt")), strict=True)
+            model.eval()
+            with torch.no_grad():
+                logits = model(x, edge_index)
+            ours = np.load(os.path.join(run, "predictions", "logits.npy"))
+            np.testing.assert_allclose(ours, logits.numpy(), rtol=1e-4, atol=1e-4)
+            predictions = np.load(os.path.join(run, "predictions", "predictions.npy"))
+            np.testing.assert_array_equal(predictions, logits.argmax(1).numpy())
+            # Trained: well above the largest class's share (about 0.3).
+            self.assertGreater((predictions == y).mean(), 0.6)
 
 
 class ExportedKnowledgeGraph(unittest.TestCase):
