@@ -4,6 +4,7 @@
 // and relation tables, as .npy files (training/trained_run.h).
 #include <iostream>
 
+#include "models/torch_runtime.h"
 #include "tools/commands.h"
 #include "training/run_export.h"
 
@@ -29,7 +30,7 @@ void add_export_command(CLI::App& app, const GlobalOptions&) {
   cmd->callback([o] { std::cout << export_run(o->run_dir, o->output) << "\n"; });
 }
 
-void add_predict_command(CLI::App& app, const GlobalOptions&) {
+void add_predict_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
     std::string run_dir;
     std::string nodes;
@@ -45,7 +46,10 @@ void add_predict_command(CLI::App& app, const GlobalOptions&) {
   cmd->add_option("run", o->run_dir, "the run's output folder (of partita run: job.yaml, checkpoint.json)")->required();
   cmd->add_option("--nodes", o->nodes, "a 1-D int64 or int32 .npy of original node ids [default: every node]");
   cmd->add_option("-o,--output", o->output, "the folder to write [default: RUN/predictions]");
-  cmd->callback([o] { std::cout << predict_run(o->run_dir, o->nodes, o->output) << "\n"; });
+  cmd->callback([o, &global] {
+    set_torch_threads(global.threads);  // the products on --threads cores (0: all), as a trainer's
+    std::cout << predict_run(o->run_dir, o->nodes, o->output) << "\n";
+  });
 }
 
 }  // namespace partita::cli

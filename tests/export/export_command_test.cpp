@@ -1,7 +1,8 @@
-// `partita export` and `partita predict` as a user runs them on a finished run: the files
-// they write and their shapes, the same predictions every time, and every bad input (a
-// missing or foreign folder, a run without checkpoint, a damaged checkpoint, bad --nodes)
-// refused with an error naming it, exit 2 for a usage error and 1 for damaged data. That
+// `partita export` and `partita predict` as a user runs them on finished runs (GraphSAGE,
+// R-GCN, ComplEx embeddings): the files they write and their shapes, the same predictions
+// every time, and every bad input (a missing or foreign folder, a run without checkpoint, a
+// kind of job they do not read, a damaged checkpoint, bad --nodes) refused with one line
+// naming it, exit 2 for a usage error and 1 for damaged data. That
 // the exported model computes in PyG what predict wrote: tests/export/pyg_export_test.py.
 #include <gtest/gtest.h>
 
