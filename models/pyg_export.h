@@ -12,9 +12,11 @@
 //                layers, averaged in the last): convs.{i}.lin.weight, convs.{i}.att_src,
 //                convs.{i}.att_dst, convs.{i}.bias
 // All three as BasicGNN runs them: ReLU between layers, none after the last, dropout only
-// in training, no normalisation layer. The relational kinds (rgcn, hetero_sage) have no
-// exact PyG equivalent (their per-relation means and input rows differ from RGCNConv's and
-// to_hetero's modules): their tensors keep Partita's own module paths.
+// in training, no normalisation layer. The relational kinds (rgcn, hetero_sage) have no PyG
+// model their weights fill one to one (PyG has no R-GCN model class, and a featureless or
+// typed first layer lays R-GCN's weights out otherwise than RGCNConv; heterogeneous
+// GraphSAGE keeps one root matrix per node type, the sum of to_hetero's per-relation
+// lin_r): their tensors keep Partita's own module paths.
 #pragma once
 
 #include <ATen/core/Tensor.h>

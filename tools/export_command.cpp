@@ -19,11 +19,11 @@ void add_export_command(CLI::App& app, const GlobalOptions&) {
   CLI::App* cmd =
       app.add_subcommand("export", "write a run's trained model as a PyTorch state dict (torch.load) with its PyG arguments");
   cmd->footer(
-      "Node classification: graphsage, gcn and gat under the names of torch_geometric.nn.models.GraphSAGE, GCN and\n"
-      "GAT (load_state_dict(strict=True) takes them); rgcn and hetero_sage have no exact PyG equivalent and keep\n"
-      "Partita's names. Knowledge-graph runs (model.encoder: none): distmult and complex as torch_geometric.nn.kge's\n"
-      "DistMult and ComplEx; transe (PyG's normalises entities) as `entities` and `relations`. The constructor\n"
-      "arguments go beside the state dict as .json. See docs/export.md");
+      "Node classification: graphsage, gcn and gat under the names of torch_geometric.nn.models.GraphSAGE, GCN\n"
+      "and GAT (load_state_dict(strict=True) takes them); rgcn and hetero_sage have no PyG model their weights\n"
+      "fill one to one and keep Partita's names. Knowledge-graph runs (model.encoder: none): distmult and complex\n"
+      "as torch_geometric.nn.kge's DistMult and ComplEx; transe (PyG's normalises entities) as `entities` and\n"
+      "`relations`. The constructor arguments go beside the state dict as .json. See docs/export.md");
   cmd->add_option("run", o->run_dir, "the run's output folder (of partita run: job.yaml, checkpoint.json)")->required();
   cmd->add_option("-o,--output", o->output,
                   "the state dict to write [default: RUN/model.pt]; its description goes beside it as .json");
