@@ -14,6 +14,16 @@
 namespace partita {
 
 at::Tensor GnnModel::forward(const GraphBatch& batch, bool train, uint64_t dropout_key) {
+  return run_layers(batch, train, dropout_key, nullptr);
+}
+
+GnnModel::Outputs GnnModel::forward_with_embeddings(const GraphBatch& batch) {
+  Outputs outputs;
+  outputs.logits = run_layers(batch, false, 0, &outputs.embeddings);
+  return outputs;
+}
+
+at::Tensor GnnModel::run_layers(const GraphBatch& batch, bool train, uint64_t dropout_key, at::Tensor* embeddings) {
   if (!batch.x.defined() || batch.x.dim() != 2 || batch.x.size(1) != config_.in_dim ||
       batch.x.size(0) != batch.num_nodes) {
     throw Error("model: the batch has " +
@@ -27,6 +37,7 @@ at::Tensor GnnModel::forward(const GraphBatch& batch, bool train, uint64_t dropo
   at::Tensor h = batch.x;
   Activation pending;  // the previous layer's ReLU and dropout, for the next layer to apply
   for (int i = 0; i < layers; ++i) {
+    if (embeddings != nullptr && i + 1 == layers) *embeddings = activate(h, pending).narrow(0, 0, batch.batch_size);
     h = activated_layer(i, h, pending, batch, batch.layer_rows(i, layers, config_.trim), path);
     pending = {true, train ? config_.dropout : 0.0, mix64(dropout_key, static_cast<uint64_t>(i))};
   }

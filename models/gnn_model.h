@@ -26,6 +26,15 @@ class GnnModel : public torch::nn::Module {
   // models/keyed_dropout.h). Throws Error if the batch's features do not fit in_dim.
   at::Tensor forward(const GraphBatch& batch, bool train, uint64_t dropout_key = 0);
 
+  // forward(batch, false) and, per seed, what the last layer reads: the layer before it's
+  // output after its ReLU (the input features for a one-layer model). The node embeddings
+  // `partita predict` writes.
+  struct Outputs {
+    at::Tensor logits;      // [batch_size, out_dim]
+    at::Tensor embeddings;  // [batch_size, the last layer's input width]
+  };
+  Outputs forward_with_embeddings(const GraphBatch& batch);
+
   // The arithmetic of a training step (forward with dropout, backward) on `batch`, as
   // forward() would run it: the floor `bench train` compares steps against. Throws Error
   // for the kinds that do not model it (GCN, GAT).
@@ -53,6 +62,8 @@ class GnnModel : public torch::nn::Module {
   int64_t layer_out_dim(int index) const;
 
  private:
+  at::Tensor run_layers(const GraphBatch& batch, bool train, uint64_t dropout_key, at::Tensor* embeddings);
+
   ModelConfig config_;
 };
 

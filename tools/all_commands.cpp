@@ -12,6 +12,8 @@ void add_commands(CLI::App& app, const GlobalOptions& global) {
   add_run_command(app, global);
   add_submit_command(app, global);
   add_plot_command(app, global);
+  add_export_command(app, global);
+  add_predict_command(app, global);
   add_status_command(app, global);
   add_stop_command(app, global);
   add_logs_command(app, global);

@@ -41,6 +41,8 @@ void add_daemon_command(CLI::App& app, const GlobalOptions& global);
 void add_run_command(CLI::App& app, const GlobalOptions& global);
 void add_submit_command(CLI::App& app, const GlobalOptions& global);
 void add_plot_command(CLI::App& app, const GlobalOptions& global);
+void add_export_command(CLI::App& app, const GlobalOptions& global);
+void add_predict_command(CLI::App& app, const GlobalOptions& global);
 void add_status_command(CLI::App& app, const GlobalOptions& global);
 void add_stop_command(CLI::App& app, const GlobalOptions& global);
 void add_logs_command(CLI::App& app, const GlobalOptions& global);
