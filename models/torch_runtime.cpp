@@ -6,7 +6,10 @@
 #include <spdlog/spdlog.h>
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <c10/core/CPUAllocator.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <thread>
 
 namespace partita {
@@ -37,7 +40,39 @@ int blas_threads() {
   return get_blas_threads != nullptr ? get_blas_threads() : 0;
 }
 
+namespace {
+
+// libtorch's CPU tensors from plain malloc chunks, aligned inside them. libtorch's own CPU
+// allocator takes each from posix_memalign(64), and glibc before 2.38 does not reuse a freed
+// aligned chunk for the next aligned request (it carves a new one: sourceware bug 14581).
+// With the heap kept (below), a training process's heap grew by every step's tensors.
+class MallocCpuAllocator final : public c10::Allocator {
+ public:
+  static constexpr uintptr_t kAlignment = 64;  // libtorch's own (vectorised kernels)
+
+  // The data is aligned inside a malloc chunk of kAlignment more bytes; the chunk's address
+  // sits in the 8 bytes before the data (malloc aligns to 16, so there are at least 16).
+  c10::DataPtr allocate(size_t bytes) const override {
+    void* base = std::malloc(bytes + kAlignment);
+    TORCH_CHECK(base != nullptr, "cannot allocate a tensor of ", bytes, " bytes: out of memory");
+    void* data = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(base) + kAlignment) & ~(kAlignment - 1));
+    static_cast<void**>(data)[-1] = base;
+    return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
+
+ private:
+  static void release(void* data) {
+    if (data != nullptr) std::free(static_cast<void**>(data)[-1]);
+  }
+};
+
+}  // namespace
+
 void tune_malloc_for_training() {
+  static MallocCpuAllocator allocator;
+  // Above libtorch's own priority (0), so that later registrations of the default keep ours.
+  c10::SetCPUAllocator(&allocator, /*priority=*/1);
   // Worker threads allocate from arenas of 64 MB heaps, which cannot hold larger chunks:
   // those stay mmapped whatever the threshold, but the common tensors of a batch fit.
   mallopt(M_MMAP_THRESHOLD, 1 << 30);

@@ -24,10 +24,13 @@ int torch_threads();  // libtorch's intra-op threads: 1 after set_torch_threads
 // OpenBLAS's thread count, or 0 when the loaded BLAS is not OpenBLAS.
 int blas_threads();
 
-// Keeps freed memory in glibc's heap instead of returning it to the system. libtorch's CPU
-// allocator is plain malloc, and glibc serves each tensor of more than a few MB with a
-// fresh mmap that every training step page-faults and zero-fills again (a quarter of a
-// GAT step's time). For processes that train; call before the first step.
+// Keeps freed memory in glibc's heap instead of returning it to the system, and makes
+// libtorch take CPU tensors from plain malloc so that the heap's freed chunks are reused.
+// Without the first, glibc serves each tensor of more than a few MB with a fresh mmap that
+// every training step page-faults and zero-fills again (a quarter of a GAT step's time);
+// without the second, libtorch's aligned allocations are never reused by glibc 2.36 and
+// the kept heap grows by every step's tensors (a job's memory grew without bound). For
+// processes that train; call before the first step. Idempotent.
 void tune_malloc_for_training();
 
 // The BLAS library loaded into this process ("openblas", "reference", or the library's

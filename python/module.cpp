@@ -79,6 +79,10 @@ py::dict to_python(LoadedBatch&& b) {
                                : py::object(adopt(std::move(b.batch), {static_cast<py::ssize_t>(b.batch.size())}));
   if (b.x.empty() && b.feature_dim == 0) {
     d["x"] = py::none();
+  } else if (b.x.size() != static_cast<size_t>(nodes) * static_cast<size_t>(b.feature_dim)) {
+    // numpy would read past the rows: a batch whose features do not match its nodes.
+    throw Error("a batch of " + std::to_string(nodes) + " nodes came with " + std::to_string(b.x.size()) +
+                " feature values, not " + std::to_string(nodes) + " x " + std::to_string(b.feature_dim));
   } else {
     d["x"] = adopt_rows(std::move(b.x), std::move(b.recycle), {nodes, static_cast<py::ssize_t>(b.feature_dim)});
   }

@@ -102,13 +102,23 @@ int64_t SamplerSession::start_split_epoch(const std::string& split, uint64_t see
                                           int64_t batch_size, bool shuffle) {
   std::lock_guard<std::mutex> lock(mutex_);
   check_open();
-  return client_->start_epoch(split, seed, epoch, batch_size, shuffle);
+  try {
+    return client_->start_epoch(split, seed, epoch, batch_size, shuffle);
+  } catch (const Error&) {
+    check_open();  // released by a close while waiting: say so
+    throw;
+  }
 }
 
 int64_t SamplerSession::start_plan(const EpochPlan& plan) {
   std::lock_guard<std::mutex> lock(mutex_);
   check_open();
-  return client_->start_link_plan(plan);
+  try {
+    return client_->start_link_plan(plan);
+  } catch (const Error&) {
+    check_open();  // released by a close while waiting: say so
+    throw;
+  }
 }
 
 MiniBatch SamplerSession::next(SampleKey& key) {

@@ -283,8 +283,10 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
         caf::anon_send_exit(main, caf::exit_reason::user_shutdown);
       }
     } stop_on_unwind{signals, watchdog, main};
-    watchdog.describe_abandoned([&system] {
-      const size_t running = system.get().registry().running();
+    // The registry itself, not through `system`: the wrapper lets go of the CAF system
+    // before the CAF system's destructor (where a stuck shutdown waits) begins.
+    watchdog.describe_abandoned([registry = &system.get().registry()] {
+      const size_t running = registry->running();
       return running == 0 ? std::string() : std::to_string(running) + " actors still running";
     });
     signals.on_signal([stop, name, role, &watchdog](int signo) {

@@ -33,16 +33,13 @@ PACKAGES=(
   # `features: {storage: disk}` reads feature rows with io_uring (graph/disk_rows.h).
   liburing-dev
   # The Python package (python/): the extension's build, numpy and torch at run time, its
-  # tests; and PyTorch Geometric's run-time dependencies (../shared/third_party/README.md).
+  # tests; and PyTorch Geometric's run-time dependencies (../shared/third_party/README.md),
+  # which its tests and the export test (tests/export/pyg_export_test.py) run against.
   python3-dev python3-pybind11 python3-torch python3-numpy python3-pytest
   python3-scipy python3-tqdm python3-jinja2 python3-requests python3-pyparsing python3-sklearn
   python3-psutil python3-fsspec python3-aiohttp
   # The fuzz targets (scripts/fuzz.sh): clang and its libFuzzer, ASan and UBSan runtimes.
   clang libclang-rt-14-dev
-  # The export test (tests/export/pyg_export_test.py): PyTorch Geometric (its source beside
-  # the checkout) runs exported models on Debian's PyTorch, with what PyG imports.
-  python3-torch python3-numpy python3-scipy python3-tqdm python3-jinja2 python3-requests
-  python3-pyparsing python3-sklearn python3-psutil python3-fsspec python3-aiohttp
 )
 
 missing=()

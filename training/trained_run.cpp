@@ -129,6 +129,7 @@ void load_kg_tables(TrainedRun& run, const CheckpointPointer& pointer) {
   }
   run.relations = run.relations.contiguous();
   run.entities = at::empty({meta.num_nodes, link.dim}, at::kFloat);
+  std::vector<uint8_t> written(static_cast<size_t>(meta.num_nodes), 0);  // each row exactly once
   for (int p = 0; p < meta.num_parts; ++p) {
     EmbeddingShardConfig config;
     config.part = p;
@@ -156,8 +157,17 @@ void load_kg_tables(TrainedRun& run, const CheckpointPointer& pointer) {
         throw Error("part " + std::to_string(p) + " of " + folder.dir() + " names original id " + std::to_string(id) +
                     " of " + std::to_string(meta.num_nodes));
       }
+      if (written[id]++ != 0) {
+        throw Error("original id " + std::to_string(id) + " is in two parts of " + folder.dir() + " (part " +
+                    std::to_string(p) + " is the second)");
+      }
       std::copy_n(rows.data() + i * link.dim, link.dim, table + id * link.dim);
     }
+  }
+  const auto missing = std::find(written.begin(), written.end(), uint8_t{0});
+  if (missing != written.end()) {
+    throw Error("original id " + std::to_string(missing - written.begin()) + " is in no part of " + folder.dir() +
+                ": its entity row would be undefined");
   }
 }
 

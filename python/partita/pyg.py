@@ -12,6 +12,8 @@ sampler's own buffers (``torch.from_numpy`` over arrays the native module hands 
 a copy); a batch's feature buffer goes back to the sampler when its last tensor dies.
 """
 
+import os
+
 import numpy as np
 import torch
 from torch_geometric.data import Data
@@ -44,8 +46,8 @@ class NeighborLoader:
         if kwargs:
             raise TypeError(f"NeighborLoader: unsupported arguments: {', '.join(sorted(kwargs))} "
                             f"(the sampler actors do the loading; there are no worker processes)")
-        if isinstance(data, str):
-            data = Graph(data)
+        if isinstance(data, (str, os.PathLike)):
+            data = Graph(os.fspath(data))
         if not isinstance(data, Graph):
             raise TypeError(f"NeighborLoader: data must be a partita.Graph or a partition folder's path, "
                             f"not {type(data).__name__} (write a Data with partita.partition first)")

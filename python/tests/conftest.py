@@ -13,7 +13,7 @@ import pytest
 try:
     import torch_geometric  # noqa: F401
 except ImportError as e:  # not a skip: these tests are what PyG users rely on
-    raise ImportError(f"PyTorch Geometric is not importable ({e}): put ../shared/third_party/pytorch_geometric-2.5.3 "
+    raise ImportError(f"PyTorch Geometric is not importable ({e}): put PyTorch Geometric 2.5.3's source folder "
                       f"on PYTHONPATH (ctest does, from the CMake cache entry PARTITA_PYG_DIR)") from e
 
 import partita

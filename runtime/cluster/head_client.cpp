@@ -35,12 +35,16 @@ template <typename... Args, typename OnReply>
 void ask_head(caf::actor_system& system, const head_actor& head, const std::string& where, const std::string& what,
               std::chrono::milliseconds timeout, OnReply on_reply, Args&&... args) {
   caf::scoped_actor self{system};
-  self->monitor(head);  // a lost head's proxy goes down: its down message tells loss from slowness
+  // A lost head's proxy is down: its down message tells loss from slowness, at once when the
+  // connection had already dropped (no request is sent to wait for), else after `timeout`.
+  self->monitor(head);
+  bool lost = false;
+  self->receive([&](caf::down_msg&) { lost = true; }, caf::after(std::chrono::milliseconds(0)) >> [] {});
+  if (lost) throw Error("the head at " + where + " was lost (" + what + " was not sent)");
   std::optional<caf::error> failed;
   self->request(head, timeout, std::forward<Args>(args)...)
       .receive(on_reply, [&](caf::error& err) { failed = std::move(err); });
   if (!failed) return;
-  bool lost = false;
   self->receive([&](caf::down_msg&) { lost = true; }, caf::after(std::chrono::milliseconds(0)) >> [] {});
   if (lost) throw Error("the head at " + where + " was lost (" + what + " had no answer)");
   throw Error("head " + where + ": " + what + " failed: " + describe(system, *failed));

@@ -534,7 +534,7 @@ class Loop {
         }
         ++bridges_;
         link.start_bridge();
-        spdlog::debug("{}: {} is {} (a certificate of the cluster)", link.where, link.address, link.peer->name());
+        spdlog::debug("{}: {} is {}", link.where, link.address, link.peer->name());
       } catch (const Error& e) {
         if (!link.bridging()) {
           --handshakes_;
@@ -672,6 +672,7 @@ class GatedDoorman : public caf::io::network::doorman_impl {
   uint16_t port() const override { return gate_->port(); }
 
   bool new_connection() override {
+    if (detached()) return false;
     const int fd = acceptor_.accepted_socket();
     ucred peer{};
     socklen_t size = sizeof(peer);
@@ -736,7 +737,7 @@ class GatewayActor : public caf::io::middleman_actor_impl {
         link->peer = std::make_unique<PlainPeer>(link->net.get());
         link->allocate();
         try {
-          link->read_at_least(caf::io::basp::header_size, Clock::now() + kFirstBytesDeadline);
+          link->read_at_least(caf::io::basp::header_size, std::min(deadline, Clock::now() + kFirstBytesDeadline));
         } catch (const TimedOut&) {
           throw Error("it sent nothing within " + std::to_string(kFirstBytesDeadline.count()) +
                       " s, as a Partita process with TLS does to one without (this one runs --insecure)");

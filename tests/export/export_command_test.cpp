@@ -265,7 +265,7 @@ TEST(ExportRelationalTest, RgcnKeepsPartitasNames) {
   EXPECT_EQ(read_npy(tmp / "run/predictions/embeddings.npy").shape, (std::vector<int64_t>{nodes, 8}));
 }
 
-// A knowledge-graph embedding run (DistMult, 2 partitions): export names PyG's DistMult
+// A knowledge-graph embedding run (ComplEx, 2 partitions): export names PyG's ComplEx
 // tables; predict writes the entity and relation tables; a damaged shard is named.
 TEST(ExportKnowledgeGraphTest, TablesOfEntitiesAndRelations) {
   testing::TempDir tmp;

@@ -32,6 +32,7 @@
 #include "runtime/actor_system.h"
 #include "runtime/address.h"
 #include "runtime/client.h"
+#include "runtime/daemon.h"
 #include "runtime/daemon_child.h"
 #include "runtime/runtime_test_util.h"
 #include "runtime/tls/caf_gateway.h"
@@ -543,6 +544,26 @@ TEST(TlsTest, AnInsecureHeadRefusesANonLoopbackListenAndExits) {
   EXPECT_FALSE(result.timed_out);
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_CONTAINS(result.err, "plaintext (--insecure) listens on loopback addresses only");
+}
+
+// run_daemon itself, past the command line's checks: a head whose port is refused after its
+// actor exists stops that actor and returns the error (it waited for it for ever).
+TEST(TlsTest, AHeadWhosePortIsRefusedAfterItsActorExistsReturnsTheError) {
+  CredentialsGuard guard;
+  tls::set_process_credentials(nullptr);
+  DaemonOptions options;
+  options.head = true;
+  options.listen = "0.0.0.0:0";
+  auto outcome = std::async(std::launch::async, [&options] {
+    try {
+      run_daemon(options, {}, [](const Endpoint&, const std::string&) {});
+      return std::string("returned without an error");
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+  });
+  ASSERT_EQ(outcome.wait_for(seconds(60)), std::future_status::ready) << "run_daemon did not return";
+  EXPECT_CONTAINS(outcome.get(), "plaintext (--insecure) listens on loopback addresses only");
 }
 
 // A head's arguments are all checked before it creates the cluster's CA (a status page on

@@ -599,15 +599,25 @@ TEST_F(ClusterJobTest, ALostHeadFailsItsJobsCleanlyAndNodesRejoinItsSuccessor) {
   ASSERT_EQ(job_of(s, id)["state"], "running") << s.dump(2);
   const pid_t pid = driver_pid(id);
   ASSERT_GT(pid, 0);
+  const auto until_follows = std::chrono::steady_clock::now() + kBound;
   struct KillOnExit {  // whatever the test's outcome, no driver outlives it
     pid_t pid;
     ~KillOnExit() {
       if (testing::process_runs(pid)) ::kill(pid, SIGKILL);
     }
   } kill_on_exit{pid};
+  // A user following the job's log from another process.
+  ChildProcess follow({kPartitaBinary, "logs", id, "--follow", "--address", head.address});
+  while (follow.output_so_far().find("epoch") == std::string::npos && std::chrono::steady_clock::now() < until_follows) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 
   head.process->kill();
   head.process->wait(kProcessSeconds);
+  // The follower is told the head was lost (it said "request_timeout" after 10 s).
+  const ProcessResult followed = follow.wait(kProcessSeconds);
+  EXPECT_NE(followed.exit_code, 0);
+  EXPECT_CONTAINS(followed.err, "the head at " + head.address + " was lost");
   // The driver (the head's child, orphaned now) fails the job with a message and exits.
   const std::string log_file = run_dir(id) + "/driver.log";
   const auto until = std::chrono::steady_clock::now() + kBound;

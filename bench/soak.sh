@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Memory, threads and file descriptors over a long job: does anything grow per epoch?
+#
+#   bench/soak.sh [EPOCHS] [WORKDIR]      # default: 300 epochs, a temporary folder
+#
+# Runs the same job (GraphSAGE on a generated 20k-node SBM graph, 2 partitions: about ten
+# epochs a second on 2 cores) in three set-ups, one after the other:
+#   local       `partita run`: every actor in one process
+#   local-a1    the same under MALLOC_ARENA_MAX=1 (one malloc arena: growth that other
+#               arenas would hide shows)
+#   daemons     `partita submit --daemons` to 2 daemons on loopback (--insecure), each
+#               daemon sampled (the job's trainers and partitions live there)
+# and samples each process's resident memory (VmRSS), its anonymous part (RssAnon),
+# threads and open descriptors every second. It prints, per process, the first sample
+# after a tenth of the run (past start-up: graph loaded, first epochs done) and the last,
+# and the growth between them in percent: the goal is at most 1%.
+#
+# The baseline is the run's own start: growth is measured against what the process held
+# once training was under way. Nothing here is a test: CI runs the per-epoch object counts
+# (tests/training, "NothingGrowsPerEpoch"); this measures bytes over minutes.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PARTITA="${PARTITA:-$ROOT/build/tools/partita}"
+EPOCHS="${1:-300}"
+WORK="${2:-$(mktemp -d)}"
+mkdir -p "$WORK"
+cleanup() {
+  for pid in $(jobs -p); do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+cat >"$WORK/job.yaml" <<EOF
+data:
+  generate: {kind: sbm, nodes: 20000, classes: 4, features: 16, avg_degree: 10, seed: 1}
+  num_partitions: 2
+model: {kind: graphsage, hidden: 32, layers: 2, dropout: 0.3}
+sampling: {fanouts: [5, 5], batch_size: 256}
+train: {epochs: $EPOCHS, learning_rate: 0.01, seed: 1, threads: 1}
+EOF
+
+# Samples PID every second into FILE until it exits: time rss_kb anon_kb threads fds.
+sample() {
+  local pid=$1 file=$2
+  while [ -e "/proc/$pid/status" ]; do
+    local rss anon threads fds
+    rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+    anon=$(awk '/^RssAnon/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+    threads=$(ls "/proc/$pid/task" 2>/dev/null | wc -l)
+    fds=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)
+    [ -n "$rss" ] && echo "$(date +%s.%N) $rss $anon $threads $fds" >>"$file"
+    sleep 1
+  done
+}
+
+# Prints the growth of FILE's samples from a tenth of the run to its end.
+report() {
+  local name=$1 file=$2
+  awk -v name="$name" '{ t[NR]=$1; rss[NR]=$2; anon[NR]=$3; thr[NR]=$4; fd[NR]=$5 }
+    END {
+      if (NR < 3) { printf "%-18s too few samples (%d)\n", name, NR; exit }
+      a = int(NR / 10) + 1; b = NR
+      printf "%-18s %5.0f s  rss %7.1f -> %7.1f MB (%+5.1f%%)  anon %7.1f -> %7.1f MB (%+5.1f%%)  threads %d -> %d  fds %d -> %d\n",
+        name, t[b] - t[1], rss[a]/1024, rss[b]/1024, 100*(rss[b]-rss[a])/rss[a],
+        anon[a]/1024, anon[b]/1024, 100*(anon[b]-anon[a])/anon[a], thr[a], thr[b], fd[a], fd[b]
+    }' "$file"
+}
+
+# The partition folder once, so every set-up starts training at once.
+"$PARTITA" --log-level warn run "$WORK/job.yaml" --output "$WORK/warm" --overwrite >/dev/null 2>&1 || true
+
+echo "soak: $EPOCHS epochs of GraphSAGE on a 20k-node SBM graph, 2 partitions; samples every second" >&2
+for setup in local local-a1; do
+  rm -f "$WORK/$setup.samples"
+  if [ "$setup" = local-a1 ]; then export MALLOC_ARENA_MAX=1; else unset MALLOC_ARENA_MAX; fi
+  "$PARTITA" --log-level warn run "$WORK/job.yaml" --output "$WORK/$setup" --overwrite >"$WORK/$setup.log" 2>&1 &
+  pid=$!
+  sleep 0.2
+  # `partita` executes partita-full in place: the same PID.
+  sample "$pid" "$WORK/$setup.samples"
+  wait "$pid" || { echo "soak: the $setup job failed:" >&2; tail -5 "$WORK/$setup.log" >&2; exit 1; }
+  report "$setup" "$WORK/$setup.samples"
+done
+unset MALLOC_ARENA_MAX
+
+daemons=() pids=()
+for i in 1 2; do
+  "$PARTITA" --insecure --log-level warn daemon --listen 127.0.0.1:0 --name "soak-$i" >"$WORK/daemon-$i.out" 2>"$WORK/daemon-$i.log" &
+  pids+=($!)
+done
+for i in 1 2; do
+  for _ in $(seq 100); do
+    address=$(sed -n 's/^partita daemon listening on //p' "$WORK/daemon-$i.out")
+    [ -n "$address" ] && break
+    sleep 0.1
+  done
+  [ -n "$address" ] || { echo "soak: daemon $i did not start" >&2; exit 1; }
+  daemons+=("$address")
+done
+for i in 0 1; do sample "${pids[$i]}" "$WORK/daemon-$((i + 1)).samples" & done
+"$PARTITA" --insecure --log-level warn submit "$WORK/job.yaml" --daemons "$(IFS=,; echo "${daemons[*]}")" \
+  --output "$WORK/daemons" --overwrite >"$WORK/submit.log" 2>&1 ||
+  { echo "soak: the job on daemons failed:" >&2; tail -5 "$WORK/submit.log" >&2; exit 1; }
+kill "${pids[@]}"
+wait "${pids[@]}" 2>/dev/null || true
+sleep 1
+for i in 1 2; do report "daemon $i" "$WORK/daemon-$i.samples"; done
