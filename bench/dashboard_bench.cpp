@@ -17,7 +17,7 @@
 #include "runtime/runtime.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
-#include "training/job_types.h"
+#include "training/job_actor_types.h"
 
 namespace partita::bench {
 
@@ -34,10 +34,10 @@ JobConfig bench_job(const DashboardBenchOptions& o, const std::string& dir) {
   job.generate_spec.classes = o.num_classes;
   job.generate_spec.seed = o.seed;
   job.num_partitions = 2;
-  job.model = "graphsage";
-  job.hidden = o.hidden;
-  job.layers = 2;
-  job.dropout = 0.3;
+  job.model.kind = ModelKind::kGraphSage;
+  job.model.hidden = o.hidden;
+  job.model.layers = 2;
+  job.model.dropout = 0.3;
   job.fanouts = {10, 10};
   job.batch_size = o.batch_size;
   job.epochs = 1;

@@ -26,7 +26,7 @@
 #include "training/job_driver.h"
 #include "training/bucket_epoch.h"
 #include "training/bucket_order.h"
-#include "training/job_types.h"
+#include "training/job_actor_types.h"
 #include "training/kg_triples.h"
 #include "training/partition_buffer.h"
 
@@ -38,16 +38,16 @@ namespace fs = std::filesystem;
 
 JobConfig bench_job(const LinkpredBenchOptions& o, int parts, int threads, const std::string& dir) {
   JobConfig job;
-  job.task = "link_prediction";
+  job.task = Task::kLinkPrediction;
   job.dataset = fs::absolute(o.dataset).string();
   job.format = "triples";
   job.num_partitions = parts;
-  job.link.decoder = "distmult";
+  job.link.decoder = LinkDecoder::kDistMult;
   job.link.dim = o.dim;
   job.link.negatives = o.negatives;
   job.link.chunk_size = o.chunk_size;
-  job.link.loss = "softmax";
-  job.optimizer = "adagrad";
+  job.link.loss = LinkLoss::kSoftmax;
+  job.optimizer = Optimizer::kAdagrad;
   job.learning_rate = 0.1;
   job.batch_size = o.batch_size;
   job.epochs = 1;

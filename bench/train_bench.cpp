@@ -27,7 +27,7 @@
 #include "runtime/runtime.h"
 #include "runtime/tls/credentials.h"
 #include "training/job_driver.h"
-#include "training/job_types.h"
+#include "training/job_actor_types.h"
 
 namespace partita::bench {
 
@@ -58,15 +58,15 @@ JobConfig bench_job(const TrainBenchOptions& o, int parts, int trainer_threads, 
     job.format = "npy";
   }
   job.num_partitions = parts;
-  job.model = o.model;
+  job.model.kind = model_kind_named(o.model, "--model");
   if (o.model == "rgcn") {
-    job.decomposition = "basis";
-    job.bases = o.bases;
-    job.target_type = "paper";
+    job.model.decomposition = "basis";
+    job.model.bases = o.bases;
+    job.model.target_type = "paper";
   }
-  job.hidden = o.hidden;
-  job.layers = static_cast<int>(o.fanouts.size());
-  job.dropout = 0.5;
+  job.model.hidden = o.hidden;
+  job.model.layers = static_cast<int>(o.fanouts.size());
+  job.model.dropout = 0.5;
   job.fanouts = o.fanouts;
   job.batch_size = o.batch_size;
   job.epochs = 1;
@@ -167,7 +167,7 @@ std::vector<ProfiledStep> profile_steps(const std::string& dir, const TrainBench
   const JobConfig defaults;
   std::shared_ptr<GnnModel> model = make_model(config, o.seed);
   std::unique_ptr<torch::optim::Optimizer> optimizer =
-      make_optimizer(defaults.optimizer, model->parameters(), defaults.learning_rate);
+      make_optimizer(name_of(defaults.optimizer), model->parameters(), defaults.learning_rate);
   set_torch_threads(o.threads);
   tune_malloc_for_training();
   GemmClock gemm;

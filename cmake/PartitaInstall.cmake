@@ -17,6 +17,7 @@ set(PARTITA_PUBLIC_HEADERS
   actors/protocol.h
   training/job_config.h
   training/job_driver.h
+  training/job_actor_types.h
   training/job_types.h
   partitioner/partition_format.h)
 

@@ -56,7 +56,7 @@ struct PartitionMeta {
   bool has_edge_split_time = false;
   // The held-out edges are also in the graph, as history (Dataset::held_out_in_graph): a
   // job may read this folder only with temporal sampling by edge time, which bounds each
-  // seed strictly before its time (training/link_trainer.h).
+  // seed strictly before its time (training/gnn_link_trainer.h).
   bool held_out_in_graph = false;
   std::string method;
   uint64_t seed = 0;

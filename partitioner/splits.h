@@ -55,7 +55,7 @@ void assign_random_split(Dataset& d, int64_t num_candidates, const SplitOptions&
 // temporal graphs) moves nothing: every edge stays in d.edges with its time, the held-out
 // links are also listed in d.val_edges and d.test_edges, and d.held_out_in_graph is set.
 // A job on such a graph must bound every seed's neighbourhood strictly before the seed's
-// time (training/link_trainer.h), so a held-out link at time t is the answer for its own
+// time (training/gnn_link_trainer.h), so a held-out link at time t is the answer for its own
 // seed and history for every seed after t; training (all before the held-out links) sees
 // none of them. Throws UsageError naming data.holdout.history without by_time.
 enum class HeldOut { kLeaveGraph, kKeepAsHistory };

@@ -18,7 +18,7 @@
 #include "runtime/tls/certificates.h"
 #include "runtime/tls/credentials.h"
 #include "tools/commands.h"
-#include "training/job_types.h"
+#include "training/job_actor_types.h"
 
 namespace partita::cli {
 

@@ -13,7 +13,7 @@
 #include "tools/commands.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
-#include "training/job_types.h"
+#include "training/job_actor_types.h"
 
 namespace partita::cli {
 

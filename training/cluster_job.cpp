@@ -37,7 +37,7 @@ std::vector<NodeOffer> usable(const std::vector<NodeOffer>& live, const std::map
 // whose actors read all of them (a relational trainer's node types, temporal sampling's
 // node times, a knowledge-graph trainer's triples).
 std::vector<int> parts_on(const JobConfig& job, const std::vector<int>& placement, int node) {
-  const bool every_part = job.model == "rgcn" || job.model == "hetero_sage" || job.temporal() ||
+  const bool every_part = job.model.relational() || job.temporal() ||
                           (job.link_prediction() && !job.link_gnn());
   std::vector<int> parts;
   for (int p = 0; p < static_cast<int>(placement.size()); ++p) {

@@ -71,7 +71,7 @@ class EmbeddingShard {
   void push(int trainer, Span<const int64_t> ids, Span<const float> grads);
   // Overwrites the rows of `ids` (owned, unique) with values[i * dim, ...): for a table that
   // is computed, not learnt (a GNN encoder's output per entity, written by the trainers
-  // before ranking against every entity: training/link_trainer.h). Throws Error naming the
+  // before ranking against every entity: training/gnn_link_trainer.h). Throws Error naming the
   // shard for an id it does not own, a duplicate, or a step pending, before changing anything.
   void write(Span<const int64_t> ids, Span<const float> values);
 

@@ -5,7 +5,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
+#include <deque>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -17,6 +21,76 @@
 namespace partita {
 
 namespace fs = std::filesystem;
+
+const char* name_of(Task task) {
+  return task == Task::kLinkPrediction ? "link_prediction" : "node_classification";
+}
+
+const char* name_of(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::kGraphSage: return "graphsage";
+    case ModelKind::kGcn: return "gcn";
+    case ModelKind::kGat: return "gat";
+    case ModelKind::kRgcn: return "rgcn";
+    case ModelKind::kHeteroSage: return "hetero_sage";
+  }
+  return "?";
+}
+
+const char* name_of(Optimizer optimizer) {
+  switch (optimizer) {
+    case Optimizer::kAdam: return "adam";
+    case Optimizer::kSgd: return "sgd";
+    case Optimizer::kAdagrad: return "adagrad";
+    case Optimizer::kSparseAdam: return "sparse_adam";
+  }
+  return "?";
+}
+
+const char* name_of(LinkDecoder decoder) {
+  switch (decoder) {
+    case LinkDecoder::kDot: return "dot";
+    case LinkDecoder::kDistMult: return "distmult";
+    case LinkDecoder::kComplEx: return "complex";
+    case LinkDecoder::kTransE: return "transe";
+  }
+  return "?";
+}
+
+const char* name_of(LinkLoss loss) {
+  switch (loss) {
+    case LinkLoss::kSoftmax: return "softmax";
+    case LinkLoss::kBce: return "bce";
+    case LinkLoss::kMargin: return "margin";
+    case LinkLoss::kMse: return "mse";
+  }
+  return "?";
+}
+
+const char* name_of(Regularizer regularizer) {
+  switch (regularizer) {
+    case Regularizer::kNone: return "none";
+    case Regularizer::kL2: return "l2";
+    case Regularizer::kN3: return "n3";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr std::initializer_list<ModelKind> kAllKinds = {ModelKind::kGraphSage, ModelKind::kGcn, ModelKind::kGat,
+                                                        ModelKind::kRgcn, ModelKind::kHeteroSage};
+
+}  // namespace
+
+ModelKind model_kind_named(const std::string& name, const std::string& field) {
+  std::string known;
+  for (ModelKind kind : kAllKinds) {
+    if (name == name_of(kind)) return kind;
+    known += (known.empty() ? "" : ", ") + std::string(name_of(kind));
+  }
+  throw UsageError(field + ": '" + name + "' is not one of: " + known);
+}
 
 namespace {
 
@@ -81,6 +155,18 @@ class Section {
     std::string list;
     for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
     fail(field(key), "'" + value + "' is not one of: " + list);
+  }
+
+  // A typed choice: the names of `choices` (name_of) are what the file may say.
+  template <typename E>
+  void read_enum(const std::string& key, E& value, std::initializer_list<E> choices) {
+    std::string name = name_of(value);
+    std::vector<std::string> names;
+    for (E c : choices) names.emplace_back(name_of(c));
+    read_choice(key, name, names);
+    for (E c : choices) {
+      if (name == name_of(c)) value = c;
+    }
   }
 
   // After reading: any key nobody asked for is a mistake in the file.
@@ -217,48 +303,49 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
 }
 
 // The GNN's shape, the same fields for a node classifier (model.kind) and a link
-// predictor's encoder (model.encoder): job.model is already read. `rgcn` is how the model
+// predictor's encoder (model.encoder): model.kind is already read. `rgcn` is how the model
 // section names R-GCN ("rgcn" or "encoder: rgcn").
-void read_gnn_shape(Section& s, JobConfig& job, const std::string& rgcn) {
-  s.read_int("hidden", job.hidden, 1, JobLimits::kMaxWidth);
-  s.read_int("layers", job.layers, 1, JobLimits::kMaxLayers);
-  s.read_int("heads", job.heads, 1, JobLimits::kMaxHeads);
-  s.read_real("dropout", job.dropout, 0.0, 0.99);
-  s.read("trim", job.trim, "true or false");
-  s.read_choice("decomposition", job.decomposition, {"none", "basis", "block"});
-  s.read_int("bases", job.bases, 0, JobLimits::kMaxWidth);
-  s.read_int("blocks", job.blocks, 0, JobLimits::kMaxWidth);
-  if (job.decomposition != "none" && job.model != "rgcn") {
-    s.fail(s.field("decomposition"), "applies to " + rgcn + " only, not " + job.model);
+void read_gnn_shape(Section& s, GnnSpec& model, const std::string& rgcn) {
+  s.read_int("hidden", model.hidden, 1, JobLimits::kMaxWidth);
+  s.read_int("layers", model.layers, 1, JobLimits::kMaxLayers);
+  s.read_int("heads", model.heads, 1, JobLimits::kMaxHeads);
+  s.read_real("dropout", model.dropout, 0.0, 0.99);
+  s.read("trim", model.trim, "true or false");
+  s.read_choice("decomposition", model.decomposition, {"none", "basis", "block"});
+  s.read_int("bases", model.bases, 0, JobLimits::kMaxWidth);
+  s.read_int("blocks", model.blocks, 0, JobLimits::kMaxWidth);
+  if (model.decomposition != "none" && model.kind != ModelKind::kRgcn) {
+    s.fail(s.field("decomposition"), "applies to " + rgcn + " only, not " + name_of(model.kind));
   }
-  if (job.decomposition == "basis" && job.bases == 0) s.fail(s.field("bases"), "basis decomposition needs bases > 0");
-  if (job.decomposition == "block" && job.blocks == 0) s.fail(s.field("blocks"), "block decomposition needs blocks > 0");
-  if (job.model == "gat" && job.hidden % job.heads != 0) {
-    s.fail(s.field("hidden"), std::to_string(job.hidden) + " is not a multiple of model.heads (" +
-                                  std::to_string(job.heads) + "): GAT splits the hidden features over its heads");
+  if (model.decomposition == "basis" && model.bases == 0) s.fail(s.field("bases"), "basis decomposition needs bases > 0");
+  if (model.decomposition == "block" && model.blocks == 0) s.fail(s.field("blocks"), "block decomposition needs blocks > 0");
+  if (model.kind == ModelKind::kGat && model.hidden % model.heads != 0) {
+    s.fail(s.field("hidden"), std::to_string(model.hidden) + " is not a multiple of model.heads (" +
+                                  std::to_string(model.heads) + "): GAT splits the hidden features over its heads");
   }
 }
 
 // read_gnn_shape's fields, for job_to_yaml.
-void write_gnn_shape(YAML::Emitter& out, const JobConfig& job) {
-  out << YAML::Key << "hidden" << YAML::Value << job.hidden;
-  out << YAML::Key << "layers" << YAML::Value << job.layers;
-  out << YAML::Key << "heads" << YAML::Value << job.heads;
-  out << YAML::Key << "dropout" << YAML::Value << job.dropout;
-  out << YAML::Key << "trim" << YAML::Value << job.trim;
-  out << YAML::Key << "decomposition" << YAML::Value << job.decomposition;
-  out << YAML::Key << "bases" << YAML::Value << job.bases;
-  out << YAML::Key << "blocks" << YAML::Value << job.blocks;
+void write_gnn_shape(YAML::Emitter& out, const GnnSpec& model) {
+  out << YAML::Key << "hidden" << YAML::Value << model.hidden;
+  out << YAML::Key << "layers" << YAML::Value << model.layers;
+  out << YAML::Key << "heads" << YAML::Value << model.heads;
+  out << YAML::Key << "dropout" << YAML::Value << model.dropout;
+  out << YAML::Key << "trim" << YAML::Value << model.trim;
+  out << YAML::Key << "decomposition" << YAML::Value << model.decomposition;
+  out << YAML::Key << "bases" << YAML::Value << model.bases;
+  out << YAML::Key << "blocks" << YAML::Value << model.blocks;
 }
 
 void read_model(Section s, JobConfig& job) {
-  s.read_choice("kind", job.model, {"graphsage", "gcn", "gat", "rgcn", "hetero_sage"});
-  read_gnn_shape(s, job, "rgcn");
-  s.read("target_type", job.target_type, "a node type name");
+  GnnSpec& model = job.model;
+  s.read_enum("kind", model.kind, kAllKinds);
+  read_gnn_shape(s, model, "rgcn");
+  s.read("target_type", model.target_type, "a node type name");
   s.reject_unknown();
-  const bool relational = job.model == "rgcn" || job.model == "hetero_sage";
-  if (!relational && !job.target_type.empty()) {
-    s.fail(s.field("target_type"), "applies to the relational kinds (rgcn, hetero_sage), not " + job.model);
+  if (!model.relational() && !model.target_type.empty()) {
+    s.fail(s.field("target_type"), std::string("applies to the relational kinds (rgcn, hetero_sage), not ") +
+                                       name_of(model.kind));
   }
 }
 
@@ -335,18 +422,20 @@ void read_features(Section s, JobConfig& job) {
 
 void read_link_model(Section s, JobConfig& job) {
   LinkPredictionSpec& link = job.link;
-  s.read_choice("encoder", link.encoder, {"none", "graphsage", "gcn", "gat", "rgcn", "hetero_sage"});
+  std::string encoder = "none";
+  s.read_choice("encoder", encoder, {"none", "graphsage", "gcn", "gat", "rgcn", "hetero_sage"});
+  link.gnn_encoder = encoder != "none";
   if (job.link_gnn()) {
     // A GNN over sampled subgraphs, trained as node classifiers are; its own defaults.
-    job.model = link.encoder;
-    link.decoder = "dot";
-    link.loss = "bce";
+    job.model.kind = model_kind_named(encoder, s.field("encoder"));
+    link.decoder = LinkDecoder::kDot;
+    link.loss = LinkLoss::kBce;
     link.negatives = 1;
     link.chunk_size = 1;
     link.eval_negatives = 1;
-    job.optimizer = "adam";
+    job.optimizer = Optimizer::kAdam;
     job.learning_rate = 0.01;
-    read_gnn_shape(s, job, "encoder: rgcn");
+    read_gnn_shape(s, job.model, "encoder: rgcn");
     if (s.has("target_edge")) {
       const YAML::Node list = s.get("target_edge");
       if (!list.IsSequence() || list.size() != 3) {
@@ -377,22 +466,22 @@ void read_link_model(Section s, JobConfig& job) {
     } else {
       s.read_choice("input", link.input, {"features", "learnt"});
     }
-    if (link.learnt_input() && job.model != "rgcn" && job.model != "hetero_sage") {
-      s.fail(s.field("input"), "a learnt input row per node is for encoder: rgcn or hetero_sage, not " + job.model);
+    if (link.learnt_input() && !job.model.relational()) {
+      s.fail(s.field("input"), std::string("a learnt input row per node is for encoder: rgcn or hetero_sage, not ") +
+                                   name_of(job.model.kind));
     }
     // The relations of DistMult, ComplEx and TransE are dense parameters of the encoder's
-    // module (training/link_trainer.h), allreduced with its weights.
-    s.read_choice("decoder", link.decoder, {"dot", "distmult", "complex", "transe"});
-  } else {
-    s.read_choice("decoder", link.decoder, {"dot", "distmult", "complex", "transe"});
+    // module (training/gnn_link_trainer.h), allreduced with its weights.
   }
+  s.read_enum("decoder", link.decoder, {LinkDecoder::kDot, LinkDecoder::kDistMult, LinkDecoder::kComplEx,
+                                        LinkDecoder::kTransE});
   s.read_int("transe_norm", link.transe_norm, 1);
   if (link.transe_norm > 2) s.fail(s.field("transe_norm"), "must be 1 or 2, got " + std::to_string(link.transe_norm));
   s.read_int("dim", link.dim, 1, JobLimits::kMaxWidth);
   s.read("reciprocal", link.reciprocal, "true or false");
   s.read_real("init_std", link.init_std, 0, 10);
   s.reject_unknown();
-  if (link.decoder == "complex" && link.dim % 2 != 0) {
+  if (link.decoder == LinkDecoder::kComplEx && link.dim % 2 != 0) {
     s.fail(s.field("dim"), "ComplEx needs an even dimension (real and imaginary halves), got " + std::to_string(link.dim));
   }
 }
@@ -430,22 +519,22 @@ void read_train(Section s, JobConfig& job) {
   if (job.link_prediction() && !job.link_gnn()) {
     // Of the entity rows, applied by their owners (models/row_optimizer.h); SparseAdam
     // starts from torch's default rate.
-    s.read_choice("optimizer", job.optimizer, {"adagrad", "sparse_adam"});
-    if (job.optimizer == "sparse_adam") job.learning_rate = 1e-3;
+    s.read_enum("optimizer", job.optimizer, {Optimizer::kAdagrad, Optimizer::kSparseAdam});
+    if (job.optimizer == Optimizer::kSparseAdam) job.learning_rate = 1e-3;
   } else {
-    s.read_choice("optimizer", job.optimizer, {"adam", "sgd"});
+    s.read_enum("optimizer", job.optimizer, {Optimizer::kAdam, Optimizer::kSgd});
   }
   if (job.link_prediction()) {
-    s.read_choice("loss", job.link.loss, {"softmax", "bce", "margin", "mse"});
+    s.read_enum("loss", job.link.loss, {LinkLoss::kSoftmax, LinkLoss::kBce, LinkLoss::kMargin, LinkLoss::kMse});
     if (job.link.regression() && !job.link_gnn()) {
       s.fail(s.field("loss"), "mse (rating regression) scores an edge from its ends' GNN encodings: it needs "
                               "model.encoder (graphsage, gcn, gat, rgcn or hetero_sage)");
     }
     s.read_real("margin", job.link.margin, 0, 1e6);
     if (job.link_gnn()) {
-      s.read_choice("regularizer", job.link.regularizer, {"none"});  // of embedding rows: none here
+      s.read_enum("regularizer", job.link.regularizer, {Regularizer::kNone});  // of embedding rows: none here
     } else {
-      s.read_choice("regularizer", job.link.regularizer, {"none", "l2", "n3"});
+      s.read_enum("regularizer", job.link.regularizer, {Regularizer::kNone, Regularizer::kL2, Regularizer::kN3});
     }
     s.read_real("regularization", job.link.regularization, 0, 1e6);
   }
@@ -507,9 +596,9 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
   if (!root || root.IsNull()) throw UsageError(name + ": the job is empty");
   JobConfig job;
   Section top(root, "", name);
-  top.read_choice("task", job.task, {"node_classification", "link_prediction"});
+  top.read_enum("task", job.task, {Task::kNodeClassification, Task::kLinkPrediction});
   if (job.link_prediction()) {
-    job.optimizer = "adagrad";
+    job.optimizer = Optimizer::kAdagrad;
     job.learning_rate = 0.1;
   }
   if (!top.has("data")) top.fail("data", "missing: say which graph to train on");
@@ -537,7 +626,7 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
   if (job.temporal() && job.link_prediction() && !job.link_gnn()) {
     top.fail("sampling.temporal", "bounds the sampled neighbourhoods of a GNN encoder; encoder: none samples none");
   }
-  if (job.link.on_disk() && job.optimizer == "sparse_adam") {
+  if (job.link.on_disk() && job.optimizer == Optimizer::kSparseAdam) {
     top.fail("train.optimizer", "sparse_adam keeps two moments per entity row (3x the table, against Adagrad's 2x) and "
                                 "is not supported with embeddings.storage: disk, whose partition files hold one "
                                 "Adagrad accumulator per row; use adagrad");
@@ -567,8 +656,8 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
   }
   if (!job.link_prediction() || job.link_gnn()) {
     const auto check_hops = [&](const std::string& field, size_t hops) {
-      if (static_cast<int>(hops) != job.layers) {
-        top.fail(field, "has " + std::to_string(hops) + " entries but model.layers is " + std::to_string(job.layers) +
+      if (static_cast<int>(hops) != job.model.layers) {
+        top.fail(field, "has " + std::to_string(hops) + " entries but model.layers is " + std::to_string(job.model.layers) +
                             ": one fanout per layer");
       }
     };
@@ -600,7 +689,7 @@ std::string job_to_yaml(const JobConfig& job) {
   YAML::Emitter out;
   out.SetDoublePrecision(17);  // the trainers must read back the very same numbers
   out << YAML::BeginMap;
-  out << YAML::Key << "task" << YAML::Value << job.task;
+  out << YAML::Key << "task" << YAML::Value << name_of(job.task);
   out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
   // Whatever the source was, the job now trains on this folder.
   out << YAML::Key << "partitions" << YAML::Value << job.partition_dir();
@@ -609,15 +698,15 @@ std::string job_to_yaml(const JobConfig& job) {
   const LinkPredictionSpec& link = job.link;
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
   if (job.link_prediction()) {
-    out << YAML::Key << "encoder" << YAML::Value << link.encoder;
-    out << YAML::Key << "decoder" << YAML::Value << link.decoder;
+    out << YAML::Key << "encoder" << YAML::Value << (link.gnn_encoder ? name_of(job.model.kind) : "none");
+    out << YAML::Key << "decoder" << YAML::Value << name_of(link.decoder);
     out << YAML::Key << "transe_norm" << YAML::Value << link.transe_norm;
     out << YAML::Key << "dim" << YAML::Value << link.dim;
     out << YAML::Key << "reciprocal" << YAML::Value << link.reciprocal;
     out << YAML::Key << "init_std" << YAML::Value << link.init_std;
   }
   if (job.link_gnn()) {
-    write_gnn_shape(out, job);
+    write_gnn_shape(out, job.model);
     if (link.type_inputs.empty()) {
       out << YAML::Key << "input" << YAML::Value << link.input;
     } else {
@@ -627,9 +716,9 @@ std::string job_to_yaml(const JobConfig& job) {
     }
     if (!link.target_edge.empty()) out << YAML::Key << "target_edge" << YAML::Value << YAML::Flow << link.target_edge;
   } else if (!job.link_prediction()) {
-    out << YAML::Key << "kind" << YAML::Value << job.model;
-    write_gnn_shape(out, job);
-    out << YAML::Key << "target_type" << YAML::Value << job.target_type;
+    out << YAML::Key << "kind" << YAML::Value << name_of(job.model.kind);
+    write_gnn_shape(out, job.model);
+    out << YAML::Key << "target_type" << YAML::Value << job.model.target_type;
   }
   out << YAML::EndMap;
   if (job.link_prediction()) {
@@ -688,11 +777,11 @@ std::string job_to_yaml(const JobConfig& job) {
   out << YAML::EndMap;
   out << YAML::Key << "train" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "epochs" << YAML::Value << job.epochs;
-  out << YAML::Key << "optimizer" << YAML::Value << job.optimizer;
+  out << YAML::Key << "optimizer" << YAML::Value << name_of(job.optimizer);
   if (job.link_prediction()) {
-    out << YAML::Key << "loss" << YAML::Value << link.loss;
+    out << YAML::Key << "loss" << YAML::Value << name_of(link.loss);
     out << YAML::Key << "margin" << YAML::Value << link.margin;
-    out << YAML::Key << "regularizer" << YAML::Value << link.regularizer;
+    out << YAML::Key << "regularizer" << YAML::Value << name_of(link.regularizer);
     out << YAML::Key << "regularization" << YAML::Value << link.regularization;
   }
   out << YAML::Key << "learning_rate" << YAML::Value << job.learning_rate;
@@ -711,6 +800,46 @@ std::string job_to_yaml(const JobConfig& job) {
   out << YAML::Key << "output" << YAML::Value << job.output;
   out << YAML::EndMap;
   return out.c_str();
+}
+
+namespace {
+
+// The jobs this process decoded, by their text, the most recent last (job_from_setting).
+struct DecodedJobs {
+  static constexpr size_t kKept = 16;  // jobs whose actors start at once on one process
+  std::mutex mutex;
+  std::deque<std::pair<std::string, std::shared_ptr<const JobConfig>>> jobs;
+
+  // Under `mutex`.
+  std::shared_ptr<const JobConfig> find(const std::string& text) const {
+    for (const auto& [t, job] : jobs) {
+      if (t == text) return job;
+    }
+    return nullptr;
+  }
+};
+
+DecodedJobs& decoded_jobs() {
+  static DecodedJobs decoded;
+  return decoded;
+}
+
+}  // namespace
+
+std::shared_ptr<const JobConfig> job_from_setting(const std::string& text, const std::string& name) {
+  DecodedJobs& decoded = decoded_jobs();
+  {
+    std::lock_guard<std::mutex> lock(decoded.mutex);
+    if (auto job = decoded.find(text)) return job;
+  }
+  // Parsed outside the lock (it reads the partition folder's META.json); two actors that
+  // race here parse twice and keep the first.
+  auto parsed = std::make_shared<const JobConfig>(parse_job(text, "/", name));
+  std::lock_guard<std::mutex> lock(decoded.mutex);
+  if (auto job = decoded.find(text)) return job;
+  decoded.jobs.emplace_back(text, parsed);
+  if (decoded.jobs.size() > DecodedJobs::kKept) decoded.jobs.pop_front();
+  return parsed;
 }
 
 std::string fanout_setting(const JobConfig& job, const std::vector<EdgeType>& edge_types) {

@@ -3,6 +3,11 @@
 // every error. Relative paths are resolved against the job file's folder, so a job file
 // means the same thing from any working directory.
 //
+// Parsed once, the job is typed: the task, the model kind, the optimiser and link
+// prediction's decoder, loss and regularizer are enums (name_of() gives back their names),
+// a GNN's fields are one section (GnnSpec) and link prediction's another
+// (LinkPredictionSpec). The actors that run a job get it through job_from_setting (below).
+//
 //   data:
 //     partitions: DIR          # a folder written by `partita partition`, or else:
 //     dataset: PATH            # a dataset, partitioned when the job starts into
@@ -59,6 +64,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -106,11 +112,59 @@ struct JobLimits {
   static constexpr int64_t kMaxCheckpointEverySteps = int64_t{1} << 40;
 };
 
+// The closed choices of a job file, typed: parse_job maps each YAML name to its value once
+// and rejects any other name (naming the field and the names it takes); name_of() gives the
+// name back (job_to_yaml, messages, and the string-keyed layers below: models/ and
+// checkpoints name a model kind and an optimiser by these names).
+enum class Task { kNodeClassification, kLinkPrediction };  // task:
+// model.kind (node classification) or model.encoder (link prediction with a GNN encoder).
+enum class ModelKind { kGraphSage, kGcn, kGat, kRgcn, kHeteroSage };
+// train.optimizer: adam or sgd for the dense weights of a GNN (models/optimizer.h); adagrad
+// or sparse_adam for the entity rows of encoder: none (models/row_optimizer.h).
+enum class Optimizer { kAdam, kSgd, kAdagrad, kSparseAdam };
+enum class LinkDecoder { kDot, kDistMult, kComplEx, kTransE };  // model.decoder
+enum class LinkLoss { kSoftmax, kBce, kMargin, kMse };         // train.loss
+enum class Regularizer { kNone, kL2, kN3 };                    // train.regularizer
+
+const char* name_of(Task task);
+const char* name_of(ModelKind kind);
+const char* name_of(Optimizer optimizer);
+const char* name_of(LinkDecoder decoder);
+const char* name_of(LinkLoss loss);
+const char* name_of(Regularizer regularizer);
+// The kind of that name; throws UsageError naming `field` and the kinds for any other.
+ModelKind model_kind_named(const std::string& name, const std::string& field);
+
+// A GNN's section (model: of a node classifier, or of a link predictor with a GNN encoder):
+// its kind and shape. The R-GCN fields apply to kind rgcn only, target_type to the
+// relational kinds of node classification; parse_job refuses them elsewhere.
+struct GnnSpec {
+  ModelKind kind = ModelKind::kGraphSage;
+  int64_t hidden = 128;
+  int layers = 2;
+  int heads = 4;  // GAT only; hidden must be a multiple of it
+  double dropout = 0.5;
+  bool trim = true;
+  // R-GCN's weight decomposition (none, basis, block) and its size.
+  std::string decomposition = "none";
+  int bases = 0;
+  int blocks = 0;
+  // The node type classified (empty: any; else every seed of every split must have it).
+  std::string target_type;
+
+  // rgcn and hetero_sage: they run on heterogeneous graphs.
+  bool relational() const { return kind == ModelKind::kRgcn || kind == ModelKind::kHeteroSage; }
+  // The heads the model is built with: `heads` for GAT, 1 for the others.
+  int model_heads() const { return kind == ModelKind::kGat ? heads : 1; }
+};
+
 // A link-prediction job's own fields (task: link_prediction); see examples/README.md.
 struct LinkPredictionSpec {
   // model
-  std::string encoder = "none";  // none: each entity's embedding is its representation
-  std::string decoder = "distmult";  // distmult, complex, transe
+  // model.encoder: a GNN (its kind and shape in JobConfig::model), or none: each entity's
+  // embedding is its representation (training/kg_trainer.h).
+  bool gnn_encoder = false;
+  LinkDecoder decoder = LinkDecoder::kDistMult;
   int transe_norm = 1;           // transe: 1 or 2
   int64_t dim = 128;             // entity and relation embedding size
   // Reciprocal relations (Lacroix et al.; LibKGE's reciprocal_relations_model): head
@@ -129,16 +183,16 @@ struct LinkPredictionSpec {
   std::string negative_candidates = "all";
   bool strict = false;
   // train
-  std::string loss = "softmax";  // softmax, bce, margin; mse (GNN encoders: rating regression)
+  LinkLoss loss = LinkLoss::kSoftmax;  // mse: GNN encoders only (rating regression)
   double margin = 1.0;
-  std::string regularizer = "none";  // none, l2, n3
+  Regularizer regularizer = Regularizer::kNone;  // of embedding rows: encoder none only
   double regularization = 0.0;   // its weight, per positive
   // eval
   int64_t eval_negatives = 0;    // 0: rank against all entities; K: against K sampled
   int64_t eval_block = 4096;     // entities per streamed block of ranking
   int eval_every = 1;            // rank after every N-th epoch (and after the last)
   // Link prediction on one edge type of a heterogeneous graph (model.target_edge: [src
-  // type, relation, dst type], e.g. [user, rates, movie]; training/link_trainer.h): its
+  // type, relation, dst type], e.g. [user, rates, movie]; training/gnn_link_trainer.h): its
   // edges are the positives, the ones held out and scored, and its destination type the
   // negatives. Empty: every edge, negatives from every node.
   std::vector<std::string> target_edge;
@@ -165,12 +219,13 @@ struct LinkPredictionSpec {
   // train.loss: mse: regress each target edge's value (its one edge feature, a MovieLens
   // rating) from its ends' encodings instead of ranking it against negatives; evaluation
   // reports RMSE (training/rating_metrics.h).
-  bool regression() const { return loss == "mse"; }
+  bool regression() const { return loss == LinkLoss::kMse; }
 };
 
 struct JobConfig {
-  std::string task = "node_classification";  // or link_prediction
-  LinkPredictionSpec link;
+  Task task = Task::kNodeClassification;
+  GnnSpec model;            // node classification, and link prediction's GNN encoder
+  LinkPredictionSpec link;  // link prediction only
   // data
   std::string partitions;  // absolute; empty when the job partitions a dataset itself
   std::string dataset;     // absolute; empty unless given
@@ -196,20 +251,6 @@ struct JobConfig {
   // Feature transforms applied when the job prepares a dataset or generated graph
   // (partitioner/feature_transforms.h), in their text form: "normalize_features", ...
   std::vector<std::string> transforms;
-  // model
-  std::string model = "graphsage";
-  int64_t hidden = 128;
-  int layers = 2;
-  int heads = 4;
-  double dropout = 0.5;
-  bool trim = true;
-  // Relational models (rgcn, hetero_sage; heterogeneous graphs): R-GCN's weight
-  // decomposition and its size, and the node type classified (empty: any; else every seed of
-  // every split must have it).
-  std::string decomposition = "none";
-  int bases = 0;
-  int blocks = 0;
-  std::string target_type;
   // sampling
   std::vector<int64_t> fanouts = {10, 10};
   // sampling.fanouts as a mapping (heterogeneous graphs, as PyG's num_neighbors dict): per
@@ -237,7 +278,7 @@ struct JobConfig {
   std::string feature_storage = "auto";  // where each node keeps its partition's attributes
   // train
   int epochs = 5;
-  std::string optimizer = "adam";
+  Optimizer optimizer = Optimizer::kAdam;
   double learning_rate = 0.01;
   double weight_decay = 0.0;
   double momentum = 0.9;
@@ -259,11 +300,12 @@ struct JobConfig {
   // The folder the job trains on: `partitions`, or OUTPUT/partitions.
   std::string partition_dir() const;
 
-  bool link_prediction() const { return task == "link_prediction"; }
-  // Link prediction with a GNN encoder (model.encoder graphsage, gcn or gat) over sampled
-  // subgraphs: the fields of node classification's model and sampling apply, `model` is
-  // the encoder and link.dim its output width (training/link_trainer.h).
-  bool link_gnn() const { return link_prediction() && link.encoder != "none"; }
+  bool link_prediction() const { return task == Task::kLinkPrediction; }
+  // Link prediction with a GNN encoder (model.encoder graphsage, gcn, gat, rgcn or
+  // hetero_sage) over sampled subgraphs: the fields of node classification's model and
+  // sampling apply, `model` is the encoder and link.dim its output width
+  // (training/gnn_link_trainer.h).
+  bool link_gnn() const { return link_prediction() && link.gnn_encoder; }
 
   // Trainers: k per partition; trainer t serves partition t / k and trains on the
   // (t % k)-th of k contiguous shares of that partition's seeds.
@@ -294,5 +336,17 @@ std::string fanout_setting(const JobConfig& job, const std::vector<EdgeType>& ed
 // The job as YAML with every field spelled out and absolute paths: what a trainer on
 // another machine is given, and what a run writes beside its results.
 std::string job_to_yaml(const JobConfig& job);
+
+// How the job reaches the actors that run it. An actor is spawned with string settings
+// (runtime/host.h: the same for every actor type, carried by daemons that know no job), so
+// the job crosses the wire in one canonical serialised form, job_to_yaml's, the form a run
+// also writes as job.yaml, and each process decodes it once for all the actors it hosts.
+// Not a CAF inspect overload: that would be a second encoding of every field, to keep in
+// step with the parser, for settings that are strings all the way through the runtime.
+//
+// The job of a "job" setting: parse_job(text, "/", name) the first time this process sees
+// the text (its validation and errors, named `name`), the same decoded object after that
+// (the process keeps its 16 most recent jobs). Thread-safe.
+std::shared_ptr<const JobConfig> job_from_setting(const std::string& text, const std::string& name);
 
 }  // namespace partita

@@ -28,11 +28,12 @@
 #include "runtime/address.h"
 #include "runtime/collective/allreduce_group.h"
 #include "runtime/errors.h"
+#include "training/driver_base.h"
 #include "training/embedding_shard.h"
-#include "training/link_driver.h"
+#include "training/kg_driver.h"
 #include "training/link_metrics.h"
 #include "training/rating_metrics.h"
-#include "training/link_trainer.h"
+#include "training/gnn_link_trainer.h"
 #include "training/relational_encoder.h"
 #include "training/metrics_record.h"
 
@@ -43,12 +44,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-constexpr milliseconds kRequestDeadline{60000};
-// How long a failed epoch waits to learn which node was lost, if one was (a killed
-// daemon's connection drops at once; a silent one within the heartbeat timeout).
-constexpr milliseconds kLostNodeGrace{3000};
-// How often a driver with a cancel token looks at it while no trainer reports.
-constexpr milliseconds kCancelPoll{100};
 constexpr const char* kCheckpointFile = kCheckpointFileName;
 constexpr const char* kMetricsFile = kMetricsFileName;
 constexpr const char* kSourceFile = "SOURCE";  // beside the partitions a job wrote itself
@@ -121,32 +116,30 @@ struct JobActors {
   std::vector<caf::actor> partitions;
   std::vector<caf::actor> samplers;  // per trainer
   std::vector<caf::actor> allreduce;
-  // trainer_actor, or link_trainer_actor for link prediction with a GNN encoder: the
+  // trainer_actor, or gnn_link_trainer_actor for link prediction with a GNN encoder: the
   // messages the driver sends are those the two have in common, and link eval.
   std::vector<caf::actor> trainers;
   std::vector<int64_t> train_seeds;  // per trainer (node classification)
   // Link prediction ranking against every entity (eval.negatives: all): an embedding shard
-  // per partition holding its entities' encodings (training/link_trainer.h).
+  // per partition holding its entities' encodings (training/gnn_link_trainer.h).
   std::vector<caf::actor> encodings;
 };
 
-class Driver {
+// The driver of a GNN job: node classification, or link prediction with a GNN encoder.
+class GnnDriver : public DriverBase {
  public:
-  Driver(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options)
-      : runtime_(runtime), job_(job), options_(options), self_(runtime.system()), folder_(job.partition_dir()) {}
+  GnnDriver(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options)
+      : DriverBase(runtime, job, options) {}
   // However the job ends (done, failed, cancelled), its actors stop: a host that runs many
   // jobs on one runtime does not pile them up. A trainer still in an epoch stops once its
   // next allreduce fails (the group is stopped with the rest).
-  ~Driver() {
+  ~GnnDriver() {
     stop_allreduce_group();
     for (const auto& a : actors_.trainers) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (const auto& a : actors_.samplers) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (const auto& a : actors_.partitions) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (const auto& a : actors_.encodings) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   }
-  Driver(const Driver&) = delete;
-  Driver& operator=(const Driver&) = delete;
-
   // Stops the allreduce group: every trainer's next step fails at once (how a trainer in
   // the middle of an epoch, one long message handler, is stopped).
   void stop_allreduce_group() const {
@@ -164,25 +157,10 @@ class Driver {
   }
   // One sampler per trainer, with its partition, wired to every partition actor.
   void spawn_samplers(const std::string& fanouts);
-  // The node and trainer an actor is, for errors.
-  std::string describe_trainer(int trainer) const;
+  // The actor an address is, for errors.
   std::string describe_actor(const caf::actor_addr& actor) const;
   int64_t steps_per_epoch() const;
-  // Where partition `part` and the actors placed with it run.
-  int node_of_partition(int part) const {
-    if (!options_.placement.empty()) return options_.placement.at(static_cast<size_t>(part));
-    return JobConfig::node_of_partition(part, runtime_.num_nodes());
-  }
-  // The partition folder as `node` opens it (RunOptions::node_partition_dirs).
-  const std::string& dir_on(int node) const {
-    if (options_.node_partition_dirs.empty()) return folder_.dir();
-    return options_.node_partition_dirs.at(static_cast<size_t>(node));
-  }
-  // The node the runtime lost, waiting up to `grace` for the news to arrive.
-  // Throws `failure`, with the node the runtime lost when one was (a trainer or sampler
-  // can see a peer's process end before this process hears of it): one way for every
-  // failure of a job on daemons to name a lost node.
-  [[noreturn]] void fail(const Error& failure) const;
+  [[noreturn]] void fail(const Error& failure) const { throw_naming_lost_node(failure); }
   ResumePoint resume_point();
   // Steps [from.step, steps) of `epoch`, after the sums `from` holds of the steps before.
   EpochMetrics train_epoch(int epoch, int64_t steps, const ResumePoint& from);
@@ -190,7 +168,7 @@ class Driver {
   std::pair<double, double> evaluate(const std::string& split);
   // Link prediction: AUC, MRR, Hits@k and loss over the split's held-out edges, scored by
   // every trainer ("valid" or "test").
-  // The trainers' rows for `split`'s held-out edges (training/link_trainer.h), in trainer order.
+  // The trainers' rows for `split`'s held-out edges (training/gnn_link_trainer.h), in trainer order.
   std::vector<float> evaluate_links(const std::string& split);
   // eval.negatives: all: filtered and raw MRR and Hits@k of every trainer's ranking of its
   // share of `split` against every entity (training/link_metrics.h ranking_metrics).
@@ -214,8 +192,6 @@ class Driver {
   void restore_all(const std::vector<char>& state);
   // The state after `at.epoch` epochs and `at.step` steps of the next (0: none of it).
   void checkpoint(const ResumePoint& at, const std::vector<char>& state);
-  void append_metrics(const EpochMetrics& m);
-  bool cancel_requested() const { return options_.cancel && options_.cancel->cancelled(); }
   // Tells the host (RunOptions::on_progress); an exception from it is kept in
   // host_error_, to be rethrown once the trainers are stopped.
   void report_progress(const JobProgress& progress);
@@ -225,11 +201,6 @@ class Driver {
   void stop_trainers(int epoch, std::vector<bool> finished);
   [[noreturn]] void throw_cancelled(int epoch, int64_t steps_done) const;
 
-  runtime::Runtime& runtime_;
-  const JobConfig& job_;
-  const RunOptions& options_;
-  caf::scoped_actor self_;
-  PartitionFolder folder_;
   JobActors actors_;
   uint64_t last_hash_ = 0;
   // What OUTPUT's checkpoint holds (epoch and step only; {0, 0}: none).
@@ -237,7 +208,7 @@ class Driver {
   std::exception_ptr host_error_;
 };
 
-void Driver::report_progress(const JobProgress& progress) {
+void GnnDriver::report_progress(const JobProgress& progress) {
   if (!options_.on_progress || host_error_) return;
   try {
     options_.on_progress(progress);
@@ -246,7 +217,7 @@ void Driver::report_progress(const JobProgress& progress) {
   }
 }
 
-void Driver::stop_trainers(int epoch, std::vector<bool> stopped) {
+void GnnDriver::stop_trainers(int epoch, std::vector<bool> stopped) {
   stop_allreduce_group();
   size_t remaining = static_cast<size_t>(std::count(stopped.begin(), stopped.end(), false));
   auto stop = [&](int32_t trainer) {
@@ -273,7 +244,7 @@ void Driver::stop_trainers(int epoch, std::vector<bool> stopped) {
   }
 }
 
-void Driver::throw_cancelled(int epoch, int64_t steps_done) const {
+void GnnDriver::throw_cancelled(int epoch, int64_t steps_done) const {
   std::string what = "job cancelled in epoch " + std::to_string(epoch) + " after " + std::to_string(steps_done) + " step(s); ";
   if (checkpointed_.epoch > 0 || checkpointed_.step > 0) {
     what += (fs::path(job_.output) / kCheckpointFile).string() + " holds " +
@@ -287,13 +258,7 @@ void Driver::throw_cancelled(int epoch, int64_t steps_done) const {
   throw JobCancelled(what, epoch, steps_done, checkpointed_.epoch);
 }
 
-std::string Driver::describe_trainer(int trainer) const {
-  const int node = node_of_partition(job_.part_of_trainer(trainer));
-  return "trainer " + std::to_string(trainer) + " (partition " + std::to_string(job_.part_of_trainer(trainer)) +
-         ", on " + runtime_.node_name(node) + ")";
-}
-
-std::string Driver::describe_actor(const caf::actor_addr& actor) const {
+std::string GnnDriver::describe_actor(const caf::actor_addr& actor) const {
   for (size_t t = 0; t < actors_.trainers.size(); ++t) {
     if (actors_.trainers[t].address() == actor) return describe_trainer(static_cast<int>(t));
   }
@@ -319,7 +284,7 @@ std::string Driver::describe_actor(const caf::actor_addr& actor) const {
   return node >= 0 ? "an actor on " + runtime_.node_name(node) : "an unknown actor";
 }
 
-void Driver::spawn_actors() {
+void GnnDriver::spawn_actors() {
   // Before anything is spawned: an edge type the graph lacks fails the job here.
   const std::string fanouts = fanout_setting(job_, folder_.meta().edge_types);
   for (int p = 0; p < job_.num_partitions; ++p) {
@@ -358,7 +323,7 @@ void Driver::spawn_actors() {
   };
   for (int t = 0; t < num_trainers; ++t) {
     const int node = node_of_partition(job_.part_of_trainer(t));
-    actors_.trainers.push_back(spawn(node, job_.link_gnn() ? "link_trainer" : "trainer",
+    actors_.trainers.push_back(spawn(node, job_.link_gnn() ? "gnn_link_trainer" : "trainer",
                                      {{"job", job_yaml_on(node)}, {"trainer", std::to_string(t)}}));
   }
   for (const auto& a : actors_.partitions) self_->monitor(a);
@@ -380,7 +345,7 @@ void Driver::spawn_actors() {
   }
 }
 
-void Driver::spawn_encoding_tables() {
+void GnnDriver::spawn_encoding_tables() {
   const std::string run_key = new_shard_run_key(job_.output, job_.seed);
   for (int p = 0; p < job_.num_partitions; ++p) {
     const int node = node_of_partition(p);
@@ -408,7 +373,7 @@ void Driver::spawn_encoding_tables() {
   }
 }
 
-void Driver::spawn_samplers(const std::string& fanouts) {
+void GnnDriver::spawn_samplers(const std::string& fanouts) {
   const int k = job_.trainers_per_partition;
   for (int t = 0; t < job_.num_trainers(); ++t) {
     const int part = job_.part_of_trainer(t);
@@ -446,7 +411,7 @@ void Driver::spawn_samplers(const std::string& fanouts) {
   }
 }
 
-int64_t Driver::steps_per_epoch() const {
+int64_t GnnDriver::steps_per_epoch() const {
   if (job_.link_gnn()) {
     // Global steps: the s-th slice of batch_size training edges (of the target type),
     // whoever holds them.
@@ -460,14 +425,7 @@ int64_t Driver::steps_per_epoch() const {
   return steps;
 }
 
-void Driver::fail(const Error& failure) const {
-  if (std::optional<Error> lost = runtime_.lost_node_within(kLostNodeGrace)) {
-    throw Error(std::string(failure.what()) + "; " + lost->what());
-  }
-  throw failure;
-}
-
-EpochMetrics Driver::train_epoch(int epoch, int64_t steps, const ResumePoint& from) {
+EpochMetrics GnnDriver::train_epoch(int epoch, int64_t steps, const ResumePoint& from) {
   const int num_trainers = static_cast<int>(actors_.trainers.size());
   const int64_t first = from.step;
   if (first > steps || static_cast<int64_t>(from.step_losses.size()) != first ||
@@ -611,7 +569,7 @@ EpochMetrics Driver::train_epoch(int epoch, int64_t steps, const ResumePoint& fr
 }
 
 template <class OnReply>
-void Driver::receive_evaluations(const std::string& split, OnReply on_reply) {
+void GnnDriver::receive_evaluations(const std::string& split, OnReply on_reply) {
   std::optional<Error> failure;
   for (size_t replies = 0; replies < actors_.trainers.size() && !failure; ++replies) {
     self_->receive(
@@ -631,7 +589,7 @@ void Driver::receive_evaluations(const std::string& split, OnReply on_reply) {
   if (failure) fail(*failure);
 }
 
-std::pair<double, double> Driver::evaluate(const std::string& split) {
+std::pair<double, double> GnnDriver::evaluate(const std::string& split) {
   // Sent, not requested, so that every trainer evaluates at once; the replies come back
   // as plain messages, told apart by their sender.
   for (const auto& trainer : actors_.trainers) self_->send(trainer, evaluate_atom::value, split);
@@ -646,7 +604,7 @@ std::pair<double, double> Driver::evaluate(const std::string& split) {
   return {loss / seeds, static_cast<double>(correct) / seeds};
 }
 
-std::vector<float> Driver::evaluate_links(const std::string& split) {
+std::vector<float> GnnDriver::evaluate_links(const std::string& split) {
   for (const auto& trainer : actors_.trainers) self_->send(trainer, link_eval_atom::value, split);
   // By trainer, so that the metrics' sums run in one order however the replies arrive.
   std::vector<std::vector<char>> scores(actors_.trainers.size());
@@ -665,7 +623,7 @@ std::vector<float> Driver::evaluate_links(const std::string& split) {
   return rows;
 }
 
-std::vector<std::pair<std::string, double>> Driver::rank_links(const std::string& split) {
+std::vector<std::pair<std::string, double>> GnnDriver::rank_links(const std::string& split) {
   Stopwatch watch;
   for (const auto& trainer : actors_.trainers) self_->send(trainer, link_eval_atom::value, split);
   std::vector<double> sums(kRankingSums, 0.0);
@@ -681,7 +639,7 @@ std::vector<std::pair<std::string, double>> Driver::rank_links(const std::string
   return ranking_metrics(sums, split, watch.seconds());
 }
 
-void Driver::check_link_job() const {
+void GnnDriver::check_link_job() const {
   const PartitionMeta& meta = folder_.meta();
   const int32_t target = check_link_encoder_fits(job_, meta, folder_.dir());
   check_held_out_history(job_, meta, folder_.dir());
@@ -702,7 +660,7 @@ void Driver::check_link_job() const {
   }
 }
 
-void Driver::check_temporal_job() const {
+void GnnDriver::check_temporal_job() const {
   const PartitionMeta& meta = folder_.meta();
   const auto require = [&](bool present, const std::string& what, const std::string& why) {
     if (!present) {
@@ -719,7 +677,7 @@ void Driver::check_temporal_job() const {
   }
 }
 
-std::vector<char> Driver::state_of_first_trainer() {
+std::vector<char> GnnDriver::state_of_first_trainer() {
   std::vector<char> state;
   std::optional<caf::error> failed;
   self_->request(actors_.trainers[0], kRequestDeadline, get_state_atom::value)
@@ -728,7 +686,7 @@ std::vector<char> Driver::state_of_first_trainer() {
   return state;
 }
 
-void Driver::restore_all(const std::vector<char>& state) {
+void GnnDriver::restore_all(const std::vector<char>& state) {
   for (size_t t = 0; t < actors_.trainers.size(); ++t) {
     std::optional<caf::error> failed;
     self_->request(actors_.trainers[t], kRequestDeadline, set_state_atom::value, state)
@@ -740,7 +698,7 @@ void Driver::restore_all(const std::vector<char>& state) {
   }
 }
 
-void Driver::checkpoint(const ResumePoint& at, const std::vector<char>& state) {
+void GnnDriver::checkpoint(const ResumePoint& at, const std::vector<char>& state) {
   const fs::path dir = fs::path(job_.output) / "checkpoints";
   fs::create_directories(dir);
   const std::string name =
@@ -766,7 +724,7 @@ void Driver::checkpoint(const ResumePoint& at, const std::vector<char>& state) {
   if (at.step > 0) spdlog::info("checkpoint after step {} of epoch {}", at.step, at.epoch + 1);
 }
 
-ResumePoint Driver::resume_point() {
+ResumePoint GnnDriver::resume_point() {
   if (!options_.resume) return {};
   const std::optional<CheckpointPointer> pointer = read_checkpoint_pointer(job_.output);
   if (!pointer) throw UsageError("cannot resume: " + job_.output + " holds no checkpoint (" + kCheckpointFile + ")");
@@ -802,24 +760,19 @@ ResumePoint Driver::resume_point() {
   }
 }
 
-void Driver::append_metrics(const EpochMetrics& m) {
-  const nlohmann::json line = m;  // training/metrics_record.h
-  append_to_file((fs::path(job_.output) / kMetricsFile).string(), line.dump() + "\n");
-}
-
-JobReport Driver::run() {
+JobReport GnnDriver::run() {
   if (job_.link_gnn()) check_link_job();
   if (job_.temporal()) check_temporal_job();
   open_job_output(job_, options_);
   check_placement(options_, job_.num_partitions, runtime_.num_nodes());
 
-  if (options_.on_owner) options_.on_owner(runtime::owner_key(caf::actor_cast<caf::actor_addr>(self_)));
+  announce_owner();
   spawn_actors();
   ResumePoint from = resume_point();
   const int done_epochs = from.epoch;
   const int64_t full_steps = steps_per_epoch();
   const int64_t steps = options_.max_steps > 0 ? std::min(options_.max_steps, full_steps) : full_steps;
-  spdlog::info("training {} on {}: {} trainer(s) on {} node(s), {} steps per epoch", job_.model, folder_.dir(),
+  spdlog::info("training {} on {}: {} trainer(s) on {} node(s), {} steps per epoch", name_of(job_.model.kind), folder_.dir(),
                actors_.trainers.size(), runtime_.num_nodes(), steps);
   JobReport report;
   report.first_epoch = done_epochs + 1;
@@ -921,22 +874,6 @@ void check_placement(const RunOptions& options, int partitions, int nodes) {
   }
 }
 
-std::optional<CheckpointPointer> read_checkpoint_pointer(const std::string& output) {
-  CheckpointPointer p;
-  p.path = (fs::path(output) / kCheckpointFileName).string();
-  const std::string text = read_file_if_exists(p.path);
-  if (text.empty()) return std::nullopt;
-  try {
-    p.meta = nlohmann::json::parse(text);
-    p.epoch = p.meta.at("epoch").get<int>();
-    p.step = p.meta.value("step", int64_t{0});
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("the checkpoint pointer " + p.path + " is damaged: " + e.what());
-  }
-  if (p.epoch < 0 || p.step < 0) throw Error("the checkpoint pointer " + p.path + " names a negative epoch or step");
-  return p;
-}
-
 void open_job_output(const JobConfig& job, const RunOptions& options) {
   fs::create_directories(job.output);
   const bool has_run = fs::exists(fs::path(job.output) / kCheckpointFile) || fs::exists(fs::path(job.output) / kMetricsFile);
@@ -993,17 +930,10 @@ void prepare_data(const JobConfig& job, int threads) {
   write_file_atomically((dir / kSourceFile).string(), source);
 }
 
-double EpochMetrics::ranking_metric(const std::string& name) const {
-  for (const auto& [key, value] : ranking) {
-    if (key == name) return value;
-  }
-  throw Error("epoch " + std::to_string(epoch) + " has no metric '" + name + "'");
-}
-
 JobReport run_job(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options) {
   // Embedding jobs have their own driver; GNN encoders train as node classifiers do.
-  if (job.link_prediction() && !job.link_gnn()) return run_link_prediction_job(runtime, job, options);
-  Driver driver(runtime, job, options);
+  if (job.link_prediction() && !job.link_gnn()) return run_kg_job(runtime, job, options);
+  GnnDriver driver(runtime, job, options);
   return driver.run();
 }
 

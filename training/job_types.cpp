@@ -1,28 +1,34 @@
 #include "training/job_types.h"
 
-#include "actors/actor_types.h"
-#include "runtime/collective/allreduce_member.h"
-#include "training/embedding_shard.h"
-#include "training/kg_trainer.h"
-#include "training/link_trainer.h"
-#include "training/trainer.h"
+#include <filesystem>
+
+#include "base/file_util.h"
 
 namespace partita {
 
-runtime::ActorTypeRegistry job_actor_types() {
-  runtime::ActorTypeRegistry registry;
-  register_actor_types(registry);
-  // A member of an allreduce group (runtime/collective/allreduce_member.h). Settings: rank,
-  // size, host (where it accepts its ring connection, as the other members reach it;
-  // default 127.0.0.1).
-  registry.add("allreduce", [](caf::actor_system& system, const runtime::Settings& settings) {
-    return caf::actor_cast<caf::actor>(runtime::spawn_allreduce_member(system, runtime::allreduce_config_from(settings)));
-  });
-  register_training_types(registry);
-  register_embedding_shard_type(registry);
-  register_kg_trainer_type(registry);
-  register_link_trainer_type(registry);
-  return registry;
+namespace fs = std::filesystem;
+
+double EpochMetrics::ranking_metric(const std::string& name) const {
+  for (const auto& [key, value] : ranking) {
+    if (key == name) return value;
+  }
+  throw Error("epoch " + std::to_string(epoch) + " has no metric '" + name + "'");
+}
+
+std::optional<CheckpointPointer> read_checkpoint_pointer(const std::string& output) {
+  CheckpointPointer p;
+  p.path = (fs::path(output) / kCheckpointFileName).string();
+  const std::string text = read_file_if_exists(p.path);
+  if (text.empty()) return std::nullopt;
+  try {
+    p.meta = nlohmann::json::parse(text);
+    p.epoch = p.meta.at("epoch").get<int>();
+    p.step = p.meta.value("step", int64_t{0});
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("the checkpoint pointer " + p.path + " is damaged: " + e.what());
+  }
+  if (p.epoch < 0 || p.step < 0) throw Error("the checkpoint pointer " + p.path + " names a negative epoch or step");
+  return p;
 }
 
 }  // namespace partita

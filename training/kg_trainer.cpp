@@ -164,17 +164,17 @@ void apply_disk_gradients(KgReplica& r, const std::vector<int64_t>& ids, const s
 
 std::unique_ptr<KgReplica> make_replica(const runtime::Settings& settings) {
   auto r = std::make_unique<KgReplica>();
-  r->job = parse_job(runtime::required_setting(settings, "job"), "/", "the job sent by the driver");
+  r->job = *job_from_setting(runtime::required_setting(settings, "job"), "the job sent by the driver");
   require_partition_folder(r->job.partition_dir(), "job");
   r->index = static_cast<int>(runtime::integer_setting(settings, "trainer", 0, r->job.num_trainers() - 1));
   r->part = r->job.part_of_trainer(r->index);
   r->folder = std::make_unique<PartitionFolder>(r->job.partition_dir());
   r->triples = std::make_unique<KgTriples>(*r->folder);
   const LinkPredictionSpec& link = r->job.link;
-  r->decoder = parse_kg_decoder(link.decoder, link.transe_norm, "model.decoder");
+  r->decoder = parse_kg_decoder(name_of(link.decoder), link.transe_norm, "model.decoder");
   check_kg_dim(r->decoder, link.dim, "model.dim");
-  r->loss = parse_kg_loss(link.loss, "train.loss");
-  r->regularizer = parse_kg_regularizer(link.regularizer, "train.regularizer");
+  r->loss = parse_kg_loss(name_of(link.loss), "train.loss");
+  r->regularizer = parse_kg_regularizer(name_of(link.regularizer), "train.regularizer");
   r->negatives.k = link.negatives;
   r->negatives.chunk_size = link.chunk_size;
   r->negatives.degree_fraction = link.degree_fraction;
@@ -193,7 +193,7 @@ std::unique_ptr<KgReplica> make_replica(const runtime::Settings& settings) {
   r->relations = torch::from_blob(init.data(), {num_relations, link.dim}, torch::kFloat).clone().set_requires_grad(true);
   // The relations are dense and replicated: torch's own optimiser of the family the job
   // chose for the entity rows (whose owners apply models/row_optimizer.h).
-  if (r->job.optimizer == "sparse_adam") {
+  if (r->job.optimizer == Optimizer::kSparseAdam) {
     r->optimizer = std::make_unique<torch::optim::Adam>(std::vector<at::Tensor>{r->relations},
                                                         torch::optim::AdamOptions(r->job.learning_rate));
   } else {
@@ -438,7 +438,7 @@ std::vector<char> save_state(KgReplica& r) {
   torch::serialize::OutputArchive archive;
   archive.write("relations", r.relations.detach());
   // Which optimiser's state follows (torch fails on another's with an internal assert).
-  archive.write("sparse_adam", torch::tensor(r.job.optimizer == "sparse_adam" ? 1 : 0));
+  archive.write("sparse_adam", torch::tensor(r.job.optimizer == Optimizer::kSparseAdam ? 1 : 0));
   torch::serialize::OutputArchive optimizer;
   r.optimizer->save(optimizer);
   archive.write("optimizer", optimizer);
@@ -466,8 +466,8 @@ void load_state(KgReplica& r, const std::vector<char>& bytes) {
   }
   at::Tensor sparse_adam = torch::tensor(0);  // checkpoints before SparseAdam: Adagrad's
   archive.try_read("sparse_adam", sparse_adam);
-  if (sparse_adam.numel() != 1 || (sparse_adam.item<int64_t>() != 0) != (r.job.optimizer == "sparse_adam")) {
-    throw Error("the checkpoint was trained with another optimiser than the job's " + r.job.optimizer +
+  if (sparse_adam.numel() != 1 || (sparse_adam.item<int64_t>() != 0) != (r.job.optimizer == Optimizer::kSparseAdam)) {
+    throw Error("the checkpoint was trained with another optimiser than the job's " + std::string(name_of(r.job.optimizer)) +
                 " (train.optimizer changed?)");
   }
   torch::NoGradGuard no_grad;

@@ -1,6 +1,6 @@
 // The evaluation of a binary link predictor from its scores: each held-out edge's score
 // next to the scores of its K sampled negatives (corrupted destinations), as the trainers
-// of a GNN link-prediction job return them (training/link_trainer.h).
+// of a GNN link-prediction job return them (training/gnn_link_trainer.h).
 //   auc       the area under the ROC curve over every (positive, negative) pair of the
 //             split, ties counted half (sklearn's roc_auc_score; what GAE reports)
 //   mrr       the mean of 1 / rank of each positive among itself and its own K negatives,

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "training/job_driver.h"
+#include "training/job_types.h"
 
 namespace partita {
 

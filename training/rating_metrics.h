@@ -1,6 +1,6 @@
 // The evaluation of a rating regressor (a link job with train.loss: mse, MovieLens' ratings)
 // from its predictions, next to two baselines measured on the same held-out edges, as the
-// trainers return them (training/link_trainer.h): one row of 4 floats per held-out edge,
+// trainers return them (training/gnn_link_trainer.h): one row of 4 floats per held-out edge,
 //   prediction, value (the true rating), the training mean value, the mean value of the
 //   edge's destination in training (the per-movie mean; the training mean without one)
 // and the metrics

@@ -1,6 +1,6 @@
 // What a relational model (R-GCN, heterogeneous GraphSAGE: models/relational.h) takes from
 // a heterogeneous partition folder, whichever task trains it (node classification,
-// training/trainer.cpp; link prediction, training/link_trainer.cpp): a relation per edge
+// training/trainer.cpp; link prediction, training/gnn_link_trainer.cpp): a relation per edge
 // type with the node type it ends in, every node's type by global id for the batch layout,
 // and the edge type a link job trains on. One place, so that both tasks read a folder's
 // types the same way and refuse a graph that does not fit with the same words.

@@ -61,7 +61,7 @@ struct Replica {
 void check_target_type(const JobConfig& job, const PartitionFolder& folder, int part,
                        const std::vector<int32_t>& node_type) {
   const auto& names = folder.meta().node_types;
-  const int32_t target = static_cast<int32_t>(std::find(names.begin(), names.end(), job.target_type) - names.begin());
+  const int32_t target = static_cast<int32_t>(std::find(names.begin(), names.end(), job.model.target_type) - names.begin());
   const PartitionData data = folder.load_part(part);
   const std::pair<const char*, const MappedArray*> splits[] = {
       {"train", &data.train_idx}, {"val", &data.val_idx}, {"test", &data.test_idx}};
@@ -72,7 +72,7 @@ void check_target_type(const JobConfig& job, const PartitionFolder& folder, int 
     }
     if (others > 0) {
       throw UsageError("model.target_type: " + std::to_string(others) + " " + split + " node(s) of part " +
-                       std::to_string(part) + " are not of type '" + job.target_type + "' (node " +
+                       std::to_string(part) + " are not of type '" + job.model.target_type + "' (node " +
                        std::to_string(first) + " is '" + names[node_type[first]] + "')");
     }
   }
@@ -81,25 +81,25 @@ void check_target_type(const JobConfig& job, const PartitionFolder& folder, int 
 // A model kind that needs what the graph lacks, or a target type it does not have, is the
 // job's mistake: UsageError naming the field.
 void check_model_fits(const JobConfig& job, const PartitionMeta& meta) {
-  const bool relational = job.model == "rgcn" || job.model == "hetero_sage";
+  const bool relational = job.model.relational();
   if (!meta.has_labels) throw UsageError(job.partition_dir() + " has no labels to train a classifier on");
-  if (relational) require_relational_graph(meta, job.model, "model.kind", job.partition_dir());
+  if (relational) require_relational_graph(meta, name_of(job.model.kind), "model.kind", job.partition_dir());
   if (!relational && meta.feature_dim <= 0) {
-    throw UsageError(job.partition_dir() + " has no node features: " + job.model +
+    throw UsageError(job.partition_dir() + " has no node features: " + name_of(job.model.kind) +
                      " needs them (the relational kinds rgcn and hetero_sage take a one-hot input instead)");
   }
-  if (!job.target_type.empty() &&
-      std::find(meta.node_types.begin(), meta.node_types.end(), job.target_type) == meta.node_types.end()) {
+  if (!job.model.target_type.empty() &&
+      std::find(meta.node_types.begin(), meta.node_types.end(), job.model.target_type) == meta.node_types.end()) {
     std::string known;
     for (const auto& t : meta.node_types) known += (known.empty() ? "" : ", ") + t;
-    throw UsageError("model.target_type: '" + job.target_type + "' is not a node type of " + job.partition_dir() +
+    throw UsageError("model.target_type: '" + job.model.target_type + "' is not a node type of " + job.partition_dir() +
                      " (its types: " + known + ")");
   }
 }
 
 std::unique_ptr<Replica> make_replica(const runtime::Settings& settings) {
   auto r = std::make_unique<Replica>();
-  r->job = parse_job(runtime::required_setting(settings, "job"), "/", "the job sent by the driver");
+  r->job = *job_from_setting(runtime::required_setting(settings, "job"), "the job sent by the driver");
   require_partition_folder(r->job.partition_dir(), "job");
   r->index = static_cast<int>(runtime::integer_setting(settings, "trainer", 0, r->job.num_trainers() - 1));
   r->part = r->job.part_of_trainer(r->index);
@@ -108,26 +108,26 @@ std::unique_ptr<Replica> make_replica(const runtime::Settings& settings) {
   const PartitionMeta& meta = folder.meta();
   check_model_fits(r->job, meta);
   ModelConfig config;
-  config.kind = r->job.model;
+  config.kind = name_of(r->job.model.kind);
   config.in_dim = meta.feature_dim;
-  config.hidden_dim = r->job.hidden;
+  config.hidden_dim = r->job.model.hidden;
   config.out_dim = meta.num_classes;
-  config.num_layers = r->job.layers;
-  config.heads = r->job.model == "gat" ? r->job.heads : 1;
-  config.dropout = r->job.dropout;
-  config.trim = r->job.trim;
+  config.num_layers = r->job.model.layers;
+  config.heads = r->job.model.model_heads();
+  config.dropout = r->job.model.dropout;
+  config.trim = r->job.model.trim;
   if (config.is_relational()) {
     set_relations(config, meta);
-    config.decomposition = r->job.decomposition;
-    config.num_bases = r->job.bases;
-    config.num_blocks = r->job.blocks;
+    config.decomposition = r->job.model.decomposition;
+    config.num_bases = r->job.model.bases;
+    config.num_blocks = r->job.model.blocks;
     r->node_type = global_node_types(folder);
     r->hetero = HeteroLayout{config.num_relations, &r->node_type};
-    if (!r->job.target_type.empty()) check_target_type(r->job, folder, r->part, r->node_type);
+    if (!r->job.model.target_type.empty()) check_target_type(r->job, folder, r->part, r->node_type);
   }
   // Every replica draws the same initial weights from the job seed.
   r->model = make_model(config, r->job.seed);
-  r->optimizer = make_optimizer(r->job.optimizer, r->model->parameters(), r->job.learning_rate, r->job.weight_decay,
+  r->optimizer = make_optimizer(name_of(r->job.optimizer), r->model->parameters(), r->job.learning_rate, r->job.weight_decay,
                                 r->job.momentum);
   return r;
 }

@@ -2,7 +2,7 @@
 // evaluation of every knowledge-graph job, whatever gives an entity its row. With encoder:
 // none the rows are the learnt embeddings (training/kg_trainer.h); with a GNN encoder they
 // are the encoder's output per entity, computed once per evaluation by the trainers of its
-// partition and written to that partition's table (training/link_trainer.h). Either way no
+// partition and written to that partition's table (training/gnn_link_trainer.h). Either way no
 // process holds the whole table: the candidates are streamed from their owners a block at a
 // time, and each block is one GEMM of the queries against it (models/kg_ranking.h counts
 // the ranks).

@@ -23,7 +23,7 @@
 #include "runtime/runtime.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
-#include "training/job_types.h"
+#include "training/job_actor_types.h"
 
 namespace {
 

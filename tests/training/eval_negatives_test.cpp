@@ -1,4 +1,4 @@
-// Evaluation's negatives are non-edges (training/link_plan.h plan_evaluation): on a graph
+// Evaluation's negatives are non-edges (training/gnn_link_plan.h plan_evaluation): on a graph
 // where 40% of all pairs are linked, so that uniformly drawn negatives would be true edges
 // of their source about that often, no validation or test negative of any trainer makes an
 // edge of the graph with its positive's source, in any split; every held-out edge still has
@@ -18,7 +18,7 @@
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
-#include "training/link_plan.h"
+#include "training/gnn_link_plan.h"
 
 namespace partita {
 namespace {

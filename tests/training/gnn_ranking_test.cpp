@@ -1,5 +1,5 @@
 // Filtered ranking against every entity for link prediction with a GNN encoder
-// (eval.negatives: all with encoder: rgcn on a knowledge graph; training/link_trainer.h):
+// (eval.negatives: all with encoder: rgcn on a knowledge graph; training/gnn_link_trainer.h):
 // the metrics equal those computed by brute force from the trained encoder's outputs
 // (every entity scored); 1 and 2 partitions, and one process and two daemons, give the same
 // metrics; the combinations that still make no sense are named. The ranking kernel itself
@@ -125,21 +125,21 @@ TEST_F(GnnRankingTest, MetricsEqualBruteForceOverTheEncodersOutputs) {
   const PartitionFolder folder(tmp_ / "full/partitions");
   const PartitionMeta& meta = folder.meta();
   ModelConfig config;
-  config.kind = j.model;
+  config.kind = name_of(j.model.kind);
   config.in_dim = 0;
-  config.hidden_dim = j.hidden;
+  config.hidden_dim = j.model.hidden;
   config.out_dim = j.link.dim;
-  config.num_layers = j.layers;
-  config.dropout = j.dropout;
-  config.trim = j.trim;
+  config.num_layers = j.model.layers;
+  config.dropout = j.model.dropout;
+  config.trim = j.model.trim;
   set_relations(config, meta);
-  config.decomposition = j.decomposition;
-  config.num_bases = j.bases;
-  config.num_blocks = j.blocks;
+  config.decomposition = j.model.decomposition;
+  config.num_bases = j.model.bases;
+  config.num_blocks = j.model.blocks;
   std::shared_ptr<GnnModel> model = make_model(config, j.seed);
   const int64_t num_relations = static_cast<int64_t>(meta.edge_types.size());
   at::Tensor relations = model->register_parameter("decoder_relations", torch::zeros({num_relations, j.link.dim}));
-  auto optimizer = make_optimizer(j.optimizer, model->parameters(), j.learning_rate, j.weight_decay, j.momentum);
+  auto optimizer = make_optimizer(name_of(j.optimizer), model->parameters(), j.learning_rate, j.weight_decay, j.momentum);
   load_training_state(*model, *optimizer, report.final_state);
 
   const Topology topology = load_topology(folder, 0);
@@ -263,8 +263,8 @@ TEST_F(GnnRankingTest, CombinationsThatCannotRankAgainstEveryEntityAreNamed) {
 TEST(GnnRankingExampleTest, TheFb15k237RgcnExampleLoads) {
   const JobConfig j = load_job(std::string(testing::kSourceDir) + "/examples/fb15k237_rgcn.yaml");
   EXPECT_TRUE(j.link_gnn());
-  EXPECT_EQ(j.model, "rgcn");
-  EXPECT_EQ(j.link.decoder, "distmult");
+  EXPECT_EQ(j.model.kind, ModelKind::kRgcn);
+  EXPECT_EQ(j.link.decoder, LinkDecoder::kDistMult);
   EXPECT_EQ(j.link.eval_negatives, 0);
   EXPECT_EQ(fs::path(j.dataset).filename(), "fb15k-237");
   EXPECT_EQ(j.num_partitions, 2);

@@ -166,7 +166,7 @@ TEST(MovieLensLinkTest, HeteroSageLearnsWhoRatesWhatOnARandomSplit) {
 // The goal job of heterogeneous link prediction (examples/movielens_link_history.yaml: the time split with its
 // held-out ratings kept as history, users shared, movies from their genres and decade plus a
 // learnt row, 2 epochs) on 2 partitions: test AUC >= 0.895 against negatives that are movies
-// the user never rated (training/link_plan.h). Seed 1 gives 0.901 (3 seeds: BENCHMARKS.md,
+// the user never rated (training/gnn_link_plan.h). Seed 1 gives 0.901 (3 seeds: BENCHMARKS.md,
 // "Heterogeneous link prediction"); with negatives drawn among every movie, rated ones
 // included, 0.886.
 TEST(MovieLensLinkTest, TheHistoryExampleRanksTheNextRatingAboveUnratedMovies) {

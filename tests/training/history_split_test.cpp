@@ -28,8 +28,8 @@
 #include "partitioner/readers.h"
 #include "test_util.h"
 #include "training/job_config.h"
-#include "training/link_plan.h"
-#include "training/link_trainer.h"
+#include "training/gnn_link_plan.h"
+#include "training/gnn_link_trainer.h"
 
 namespace partita {
 namespace {

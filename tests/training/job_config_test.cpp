@@ -55,15 +55,15 @@ TEST_F(JobConfigTest, DefaultsAndRelativePaths) {
   EXPECT_EQ(job.num_partitions, 3);  // the folder's
   EXPECT_EQ(job.num_trainers(), 3);
   EXPECT_EQ(job.output, (fs::path(dir_.path()) / "runs/job").string());
-  EXPECT_EQ(job.model, "graphsage");
-  EXPECT_EQ(job.layers, 2);
+  EXPECT_EQ(job.model.kind, ModelKind::kGraphSage);
+  EXPECT_EQ(job.model.layers, 2);
   EXPECT_EQ(job.fanouts, (std::vector<int64_t>{10, 10}));
-  EXPECT_EQ(job.optimizer, "adam");
+  EXPECT_EQ(job.optimizer, Optimizer::kAdam);
   EXPECT_EQ(job.trainers_per_partition, 1);
   EXPECT_EQ(job.max_restarts, 3);
   EXPECT_EQ(job.checkpoint_every_steps, 0);
   EXPECT_EQ(job.partitions_per_node, 1);
-  EXPECT_TRUE(job.trim);
+  EXPECT_TRUE(job.model.trim);
   EXPECT_EQ(job.feature_cache_mb, 0) << "no cache unless asked";
   EXPECT_EQ(job.feature_storage, "auto");
 }
@@ -83,11 +83,11 @@ output: /tmp/somewhere
   EXPECT_EQ(job.max_restarts, 5);
   EXPECT_EQ(job.checkpoint_every_steps, 50);
   EXPECT_EQ(job.partitions_per_node, 3);
-  EXPECT_EQ(job.model, "gat");
-  EXPECT_EQ(job.hidden, 64);
-  EXPECT_EQ(job.heads, 2);
-  EXPECT_DOUBLE_EQ(job.dropout, 0.25);
-  EXPECT_FALSE(job.trim);
+  EXPECT_EQ(job.model.kind, ModelKind::kGat);
+  EXPECT_EQ(job.model.hidden, 64);
+  EXPECT_EQ(job.model.heads, 2);
+  EXPECT_DOUBLE_EQ(job.model.dropout, 0.25);
+  EXPECT_FALSE(job.model.trim);
   EXPECT_EQ(job.fanouts, (std::vector<int64_t>{15, 10, -1}));
   EXPECT_EQ(job.prefetch, 3);
   EXPECT_TRUE(job.replace);
@@ -95,7 +95,7 @@ output: /tmp/somewhere
   EXPECT_EQ(job.feature_cache_policy, "sieve");
   EXPECT_EQ(job.feature_storage, "mapped");
   EXPECT_EQ(job.epochs, 7);
-  EXPECT_EQ(job.optimizer, "sgd");
+  EXPECT_EQ(job.optimizer, Optimizer::kSgd);
   EXPECT_EQ(job.seed, 42u);
   EXPECT_EQ(job.output, "/tmp/somewhere");
   EXPECT_EQ(job.num_trainers(), 6);
@@ -115,6 +115,52 @@ output: /tmp/somewhere
   EXPECT_EQ(back.weight_decay, job.weight_decay);
 }
 
+// The actors of a job read it from their "job" setting: one decode per process, the same
+// typed job for all of them; a text that is no job fails naming its source.
+TEST_F(JobConfigTest, AJobSettingIsDecodedOncePerProcess) {
+  const std::string text = job_to_yaml(parse(job_text("model: {kind: gat, hidden: 64, heads: 2}\n")));
+  const std::shared_ptr<const JobConfig> first = job_from_setting(text, "the job sent by the driver");
+  const std::shared_ptr<const JobConfig> second = job_from_setting(text, "the job sent by the driver");
+  EXPECT_EQ(first.get(), second.get());
+  EXPECT_EQ(first->model.kind, ModelKind::kGat);
+  EXPECT_EQ(first->model.model_heads(), 2);
+  EXPECT_EQ(job_to_yaml(*first), text);
+  const std::string other = job_to_yaml(parse(job_text("model: {kind: gcn}\n")));
+  EXPECT_NE(job_from_setting(other, "sent").get(), first.get());
+  try {
+    job_from_setting("data: {partitions: " + dir_.path() + "/nowhere}\n", "the job sent by the driver");
+    ADD_FAILURE() << "a job over a missing folder was decoded";
+  } catch (const UsageError& e) {
+    EXPECT_CONTAINS(e.what(), "the job sent by the driver: data.partitions:");
+  }
+}
+
+// The closed choices are typed; a GNN encoder is the model section's kind.
+TEST_F(JobConfigTest, ChoicesAreTyped) {
+  const JobConfig nc = parse(job_text("model: {kind: hetero_sage}\ntrain: {optimizer: sgd}\n"));
+  EXPECT_EQ(nc.task, Task::kNodeClassification);
+  EXPECT_TRUE(nc.model.relational());
+  EXPECT_EQ(nc.model.model_heads(), 1);
+  EXPECT_EQ(nc.optimizer, Optimizer::kSgd);
+  const JobConfig link = parse("task: link_prediction\n" + job_text("model: {encoder: gcn}\n"));
+  EXPECT_EQ(link.task, Task::kLinkPrediction);
+  EXPECT_TRUE(link.link_gnn());
+  EXPECT_EQ(link.model.kind, ModelKind::kGcn);
+  EXPECT_EQ(link.link.decoder, LinkDecoder::kDot);
+  EXPECT_EQ(link.link.loss, LinkLoss::kBce);
+  EXPECT_EQ(link.optimizer, Optimizer::kAdam);
+  const JobConfig kg = parse("task: link_prediction\n" + job_text(""));
+  EXPECT_FALSE(kg.link_gnn());
+  EXPECT_EQ(kg.optimizer, Optimizer::kAdagrad);
+  EXPECT_EQ(model_kind_named("rgcn", "--model"), ModelKind::kRgcn);
+  try {
+    model_kind_named("mlp", "--model");
+    ADD_FAILURE() << "mlp was taken for a model kind";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--model: 'mlp' is not one of: graphsage, gcn, gat, rgcn, hetero_sage");
+  }
+}
+
 TEST_F(JobConfigTest, ReadsEveryLinkPredictionFieldAndRoundTripsThroughYaml) {
   JobConfig job = parse("task: link_prediction\n" + job_text(R"(
 model: {encoder: none, decoder: transe, transe_norm: 2, dim: 48, reciprocal: true, init_std: 0.05}
@@ -124,8 +170,8 @@ train: {epochs: 3, loss: margin, margin: 4.5, regularizer: l2, regularization: 0
 eval: {negatives: 100, block: 512, every: 2}
 )"));
   EXPECT_TRUE(job.link_prediction());
-  EXPECT_EQ(job.optimizer, "adagrad");
-  EXPECT_EQ(job.link.decoder, "transe");
+  EXPECT_EQ(job.optimizer, Optimizer::kAdagrad);
+  EXPECT_EQ(job.link.decoder, LinkDecoder::kTransE);
   EXPECT_EQ(job.link.transe_norm, 2);
   EXPECT_EQ(job.link.dim, 48);
   EXPECT_TRUE(job.link.reciprocal);
@@ -134,9 +180,9 @@ eval: {negatives: 100, block: 512, every: 2}
   EXPECT_EQ(job.link.chunk_size, 16);
   EXPECT_DOUBLE_EQ(job.link.degree_fraction, 0.25);
   EXPECT_TRUE(job.link.strict);
-  EXPECT_EQ(job.link.loss, "margin");
+  EXPECT_EQ(job.link.loss, LinkLoss::kMargin);
   EXPECT_DOUBLE_EQ(job.link.margin, 4.5);
-  EXPECT_EQ(job.link.regularizer, "l2");
+  EXPECT_EQ(job.link.regularizer, Regularizer::kL2);
   EXPECT_EQ(job.link.eval_negatives, 100);
   EXPECT_EQ(job.link.eval_block, 512);
   EXPECT_EQ(job.link.eval_every, 2);
@@ -184,10 +230,10 @@ eval: {negatives: 100, block: 512, every: 2}
 // given) on request; not on disk, whose files hold one accumulator per row.
 TEST_F(JobConfigTest, SparseAdamIsAnOptimiserOfEntityRowsInMemory) {
   const JobConfig adam = parse("task: link_prediction\n" + job_text("train: {optimizer: sparse_adam}"));
-  EXPECT_EQ(adam.optimizer, "sparse_adam");
+  EXPECT_EQ(adam.optimizer, Optimizer::kSparseAdam);
   EXPECT_DOUBLE_EQ(adam.learning_rate, 0.001);
   const JobConfig back = parse_job(job_to_yaml(adam), "/elsewhere", "sent job");
-  EXPECT_EQ(back.optimizer, "sparse_adam");
+  EXPECT_EQ(back.optimizer, Optimizer::kSparseAdam);
   EXPECT_DOUBLE_EQ(back.learning_rate, 0.001);
   EXPECT_DOUBLE_EQ(
       parse("task: link_prediction\n" + job_text("train: {optimizer: sparse_adam, learning_rate: 0.02}")).learning_rate,
@@ -247,16 +293,16 @@ TEST_F(JobConfigTest, PreparedDataHoldsTheTransformedFeaturesAndSaysSo) {
 
 TEST_F(JobConfigTest, RelationalModelFieldsRoundTripAndAreCheckedPerKind) {
   JobConfig job = parse(job_text("model: {kind: rgcn, decomposition: basis, bases: 30, target_type: entity}\n"));
-  EXPECT_EQ(job.model, "rgcn");
-  EXPECT_EQ(job.decomposition, "basis");
-  EXPECT_EQ(job.bases, 30);
-  EXPECT_EQ(job.target_type, "entity");
+  EXPECT_EQ(job.model.kind, ModelKind::kRgcn);
+  EXPECT_EQ(job.model.decomposition, "basis");
+  EXPECT_EQ(job.model.bases, 30);
+  EXPECT_EQ(job.model.target_type, "entity");
   const JobConfig again = parse_job(job_to_yaml(job), "/", "again");
-  EXPECT_EQ(again.decomposition, "basis");
-  EXPECT_EQ(again.bases, 30);
-  EXPECT_EQ(again.blocks, 0);
-  EXPECT_EQ(again.target_type, "entity");
-  EXPECT_EQ(parse_job(job_to_yaml(parse(job_text(""))), "/", "again").target_type, "");
+  EXPECT_EQ(again.model.decomposition, "basis");
+  EXPECT_EQ(again.model.bases, 30);
+  EXPECT_EQ(again.model.blocks, 0);
+  EXPECT_EQ(again.model.target_type, "entity");
+  EXPECT_EQ(parse_job(job_to_yaml(parse(job_text(""))), "/", "again").model.target_type, "");
   EXPECT_CONTAINS(error_of(job_text("model: {kind: graphsage, target_type: paper}\n")),
                   "job.yaml: model.target_type: applies to the relational kinds (rgcn, hetero_sage), not graphsage");
   EXPECT_CONTAINS(error_of(job_text("model: {kind: hetero_sage, decomposition: block, blocks: 2}\n")),

@@ -16,7 +16,7 @@
 #include "daemon_process.h"
 #include "runtime/runtime.h"
 #include "training/job_driver.h"
-#include "training/job_types.h"
+#include "training/job_actor_types.h"
 
 namespace partita::testing {
 

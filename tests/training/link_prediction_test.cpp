@@ -29,7 +29,7 @@
 #include "training/embedding_shard.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
-#include "training/job_types.h"
+#include "training/job_actor_types.h"
 #include "training/kg_triples.h"
 
 namespace partita {
@@ -515,13 +515,13 @@ TEST(LinkExampleTest, TheFb15k237ExampleLoads) {
   EXPECT_TRUE(j.link_prediction());
   EXPECT_EQ(j.format, "triples");
   EXPECT_EQ(fs::path(j.dataset).filename(), "fb15k-237");
-  EXPECT_EQ(j.link.decoder, "distmult");
+  EXPECT_EQ(j.link.decoder, LinkDecoder::kDistMult);
   EXPECT_EQ(j.num_partitions, 2);
 }
 
 TEST(LinkExampleTest, TheFb15k237ComplexExampleLoads) {
   const JobConfig j = load_job(std::string(testing::kSourceDir) + "/examples/fb15k237_complex.yaml");
-  EXPECT_EQ(j.link.decoder, "complex");
+  EXPECT_EQ(j.link.decoder, LinkDecoder::kComplEx);
   EXPECT_EQ(j.link.dim, 512);
   EXPECT_EQ(j.num_partitions, 2);
 }

@@ -22,7 +22,7 @@
 #include "training/job_config.h"
 #include "training/job_driver.h"
 #include "training/kg_triples.h"
-#include "training/link_trainer.h"
+#include "training/gnn_link_trainer.h"
 #include "training/rating_metrics.h"
 
 namespace partita {

@@ -1,4 +1,4 @@
-#include "training/link_plan.h"
+#include "training/gnn_link_plan.h"
 
 #include <algorithm>
 #include <limits>
@@ -11,7 +11,7 @@
 #include "base/error.h"
 #include "base/random.h"
 #include "partitioner/partition_format.h"
-#include "training/link_trainer.h"
+#include "training/gnn_link_trainer.h"
 #include "training/relational_encoder.h"
 
 namespace partita {
@@ -133,7 +133,7 @@ void open_link_plan(LinkPlanner& p, JobConfig job, int index) {
   for (const char* split : {"valid", "test"}) {
     p.held_out[split] = canonical_held_out(*p.triples, split, meta.num_parts, original_of, p.target);
   }
-  const bool relational = p.job.model == "rgcn" || p.job.model == "hetero_sage";
+  const bool relational = p.job.model.relational();
   if (relational || p.target >= 0) p.node_type = global_node_types(folder);
   if (p.target >= 0) {
     const TripleList& train = p.triples->train();

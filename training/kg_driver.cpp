@@ -1,4 +1,4 @@
-#include "training/link_driver.h"
+#include "training/kg_driver.h"
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
@@ -23,9 +23,10 @@
 #include "runtime/errors.h"
 #include "runtime/host.h"
 #include "training/bucket_epoch.h"
+#include "training/driver_base.h"
 #include "training/embedding_shard.h"
 #include "training/kg_trainer.h"
-#include "training/link_trainer.h"
+#include "training/gnn_link_trainer.h"
 #include "training/metrics_record.h"
 
 namespace partita {
@@ -35,42 +36,22 @@ using std::chrono::milliseconds;
 
 namespace {
 
-constexpr milliseconds kRequestDeadline{60000};
-constexpr milliseconds kCancelPoll{100};
-// How long a failed job waits to learn which node was lost, if one was.
-constexpr milliseconds kLostNodeGrace{3000};
 constexpr const char* kCheckpointFile = kCheckpointFileName;
 
-class LinkDriver {
+class KgDriver : public DriverBase {
  public:
-  LinkDriver(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options)
-      : runtime_(runtime), job_(job), options_(options), self_(runtime.system()), folder_(job.partition_dir()),
-        run_key_(new_shard_run_key(job.output, job.seed)) {}
-  ~LinkDriver() {
+  KgDriver(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options)
+      : DriverBase(runtime, job, options), run_key_(new_shard_run_key(job.output, job.seed)) {}
+  ~KgDriver() {
     for (const auto& a : allreduce_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (const auto& a : trainers_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (const auto& a : shards_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   }
-  LinkDriver(const LinkDriver&) = delete;
-  LinkDriver& operator=(const LinkDriver&) = delete;
-
   JobReport run();
 
  private:
-  int node_of_partition(int part) const {
-    if (!options_.placement.empty()) return options_.placement.at(static_cast<size_t>(part));
-    return JobConfig::node_of_partition(part, runtime_.num_nodes());
-  }
-  // The partition folder as `node` opens it (RunOptions::node_partition_dirs): every part,
-  // as each trainer reads every part's triples (training/kg_triples.h).
-  const std::string& dir_on(int node) const {
-    if (options_.node_partition_dirs.empty()) return folder_.dir();
-    return options_.node_partition_dirs.at(static_cast<size_t>(node));
-  }
-  std::string describe_trainer(int t) const {
-    return "trainer " + std::to_string(t) + " (partition " + std::to_string(job_.part_of_trainer(t)) + ", on " +
-           runtime_.node_name(node_of_partition(job_.part_of_trainer(t))) + ")";
-  }
+  // (dir_on: each node's folder holds every part, as each trainer reads every part's
+  // triples: training/kg_triples.h.)
   std::string describe_actor(const caf::actor_addr& actor) const;
   [[noreturn]] void fail(const std::string& what) const;
   void spawn_actors();
@@ -81,23 +62,16 @@ class LinkDriver {
   void restore_state(const std::vector<std::vector<char>>& state);
   void checkpoint(int epoch, const std::vector<std::vector<char>>& state);
   int resume_point();
-  void append_metrics(const EpochMetrics& m);
-  bool cancel_requested() const { return options_.cancel && options_.cancel->cancelled(); }
   template <typename Reply>
   Reply ask(const caf::actor& actor, const std::string& who, const std::string& what, caf::message message);
 
-  runtime::Runtime& runtime_;
-  const JobConfig& job_;
-  const RunOptions& options_;
-  caf::scoped_actor self_;
-  PartitionFolder folder_;
   std::string run_key_;
   std::vector<caf::actor> shards_, allreduce_, trainers_;
   uint64_t last_hash_ = 0;
   int checkpoint_epoch_ = 0;
 };
 
-std::string LinkDriver::describe_actor(const caf::actor_addr& actor) const {
+std::string KgDriver::describe_actor(const caf::actor_addr& actor) const {
   for (size_t t = 0; t < trainers_.size(); ++t) {
     if (trainers_[t].address() == actor) return describe_trainer(static_cast<int>(t));
   }
@@ -112,14 +86,13 @@ std::string LinkDriver::describe_actor(const caf::actor_addr& actor) const {
   return "an unknown actor";
 }
 
-void LinkDriver::fail(const std::string& what) const {
+void KgDriver::fail(const std::string& what) const {
   for (const auto& a : allreduce_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  if (std::optional<Error> lost = runtime_.lost_node_within(kLostNodeGrace)) throw Error(what + "; " + lost->what());
-  throw Error(what);
+  throw_naming_lost_node(Error(what));
 }
 
 template <typename Reply>
-Reply LinkDriver::ask(const caf::actor& actor, const std::string& who, const std::string& what, caf::message message) {
+Reply KgDriver::ask(const caf::actor& actor, const std::string& who, const std::string& what, caf::message message) {
   std::optional<Reply> reply;
   std::optional<caf::error> failed;
   self_->request(actor, kRequestDeadline, std::move(message))
@@ -128,7 +101,7 @@ Reply LinkDriver::ask(const caf::actor& actor, const std::string& who, const std
   return std::move(*reply);
 }
 
-void LinkDriver::spawn_actors() {
+void KgDriver::spawn_actors() {
   const int num_trainers = job_.num_trainers();
   // On disk, the trainer holds the table behind its partition buffer: no shards.
   for (int p = 0; p < (job_.link.on_disk() ? 0 : job_.num_partitions); ++p) {
@@ -141,7 +114,7 @@ void LinkDriver::spawn_actors() {
                                {"seed", std::to_string(job_.seed)},
                                {"init_std", fmt::format("{:.17g}", job_.link.init_std)},
                                {"learning_rate", fmt::format("{:.17g}", job_.learning_rate)},
-                               {"optimizer", job_.optimizer}};
+                               {"optimizer", name_of(job_.optimizer)}};
     if (runtime_.is_distributed()) settings["host"] = runtime::parse_endpoint(runtime_.node_name(node), "daemon").host;
     shards_.push_back(runtime_.spawn(node, "embedding_shard", settings));
   }
@@ -171,7 +144,7 @@ void LinkDriver::spawn_actors() {
   }
 }
 
-EpochMetrics LinkDriver::train_epoch(int epoch, int64_t steps) {
+EpochMetrics KgDriver::train_epoch(int epoch, int64_t steps) {
   const int num_trainers = static_cast<int>(trainers_.size());
   for (const auto& trainer : trainers_) {
     self_->send(trainer, train_epoch_atom::value, static_cast<uint64_t>(epoch), steps, caf::actor_cast<caf::actor>(self_));
@@ -264,7 +237,7 @@ EpochMetrics LinkDriver::train_epoch(int epoch, int64_t steps) {
   return m;
 }
 
-std::vector<std::pair<std::string, double>> LinkDriver::evaluate(const std::string& split) {
+std::vector<std::pair<std::string, double>> KgDriver::evaluate(const std::string& split) {
   for (const auto& trainer : trainers_) self_->send(trainer, kg_eval_atom::value, split);
   std::vector<double> sums(kRankingSums, 0.0);
   size_t replies = 0;
@@ -295,7 +268,7 @@ std::vector<std::pair<std::string, double>> LinkDriver::evaluate(const std::stri
   return ranking_metrics(sums, split, watch.seconds());
 }
 
-std::vector<std::vector<char>> LinkDriver::save_state() {
+std::vector<std::vector<char>> KgDriver::save_state() {
   std::vector<std::vector<char>> state;
   state.push_back(ask<std::vector<char>>(trainers_[0], describe_trainer(0), "saving its state",
                                          caf::make_message(get_state_atom::value)));
@@ -306,7 +279,7 @@ std::vector<std::vector<char>> LinkDriver::save_state() {
   return state;
 }
 
-void LinkDriver::restore_state(const std::vector<std::vector<char>>& state) {
+void KgDriver::restore_state(const std::vector<std::vector<char>>& state) {
   if (state.size() != shards_.size() + 1) {
     throw Error("the checkpoint holds " + std::to_string(state.size() - 1) + " embedding shards, the job has " +
                 std::to_string(shards_.size()));
@@ -321,7 +294,7 @@ void LinkDriver::restore_state(const std::vector<std::vector<char>>& state) {
   }
 }
 
-void LinkDriver::checkpoint(int epoch, const std::vector<std::vector<char>>& state) {
+void KgDriver::checkpoint(int epoch, const std::vector<std::vector<char>>& state) {
   const fs::path dir = fs::path(job_.output) / "checkpoints";
   fs::create_directories(dir);
   nlohmann::json files = nlohmann::json::array();
@@ -331,7 +304,7 @@ void LinkDriver::checkpoint(int epoch, const std::vector<std::vector<char>>& sta
     write_file_atomically((dir / name).string(), state[i].data(), state[i].size());
     files.push_back({{"file", "checkpoints/" + name}, {"checksum", checksum(state[i].data(), state[i].size())}});
   }
-  nlohmann::json meta = {{"epoch", epoch}, {"files", files}, {"seed", job_.seed}, {"task", job_.task}};
+  nlohmann::json meta = {{"epoch", epoch}, {"files", files}, {"seed", job_.seed}, {"task", name_of(job_.task)}};
   write_file_atomically((fs::path(job_.output) / kCheckpointFile).string(), meta.dump() + "\n");
   checkpoint_epoch_ = epoch;
   for (const auto& entry : fs::directory_iterator(dir)) {
@@ -339,13 +312,13 @@ void LinkDriver::checkpoint(int epoch, const std::vector<std::vector<char>>& sta
   }
 }
 
-int LinkDriver::resume_point() {
+int KgDriver::resume_point() {
   const fs::path pointer = fs::path(job_.output) / kCheckpointFile;
   if (!options_.resume) return 0;
   if (!fs::exists(pointer)) throw UsageError("cannot resume: " + job_.output + " holds no checkpoint (" + kCheckpointFile + ")");
   try {
     const nlohmann::json meta = nlohmann::json::parse(read_file(pointer.string()));
-    if (meta.value("task", std::string()) != job_.task) {
+    if (meta.value("task", std::string()) != name_of(job_.task)) {
       throw UsageError("cannot resume: the checkpoint in " + job_.output + " is not a link-prediction job's");
     }
     if (meta.at("seed").get<uint64_t>() != job_.seed) {
@@ -370,12 +343,7 @@ int LinkDriver::resume_point() {
   }
 }
 
-void LinkDriver::append_metrics(const EpochMetrics& m) {
-  const nlohmann::json line = m;  // training/metrics_record.h
-  append_to_file((fs::path(job_.output) / kMetricsFileName).string(), line.dump() + "\n");
-}
-
-JobReport LinkDriver::run() {
+JobReport KgDriver::run() {
   check_held_out_history(job_, folder_.meta(), folder_.dir());
   open_job_output(job_, options_);
   if (job_.link.negatives > folder_.meta().num_nodes) {
@@ -384,7 +352,7 @@ JobReport LinkDriver::run() {
   }
   check_placement(options_, job_.num_partitions, runtime_.num_nodes());
   // The key its nodes list its actors under: how a head matches them to the job.
-  if (options_.on_owner) options_.on_owner(runtime::owner_key(caf::actor_cast<caf::actor_addr>(self_)));
+  announce_owner();
   spawn_actors();
   const int done_epochs = resume_point();
   int64_t full_steps = (folder_.meta().num_edges + job_.batch_size - 1) / job_.batch_size;
@@ -408,7 +376,7 @@ JobReport LinkDriver::run() {
   }
   const int64_t steps = options_.max_steps > 0 ? std::min(options_.max_steps, full_steps) : full_steps;
   spdlog::info("training {} embeddings (dim {}) on {}: {} trainer(s) on {} node(s), {} steps of {} triples per epoch",
-               job_.link.decoder, job_.link.dim, folder_.dir(), trainers_.size(), runtime_.num_nodes(), steps,
+               name_of(job_.link.decoder), job_.link.dim, folder_.dir(), trainers_.size(), runtime_.num_nodes(), steps,
                job_.batch_size);
   JobReport report;
   report.first_epoch = done_epochs + 1;
@@ -457,8 +425,8 @@ JobReport LinkDriver::run() {
 
 }  // namespace
 
-JobReport run_link_prediction_job(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options) {
-  LinkDriver driver(runtime, job, options);
+JobReport run_kg_job(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options) {
+  KgDriver driver(runtime, job, options);
   return driver.run();
 }
 

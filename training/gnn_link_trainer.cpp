@@ -1,4 +1,4 @@
-#include "training/link_trainer.h"
+#include "training/gnn_link_trainer.h"
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -33,7 +33,7 @@
 #include "runtime/settings.h"
 #include "training/job_config.h"
 #include "training/kg_triples.h"
-#include "training/link_plan.h"
+#include "training/gnn_link_plan.h"
 #include "training/relational_encoder.h"
 #include "training/replica_step.h"
 #include "training/sharded_embedding.h"
@@ -49,7 +49,7 @@ using std::chrono::milliseconds;
 // every batch the sampler hands over.
 constexpr milliseconds kStepDeadline{120000};
 
-// Everything one replica owns: its plans (training/link_plan.h) and its model. Lives on the
+// Everything one replica owns: its plans (training/gnn_link_plan.h) and its model. Lives on the
 // trainer's own thread.
 struct LinkReplica : LinkPlanner {
   KgLoss loss = KgLoss::kBce;
@@ -74,34 +74,34 @@ struct LinkReplica : LinkPlanner {
 
 std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
   auto r = std::make_unique<LinkReplica>();
-  JobConfig job = parse_job(runtime::required_setting(settings, "job"), "/", "the job sent by the driver");
+  JobConfig job = *job_from_setting(runtime::required_setting(settings, "job"), "the job sent by the driver");
   const int index = static_cast<int>(runtime::integer_setting(settings, "trainer", 0, job.num_trainers() - 1));
   open_link_plan(*r, std::move(job), index);
   const PartitionFolder folder(r->job.partition_dir());
   const PartitionMeta& meta = folder.meta();
-  const bool relational = r->job.model == "rgcn" || r->job.model == "hetero_sage";
+  const bool relational = r->job.model.relational();
   if (!r->regression) {
-    r->loss = parse_kg_loss(r->job.link.loss, "train.loss");
+    r->loss = parse_kg_loss(name_of(r->job.link.loss), "train.loss");
   }
-  r->decoder = parse_kg_decoder(r->job.link.decoder, r->job.link.transe_norm, "model.decoder");
+  r->decoder = parse_kg_decoder(name_of(r->job.link.decoder), r->job.link.transe_norm, "model.decoder");
   ModelConfig config;
-  config.kind = r->job.model;
+  config.kind = name_of(r->job.model.kind);
   config.in_dim = r->job.link.learnt_input() ? 0 : meta.feature_dim;  // 0: one-hot, a learnt row per node
-  config.hidden_dim = r->job.hidden;
+  config.hidden_dim = r->job.model.hidden;
   config.out_dim = r->job.link.dim;
-  config.num_layers = r->job.layers;
-  config.heads = r->job.model == "gat" ? r->job.heads : 1;
-  config.dropout = r->job.dropout;
-  config.trim = r->job.trim;
+  config.num_layers = r->job.model.layers;
+  config.heads = r->job.model.model_heads();
+  config.dropout = r->job.model.dropout;
+  config.trim = r->job.model.trim;
   if (relational) {
     set_relations(config, meta);
     config.type_inputs = find_type_inputs(meta.node_types, r->job.link.type_inputs, meta.feature_dim, folder.dir());
     for (const std::string& input : config.type_inputs) {
       if (ModelConfig::input_reads_features(input)) config.in_dim = meta.feature_dim;
     }
-    config.decomposition = r->job.decomposition;
-    config.num_bases = r->job.bases;
-    config.num_blocks = r->job.blocks;
+    config.decomposition = r->job.model.decomposition;
+    config.num_bases = r->job.model.bases;
+    config.num_blocks = r->job.model.blocks;
     r->hetero = HeteroLayout{config.num_relations, &r->node_type};
   }
   // Every replica draws the same initial weights from the job seed.
@@ -116,7 +116,7 @@ std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
                                  {num_relations, r->job.link.dim}, generator);
     r->relations = r->model->register_parameter("decoder_relations", init);
   }
-  r->optimizer = make_optimizer(r->job.optimizer, r->model->parameters(), r->job.learning_rate, r->job.weight_decay,
+  r->optimizer = make_optimizer(name_of(r->job.optimizer), r->model->parameters(), r->job.learning_rate, r->job.weight_decay,
                                 r->job.momentum);
   return r;
 }
@@ -323,7 +323,7 @@ std::vector<char> evaluate(LinkReplica& r, const std::string& split) {
   return bytes;
 }
 
-link_trainer_actor::behavior_type link_trainer(link_trainer_actor::pointer self, std::shared_ptr<LinkReplica> r) {
+gnn_link_trainer_actor::behavior_type gnn_link_trainer(gnn_link_trainer_actor::pointer self, std::shared_ptr<LinkReplica> r) {
   return {
       [self, r](train_setup_atom, caf::actor& sampler, caf::actor& member) {
         return set_up_replica(self->system(), r->index, kStepDeadline, sampler, member, r->sampler, r->allreduce);
@@ -391,7 +391,7 @@ void check_held_out_history(const JobConfig& job, const PartitionMeta& meta, con
 }
 
 int32_t check_link_encoder_fits(const JobConfig& job, const PartitionMeta& meta, const std::string& dir) {
-  const std::string& encoder = job.link.encoder;
+  const std::string encoder = name_of(job.model.kind);
   if (encoder == "rgcn" || encoder == "hetero_sage") {
     require_relational_graph(meta, encoder, "model.encoder", dir);
     find_type_inputs(meta.node_types, job.link.type_inputs, meta.feature_dim, dir);
@@ -449,13 +449,13 @@ int64_t link_training_edges(const JobConfig& job, const PartitionFolder& folder)
   return edges;
 }
 
-void register_link_trainer_type(runtime::ActorTypeRegistry& registry) {
-  registry.add("link_trainer", [](caf::actor_system& system, const runtime::Settings& settings) {
+void register_gnn_link_trainer_type(runtime::ActorTypeRegistry& registry) {
+  registry.add("gnn_link_trainer", [](caf::actor_system& system, const runtime::Settings& settings) {
     std::shared_ptr<LinkReplica> replica = make_replica(settings);
     set_torch_threads(replica->job.threads);
     tune_malloc_for_training();
     // Detached: an epoch blocks its thread in libtorch for a long time.
-    return caf::actor_cast<caf::actor>(system.spawn<caf::detached>(link_trainer, std::move(replica)));
+    return caf::actor_cast<caf::actor>(system.spawn<caf::detached>(gnn_link_trainer, std::move(replica)));
   });
 }
 

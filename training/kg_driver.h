@@ -1,4 +1,5 @@
-// The driver of a link-prediction job (task: link_prediction): spawns an embedding shard per
+// The driver of a knowledge-graph embedding job (task: link_prediction, encoder: none; a
+// GNN encoder's job is run_job's, training/gnn_link_trainer.h): spawns an embedding shard per
 // partition (training/embedding_shard.h), an allreduce member and a kg_trainer per trainer
 // (training/kg_trainer.h), each with its partition, and steers the epochs: training steps
 // with a progress line, then filtered and raw ranking on the valid and test triples, a
@@ -20,6 +21,7 @@
 
 namespace partita {
 
-JobReport run_link_prediction_job(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options);
+// Runs a job with encoder: none as run_job does (training/job_driver.h); run_job calls it.
+JobReport run_kg_job(runtime::Runtime& runtime, const JobConfig& job, const RunOptions& options);
 
 }  // namespace partita

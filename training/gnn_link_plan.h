@@ -1,4 +1,4 @@
-// The plans of a link-prediction trainer with a GNN encoder (training/link_trainer.h): which
+// The plans of a link-prediction trainer with a GNN encoder (training/gnn_link_trainer.h): which
 // positive edges and negatives each step scores, and the seeds, time bounds and left-out
 // edges its sampler builds their subgraphs from. Torch-free, apart from the trainer, so that
 // tests can run a job's own plans through the sampler actors and check every batch (what a
@@ -67,7 +67,7 @@ struct LinkPlanner {
 };
 
 // Fills `p` for trainer `index` of `job` from the job's partition folder. Throws UsageError
-// as the trainer's set-up checks do (training/link_trainer.h: encoder, target edge,
+// as the trainer's set-up checks do (training/gnn_link_trainer.h: encoder, target edge,
 // negatives, rating target, held-out history).
 void open_link_plan(LinkPlanner& p, JobConfig job, int index);
 

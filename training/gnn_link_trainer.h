@@ -100,7 +100,7 @@ using link_table_atom = caf::atom_constant<caf::atom("t_ltable")>;
 //       with eval.negatives: all, the kRankingSums sums of its share (training/link_metrics.h)
 //   (link table, embedding shard actors by part, run key) -> true | error: eval.negatives:
 //       all only, after set-up: the tables the entities' encodings are written to
-using link_trainer_actor = caf::typed_actor<
+using gnn_link_trainer_actor = caf::typed_actor<
     caf::replies_to<train_setup_atom, caf::actor, caf::actor>::with<bool>,
     caf::replies_to<link_table_atom, std::vector<caf::actor>, std::string>::with<bool>,
     caf::reacts_to<train_epoch_atom, uint64_t, int64_t, int64_t, int64_t, caf::actor>,
@@ -135,7 +135,7 @@ void check_negatives_fit(const JobConfig& job, int64_t candidates, const std::st
 // The positives of one epoch: the training edges of the target type, or every edge.
 int64_t link_training_edges(const JobConfig& job, const PartitionFolder& folder);
 
-// Registers "link_trainer" (settings: job, the job as YAML; trainer, its index).
-void register_link_trainer_type(runtime::ActorTypeRegistry& registry);
+// Registers "gnn_link_trainer" (settings: job, the job as YAML; trainer, its index).
+void register_gnn_link_trainer_type(runtime::ActorTypeRegistry& registry);
 
 }  // namespace partita
