@@ -9,7 +9,7 @@
 #include "runtime/address.h"
 #include "runtime/cluster/head_client.h"
 #include "runtime/tls/credentials.h"
-#include "training/job_types.h"
+#include "training/job_actor_types.h"
 
 namespace partita::python {
 

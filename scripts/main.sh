@@ -4,6 +4,7 @@
 # trainer in one process, and prints the test accuracy (examples/sbm.yaml).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_TARGETS=partita  # the CLI and what it runs; ./scripts/test.sh builds the rest
 source "$ROOT/scripts/setup.sh"
 
 OUTPUT="${PARTITA_WORK_DIR:-$BUILD_DIR/main-job}"

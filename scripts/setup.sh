@@ -60,4 +60,11 @@ if ! readlink -f "/usr/lib/$(gcc -print-multiarch)/libblas.so.3" | grep -q openb
 fi
 
 cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD_DIR" -j"$(nproc)"
+# Everything (the tests among it), or only the targets a caller names in BUILD_TARGETS
+# (scripts/main.sh: the CLI alone, so a first run does not wait for the test binaries).
+if [ -n "${BUILD_TARGETS:-}" ]; then
+  # shellcheck disable=SC2086
+  cmake --build "$BUILD_DIR" -j"$(nproc)" --target $BUILD_TARGETS
+else
+  cmake --build "$BUILD_DIR" -j"$(nproc)"
+fi

@@ -46,13 +46,13 @@ nlohmann::json export_description(const TrainedRun& run, const ExportedParameter
   } else {
     const LinkPredictionSpec& link = run.job.link;
     j["task"] = "link_prediction";
-    j["model"] = link.decoder;
+    j["model"] = name_of(link.decoder);
     j["num_nodes"] = run.entities.size(0);
     j["num_relations"] = run.relations.size(0);
-    j["hidden_channels"] = link.decoder == "complex" ? link.dim / 2 : link.dim;
+    j["hidden_channels"] = link.decoder == LinkDecoder::kComplEx ? link.dim / 2 : link.dim;
     j["dim"] = link.dim;
     j["reciprocal"] = link.reciprocal;
-    if (link.decoder == "transe") j["transe_norm"] = link.transe_norm;
+    if (link.decoder == LinkDecoder::kTransE) j["transe_norm"] = link.transe_norm;
   }
   j["node_ids"] = "original";  // rows and node numbers as in the dataset the job read
   return j;
@@ -69,7 +69,7 @@ std::string export_run(const std::string& run_dir, std::string output) {
   const fs::path sidecar = fs::path(output).replace_extension(".json");
   const ExportedParameters exported = run.is_node_model()
                                           ? export_parameters(*run.model)
-                                          : export_kg_tables(run.job.link.decoder, run.entities, run.relations);
+                                          : export_kg_tables(name_of(run.job.link.decoder), run.entities, run.relations);
   if (!fs::path(output).parent_path().empty()) fs::create_directories(fs::path(output).parent_path());
   save_state_dict(output, exported.tensors);
   write_file_atomically(sidecar.string(), export_description(run, exported).dump(2) + "\n");

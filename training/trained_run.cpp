@@ -21,6 +21,7 @@
 #include "training/embedding_shard.h"
 #include "training/job_driver.h"
 #include "training/relational_encoder.h"
+#include "training/trainer.h"
 
 namespace partita {
 
@@ -31,26 +32,6 @@ namespace fs = std::filesystem;
 // A checkpoint in a folder is whole (the driver moves its pointer last), so reading it never
 // waits; the deadline only bounds a call whose contract asks for one.
 constexpr std::chrono::milliseconds kReadDeadline{1000};
-
-// The model the job's trainers built (training/trainer.cpp), from the job and its graph.
-ModelConfig node_model_config(const JobConfig& job, const PartitionMeta& meta) {
-  ModelConfig config;
-  config.kind = job.model;
-  config.in_dim = meta.feature_dim;
-  config.hidden_dim = job.hidden;
-  config.out_dim = meta.num_classes;
-  config.num_layers = job.layers;
-  config.heads = job.model == "gat" ? job.heads : 1;
-  config.dropout = job.dropout;
-  config.trim = job.trim;
-  if (config.is_relational()) {
-    set_relations(config, meta);
-    config.decomposition = job.decomposition;
-    config.num_bases = job.bases;
-    config.num_blocks = job.blocks;
-  }
-  return config;
-}
 
 std::string read_state_file(const fs::path& file) {
   const std::string bytes = read_file_if_exists(file.string());
@@ -65,7 +46,7 @@ void load_node_model(TrainedRun& run, const CheckpointPointer& pointer) {
   // The checkpoint holds the optimiser's state too; restoring it through the trainers'
   // reader checks the whole file (structure, names, shapes) before the weights are used.
   std::unique_ptr<torch::optim::Optimizer> optimizer = make_optimizer(
-      run.job.optimizer, run.model->parameters(), run.job.learning_rate, run.job.weight_decay, run.job.momentum);
+      name_of(run.job.optimizer), run.model->parameters(), run.job.learning_rate, run.job.weight_decay, run.job.momentum);
   std::string name;
   try {
     name = pointer.meta.at("file").get<std::string>();
@@ -138,7 +119,7 @@ void load_kg_tables(TrainedRun& run, const CheckpointPointer& pointer) {
     config.dim = link.dim;
     config.seed = run.job.seed;
     config.init_std = link.init_std;
-    config.optimizer = RowOptimizer::parse(run.job.optimizer, run.job.learning_rate, "train.optimizer");
+    config.optimizer = RowOptimizer::parse(name_of(run.job.optimizer), run.job.learning_rate, "train.optimizer");
     const PartitionData data = folder.load_part(p);
     const Span<const int64_t> original = data.orig_ids.as<int64_t>();
     EmbeddingShard shard(config, original);
@@ -187,7 +168,7 @@ TrainedRun load_trained_run(const std::string& dir) {
   run.job.output = run.dir;  // the folder as it is now, wherever the run wrote it
   if (run.job.link_gnn()) {
     throw UsageError("RUN " + run.dir + " is a link-prediction job with a GNN encoder (model.encoder: " +
-                     run.job.link.encoder + "), which export and predict do not read; they read node "
+                     name_of(run.job.model.kind) + "), which export and predict do not read; they read node "
                      "classification and knowledge-graph embedding (model.encoder: none) runs");
   }
   if (run.job.link_prediction() && run.job.link.on_disk()) {

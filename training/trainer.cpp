@@ -29,6 +29,25 @@
 
 namespace partita {
 
+ModelConfig node_model_config(const JobConfig& job, const PartitionMeta& meta) {
+  ModelConfig config;
+  config.kind = name_of(job.model.kind);
+  config.in_dim = meta.feature_dim;
+  config.hidden_dim = job.model.hidden;
+  config.out_dim = meta.num_classes;
+  config.num_layers = job.model.layers;
+  config.heads = job.model.model_heads();
+  config.dropout = job.model.dropout;
+  config.trim = job.model.trim;
+  if (config.is_relational()) {
+    set_relations(config, meta);
+    config.decomposition = job.model.decomposition;
+    config.num_bases = job.model.bases;
+    config.num_blocks = job.model.blocks;
+  }
+  return config;
+}
+
 namespace {
 
 using std::chrono::milliseconds;
@@ -107,20 +126,8 @@ std::unique_ptr<Replica> make_replica(const runtime::Settings& settings) {
   const PartitionFolder folder(r->job.partition_dir());
   const PartitionMeta& meta = folder.meta();
   check_model_fits(r->job, meta);
-  ModelConfig config;
-  config.kind = name_of(r->job.model.kind);
-  config.in_dim = meta.feature_dim;
-  config.hidden_dim = r->job.model.hidden;
-  config.out_dim = meta.num_classes;
-  config.num_layers = r->job.model.layers;
-  config.heads = r->job.model.model_heads();
-  config.dropout = r->job.model.dropout;
-  config.trim = r->job.model.trim;
+  const ModelConfig config = node_model_config(r->job, meta);
   if (config.is_relational()) {
-    set_relations(config, meta);
-    config.decomposition = r->job.model.decomposition;
-    config.num_bases = r->job.model.bases;
-    config.num_blocks = r->job.model.blocks;
     r->node_type = global_node_types(folder);
     r->hetero = HeteroLayout{config.num_relations, &r->node_type};
     if (!r->job.model.target_type.empty()) check_target_type(r->job, folder, r->part, r->node_type);

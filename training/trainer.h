@@ -17,9 +17,16 @@
 // checkpoint continues exactly as an uninterrupted one.
 #pragma once
 
+#include "models/model_config.h"
+#include "partitioner/partition_format.h"
 #include "runtime/host.h"
+#include "training/job_config.h"
 
 namespace partita {
+
+// The model a job's trainers build (node classification), from the job and its graph: what
+// `partita export` and `predict` rebuild from a run's job (training/trained_run.h).
+ModelConfig node_model_config(const JobConfig& job, const PartitionMeta& meta);
 
 // Registers "trainer" (settings: job, the job as YAML (job_to_yaml); trainer, its index).
 // Its actor runs on a thread of its own: an epoch blocks in libtorch compute.

@@ -13,6 +13,7 @@
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
+#include "training/job_actor_types.h"
 #include "training/job_types.h"
 
 namespace partita {
