@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "messages/codec.h"
+#include "runtime/blocking_request.h"
 
 namespace partita {
 
@@ -28,8 +29,7 @@ void wire_sampler(caf::actor_system& system, const sampler_actor& sampler, const
                   const std::vector<std::string>& addresses, std::chrono::milliseconds deadline) {
   caf::scoped_actor self{system};
   std::string failure;
-  self->request(sampler, deadline, partitions_atom::value, partitions, addresses)
-      .receive(
+  runtime::receive_reply(self, self->request(sampler, deadline, partitions_atom::value, partitions, addresses),
           [&](Encoded& reply) {
             try {
               decode_sampler_ack(Span<const char>(reply.bytes));
@@ -45,8 +45,7 @@ template <class What, class... Ts>
 int64_t SamplerClient::ask_for_epoch(const What& what, Ts&&... request) {
   std::string failure;
   int64_t batches = 0;
-  self_->request(sampler_, deadline_, std::forward<Ts>(request)...)
-      .receive(
+  runtime::receive_reply(self_, self_->request(sampler_, deadline_, std::forward<Ts>(request)...),
           [&](Encoded& reply) {
             try {
               batches = decode_sampler_ack(Span<const char>(reply.bytes));
@@ -80,8 +79,7 @@ MiniBatch SamplerClient::next() {
 MiniBatch SamplerClient::next(SampleKey& key) {
   std::string failure;
   MiniBatch batch;
-  self_->request(sampler_, deadline_, next_atom::value)
-      .receive(
+  runtime::receive_reply(self_, self_->request(sampler_, deadline_, next_atom::value),
           [&](SampledBatch& reply) {
             if (!reply.ok()) {
               failure = reply.error;

@@ -6,6 +6,7 @@
 #include "runtime/address.h"
 #include "runtime/errors.h"
 #include "runtime/tls/caf_gateway.h"
+#include "runtime/blocking_request.h"
 
 namespace partita::runtime {
 
@@ -14,8 +15,8 @@ PublishedActor connect_published(caf::actor_system& system, const Endpoint& endp
   caf::scoped_actor self{system};
   PublishedActor result;
   std::optional<caf::error> failed;
-  self->request(tls::middleman_actor(system), timeout, caf::connect_atom::value, endpoint.host, endpoint.port)
-      .receive(
+  runtime::receive_reply(
+      self, self->request(tls::middleman_actor(system), timeout, caf::connect_atom::value, endpoint.host, endpoint.port),
           [&](const caf::node_id&, caf::strong_actor_ptr& p, std::set<std::string>& ifs) {
             result.actor = std::move(p);
             result.interface = std::move(ifs);
@@ -55,8 +56,7 @@ HostInfo DaemonConnection::ping(std::chrono::milliseconds timeout) const {
   caf::scoped_actor self{*system_};
   HostInfo info;
   std::optional<caf::error> failed;
-  self->request(host_, timeout, ping_atom::value)
-      .receive(
+  runtime::receive_reply(self, self->request(host_, timeout, ping_atom::value),
           [&](pong_atom, std::string& name, std::string& version) {
             info.name = std::move(name);
             info.version = std::move(version);
@@ -72,8 +72,8 @@ caf::actor DaemonConnection::spawn(const std::string& type, const Settings& sett
   caf::scoped_actor self{*system_};
   caf::actor result;
   std::optional<caf::error> failed;
-  self->request(host_, timeout, spawn_atom::value, type, settings, owner)
-      .receive([&](caf::actor& actor) { result = std::move(actor); },
+  runtime::receive_reply(self, self->request(host_, timeout, spawn_atom::value, type, settings, owner),
+      [&](caf::actor& actor) { result = std::move(actor); },
                [&](caf::error& err) { failed = std::move(err); });
   if (failed) throw failure("spawn '" + type + "'", *failed);
   return result;

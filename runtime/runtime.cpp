@@ -8,6 +8,7 @@
 
 #include "runtime/address.h"
 #include "runtime/errors.h"
+#include "runtime/blocking_request.h"
 
 namespace partita::runtime {
 
@@ -77,8 +78,9 @@ caf::actor Runtime::spawn(int node, const std::string& type, const Settings& set
   } else {
     caf::scoped_actor self{system()};
     std::optional<caf::error> failed;
-    self->request(local_host_, timeout_, spawn_atom::value, type, settings, owner ? owner : owner_)
-        .receive([&](caf::actor& a) { actor = std::move(a); }, [&](caf::error& err) { failed = std::move(err); });
+    runtime::receive_reply(
+        self, self->request(local_host_, timeout_, spawn_atom::value, type, settings, owner ? owner : owner_),
+        [&](caf::actor& a) { actor = std::move(a); }, [&](caf::error& err) { failed = std::move(err); });
     if (failed) throw Error(describe(system(), *failed));
   }
   spawned_.emplace_back(actor, node);

@@ -36,6 +36,7 @@
 #include "training/gnn_link_trainer.h"
 #include "training/relational_encoder.h"
 #include "training/metrics_record.h"
+#include "runtime/blocking_request.h"
 
 namespace partita {
 
@@ -332,9 +333,10 @@ void GnnDriver::spawn_actors() {
   for (const auto& a : actors_.trainers) self_->monitor(a);
   for (int t = 0; t < num_trainers; ++t) {
     std::optional<caf::error> failed;
-    self_->request(actors_.trainers[t], kRequestDeadline, train_setup_atom::value, actors_.samplers[t],
-                   actors_.allreduce[t])
-        .receive([](bool) {}, [&](caf::error& e) { failed = e; });
+    runtime::receive_reply(self_,
+                           self_->request(actors_.trainers[t], kRequestDeadline, train_setup_atom::value,
+                                          actors_.samplers[t], actors_.allreduce[t]),
+        [](bool) {}, [&](caf::error& e) { failed = e; });
     if (failed) throw Error(describe_trainer(t) + ": set-up failed: " + runtime::describe(runtime_.system(), *failed));
   }
   if (job_.link_gnn() && job_.link.eval_negatives == 0) spawn_encoding_tables();
@@ -364,8 +366,9 @@ void GnnDriver::spawn_encoding_tables() {
   }
   for (int t = 0; t < job_.num_trainers(); ++t) {
     std::optional<caf::error> failed;
-    self_->request(actors_.trainers[t], kRequestDeadline, link_table_atom::value, actors_.encodings, run_key)
-        .receive([](bool) {}, [&](caf::error& e) { failed = e; });
+    runtime::receive_reply(
+        self_, self_->request(actors_.trainers[t], kRequestDeadline, link_table_atom::value, actors_.encodings, run_key),
+        [](bool) {}, [&](caf::error& e) { failed = e; });
     if (failed) {
       throw Error(describe_trainer(t) + ": set-up of the encoding tables failed: " +
                   runtime::describe(runtime_.system(), *failed));
@@ -680,8 +683,8 @@ void GnnDriver::check_temporal_job() const {
 std::vector<char> GnnDriver::state_of_first_trainer() {
   std::vector<char> state;
   std::optional<caf::error> failed;
-  self_->request(actors_.trainers[0], kRequestDeadline, get_state_atom::value)
-      .receive([&](std::vector<char>& bytes) { state = std::move(bytes); }, [&](caf::error& e) { failed = e; });
+  runtime::receive_reply(self_, self_->request(actors_.trainers[0], kRequestDeadline, get_state_atom::value),
+      [&](std::vector<char>& bytes) { state = std::move(bytes); }, [&](caf::error& e) { failed = e; });
   if (failed) fail(Error(describe_trainer(0) + ": cannot read its state: " + runtime::describe(runtime_.system(), *failed)));
   return state;
 }
@@ -689,8 +692,8 @@ std::vector<char> GnnDriver::state_of_first_trainer() {
 void GnnDriver::restore_all(const std::vector<char>& state) {
   for (size_t t = 0; t < actors_.trainers.size(); ++t) {
     std::optional<caf::error> failed;
-    self_->request(actors_.trainers[t], kRequestDeadline, set_state_atom::value, state)
-        .receive([](bool) {}, [&](caf::error& e) { failed = e; });
+    runtime::receive_reply(self_, self_->request(actors_.trainers[t], kRequestDeadline, set_state_atom::value, state),
+        [](bool) {}, [&](caf::error& e) { failed = e; });
     if (failed) {
       fail(Error(describe_trainer(static_cast<int>(t)) + ": cannot restore the checkpoint: " +
                   runtime::describe(runtime_.system(), *failed)));

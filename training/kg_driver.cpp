@@ -28,6 +28,7 @@
 #include "training/kg_trainer.h"
 #include "training/gnn_link_trainer.h"
 #include "training/metrics_record.h"
+#include "runtime/blocking_request.h"
 
 namespace partita {
 
@@ -95,8 +96,8 @@ template <typename Reply>
 Reply KgDriver::ask(const caf::actor& actor, const std::string& who, const std::string& what, caf::message message) {
   std::optional<Reply> reply;
   std::optional<caf::error> failed;
-  self_->request(actor, kRequestDeadline, std::move(message))
-      .receive([&](Reply& r) { reply = std::move(r); }, [&](caf::error& e) { failed = e; });
+  runtime::receive_reply(self_, self_->request(actor, kRequestDeadline, std::move(message)),
+      [&](Reply& r) { reply = std::move(r); }, [&](caf::error& e) { failed = e; });
   if (failed) fail(who + ": " + what + " failed: " + runtime::describe(runtime_.system(), *failed));
   return std::move(*reply);
 }

@@ -9,6 +9,7 @@
 #include "runtime/client.h"
 #include "runtime/errors.h"
 #include "runtime/host.h"
+#include "runtime/blocking_request.h"
 
 namespace partita::runtime {
 
@@ -42,8 +43,8 @@ void ask_head(caf::actor_system& system, const head_actor& head, const std::stri
   self->receive([&](caf::down_msg&) { lost = true; }, caf::after(std::chrono::milliseconds(0)) >> [] {});
   if (lost) throw Error("the head at " + where + " was lost (" + what + " was not sent)");
   std::optional<caf::error> failed;
-  self->request(head, timeout, std::forward<Args>(args)...)
-      .receive(on_reply, [&](caf::error& err) { failed = std::move(err); });
+  runtime::receive_reply(self, self->request(head, timeout, std::forward<Args>(args)...),
+      on_reply, [&](caf::error& err) { failed = std::move(err); });
   if (!failed) return;
   self->receive([&](caf::down_msg&) { lost = true; }, caf::after(std::chrono::milliseconds(0)) >> [] {});
   if (lost) throw Error("the head at " + where + " was lost (" + what + " had no answer)");
