@@ -12,8 +12,8 @@
 #               daemon sampled (the job's trainers and partitions live there)
 # and samples each process's resident memory (VmRSS), its anonymous part (RssAnon),
 # threads and open descriptors every second. It prints, per process, the first sample
-# after a tenth of the run (past start-up: graph loaded, first epochs done) and the last,
-# and the growth between them in percent: the goal is at most 1%.
+# after a tenth of the run (past start-up: graph loaded, first epochs done) and the last
+# before it exits, and the growth between them in percent: the goal is at most 1%.
 #
 # The baseline is the run's own start: growth is measured against what the process held
 # once training was under way. Nothing here is a test: CI runs the per-epoch object counts
@@ -60,7 +60,7 @@ report() {
   awk -v name="$name" '{ t[NR]=$1; rss[NR]=$2; anon[NR]=$3; thr[NR]=$4; fd[NR]=$5 }
     END {
       if (NR < 3) { printf "%-18s too few samples (%d)\n", name, NR; exit }
-      a = int(NR / 10) + 1; b = NR
+      a = int(NR / 10) + 1; b = NR - 1  # the last sample may catch the process exiting
       printf "%-18s %5.0f s  rss %7.1f -> %7.1f MB (%+5.1f%%)  anon %7.1f -> %7.1f MB (%+5.1f%%)  threads %d -> %d  fds %d -> %d\n",
         name, t[b] - t[1], rss[a]/1024, rss[b]/1024, 100*(rss[b]-rss[a])/rss[a],
         anon[a]/1024, anon[b]/1024, 100*(anon[b]-anon[a])/anon[a], thr[a], thr[b], fd[a], fd[b]
