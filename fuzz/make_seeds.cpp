@@ -9,6 +9,7 @@
 //   - small slices of the real datasets (SLICES: fuzz/seeds: AIFB's N-Triples and splits,
 //     MovieLens's two CSV files), whole lines, a few KiB each;
 //   - TLS handshakes as a client and a server send them (tls_handshake).
+//   - BASP headers as a member sends them to CAF after the handshake (basp_stream).
 // scripts/fuzz.sh runs it before fuzzing; the fuzzers then grow their corpora from these.
 #include <caf/binary_serializer.hpp>
 #include <sys/socket.h>
@@ -284,6 +285,34 @@ void tls_handshake_seeds(const fs::path& out) {
   runtime::tls::set_process_credentials(nullptr);
 }
 
+// A BASP header (32 bytes, network order: operation, padding, flags, payload length,
+// operation data, source and destination actor) and `payload` zero bytes after it.
+std::string basp_message(uint8_t operation, uint32_t payload, uint64_t operation_data, uint64_t source,
+                         uint64_t destination) {
+  std::string bytes(32, '\0');
+  bytes[0] = static_cast<char>(operation);
+  const auto put = [&](size_t at, uint64_t value, int width) {
+    for (int i = 0; i < width; ++i) bytes[at + i] = static_cast<char>(value >> (8 * (width - 1 - i)));
+  };
+  put(4, payload, 4);
+  put(8, operation_data, 8);
+  put(16, source, 8);
+  put(24, destination, 8);
+  return bytes + std::string(payload, '\0');
+}
+
+// fuzz_basp_stream.cpp's input: what a member sends CAF after the TLS handshake. The
+// headers CAF's broker reads (a client handshake, messages to actor 1, heartbeats), with
+// payloads the fuzzer fills in.
+void basp_stream_seeds(const fs::path& out) {
+  Seeds s(out, "basp_stream");
+  const std::string heartbeat = basp_message(6, 0, 0, 0, 0);
+  s.add("heartbeats", heartbeat + heartbeat);
+  s.add("client_handshake", basp_message(1, 40, 0, 0, 0));
+  s.add("client_handshake_then_message", basp_message(1, 40, 0, 0, 0) + basp_message(2, 24, 0, 0, 1));
+  s.add("monitor_and_down", basp_message(4, 16, 0, 0, 0) + basp_message(5, 16, 0, 0, 0));
+}
+
 std::string gzipped(const std::string& text) {
   std::string out(compressBound(static_cast<uLong>(text.size())) + 32, '\0');
   z_stream z{};
@@ -424,6 +453,7 @@ int main(int argc, char** argv) {
     transport_seeds(out);
     transport_tls_seeds(out);
     tls_handshake_seeds(out);
+    basp_stream_seeds(out);
     ntriples_seeds(out, corpus, slices);
     npy_seeds(out, corpus);
     folder_seeds(out, corpus, scratch);
