@@ -1,7 +1,10 @@
 #include "training/job_config.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -96,6 +99,15 @@ namespace {
 
 // Reads one YAML mapping, remembering which keys were used so that a misspelt field is an
 // error rather than a silently ignored default.
+// True for the text of an integer (an optional sign, digits) that int64 cannot hold.
+bool integer_out_of_range(const std::string& text) {
+  const size_t digits = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  if (digits >= text.size() || text.find_first_not_of("0123456789", digits) != std::string::npos) return false;
+  errno = 0;
+  (void)std::strtoll(text.c_str(), nullptr, 10);
+  return errno == ERANGE;
+}
+
 class Section {
  public:
   Section(const YAML::Node& node, std::string path, std::string source)
@@ -132,6 +144,12 @@ class Section {
   }
   // An integer in [min, max]; `max` bounds the counts that size a resource (JobLimits).
   void read_int(const std::string& key, int64_t& value, int64_t min, int64_t max = INT64_MAX) {
+    // An integer past 64 bits is out of range, not "not an integer".
+    if (has(key) && get(key).IsScalar() && integer_out_of_range(get(key).Scalar())) {
+      const std::string& text = get(key).Scalar();
+      fail(field(key), text[0] == '-' ? "must be at least " + std::to_string(min) + ", got " + text
+                                      : "must be at most " + std::to_string(max) + ", got " + text);
+    }
     read(key, value, "an integer");
     if (value < min) fail(field(key), "must be at least " + std::to_string(min) + ", got " + std::to_string(value));
     if (value > max) fail(field(key), "must be at most " + std::to_string(max) + ", got " + std::to_string(value));
@@ -590,6 +608,9 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
+  } catch (const YAML::DeepRecursion& e) {
+    throw UsageError(name + ": line " + std::to_string(e.mark.line + 1) + ": nested too deeply (" +
+                     std::to_string(e.depth()) + " levels; a job's sections are a few)");
   } catch (const YAML::ParserException& e) {
     throw UsageError(name + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }

@@ -48,6 +48,18 @@ class JobConfigTest : public ::testing::Test {
   testing::TempDir dir_;
 };
 
+// An integer past 64 bits is out of range, not "not an integer"; YAML nested past what the
+// parser takes is named as such, not "bad file".
+TEST_F(JobConfigTest, HugeIntegersAndDeepNestingAreNamed) {
+  EXPECT_CONTAINS(error_of(job_text("train: {threads: 99999999999999999999}\n")),
+                  "train.threads: must be at most");
+  EXPECT_CONTAINS(error_of(job_text("train: {epochs: -99999999999999999999}\n")),
+                  "train.epochs: must be at least 1, got -99999999999999999999");
+  EXPECT_CONTAINS(error_of(job_text("train: {epochs: 12x}\n")), "train.epochs: expected an integer, got '12x'");
+  const std::string deep = "train: " + std::string(3000, '[') + std::string(3000, ']') + "\n";
+  EXPECT_CONTAINS(error_of(job_text(deep)), "nested too deeply");
+}
+
 TEST_F(JobConfigTest, DefaultsAndRelativePaths) {
   JobConfig job = parse(job_text(""));
   EXPECT_EQ(job.partitions, (fs::path(dir_.path()) / "parts").string());
