@@ -108,8 +108,9 @@ class _Epoch:
             raise StopIteration
         if self._loader._epochs_started != self._number:
             raise RuntimeError("NeighborLoader: this iteration was superseded by a newer one over the same loader")
+        batch = self._loader._loader.next()  # an error leaves the count as it was
         self._left -= 1
-        return to_data(self._loader._loader.next())
+        return to_data(batch)
 
     def __len__(self):
         return self._left
