@@ -98,41 +98,34 @@ void SamplerSession::check_open() const {
   throw Error(closed_);
 }
 
-int64_t SamplerSession::start_split_epoch(const std::string& split, uint64_t seed, uint64_t epoch,
-                                          int64_t batch_size, bool shuffle) {
+template <class Ask>
+auto SamplerSession::ask(Ask request) {
   std::lock_guard<std::mutex> lock(mutex_);
   check_open();
   try {
-    return client_->start_epoch(split, seed, epoch, batch_size, shuffle);
-  } catch (const Error&) {
-    check_open();  // released by a close while waiting: say so
-    throw;
-  }
-}
-
-int64_t SamplerSession::start_plan(const EpochPlan& plan) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  check_open();
-  try {
-    return client_->start_link_plan(plan);
-  } catch (const Error&) {
-    check_open();  // released by a close while waiting: say so
-    throw;
-  }
-}
-
-MiniBatch SamplerSession::next(SampleKey& key) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  check_open();
-  try {
-    MiniBatch batch = client_->next(key);
-    recycler_ = client_->recycler();
-    return batch;
+    return request();
   } catch (const Error&) {
     // Released by a close while waiting: say so, rather than how the sampler stopped.
     check_open();
     throw;
   }
+}
+
+int64_t SamplerSession::start_split_epoch(const std::string& split, uint64_t seed, uint64_t epoch,
+                                          int64_t batch_size, bool shuffle) {
+  return ask([&] { return client_->start_epoch(split, seed, epoch, batch_size, shuffle); });
+}
+
+int64_t SamplerSession::start_plan(const EpochPlan& plan) {
+  return ask([&] { return client_->start_link_plan(plan); });
+}
+
+MiniBatch SamplerSession::next(SampleKey& key) {
+  return ask([&] {
+    MiniBatch batch = client_->next(key);
+    recycler_ = client_->recycler();
+    return batch;
+  });
 }
 
 std::function<void(std::vector<float>&&)> SamplerSession::recycler() const {

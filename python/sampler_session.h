@@ -73,6 +73,10 @@ class SamplerSession : public RuntimeUser {
   void close_with(const std::string& why, bool runtime_gone);
   // Throws the error of a session that is closed or closing.
   void check_open() const;
+  // Runs `request` (a call of the sampler client) under mutex_, open first; an Error from a session
+  // closed meanwhile becomes the close's own error.
+  template <class Ask>
+  auto ask(Ask request);
 
   const std::string name_;
   mutable std::mutex mutex_;  // held by next() while waiting, and while dropping the client

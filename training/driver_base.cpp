@@ -38,6 +38,18 @@ void DriverBase::throw_naming_lost_node(const Error& failure) const {
   throw failure;
 }
 
+JobProgress DriverBase::step_progress(int epoch, int64_t done, int64_t steps, double loss, double seconds) const {
+  JobProgress progress;
+  progress.epoch = epoch;
+  progress.epochs = job_.epochs;
+  progress.step = done;
+  progress.steps = steps;
+  progress.loss = loss;
+  progress.seconds = seconds;
+  progress.steps_per_second = seconds > 0 ? static_cast<double>(done) / seconds : 0.0;
+  return progress;
+}
+
 void DriverBase::append_metrics(const EpochMetrics& m) const {
   const nlohmann::json line = m;  // training/metrics_record.h
   append_to_file((std::filesystem::path(job_.output) / kMetricsFileName).string(), line.dump() + "\n");

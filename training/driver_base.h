@@ -54,6 +54,9 @@ class DriverBase {
   // kLostNodeGrace (a trainer can see a peer's process end before this process hears of
   // it): one way for every failure of a job on daemons to name a lost node.
   [[noreturn]] void throw_naming_lost_node(const Error& failure) const;
+  // The progress event of a step every trainer reported: the `done`-th of epoch `epoch`'s
+  // `steps`, its mean loss, `seconds` into the epoch.
+  JobProgress step_progress(int epoch, int64_t done, int64_t steps, double loss, double seconds) const;
   // Appends the epoch's line to OUTPUT/metrics.jsonl (training/metrics_record.h).
   void append_metrics(const EpochMetrics& m) const;
 

@@ -495,15 +495,8 @@ EpochMetrics GnnDriver::train_epoch(int epoch, int64_t steps, const ResumePoint&
           if (reports[step] == num_trainers) {
             ++steps_seen;
             last_hash_ = hash;
-            JobProgress progress;
-            progress.epoch = epoch;
-            progress.epochs = job_.epochs;
-            progress.step = steps_seen;
-            progress.steps = steps;
-            progress.loss = m.step_losses[step];
+            JobProgress progress = step_progress(epoch, steps_seen, steps, m.step_losses[step], watch.seconds());
             progress.accuracy = step_seeds > 0 ? step_correct / step_seeds : 0.0;
-            progress.seconds = watch.seconds();
-            progress.steps_per_second = progress.seconds > 0 ? steps_seen / progress.seconds : 0.0;
             report_progress(progress);
             stopping = host_error_ || cancel_requested();
           }

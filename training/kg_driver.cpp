@@ -189,15 +189,7 @@ EpochMetrics KgDriver::train_epoch(int epoch, int64_t steps) {
             ++steps_seen;
             last_hash_ = hash;
             if (options_.on_progress) {
-              JobProgress progress;
-              progress.epoch = epoch;
-              progress.epochs = job_.epochs;
-              progress.step = steps_seen;
-              progress.steps = steps;
-              progress.loss = m.step_losses[step];
-              progress.seconds = watch.seconds();
-              progress.steps_per_second = progress.seconds > 0 ? steps_seen / progress.seconds : 0.0;
-              options_.on_progress(progress);
+              options_.on_progress(step_progress(epoch, steps_seen, steps, m.step_losses[step], watch.seconds()));
             }
             cancelled = cancel_requested();
           }

@@ -66,6 +66,11 @@ class BadMessage : public Error {
   using Error::Error;
 };
 
+// A BASP header's payload length (bytes 4-7, network order).
+uint32_t payload_length(const unsigned char* header) {
+  return uint32_t{header[4]} << 24 | uint32_t{header[5]} << 16 | uint32_t{header[6]} << 8 | uint32_t{header[7]};
+}
+
 // Why CAF 0.17 must not see `header` (32 bytes, network order: operation, 2 bytes of
 // padding, flags, payload length, operation data, source and destination actors), or ""
 // if it may. CAF's own check (basp::valid) lets a handshake without payload through, and
@@ -74,8 +79,7 @@ class BadMessage : public Error {
 // messages carry one, heartbeats none.
 std::string refuse_basp_header(const unsigned char* header) {
   namespace basp = caf::io::basp;
-  const uint32_t length =
-      uint32_t{header[4]} << 24 | uint32_t{header[5]} << 16 | uint32_t{header[6]} << 8 | uint32_t{header[7]};
+  const uint32_t length = payload_length(header);
   if (length > kMaxBaspPayload) {
     return "a message of " + std::to_string(length) + " bytes, over the limit of " + std::to_string(kMaxBaspPayload);
   }
@@ -121,8 +125,7 @@ class BaspFrames {
       if (std::string why = refuse_basp_header(header_); !why.empty()) {
         throw BadMessage(why + " (closed before the actor system saw it)");
       }
-      payload_left_ = uint32_t{header_[4]} << 24 | uint32_t{header_[5]} << 16 | uint32_t{header_[6]} << 8 |
-                      uint32_t{header_[7]};
+      payload_left_ = payload_length(header_);
     }
   }
 

@@ -449,6 +449,16 @@ bool closed_by_peer(int fd, Read read, std::chrono::steady_clock::time_point unt
   }
 }
 
+// closed_by_peer's read of a plain socket: what has arrived (0: nothing yet); Error once the
+// peer closed or the socket broke.
+auto plain_read(int fd) {
+  return [fd](char* b, size_t n) -> size_t {
+    const ssize_t got = ::recv(fd, b, n, MSG_DONTWAIT);
+    if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) throw Error("closed");
+    return got < 0 ? 0 : static_cast<size_t>(got);
+  };
+}
+
 // Any certificate of the cluster gets through the handshake (a CLI user's is enough); what
 // it sends next must not take the daemon down: a handshake header without payload made CAF
 // read through a null pointer (the daemon died of SIGSEGV), a length of 4 GiB made it
@@ -495,12 +505,7 @@ TEST(TlsTest, AnInsecureDaemonRefusesMalformedHeadersOnItsPortAndItsLocalSocket)
     ASSERT_GE(fd, 0);
     const std::vector<unsigned char> header = basp_header(bad.operation, bad.length);
     ASSERT_EQ(::send(fd, header.data(), header.size(), MSG_NOSIGNAL), 32);
-    const auto read = [fd](char* b, size_t n) -> size_t {
-      const ssize_t got = ::recv(fd, b, n, MSG_DONTWAIT);
-      if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) throw Error("closed");
-      return got < 0 ? 0 : static_cast<size_t>(got);
-    };
-    EXPECT_TRUE(closed_by_peer(fd, read, std::chrono::steady_clock::now() + seconds(20))) << bad.named;
+    EXPECT_TRUE(closed_by_peer(fd, plain_read(fd), std::chrono::steady_clock::now() + seconds(20))) << bad.named;
     ::close(fd);
     ASSERT_TRUE(daemon.process->running()) << "died of " << bad.named << ": " << daemon.process->errors_so_far();
   }
@@ -518,12 +523,7 @@ TEST(TlsTest, AnInsecureDaemonRefusesMalformedHeadersOnItsPortAndItsLocalSocket)
     ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0) << std::strerror(errno);
     const std::vector<unsigned char> header = basp_header(0, 0);
     ::send(fd, header.data(), header.size(), MSG_NOSIGNAL);
-    const auto read = [fd](char* b, size_t n) -> size_t {
-      const ssize_t got = ::recv(fd, b, n, MSG_DONTWAIT);
-      if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) throw Error("closed");
-      return got < 0 ? 0 : static_cast<size_t>(got);
-    };
-    EXPECT_TRUE(closed_by_peer(fd, read, std::chrono::steady_clock::now() + seconds(20)));
+    EXPECT_TRUE(closed_by_peer(fd, plain_read(fd), std::chrono::steady_clock::now() + seconds(20)));
     ::close(fd);
   }
   EXPECT_EQ(sockets, 1);
