@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "training/relational_encoder.h"
 
 namespace partita::python {
 
@@ -63,6 +64,7 @@ GraphHandle::GraphHandle(const std::string& dir) : dir_(checked_dir(dir)), folde
     }
   }
   for (std::vector<int64_t>* split : {&train_, &val_, &test_}) std::sort(split->begin(), split->end());
+  if (folder_.meta().is_hetero) node_type_of_ = global_node_types(folder_);
   if (static_cast<int64_t>(original_edge_of_.size()) != folder_.meta().num_edges) {
     throw file_error(dir_ + "/" + kMetaFile, "num_edges " + std::to_string(folder_.meta().num_edges) +
                                                  " disagrees with the parts' " + std::to_string(original_edge_of_.size()) +

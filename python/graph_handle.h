@@ -30,6 +30,10 @@ class GraphHandle {
   // Global edge id (the parts' CSC positions, part after part) -> original edge id.
   const std::vector<int64_t>& original_edge_of() const { return original_edge_of_; }
 
+  // A heterogeneous graph's node types by global id (indices into meta().node_types); empty
+  // for a homogeneous one.
+  const std::vector<int32_t>& node_type_of() const { return node_type_of_; }
+
   // The nodes of split "train", "val" or "test" in original ids, sorted. Throws UsageError
   // naming the split for any other name.
   const std::vector<int64_t>& split(const std::string& name) const;
@@ -42,6 +46,7 @@ class GraphHandle {
   std::string dir_;
   PartitionFolder folder_;
   std::vector<int64_t> global_of_, original_of_, original_edge_of_;
+  std::vector<int32_t> node_type_of_;
   std::vector<int64_t> train_, val_, test_;
 };
 

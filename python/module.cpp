@@ -18,10 +18,13 @@
 #include <pybind11/stl.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -29,6 +32,7 @@
 #include "partitioner/partition_report.h"
 #include "python/embedded_runtime.h"
 #include "python/graph_handle.h"
+#include "python/link_loader.h"
 #include "python/node_loader.h"
 #include "python/partition_request.h"
 
@@ -87,7 +91,38 @@ py::dict to_python(LoadedBatch&& b) {
     d["x"] = adopt_rows(std::move(b.x), std::move(b.recycle), {nodes, static_cast<py::ssize_t>(b.feature_dim)});
   }
   d["y"] = b.y.empty() ? py::object(py::none()) : py::object(adopt(std::move(b.y), {nodes}));
+  const bool hetero = !b.node_type.empty();
+  d["node_type"] = hetero ? py::object(adopt(std::move(b.node_type), {nodes})) : py::object(py::none());
+  d["edge_type"] = hetero ? py::object(adopt(std::move(b.edge_type), {edges})) : py::object(py::none());
   return d;
+}
+
+py::dict to_python(LoadedLinkBatch&& b) {
+  py::dict d = to_python(std::move(b.batch));
+  const auto pairs = static_cast<py::ssize_t>(b.src_index.size());
+  d["num_positives"] = b.num_positives;
+  d["src_index"] = adopt(std::move(b.src_index), {pairs});
+  d["dst_index"] = adopt(std::move(b.dst_index), {pairs});
+  const auto per_positive = static_cast<py::ssize_t>(b.dst_neg_index.size()) / std::max<py::ssize_t>(pairs, 1);
+  d["dst_neg_index"] = b.dst_neg_index.empty()
+                           ? py::object(py::none())
+                           : py::object(adopt(std::move(b.dst_neg_index), {pairs, per_positive}));
+  d["seed_time"] = b.seed_time.empty() ? py::object(py::none()) : py::object(adopt(std::move(b.seed_time), {pairs}));
+  return d;
+}
+
+std::vector<int64_t> id_vector(const py::array_t<int64_t, py::array::c_style>& a, const std::string& what) {
+  if (a.ndim() != 1) {
+    throw UsageError(what + " must be one-dimensional, not of " + std::to_string(a.ndim()) + " dimensions");
+  }
+  return std::vector<int64_t>(a.data(), a.data() + a.size());
+}
+
+NegativeMode negative_mode(const std::string& mode) {
+  if (mode == "none") return NegativeMode::kNone;
+  if (mode == "binary") return NegativeMode::kBinary;
+  if (mode == "triplet") return NegativeMode::kTriplet;
+  throw UsageError("LinkNeighborLoader: neg_sampling mode '" + mode + "' is not one of: binary, triplet");
 }
 
 // A read-only numpy view of `values`, which `owner` keeps alive.
@@ -182,7 +217,7 @@ PYBIND11_MODULE(_partita, m) {
       "partition",
       [](const std::string& input, const std::string& format, const std::string& output, int num_parts,
          const std::string& method, uint64_t seed, uint64_t split_seed, bool overwrite, bool balance_train,
-         const std::vector<std::string>& transforms, int threads) {
+         const std::vector<std::string>& transforms, int threads, double holdout_val, double holdout_test) {
         PartitionRequest r;
         r.input = input;
         r.format = format;
@@ -195,12 +230,14 @@ PYBIND11_MODULE(_partita, m) {
         r.balance_train = balance_train;
         r.transforms = transforms;
         r.threads = threads;
+        r.holdout_val = holdout_val;
+        r.holdout_test = holdout_test;
         py::gil_scoped_release release;
         return partita::format_report_json(partition_to_folder(r));
       },
       py::arg("input"), py::arg("format"), py::arg("output"), py::arg("num_parts"), py::arg("method"),
       py::arg("seed"), py::arg("split_seed"), py::arg("overwrite"), py::arg("balance_train"),
-      py::arg("transforms"), py::arg("threads"),
+      py::arg("transforms"), py::arg("threads"), py::arg("holdout_val") = 0.0, py::arg("holdout_test") = 0.0,
       "Reads a dataset, partitions it and writes the partition folder; returns the report as JSON.");
 
   py::class_<GraphHandle, std::shared_ptr<GraphHandle>>(m, "Graph")
@@ -217,6 +254,18 @@ PYBIND11_MODULE(_partita, m) {
       .def_property_readonly("num_classes", [](const GraphHandle& g) { return g.meta().num_classes; })
       .def_property_readonly("has_labels", [](const GraphHandle& g) { return g.meta().has_labels; })
       .def_property_readonly("is_hetero", [](const GraphHandle& g) { return g.meta().is_hetero; })
+      .def_property_readonly(
+          "node_types", [](const GraphHandle& g) { return g.meta().node_types; },
+          "A heterogeneous graph's node type names, by the index a batch's node_type holds.")
+      .def_property_readonly(
+          "edge_types",
+          [](const GraphHandle& g) {
+            std::vector<std::tuple<std::string, std::string, std::string>> types;
+            for (const partita::EdgeType& t : g.meta().edge_types) types.emplace_back(t.src_type, t.relation, t.dst_type);
+            return types;
+          },
+          "A heterogeneous graph's edge types (source type, relation, destination type), by the index a batch's "
+          "edge_type holds.")
       .def_property_readonly(
           "partition_book", [](const GraphHandle& g) { return g.book().offsets(); },
           "Part p owns the global ids [partition_book[p], partition_book[p + 1]).")
@@ -270,6 +319,71 @@ PYBIND11_MODULE(_partita, m) {
              return to_python(std::move(batch));
            })
       .def("close", &NodeLoader::close, py::call_guard<py::gil_scoped_release>());
+
+  m.def(
+      "_edge_split",
+      [](std::shared_ptr<GraphHandle> graph, const std::string& split) {
+        if (!graph) throw UsageError("edge split: graph is None");
+        EdgeList edges;
+        {
+          py::gil_scoped_release release;
+          edges = read_edge_split(*graph, split);
+        }
+        const auto n = static_cast<py::ssize_t>(edges.src.size());
+        std::vector<int64_t> index(std::move(edges.src));
+        index.insert(index.end(), edges.dst.begin(), edges.dst.end());
+        py::dict d;
+        d["edge_index"] = adopt(std::move(index), {2, n});
+        d["time"] = edges.time.empty() ? py::object(py::none()) : py::object(adopt(std::move(edges.time), {n}));
+        return d;
+      },
+      py::arg("graph"), py::arg("split"),
+      "A folder's link split (train, val, test) as {edge_index: [2, k] original ids, time: [k] or None}.");
+
+  py::class_<LinkLoader>(m, "LinkLoader")
+      .def(py::init([](std::shared_ptr<GraphHandle> graph, py::array_t<int64_t, py::array::c_style> src,
+                       py::array_t<int64_t, py::array::c_style> dst, std::optional<py::array_t<int64_t, py::array::c_style>> time,
+                       const std::vector<int>& num_neighbors, int64_t batch_size, bool shuffle, bool drop_last,
+                       uint64_t seed, bool replace, bool disjoint, int prefetch, double timeout,
+                       const std::string& features, const std::string& neg_sampling, double amount,
+                       const std::string& temporal_strategy) {
+             if (!graph) throw UsageError("LinkNeighborLoader: graph is None");
+             EdgeList edges;
+             edges.src = id_vector(src, "LinkNeighborLoader: edge_label_index[0]");
+             edges.dst = id_vector(dst, "LinkNeighborLoader: edge_label_index[1]");
+             if (time) edges.time = id_vector(*time, "LinkNeighborLoader: edge_label_time");
+             LinkLoaderOptions options;
+             options.session = session_options(num_neighbors, replace, disjoint, prefetch, timeout, features);
+             if (time) {
+               options.session.temporal = "edge";
+               options.session.temporal_strategy = temporal_strategy;
+             }
+             options.batch_size = batch_size;
+             options.shuffle = shuffle;
+             options.drop_last = drop_last;
+             options.seed = seed;
+             options.negatives = negative_mode(neg_sampling);
+             options.amount = amount;
+             py::gil_scoped_release release;
+             return std::make_unique<LinkLoader>(std::move(graph), std::move(edges), options);
+           }),
+           py::arg("graph"), py::arg("src"), py::arg("dst"), py::arg("time"), py::arg("num_neighbors"),
+           py::arg("batch_size"), py::arg("shuffle"), py::arg("drop_last"), py::arg("seed"), py::arg("replace"),
+           py::arg("disjoint"), py::arg("prefetch"), py::arg("timeout"), py::arg("features"),
+           py::arg("neg_sampling"), py::arg("amount"), py::arg("temporal_strategy"))
+      .def("__len__", &LinkLoader::num_batches)
+      .def_property_readonly("num_edges", &LinkLoader::num_edges)
+      .def("start_epoch", &LinkLoader::start_epoch, py::arg("epoch"), py::call_guard<py::gil_scoped_release>())
+      .def("next",
+           [](LinkLoader& loader) {
+             LoadedLinkBatch batch;
+             {
+               py::gil_scoped_release release;
+               batch = loader.next();
+             }
+             return to_python(std::move(batch));
+           })
+      .def("close", &LinkLoader::close, py::call_guard<py::gil_scoped_release>());
 
   m.def(
       "_split_epoch",

@@ -15,10 +15,6 @@ constexpr const char* kName = "NeighborLoader";
 // The seeds as global ids, after checking what a plan needs of them.
 std::vector<int64_t> checked_inputs(const GraphHandle& graph, std::vector<int64_t> input_nodes,
                                     const LoaderOptions& options) {
-  if (graph.meta().is_hetero) {
-    throw UsageError(std::string(kName) + ": '" + graph.dir() +
-                     "' holds a heterogeneous graph; this loader samples homogeneous graphs");
-  }
   if (options.batch_size < 1) {
     throw UsageError(std::string(kName) + ": batch_size " + std::to_string(options.batch_size) + " (must be at least 1)");
   }
@@ -41,6 +37,16 @@ LoadedBatch loaded_batch(MiniBatch&& batch, const GraphHandle& graph,
                          std::function<void(std::vector<float>&&)> recycle) {
   LoadedBatch out;
   const std::vector<int64_t>& original = graph.original_of();
+  const std::vector<int32_t>& node_type = graph.node_type_of();
+  if (!node_type.empty()) {
+    out.node_type.reserve(batch.node_ids.size());
+    for (int64_t id : batch.node_ids) out.node_type.push_back(node_type[id]);
+    out.edge_type.assign(batch.edge_types.begin(), batch.edge_types.end());
+    if (out.edge_type.size() != batch.row.size()) {
+      throw Error("a sampled batch of a heterogeneous graph has " + std::to_string(out.edge_type.size()) +
+                  " edge types for " + std::to_string(batch.row.size()) + " edges");
+    }
+  }
   out.n_id = std::move(batch.node_ids);
   for (int64_t& id : out.n_id) id = original[id];
   const size_t edges = batch.row.size();

@@ -33,6 +33,9 @@ struct LoadedBatch {
   std::vector<int64_t> num_sampled_nodes;  // per hop, index 0 the seeds (num_hops + 1), as PyG's
   std::vector<int64_t> num_sampled_edges;  // per hop (num_hops), as PyG's
   std::vector<int64_t> batch;       // disjoint: each node's tree; empty otherwise
+  // Heterogeneous graphs, as PyG's HeteroData.to_homogeneous() lays them out: each node's
+  // and each edge's type (indices into the folder's node and edge types); empty otherwise.
+  std::vector<int64_t> node_type, edge_type;
   int64_t batch_size = 0;
   int64_t feature_dim = 0;
   std::vector<float> x;             // [n_id.size(), feature_dim]; empty without features
@@ -56,8 +59,9 @@ struct LoaderOptions {
 class NodeLoader {
  public:
   // `input_nodes`: the seeds, original ids, no id twice. Throws UsageError naming the
-  // problem (an id outside the graph, a repeated id, batch_size < 1, a heterogeneous
-  // graph), RuntimeClosed when the runtime is not running, Error when the actors fail.
+  // problem (an id outside the graph, a repeated id, batch_size < 1), RuntimeClosed when
+  // the runtime is not running, Error when the actors fail. A heterogeneous graph's batches
+  // carry node and edge types (each fanout then applies to every edge type of a node).
   NodeLoader(std::shared_ptr<const GraphHandle> graph, std::vector<int64_t> input_nodes, const LoaderOptions& options);
 
   // Batches in every epoch.

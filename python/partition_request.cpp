@@ -9,6 +9,7 @@
 #include "partitioner/feature_transforms.h"
 #include "partitioner/partition.h"
 #include "partitioner/readers.h"
+#include "partitioner/splits.h"
 
 namespace partita::python {
 
@@ -34,6 +35,7 @@ PartitionMeta partition_to_folder(const PartitionRequest& r) {
   Dataset dataset = read_dataset(r.format, r.input, read);
   spdlog::info("read {} ({}): {} nodes, {} directed edges", r.input, r.format, dataset.num_nodes,
                dataset.num_edges());
+  if (r.holdout_val > 0 || r.holdout_test > 0) hold_out_edges(dataset, r.holdout_val, r.holdout_test, r.split_seed);
   apply_feature_transforms(dataset, transforms);
   WriteOptions write;
   write.overwrite = r.overwrite;

@@ -18,7 +18,10 @@ struct PartitionRequest {
   int num_parts = 2;
   std::string method = "metis";  // or "random"
   uint64_t seed = 0;
-  uint64_t split_seed = 0;       // formats without a split of their own (linqs)
+  uint64_t split_seed = 0;       // formats without a split of their own (linqs), held-out edges
+  // Link prediction's held-out edges (partitioner/splits.h: hold_out_edges, as a job's
+  // data.holdout): fractions of the links moved out of the graph into val and test.
+  double holdout_val = 0, holdout_test = 0;
   bool overwrite = false;
   bool balance_train = true;
   std::vector<std::string> transforms;  // as --transform: normalize_features, standardize, multi_hot:COLUMNS

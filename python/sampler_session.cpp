@@ -32,7 +32,9 @@ SamplerSession::SamplerSession(const GraphHandle& graph, int part, const Session
                                  {"fanouts", fanout_text(options.fanouts)},
                                  {"replace", options.replace ? "true" : "false"},
                                  {"disjoint", options.disjoint ? "true" : "false"},
-                                 {"features", options.features}};
+                                 {"features", options.features},
+                                 {"temporal", options.temporal},
+                                 {"temporal_strategy", options.temporal_strategy}};
   EmbeddedRuntime::instance().attach(this, name_, [&](runtime::Runtime& rt) {
     // Each handle is kept as soon as it exists, so that a failure further on stops it.
     const auto keep = [this](caf::actor a) {

@@ -36,6 +36,10 @@ struct SessionOptions {
   int prefetch = 2;          // batches in flight, ahead of next()
   std::chrono::milliseconds deadline{60000};  // for each request, the sampler's and ours
   std::string features = "auto";  // where the partitions keep their features (partition_stores.h)
+  // Temporal sampling (actors/actor_types.h: temporal, temporal_strategy): "none", or "edge"
+  // (edges at or before each seed's time; needs disjoint), by "uniform" or "last" draws.
+  std::string temporal = "none";
+  std::string temporal_strategy = "uniform";
 };
 
 class SamplerSession : public RuntimeUser {

@@ -68,7 +68,7 @@ atexit.register(_partita.shutdown)
 
 
 def partition(source, output, num_parts=2, *, format=None, method="metis", seed=0, split_seed=0,
-              overwrite=False, balance_train=True, transforms=(), threads=0):
+              overwrite=False, balance_train=True, transforms=(), threads=0, holdout=None):
     """Partitions a dataset into the partition folder `output` (as ``partita partition``
     does) and returns it opened as a Graph.
 
@@ -76,11 +76,18 @@ def partition(source, output, num_parts=2, *, format=None, method="metis", seed=
     test_mask where present; node ids are its rows), or a path: an npy folder (x.npy,
     edge_index.npy, y.npy, train_idx.npy, ...; `format` "npy", the default) or another
     format ``partita partition`` reads ("linqs", "edgelist", "triples", "movielens",
-    "ntriples"). An existing `output` is replaced only with `overwrite`."""
+    "ntriples"). An existing `output` is replaced only with `overwrite`.
+
+    `holdout={"val": 0.05, "test": 0.1}` holds out those fractions of the links for link
+    prediction (drawn with `split_seed`, before partitioning, as PyG's RandomLinkSplit): the
+    graph keeps none of them in either direction, and LinkNeighborLoader reads them as
+    ``edge_label_index="val"`` and ``"test"``. A Data's ``time`` of one entry per edge
+    becomes the edge times (one per node: the node times) that temporal sampling reads."""
     output = os.fspath(output)
+    holdout = _holdout(holdout)
     if isinstance(source, (str, os.PathLike)):
         return _partition_path(os.fspath(source), format or "npy", output, num_parts, method, seed, split_seed,
-                               overwrite, balance_train, transforms, threads)
+                               overwrite, balance_train, transforms, threads, holdout)
     if format not in (None, "npy"):
         raise UsageError(f"partita.partition: format {format!r} is for a path; a Data object is written as npy")
     if not hasattr(source, "edge_index"):
@@ -89,15 +96,36 @@ def partition(source, output, num_parts=2, *, format=None, method="metis", seed=
     with tempfile.TemporaryDirectory(prefix="partita-npy-") as folder:
         _write_npy_folder(source, folder)
         return _partition_path(folder, "npy", output, num_parts, method, seed, split_seed, overwrite,
-                               balance_train, transforms, threads)
+                               balance_train, transforms, threads, holdout)
+
+
+def _holdout(holdout):
+    """(val, test) fractions of a holdout argument; TypeError or UsageError naming the problem."""
+    if holdout is None:
+        return 0.0, 0.0
+    if not isinstance(holdout, dict):
+        raise TypeError(f"partita.partition: holdout must be a dict such as {{'val': 0.05, 'test': 0.1}}, "
+                        f"not {type(holdout).__name__}")
+    unknown = set(holdout) - {"val", "test"}
+    if unknown:
+        raise UsageError(f"partita.partition: holdout: unknown keys {sorted(unknown)} (val and test are the fractions)")
+    out = []
+    for key in ("val", "test"):
+        value = holdout.get(key, 0.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"partita.partition: holdout[{key!r}] must be a fraction, not {type(value).__name__}")
+        if not 0.0 <= value <= 1.0:
+            raise UsageError(f"partita.partition: holdout[{key!r}] is {value} (must be in [0, 1])")
+        out.append(float(value))
+    return tuple(out)
 
 
 def _partition_path(path, format, output, num_parts, method, seed, split_seed, overwrite, balance_train,
-                    transforms, threads):
+                    transforms, threads, holdout):
     if isinstance(transforms, str):
         transforms = [transforms]
     _partita.partition(path, format, output, int(num_parts), method, int(seed), int(split_seed), bool(overwrite),
-                       bool(balance_train), list(transforms), int(threads))
+                       bool(balance_train), list(transforms), int(threads), holdout[0], holdout[1])
     return Graph(output)
 
 
@@ -133,6 +161,19 @@ def _write_npy_folder(data, folder):
             raise UsageError(f"partita.partition: data.y must hold one integer class per node, "
                              f"not shape {tuple(y.shape)} of {y.dtype}")
         np.save(os.path.join(folder, "y.npy"), np.ascontiguousarray(y, dtype=np.int64))
+    time = getattr(data, "time", None)
+    if time is not None:
+        time = _numpy(time, "time")
+        if time.ndim != 1 or not np.issubdtype(time.dtype, np.integer):
+            raise UsageError(f"partita.partition: data.time must hold one integer time per edge or per node, "
+                             f"not shape {tuple(time.shape)} of {time.dtype}")
+        if time.shape[0] == edge_index.shape[1]:
+            np.save(os.path.join(folder, "edge_time.npy"), np.ascontiguousarray(time, dtype=np.int64))
+        elif time.shape[0] == getattr(data, "num_nodes", None):
+            np.save(os.path.join(folder, "node_time.npy"), np.ascontiguousarray(time, dtype=np.int64))
+        else:
+            raise UsageError(f"partita.partition: data.time has {time.shape[0]} entries: neither one per edge "
+                             f"({edge_index.shape[1]}) nor one per node")
     for split in ("train", "val", "test"):
         mask = getattr(data, f"{split}_mask", None)
         if mask is None:

@@ -4,7 +4,9 @@
 apply to a partition folder and yields ``torch_geometric.data.Data`` with the fields PyG's
 gives: x, edge_index (row 0 the message source, row 1 the destination; local indices), y,
 batch_size, n_id, e_id, input_id, num_sampled_nodes, num_sampled_edges. So a PyG model,
-``trim_to_layer`` included, runs on them unchanged.
+``trim_to_layer`` included, runs on them unchanged. ``LinkNeighborLoader`` does the same for
+edges, with PyG's negative sampling ("binary": edge_label_index and edge_label; "triplet":
+src_index, dst_pos_index, dst_neg_index) and temporal sampling (edge_label_time).
 
 The batches come from Partita's sampler actors, the pipeline a training job uses, which
 samples ahead of the consumer (``prefetch`` batches in flight). The tensors are views of the
@@ -20,7 +22,7 @@ from torch_geometric.data import Data
 
 from . import Graph, UsageError, _partita
 
-__all__ = ["NeighborLoader"]
+__all__ = ["LinkNeighborLoader", "NeighborLoader"]
 
 
 class NeighborLoader:
@@ -46,15 +48,8 @@ class NeighborLoader:
         if kwargs:
             raise TypeError(f"NeighborLoader: unsupported arguments: {', '.join(sorted(kwargs))} "
                             f"(the sampler actors do the loading; there are no worker processes)")
-        if isinstance(data, (str, os.PathLike)):
-            data = Graph(os.fspath(data))
-        if not isinstance(data, Graph):
-            raise TypeError(f"NeighborLoader: data must be a partita.Graph or a partition folder's path, "
-                            f"not {type(data).__name__} (write a Data with partita.partition first)")
-        if isinstance(num_neighbors, dict):
-            raise TypeError("NeighborLoader: num_neighbors as a dict is for heterogeneous graphs; give a list")
-        if not isinstance(num_neighbors, (list, tuple)) or not all(_is_int(k) for k in num_neighbors):
-            raise TypeError(f"NeighborLoader: num_neighbors must be a list of ints, not {num_neighbors!r}")
+        data = _graph_of(data, "NeighborLoader")
+        fanouts = _fanouts(num_neighbors, "NeighborLoader")
         for name, value in (("batch_size", batch_size), ("seed", seed), ("prefetch", prefetch)):
             if not _is_int(value):
                 raise TypeError(f"NeighborLoader: {name} must be an int, not {type(value).__name__}")
@@ -65,7 +60,7 @@ class NeighborLoader:
         self.batch_size = int(batch_size)
         self.epoch = 0
         self._epochs_started = 0
-        self._loader = _partita.NodeLoader(data, self.input_nodes, [int(k) for k in num_neighbors], self.batch_size,
+        self._loader = _partita.NodeLoader(data, self.input_nodes, fanouts, self.batch_size,
                                            bool(shuffle), bool(drop_last), int(seed), bool(replace), bool(disjoint),
                                            int(prefetch), float(timeout), str(features))
 
@@ -76,7 +71,7 @@ class NeighborLoader:
         self._loader.start_epoch(self.epoch)
         self.epoch += 1
         self._epochs_started += 1
-        return _Epoch(self, self._epochs_started)
+        return _Epoch(self, self._epochs_started, to_data)
 
     def close(self):
         """Stops this loader's actors; iterating afterwards raises partita.Error."""
@@ -93,11 +88,13 @@ class NeighborLoader:
 
 
 class _Epoch:
-    """One iteration over a loader: its epoch's batches, in plan order."""
+    """One iteration over a loader: its epoch's batches, in plan order, each made a Data by
+    `convert`."""
 
-    def __init__(self, loader, number):
+    def __init__(self, loader, number, convert):
         self._loader = loader
         self._number = number
+        self._convert = convert
         self._left = len(loader)
 
     def __iter__(self):
@@ -107,13 +104,148 @@ class _Epoch:
         if self._left == 0:
             raise StopIteration
         if self._loader._epochs_started != self._number:
-            raise RuntimeError("NeighborLoader: this iteration was superseded by a newer one over the same loader")
+            raise RuntimeError(f"{type(self._loader).__name__}: this iteration was superseded by a newer one over "
+                               f"the same loader")
         batch = self._loader._loader.next()  # an error leaves the count as it was
         self._left -= 1
-        return to_data(batch)
+        return self._convert(batch)
 
     def __len__(self):
         return self._left
+
+
+class LinkNeighborLoader:
+    """Mini-batches of edges (`edge_label_index`), their negatives and the sampled
+    neighbourhoods of their ends, as PyG's LinkNeighborLoader yields them.
+
+    data: a partita.Graph (or a partition folder's path).
+    num_neighbors, batch_size (edges per batch), shuffle, drop_last, replace, disjoint,
+        prefetch, timeout, features: as NeighborLoader's.
+    edge_label_index: the edges, in the dataset's own node ids: None (the folder's training
+        edges: every edge of the graph), a split name ("train", "val", "test": the edges
+        partita.partition held out with `holdout`), or a [2, num_edges] tensor or array.
+    edge_label: one label per edge (a tensor), or None. With binary negatives, positives get
+        edge_label (plus one when its smallest label is 0, as PyG does) or 1, negatives 0.
+    edge_label_time: one time per edge: temporal sampling, each end sees the edges at or
+        before its edge's time (needs time_attr and disjoint=True, as PyG's). A split name
+        brings its own times when the folder has them.
+    neg_sampling: None, "binary", "triplet", a dict {"mode": ..., "amount": ...} or PyG's
+        NegativeSampling; neg_sampling_ratio: PyG's older spelling of binary's amount.
+        Negatives are drawn uniformly over all nodes, keyed by (seed, epoch, batch).
+    time_attr: "time" turns temporal sampling on (the folder's edge times);
+        temporal_strategy "uniform" or "last".
+    seed: the shuffles, negatives and neighbour draws: epoch e gives the same batches every
+        time, whatever the number of partitions.
+
+    Each batch's seeds are its edges' ends, each node once unless disjoint, in the order
+    sources then destinations (PyG sorts them instead: the same nodes, in another order).
+    """
+
+    def __init__(self, data, num_neighbors, edge_label_index=None, edge_label=None, edge_label_time=None,
+                 batch_size=1, shuffle=False, drop_last=False, neg_sampling=None, neg_sampling_ratio=None,
+                 time_attr=None, temporal_strategy="uniform", seed=0, replace=False, disjoint=False, prefetch=2,
+                 timeout=60.0, features="auto", **kwargs):
+        if kwargs:
+            raise TypeError(f"LinkNeighborLoader: unsupported arguments: {', '.join(sorted(kwargs))} "
+                            f"(the sampler actors do the loading; there are no worker processes)")
+        data = _graph_of(data, "LinkNeighborLoader")
+        fanouts = _fanouts(num_neighbors, "LinkNeighborLoader")
+        for name, value in (("batch_size", batch_size), ("seed", seed), ("prefetch", prefetch)):
+            if not _is_int(value):
+                raise TypeError(f"LinkNeighborLoader: {name} must be an int, not {type(value).__name__}")
+        if seed < 0:
+            raise UsageError(f"LinkNeighborLoader: seed {seed} (must be 0 or more)")
+        mode, amount = _negative_sampling(neg_sampling, neg_sampling_ratio)
+        src, dst, split_time = _label_edges(data, edge_label_index)
+        if time_attr is not None and time_attr != "time":
+            raise UsageError(f"LinkNeighborLoader: time_attr {time_attr!r}: a partition folder's edge times are "
+                             f"its 'time'")
+        if edge_label_time is None and time_attr is not None:
+            edge_label_time = split_time
+            if edge_label_time is None:
+                raise UsageError("LinkNeighborLoader: time_attr='time' (temporal sampling) needs edge_label_time, "
+                                 "one time per edge")
+        if edge_label_time is not None:
+            if time_attr is None:
+                raise UsageError("LinkNeighborLoader: edge_label_time needs time_attr='time' (temporal sampling)")
+            edge_label_time = _int_array(edge_label_time, "edge_label_time", len(src))
+        self.edge_label = None
+        if edge_label is not None:
+            if mode == "triplet":
+                raise UsageError("LinkNeighborLoader: edge_label must be None for triplet negative sampling")
+            if not isinstance(edge_label, torch.Tensor):
+                edge_label = torch.as_tensor(np.asarray(edge_label))
+            if edge_label.dim() == 0 or edge_label.size(0) != len(src):
+                raise UsageError(f"LinkNeighborLoader: edge_label has shape {tuple(edge_label.shape)}; "
+                                 f"expected one label per edge ({len(src)})")
+            if mode == "binary" and edge_label.numel() > 0 and edge_label.min() == 0:
+                edge_label = edge_label + 1
+            self.edge_label = edge_label
+        self.data = data
+        self.neg_sampling = mode
+        self.disjoint = bool(disjoint)
+        self.edge_label_time = None if edge_label_time is None else torch.from_numpy(edge_label_time)
+        self.batch_size = int(batch_size)
+        self.epoch = 0
+        self._epochs_started = 0
+        self._loader = _partita.LinkLoader(data, src, dst, edge_label_time, fanouts, self.batch_size,
+                                           bool(shuffle), bool(drop_last), int(seed), bool(replace), bool(disjoint),
+                                           int(prefetch), float(timeout), str(features), mode or "none",
+                                           float(amount), str(temporal_strategy))
+
+    def __len__(self):
+        return len(self._loader)
+
+    def __iter__(self):
+        self._loader.start_epoch(self.epoch)
+        self.epoch += 1
+        self._epochs_started += 1
+        return _Epoch(self, self._epochs_started, self._to_data)
+
+    def close(self):
+        """Stops this loader's actors; iterating afterwards raises partita.Error."""
+        self._loader.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"LinkNeighborLoader({self._loader.num_edges} edges, batch_size={self.batch_size}, {len(self)} batches)"
+
+    def _to_data(self, batch):
+        data = to_data(batch)
+        del data.batch_size  # PyG's link batches have none
+        positives = int(batch["num_positives"])
+        input_id = data.input_id
+        src_index = torch.from_numpy(batch["src_index"])
+        dst_index = torch.from_numpy(batch["dst_index"])
+        if self.disjoint:
+            data.batch = data.batch % positives
+        if self.neg_sampling == "triplet":
+            data.src_index = src_index
+            data.dst_pos_index = dst_index
+            dst_neg = torch.from_numpy(batch["dst_neg_index"])
+            data.dst_neg_index = dst_neg.squeeze(-1) if dst_neg.size(1) == 1 else dst_neg
+            if batch["seed_time"] is not None:
+                data.seed_time = torch.from_numpy(batch["seed_time"])
+            return data
+        data.edge_label_index = torch.stack([src_index, dst_index])
+        pairs = src_index.numel()
+        if self.edge_label is not None:
+            label = self.edge_label[input_id]
+        elif self.neg_sampling == "binary":
+            label = torch.ones(positives)
+        else:
+            label = None
+        if label is not None and pairs > positives:
+            label = torch.cat([label, label.new_zeros((pairs - positives,) + tuple(label.shape[1:]))])
+        data.edge_label = label
+        if batch["seed_time"] is not None:
+            data.edge_label_time = torch.from_numpy(batch["seed_time"])
+        return data
 
 
 def to_data(batch):
@@ -133,8 +265,93 @@ def to_data(batch):
     )
     if batch["batch"] is not None:
         data.batch = torch.from_numpy(batch["batch"])
+    if batch["node_type"] is not None:  # a heterogeneous graph, as HeteroData.to_homogeneous() lays it out
+        data.node_type = torch.from_numpy(batch["node_type"])
+        data.edge_type = torch.from_numpy(batch["edge_type"])
     data.num_nodes = n_id.numel()
     return data
+
+
+def _graph_of(data, loader):
+    if isinstance(data, (str, os.PathLike)):
+        data = Graph(os.fspath(data))
+    if not isinstance(data, Graph):
+        raise TypeError(f"{loader}: data must be a partita.Graph or a partition folder's path, "
+                        f"not {type(data).__name__} (write a Data with partita.partition first)")
+    return data
+
+
+def _fanouts(num_neighbors, loader):
+    if isinstance(num_neighbors, dict):
+        raise TypeError(f"{loader}: num_neighbors as a dict is for heterogeneous graphs; give a list")
+    if not isinstance(num_neighbors, (list, tuple)) or not all(_is_int(k) for k in num_neighbors):
+        raise TypeError(f"{loader}: num_neighbors must be a list of ints, not {num_neighbors!r}")
+    return [int(k) for k in num_neighbors]
+
+
+def _negative_sampling(neg_sampling, neg_sampling_ratio):
+    """(mode, amount) of PyG's negative-sampling arguments: mode None, "binary" or "triplet"."""
+    if neg_sampling is None:
+        if neg_sampling_ratio is None or neg_sampling_ratio == 0:
+            return None, 1.0
+        neg_sampling = {"mode": "binary", "amount": neg_sampling_ratio}
+    elif neg_sampling_ratio is not None:
+        raise UsageError("LinkNeighborLoader: give neg_sampling or neg_sampling_ratio, not both")
+    if isinstance(neg_sampling, str):
+        mode, amount = neg_sampling, 1
+    elif isinstance(neg_sampling, dict):
+        unknown = set(neg_sampling) - {"mode", "amount"}
+        if unknown or "mode" not in neg_sampling:
+            raise UsageError(f"LinkNeighborLoader: neg_sampling as a dict takes 'mode' and 'amount', "
+                             f"not {sorted(neg_sampling)}")
+        mode, amount = neg_sampling["mode"], neg_sampling.get("amount", 1)
+    elif hasattr(neg_sampling, "mode") and hasattr(neg_sampling, "amount"):  # PyG's NegativeSampling
+        if getattr(neg_sampling, "weight", None) is not None:
+            raise UsageError("LinkNeighborLoader: weighted negative sampling is not supported; negatives are "
+                             "drawn uniformly")
+        mode, amount = getattr(neg_sampling.mode, "value", neg_sampling.mode), neg_sampling.amount
+    else:
+        raise TypeError(f"LinkNeighborLoader: neg_sampling must be 'binary', 'triplet', a dict or PyG's "
+                        f"NegativeSampling, not {type(neg_sampling).__name__}")
+    if mode not in ("binary", "triplet"):
+        raise UsageError(f"LinkNeighborLoader: neg_sampling mode {mode!r} is not one of: binary, triplet")
+    if isinstance(amount, bool) or not isinstance(amount, (int, float, np.integer, np.floating)):
+        raise TypeError(f"LinkNeighborLoader: neg_sampling amount must be a number, not {type(amount).__name__}")
+    return mode, float(amount)
+
+
+def _int_array(values, name, length):
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu().numpy()
+    values = np.asarray(values)
+    if values.ndim != 1 or values.shape[0] != length:
+        raise UsageError(f"LinkNeighborLoader: {name} has shape {values.shape}; expected ({length},), one per edge")
+    if not np.issubdtype(values.dtype, np.integer):
+        raise TypeError(f"LinkNeighborLoader: {name} must hold integers, not {values.dtype}")
+    return np.ascontiguousarray(values, dtype=np.int64)
+
+
+def _label_edges(graph, edge_label_index):
+    """(src, dst, times or None) of the loader's edges as int64 arrays of original ids."""
+    if edge_label_index is None or isinstance(edge_label_index, str):
+        split = _partita._edge_split(graph, edge_label_index or "train")
+        index = split["edge_index"]
+        return np.ascontiguousarray(index[0]), np.ascontiguousarray(index[1]), split["time"]
+    if isinstance(edge_label_index, tuple):
+        raise TypeError("LinkNeighborLoader: edge_label_index as (edge type, edges) is for heterogeneous graphs")
+    if isinstance(edge_label_index, torch.Tensor):
+        edge_label_index = edge_label_index.detach().cpu().numpy()
+    if not isinstance(edge_label_index, np.ndarray):
+        raise TypeError(f"LinkNeighborLoader: edge_label_index must be None, a split name or a [2, num_edges] "
+                        f"tensor, not {type(edge_label_index).__name__}")
+    if edge_label_index.ndim != 2 or edge_label_index.shape[0] != 2:
+        raise UsageError(f"LinkNeighborLoader: edge_label_index has shape {edge_label_index.shape}; "
+                         f"expected (2, num_edges)")
+    if not np.issubdtype(edge_label_index.dtype, np.integer):
+        raise TypeError(f"LinkNeighborLoader: edge_label_index must hold integer node ids, "
+                        f"not {edge_label_index.dtype}")
+    index = edge_label_index.astype(np.int64)
+    return np.ascontiguousarray(index[0]), np.ascontiguousarray(index[1]), None
 
 
 def _is_int(value):
