@@ -31,6 +31,7 @@
 #include "python/graph_handle.h"
 #include "python/node_loader.h"
 #include "python/partition_request.h"
+#include "python/store_bindings.h"
 
 namespace py = pybind11;
 using partita::Error;
@@ -295,4 +296,6 @@ PYBIND11_MODULE(_partita, m) {
       py::arg("seed"), py::arg("epoch"), py::arg("shuffle"),
       "The batches a trainer of partition `part` takes in an epoch of `split` (protocol.h: epoch), sampled by "
       "the same actors as a job's: the reference the loader is compared with.");
+
+  bind_stores(m);  // partita.pyg.FeatureStore and GraphStore (python/store_bindings.h)
 }
