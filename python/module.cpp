@@ -35,6 +35,7 @@
 #include "python/link_loader.h"
 #include "python/node_loader.h"
 #include "python/partition_request.h"
+#include "python/store_bindings.h"
 
 namespace py = pybind11;
 using partita::Error;
@@ -409,4 +410,6 @@ PYBIND11_MODULE(_partita, m) {
       py::arg("seed"), py::arg("epoch"), py::arg("shuffle"),
       "The batches a trainer of partition `part` takes in an epoch of `split` (protocol.h: epoch), sampled by "
       "the same actors as a job's: the reference the loader is compared with.");
+
+  bind_stores(m);  // partita.pyg.FeatureStore and GraphStore (python/store_bindings.h)
 }
