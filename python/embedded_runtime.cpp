@@ -32,6 +32,10 @@ void EmbeddedRuntime::start(const RuntimeOptions& options) {
   const runtime::Endpoint head = runtime::parse_endpoint(options.address, "partita.init(): address");
   // Before any actor system of this connection is made (runtime/tls/credentials.h).
   runtime::tls::set_process_credentials(runtime::tls::Credentials::load(runtime::tls::credentials_dir(options.tls_dir)));
+  // Its loaders' partition and sampler actors run on the nodes and send it batches there: a
+  // member of the cluster, whose certificate must be a node's (runtime/tls/roles.h).
+  runtime::tls::require_node_role("partita.init(address='" + head.to_string() +
+                                  "'): a Python cluster client runs its loaders' actors on the nodes");
   std::vector<std::string> nodes;
   {
     runtime::ActorSystemOptions client;

@@ -31,6 +31,8 @@ DaemonConnection DaemonConnection::connect(caf::actor_system& system, const std:
                                            std::chrono::milliseconds timeout) {
   const Endpoint endpoint = parse_endpoint(address, "daemon address");
   if (endpoint.port == 0) throw UsageError("daemon address '" + address + "': port 0 cannot be connected to");
+  // A node refuses a user's certificate after the handshake; said here, before, with why.
+  tls::require_node_role("cannot connect to daemon " + address + " to run actors on it");
   PublishedActor published = connect_published(system, endpoint, timeout, "cannot connect to daemon");
   if (!system.assignable<host_actor>(published.interface)) {
     throw Error("cannot connect to daemon " + address +

@@ -31,7 +31,9 @@ PublishedActor connect_published(caf::actor_system& system, const Endpoint& endp
 class DaemonConnection {
  public:
   // Connects to the host actor published at "host:port". Throws UsageError on a malformed
-  // address, Error if nothing answers within `timeout` or the peer is not a Partita daemon.
+  // address, Error if this process's certificate is a user's (runtime/tls/roles.h: only a
+  // node's may run actors on a node), nothing answers within `timeout` or the peer is not a
+  // Partita daemon.
   static DaemonConnection connect(caf::actor_system& system, const std::string& address,
                                   std::chrono::milliseconds timeout);
 

@@ -233,6 +233,7 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
   Endpoint endpoint = parse_endpoint(options.listen, "--listen");
   const std::string name = options.name.empty() ? machine_name() : options.name;
   const char* role = options.head ? "head" : options.join.empty() ? "daemon" : "node";
+  tls::require_node_role(std::string("partita daemon: a ") + role + " serves the cluster's ports");
   ActorSystemOptions system_options = options.system;
   system_options.networking = true;
 
@@ -263,7 +264,10 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
       head = spawn_head(system, head_options);
       main = caf::actor_cast<caf::actor>(head);
       stop = [main] { caf::anon_send_exit(main, caf::exit_reason::user_shutdown); };
-      publish = [&system, head, &endpoint] { return tls::publish(system.get(), head, endpoint, true); };
+      // The one port users reach: they submit, query and stop jobs there (runtime/tls/roles.h).
+      publish = [&system, head, &endpoint] {
+        return tls::publish(system.get(), head, endpoint, true, tls::Session::Admits::nodes_and_users);
+      };
     } else {
       host_actor host = spawn_host(system, HostInfo{name, partita_version()}, std::move(registry));
       main = caf::actor_cast<caf::actor>(host);

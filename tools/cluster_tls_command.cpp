@@ -1,5 +1,6 @@
 // partita cluster init DIR: a cluster CA and this machine's first certificate.
-// partita cluster cert NAME [--dir DIR] [-o OUT]: a certificate for a node or a user.
+// partita cluster cert NAME [--role node|user] [--dir DIR] [-o OUT]: a certificate for a node
+// or a user (runtime/tls/roles.h; a user's by default: the least a forgotten flag can give).
 // And install_credentials, which every networked command calls (runtime/tls/credentials.h).
 #include <spdlog/spdlog.h>
 
@@ -45,17 +46,23 @@ void add_cluster_command(CLI::App& app, const GlobalOptions& global) {
   auto name = std::make_shared<std::string>();
   auto ca_dir = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
+  auto role = std::make_shared<std::string>("user");
   CLI::App* cert = cmd->add_subcommand("cert", "issue a certificate for a node or a user, signed by the cluster CA");
   cert->add_option("NAME", *name, "the node's or user's name (letters, digits, '.', '_', '-')")->required();
+  cert->add_option("--role", *role,
+                   "node: a daemon, or a process that runs actors on the nodes (submit/run --daemons, Python "
+                   "clients); user: submits, queries and stops jobs at the head only")
+      ->capture_default_str();
   cert->add_option("--dir", *ca_dir, "the folder with the CA (ca.crt, ca.key) [default: as --tls-dir]");
   cert->add_option("-o,--output", *out, "the credentials folder to write [default: DIR/NAME]");
-  cert->callback([name, ca_dir, out, &global] {
+  cert->callback([name, ca_dir, out, role, &global] {
+    const runtime::tls::MemberRole member_role = runtime::tls::parse_role(*role, "--role");
     const std::filesystem::path from =
         ca_dir->empty() ? runtime::tls::credentials_dir(global.tls_dir) : std::filesystem::path(*ca_dir);
     runtime::tls::check_identity_name(*name);
     const std::filesystem::path to = out->empty() ? from / *name : std::filesystem::path(*out);
-    runtime::tls::issue_to_folder(from, *name, to);
-    std::cout << "certificate for " << *name << " in " << to.string()
+    runtime::tls::issue_to_folder(from, *name, member_role, to);
+    std::cout << runtime::tls::role_name(member_role) << " certificate for " << *name << " in " << to.string()
               << " (copy the folder to that node and point --tls-dir or PARTITA_TLS_DIR at it)\n";
   });
 }

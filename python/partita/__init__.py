@@ -38,7 +38,9 @@ def init(address=None, *, tls_dir=None, threads=0, log_level="warning", timeout=
     nodes (partition p on node p mod the number of nodes, as a submitted job's), reached
     over mutual TLS with the credentials in `tls_dir` (default: $PARTITA_TLS_DIR or
     ~/.partita/tls); a partition folder must then be at the same path on every node.
-    Logs below `log_level` ("trace" ... "error", "off") are dropped. Raises UsageError when
+    This process then runs actors on the nodes, as a member of the cluster: its certificate
+    must be a node's (``partita cluster cert NAME --role node``); a user's is refused with
+    an Error that says so. Logs below `log_level` ("trace" ... "error", "off") are dropped. Raises UsageError when
     it is running already, Error when the head or a node does not answer within `timeout`
     seconds."""
     if not isinstance(threads, int) or isinstance(threads, bool):

@@ -112,6 +112,12 @@ def test_loaders_on_a_clusters_nodes_give_the_in_process_batches(cluster, cora_p
     try:
         with pytest.raises(partita.Error, match="ca.crt"):  # mutual TLS: no credentials, no cluster
             partita.init(head, tls_dir=tls.parent / "no-credentials")
+        # A user's certificate submits jobs to the head; it runs no actors on the nodes.
+        user = tls.parent / "alice"
+        subprocess.run([cli(), "cluster", "cert", "alice", "--dir", str(tls), "-o", str(user)], check=True,
+                       capture_output=True, timeout=DEADLINE)
+        with pytest.raises(partita.Error, match="needs a node's certificate.*'alice'.*has role user"):
+            partita.init(head, tls_dir=user)
         partita.init(head, tls_dir=tls)
         assert sorted(partita.nodes()) == sorted(d.address for d in nodes)
         # Partition 0 and the sampler on one node, partition 1 on the other; batches cross

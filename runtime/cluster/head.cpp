@@ -21,7 +21,9 @@
 #include "base/error.h"
 #include "base/file_util.h"
 #include "base/subprocess.h"
+#include "runtime/errors.h"
 #include "runtime/host.h"
+#include "runtime/tls/peer_roles.h"
 
 namespace partita::runtime {
 
@@ -80,6 +82,9 @@ struct HeadState {
   std::map<std::string, Job> jobs;  // by id
   uint64_t submitted = 0;
   std::string address;  // where drivers reach the head; "" until the daemon told it
+  // Refused requests from senders other than nodes, for a log line at most every second.
+  Clock::time_point last_refusal_log{};
+  uint64_t refusals_unsaid = 0;
   static inline const char* name = "partita.head";
 };
 
@@ -339,6 +344,31 @@ caf::error unknown_job(const std::string& id) {
   return caf::make_error(caf::sec::invalid_argument, "no job '" + id + "' on this head (partita status lists them)");
 }
 
+// What only a node may do (join, heartbeat, report on a job its driver runs), asked by a
+// sender whose certificate is not a node's (runtime/tls/peer_roles.h): the refusal, logged
+// (at most one line a second, with the count since), or none for a node.
+caf::error refuse_non_node(HeadPointer self, const std::string& what) {
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  if (tls::sender_is_node(self->system(), sender)) return {};
+  const std::optional<tls::PeerIdentity> peer =
+      sender ? tls::node_identity(self->system(), sender->node()) : std::optional<tls::PeerIdentity>();
+  const std::string who = !sender ? "an anonymous sender"
+                          : peer  ? "the certificate '" + peer->certificate + "' (role " +
+                                       tls::role_name(peer->role) + ")"
+                                  : "a node this head has no connection from";
+  auto& s = self->state;
+  ++s.refusals_unsaid;
+  if (Clock::now() - s.last_refusal_log >= std::chrono::seconds(1)) {
+    spdlog::warn("head: refused {} from {} (node {}; {} refusal(s) since the last line): only a node's certificate "
+                 "may do that", what, who, sender ? caf::to_string(sender->node()) : "none", s.refusals_unsaid);
+    s.last_refusal_log = Clock::now();
+    s.refusals_unsaid = 0;
+  }
+  return make_runtime_error(RuntimeErrc::refused, "head: " + what + " refused: it came from " + who +
+                                                      "; only a node's certificate may do that (partita cluster cert "
+                                                      "NAME --role node)");
+}
+
 head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
   self->state.options = std::move(options);
   const milliseconds check_every = std::max(milliseconds(1), self->state.options.heartbeat_period / 2);
@@ -360,6 +390,7 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
   return {
       [self](join_atom, NodeInfo& info, caf::actor& agent) -> caf::result<uint64_t, int64_t, int64_t> {
         auto& s = self->state;
+        if (caf::error refused = refuse_non_node(self, "join as " + info.name)) return refused;
         if (!agent) return caf::make_error(caf::sec::invalid_argument, "join without an agent");
         if (s.stopping) return caf::make_error(caf::sec::invalid_argument, "the cluster is stopping");
         Member m;
@@ -376,7 +407,10 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
         return {id, static_cast<int64_t>(s.options.heartbeat_period.count()),
                 static_cast<int64_t>(s.options.heartbeat_timeout.count())};
       },
-      [self](heartbeat_atom, uint64_t member, NodeLoad& load) {
+      [self](heartbeat_atom, uint64_t member, NodeLoad& load) -> caf::result<bool> {
+        if (caf::error refused = refuse_non_node(self, "a heartbeat of member " + std::to_string(member))) {
+          return refused;
+        }
         auto it = self->state.members.find(member);
         if (it == self->state.members.end() || !it->second.status.alive) return false;
         it->second.last_heartbeat = Clock::now();
@@ -410,6 +444,7 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
         return submit(self->state, name, yaml);
       },
       [self](job_report_atom, const std::string& id, const std::string& token, JobStatus& report) -> caf::result<bool> {
+        if (caf::error refused = refuse_non_node(self, "a report on job " + id)) return refused;
         auto it = self->state.jobs.find(id);
         if (it == self->state.jobs.end() || it->second.status.finished()) return false;
         if (token != it->second.token) {

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -28,6 +29,7 @@
 
 #include "base/file_util.h"
 #include "runtime/errors.h"
+#include "runtime/tls/peer_roles.h"
 #include "runtime/tls/session.h"
 #include "runtime/transport/connection.h"
 #include "runtime/transport/tcp_socket.h"
@@ -50,6 +52,33 @@ sockaddr_un unix_address(const std::string& path) {
   return address;
 }
 
+
+// The ports of this process whose gates admit users' certificates (publish with
+// Session::Admits::nodes_and_users): ports are unique on a host, so one set serves every
+// actor system of the process. Made on first use, never destroyed (the gateway's thread
+// reads it).
+struct UserPorts {
+  std::mutex mutex;
+  std::set<uint16_t> ports;
+};
+UserPorts& user_ports() {
+  static auto* ports = new UserPorts();
+  return *ports;
+}
+bool users_admitted_on(uint16_t port) {
+  UserPorts& u = user_ports();
+  std::lock_guard lock(u.mutex);
+  return u.ports.count(port) > 0;
+}
+void admit_users_on(uint16_t port, bool admit) {
+  UserPorts& u = user_ports();
+  std::lock_guard lock(u.mutex);
+  if (admit) {
+    u.ports.insert(port);
+  } else {
+    u.ports.erase(port);
+  }
+}
 
 // The largest BASP message (its payload, after the 32-byte header) a peer may send. CAF
 // 0.17 sizes its receive buffer from a header's payload length before a byte of the payload
@@ -100,19 +129,66 @@ std::string refuse_basp_header(const unsigned char* header) {
   return "an unknown operation (" + std::to_string(header[0]) + ")";
 }
 
+// The most bytes of a BASP handshake's payload (its node id, application id, address and,
+// from a server, the published actor's interface): CAF's are a few hundred bytes.
+constexpr uint32_t kMaxHandshakePayload = 64 * 1024;
+
+// Why a user's connection (runtime/tls/roles.h) may not send `header` (one that
+// refuse_basp_header let through), or "" if it may. A user speaks to the head it connected
+// to, as a client: direct messages to the head's actors (CAF's handshake asks the peer's
+// "SpawnServ" by name for its information; Partita registers no actor type with it, so it
+// spawns nothing), monitors and down messages. Not a routed message (it would name any
+// node as its source) nor another named actor (the gateway's own middleman actor would
+// connect and publish for it).
+std::string refuse_user_header(const unsigned char* header) {
+  namespace basp = caf::io::basp;
+  const auto operation = static_cast<basp::message_type>(header[0]);
+  switch (operation) {
+    case basp::message_type::client_handshake:
+    case basp::message_type::monitor_message:
+    case basp::message_type::down_message:
+    case basp::message_type::heartbeat:
+      return "";
+    case basp::message_type::direct_message: {
+      if ((header[3] & basp::header::named_receiver_flag) == 0) return "";
+      uint64_t name = 0;
+      for (int i = 24; i < 32; ++i) name = name << 8 | header[i];  // dest_actor: the receiver's name
+      if (static_cast<caf::atom_value>(name) == caf::atom("SpawnServ")) return "";
+      return "a message to the actor named '" + caf::to_string(static_cast<caf::atom_value>(name)) + "'";
+    }
+    default:
+      return "a " + basp::to_string(operation);
+  }
+}
+
 // The BASP messages of the bytes a peer sends to CAF, followed header by header, so that a
-// header CAF must not see (refuse_basp_header) is caught before it is handed on.
+// header CAF must not see (refuse_basp_header, and refuse_user_header on a user's
+// connection) is caught before it is handed on; the first handshake of the kind the peer
+// sends (a client's on an accepted connection, a server's on an outgoing one) is read
+// whole, and the node id it names handed to `on_node` before CAF sees it.
 class BaspFrames {
  public:
+  using OnNode = std::function<void(const caf::node_id&)>;
+  // From the next byte on: `user` restricts the peer to what a user may send; the first
+  // `handshake` header's payload goes to `on_node`.
+  void follow(bool user, caf::io::basp::message_type handshake, OnNode on_node) {
+    user_ = user;
+    handshake_ = handshake;
+    on_node_ = std::move(on_node);
+  }
+
   // Follows `bytes` more bytes of the stream. Throws BadMessage naming the first header
-  // among them that CAF must not see.
+  // among them that CAF must not see, or a handshake over kMaxHandshakePayload or without a
+  // node id.
   void check(const char* data, size_t bytes) {
     while (bytes > 0) {
       if (payload_left_ > 0) {
         const size_t skip = static_cast<size_t>(std::min<uint64_t>(payload_left_, bytes));
+        if (capturing_) captured_.insert(captured_.end(), data, data + skip);
         payload_left_ -= skip;
         data += skip;
         bytes -= skip;
+        if (capturing_ && payload_left_ == 0) name_node();
         continue;
       }
       const size_t take = std::min(bytes, sizeof(header_) - header_got_);
@@ -122,17 +198,44 @@ class BaspFrames {
       bytes -= take;
       if (header_got_ < sizeof(header_)) break;
       header_got_ = 0;
-      if (std::string why = refuse_basp_header(header_); !why.empty()) {
-        throw BadMessage(why + " (closed before the actor system saw it)");
-      }
+      std::string why = refuse_basp_header(header_);
+      if (why.empty() && user_) why = refuse_user_header(header_);
+      if (!why.empty()) throw BadMessage(why + " (closed before the actor system saw it)");
       payload_left_ = payload_length(header_);
+      if (on_node_ && static_cast<caf::io::basp::message_type>(header_[0]) == handshake_) {
+        if (payload_left_ > kMaxHandshakePayload) {
+          throw BadMessage("a handshake of " + std::to_string(payload_left_) + " bytes, over the limit of " +
+                           std::to_string(kMaxHandshakePayload) + " (closed before the actor system saw it)");
+        }
+        capturing_ = true;
+        captured_.reserve(static_cast<size_t>(payload_left_));
+      }
     }
   }
 
  private:
+  // The captured handshake's node id (its payload's first field) to on_node_, once.
+  void name_node() {
+    capturing_ = false;
+    caf::node_id node;
+    caf::binary_deserializer source{static_cast<caf::execution_unit*>(nullptr), captured_.data(), captured_.size()};
+    if (source(node) || node == caf::none) {
+      throw BadMessage("a handshake that names no node (closed before the actor system saw it)");
+    }
+    OnNode on_node = std::move(on_node_);
+    on_node_ = nullptr;
+    captured_ = std::vector<char>();
+    on_node(node);
+  }
+
   unsigned char header_[caf::io::basp::header_size];
   size_t header_got_ = 0;
   uint64_t payload_left_ = 0;
+  bool user_ = false;
+  caf::io::basp::message_type handshake_ = caf::io::basp::message_type::client_handshake;
+  OnNode on_node_;
+  bool capturing_ = false;
+  std::vector<char> captured_;
 };
 
 // The network side of a link: a TLS session, or (insecure mode) the plain socket. Each
@@ -148,17 +251,21 @@ class Peer {
   virtual short wants() const = 0;
   // For the log: the certificate's name, or "plaintext".
   virtual std::string name() const = 0;
+  // The certificate's role, once handshake() returned true (node in insecure mode: no roles).
+  virtual MemberRole role() const = 0;
 };
 
 class TlsPeer : public Peer {
  public:
-  TlsPeer(std::shared_ptr<const Credentials> credentials, int fd, Session::Role role)
-      : session_(std::move(credentials), fd, role) {}
+  TlsPeer(std::shared_ptr<const Credentials> credentials, int fd, Session::Role role,
+          Session::Admits admits = Session::Admits::nodes)
+      : session_(std::move(credentials), fd, role, admits) {}
   bool handshake() override { return session_.handshake(); }
   size_t read_some(void* data, size_t bytes) override { return session_.read_some(data, bytes); }
   size_t write_some(const void* data, size_t bytes) override { return session_.write_some(data, bytes); }
   short wants() const override { return session_.wants(); }
   std::string name() const override { return session_.peer_name(); }
+  MemberRole role() const override { return session_.peer_role(); }
 
  private:
   Session session_;
@@ -178,6 +285,7 @@ class PlainPeer : public Peer {
   }
   short wants() const override { return wants_; }
   std::string name() const override { return "plaintext"; }
+  MemberRole role() const override { return MemberRole::node; }
 
  private:
   size_t done(ssize_t n, short wait_for, const char* doing) {
@@ -212,8 +320,22 @@ struct Link {
   // link closes (a down message written just before a shutdown must arrive).
   bool net_eof = false, local_eof = false;
   uint64_t from_local = 0;  // bytes CAF has written into this link, ever
+  std::unique_ptr<PeerRoleRecord> role_record;  // the peer's node under its role (peer_roles.h)
 
   bool bridging() const { return local.get() >= 0; }
+
+  // Once the handshake is done: what the peer may send (a user's connection is restricted),
+  // and the node its first `handshake` names filed under its certificate's role. A client
+  // naming `own` (this actor system's node) is refused: CAF would take its messages for
+  // local ones (an outgoing link passes none: CAF itself ends a connection to its own port
+  // after the server's handshake).
+  void follow_peer(caf::io::basp::message_type handshake, const caf::node_id& own) {
+    const MemberRole role = peer->role();
+    from_peer.follow(role == MemberRole::user, handshake, [this, role, own](const caf::node_id& node) {
+      if (node == own) throw BadMessage("a handshake that names this node itself (closed before the actor system saw it)");
+      role_record = std::make_unique<PeerRoleRecord>(node, role, peer->name());
+    });
+  }
 
   short net_events() const {
     if (!bridging()) return peer->wants() != 0 ? peer->wants() : POLLIN;
@@ -308,8 +430,9 @@ struct Link {
 // non-blocking sockets and one poll. Other threads hand it work through post().
 class Loop {
  public:
-  explicit Loop(std::shared_ptr<const Credentials> credentials)
-      : credentials_(std::move(credentials)), thread_([this] { run(); }) {}
+  // `own`: the node of the actor system it serves.
+  Loop(std::shared_ptr<const Credentials> credentials, caf::node_id own)
+      : credentials_(std::move(credentials)), own_(std::move(own)), thread_([this] { run(); }) {}
   ~Loop() {
     stop_.notify();
     thread_.join();
@@ -318,10 +441,11 @@ class Loop {
   Loop(const Loop&) = delete;
   Loop& operator=(const Loop&) = delete;
 
-  // Accepts on `tcp` for a gate at `where`, handing connections to CAF at `local_path`.
-  void add_listener(int tcp, std::string where, std::string local_path) {
-    post([this, tcp, where = std::move(where), local_path = std::move(local_path)] {
-      listeners_.push_back({ScopedFd(tcp), where, local_path});
+  // Accepts on `tcp` (port `port`) for a gate at `where`, handing connections to CAF at
+  // `local_path`.
+  void add_listener(int tcp, uint16_t port, std::string where, std::string local_path) {
+    post([this, tcp, port, where = std::move(where), local_path = std::move(local_path)] {
+      listeners_.push_back({ScopedFd(tcp), port, where, local_path});
     });
   }
   // Stops accepting on `tcp` (the gate went); its open connections stay.
@@ -342,6 +466,7 @@ class Loop {
  private:
   struct Listening {
     ScopedFd tcp;
+    uint16_t port = 0;
     std::string where, local_path;
   };
 
@@ -466,7 +591,9 @@ class Loop {
       link->local_path = l.local_path;
       link->deadline = Clock::now() + kHandshakeDeadline;
       if (credentials_) {
-        link->peer = std::make_unique<TlsPeer>(credentials_, fd.get(), Session::Role::server);
+        link->peer = std::make_unique<TlsPeer>(credentials_, fd.get(), Session::Role::server,
+                                               users_admitted_on(l.port) ? Session::Admits::nodes_and_users
+                                                                         : Session::Admits::nodes);
       } else {
         link->peer = std::make_unique<PlainPeer>(fd.get());
       }
@@ -536,8 +663,9 @@ class Loop {
           return false;
         }
         ++bridges_;
+        link.follow_peer(caf::io::basp::message_type::client_handshake, own_);
         link.start_bridge();
-        spdlog::debug("{}: {} is {}", link.where, link.address, link.peer->name());
+        spdlog::debug("{}: {} is {} ({})", link.where, link.address, link.peer->name(), role_name(link.peer->role()));
       } catch (const Error& e) {
         if (!link.bridging()) {
           --handshakes_;
@@ -561,6 +689,7 @@ class Loop {
   }
 
   std::shared_ptr<const Credentials> credentials_;
+  caf::node_id own_;
   Wakeup stop_;
   int wake_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   std::mutex mutex_;
@@ -628,9 +757,10 @@ class Gate {
     listen_local();
     endpoint_ = tcp.endpoint;
     tcp_ = tcp.socket.get();
-    loop_->add_listener(tcp.socket.release(), endpoint_.to_string(), path_);
+    loop_->add_listener(tcp.socket.release(), endpoint_.port, endpoint_.to_string(), path_);
   }
   ~Gate() {
+    admit_users_on(endpoint_.port, false);
     loop_->remove_listener(tcp_);
     ::unlink(path_.c_str());
   }
@@ -705,7 +835,7 @@ class GatewayActor : public caf::io::middleman_actor_impl {
   GatewayActor(caf::actor_config& cfg, caf::actor broker, std::shared_ptr<const Credentials> credentials)
       : middleman_actor_impl(cfg, std::move(broker)),
         credentials_(credentials),
-        loop_(std::make_shared<Loop>(std::move(credentials))) {}
+        loop_(std::make_shared<Loop>(std::move(credentials), system().node())) {}
 
   // A CAF peer writes its handshake as soon as it accepts a connection; a secure daemon's
   // gateway waits for a TLS ClientHello and never answers plaintext. Under the callers'
@@ -734,10 +864,12 @@ class GatewayActor : public caf::io::middleman_actor_impl {
         while (!link->peer->handshake()) {
           wait_ready(link->net.get(), link->peer->wants(), deadline, nullptr, "the TLS handshake");
         }
+        link->follow_peer(caf::io::basp::message_type::server_handshake, caf::node_id());  // CAF ends a self-connection
         link->allocate();
         link->read_at_least(caf::io::basp::header_size, deadline);  // caf_gateway.h: "handed to CAF"
       } else {
         link->peer = std::make_unique<PlainPeer>(link->net.get());
+        link->follow_peer(caf::io::basp::message_type::server_handshake, caf::node_id());  // CAF ends a self-connection
         link->allocate();
         try {
           link->read_at_least(caf::io::basp::header_size, std::min(deadline, Clock::now() + kFirstBytesDeadline));
@@ -801,13 +933,16 @@ caf::io::middleman_actor middleman_actor(caf::actor_system& system) {
 }
 
 caf::expected<uint16_t> publish(caf::actor_system& system, caf::strong_actor_ptr actor,
-                                std::set<std::string> interface, const Endpoint& endpoint, bool reuse) {
+                                std::set<std::string> interface, const Endpoint& endpoint, bool reuse,
+                                Session::Admits admits) {
   check_plaintext_bind(endpoint.host, "--listen");
   caf::scoped_actor self{system, true};
   caf::expected<uint16_t> result{caf::sec::runtime_error};
   self->request(middleman_actor(system), std::chrono::seconds(30), caf::publish_atom::value, endpoint.port, std::move(actor),
                 std::move(interface), endpoint.host, reuse)
       .receive([&](uint16_t port) { result = port; }, [&](caf::error& error) { result = std::move(error); });
+  // Until here users are refused on the new port, as on every other.
+  if (result && admits == Session::Admits::nodes_and_users) admit_users_on(*result, true);
   return result;
 }
 

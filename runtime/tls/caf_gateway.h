@@ -38,6 +38,17 @@
 //     a message's whole payload when its header arrives), an unknown operation, or a
 //     payload length its operation does not allow (a handshake without one crashed CAF).
 //
+//   roles (runtime/tls/roles.h): a gate admits node certificates only, unless its actor was
+//     published admitting users too (the head's); a certificate it does not admit, or one
+//     without a role, is refused once the TLS handshake completes (logged as above, naming
+//     the certificate and its role) and never reaches CAF. On a user's connection the
+//     bridge also refuses what a user has no business sending to the head (a routed
+//     message, a message to a named actor other than CAF's "SpawnServ" handshake query, a
+//     server handshake). Every connection's BASP handshake is read whole before CAF sees it,
+//     and the node id it names filed under the certificate's role (runtime/tls/peer_roles.h):
+//     what the head asks before it lets a sender join. Outgoing connections admit only a
+//     node's certificate on the server's side.
+//
 // One thread per process does all of it (accepts, handshakes, bridges) with non-blocking
 // sockets and one poll, so a process's thread count does not grow with its connections;
 // each established connection has 2 × 256 KiB of buffers, and kMaxBridges bounds them.
@@ -71,6 +82,7 @@
 
 #include "runtime/address.h"
 #include "runtime/tls/credentials.h"
+#include "runtime/tls/session.h"
 
 namespace partita::runtime::tls {
 
@@ -93,15 +105,18 @@ void stop_gateway(caf::actor_system& system, caf::actor gateway);
 caf::io::middleman_actor middleman_actor(caf::actor_system& system);
 
 // Publishes `actor` on `endpoint` (port 0: any free port) through middleman_actor(system);
-// `reuse` sets SO_REUSEADDR. Returns the bound port or CAF's error. In insecure mode,
+// `reuse` sets SO_REUSEADDR; `admits`: the certificates the port accepts (users only on the
+// head's: see "roles" above). Returns the bound port or CAF's error. In insecure mode,
 // throws PlaintextNotLoopback for an address other than loopback.
 caf::expected<uint16_t> publish(caf::actor_system& system, caf::strong_actor_ptr actor,
-                                std::set<std::string> interface, const Endpoint& endpoint, bool reuse);
+                                std::set<std::string> interface, const Endpoint& endpoint, bool reuse,
+                                Session::Admits admits = Session::Admits::nodes);
 template <class Handle>
-caf::expected<uint16_t> publish(caf::actor_system& system, const Handle& actor, const Endpoint& endpoint, bool reuse) {
+caf::expected<uint16_t> publish(caf::actor_system& system, const Handle& actor, const Endpoint& endpoint, bool reuse,
+                                Session::Admits admits = Session::Admits::nodes) {
   caf::detail::type_list<Handle> handle_type;
   return publish(system, caf::actor_cast<caf::strong_actor_ptr>(actor), system.message_types(handle_type), endpoint,
-                 reuse);
+                 reuse, admits);
 }
 
 }  // namespace partita::runtime::tls

@@ -87,9 +87,11 @@ void add_extension(X509* cert, X509* issuer, int nid, const char* value) {
 }
 
 // A certificate for `subject_key` named `cn`, signed by `issuer_key` (self-signed when
-// `issuer` is null).
-Cert make_cert(EVP_PKEY* subject_key, const std::string& cn, X509* issuer, EVP_PKEY* issuer_key, bool ca,
-               long days) {
+// `issuer` is null): the CA's without a role (`role` null), a member's with its role in the
+// subject's OU and the extended key usage of that role (roles.h).
+Cert make_cert(EVP_PKEY* subject_key, const std::string& cn, X509* issuer, EVP_PKEY* issuer_key,
+               const MemberRole* role, long days) {
+  const bool ca = role == nullptr;
   Cert cert(X509_new());
   if (!cert || X509_set_version(cert.get(), 2) != 1) fail("create a certificate");
   // A random 127-bit serial, as RFC 5280 asks of CAs (positive, at most 20 bytes).
@@ -105,6 +107,10 @@ Cert make_cert(EVP_PKEY* subject_key, const std::string& cn, X509* issuer, EVP_P
   X509_NAME* name = X509_get_subject_name(cert.get());
   X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>("partita cluster"), -1,
                              -1, 0);
+  if (!ca && X509_NAME_add_entry_by_txt(name, "OU", MBSTRING_UTF8,
+                                        reinterpret_cast<const unsigned char*>(role_name(*role)), -1, -1, 0) != 1) {
+    fail("give the certificate '" + cn + "' its role");
+  }
   if (X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(cn.c_str()), -1,
                                  -1, 0) != 1) {
     fail("name a certificate '" + cn + "'");
@@ -116,7 +122,10 @@ Cert make_cert(EVP_PKEY* subject_key, const std::string& cn, X509* issuer, EVP_P
   }
   add_extension(cert.get(), signer, NID_basic_constraints, ca ? "critical,CA:TRUE,pathlen:0" : "critical,CA:FALSE");
   add_extension(cert.get(), signer, NID_key_usage, ca ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature");
-  if (!ca) add_extension(cert.get(), signer, NID_ext_key_usage, "serverAuth,clientAuth");
+  if (!ca) {
+    add_extension(cert.get(), signer, NID_ext_key_usage,
+                  *role == MemberRole::node ? "serverAuth,clientAuth" : "clientAuth");
+  }
   add_extension(cert.get(), signer, NID_subject_key_identifier, "hash");
   add_extension(cert.get(), signer, NID_authority_key_identifier, "keyid:always");
   if (X509_sign(cert.get(), issuer_key, EVP_sha256()) <= 0) fail("sign a certificate");
@@ -169,20 +178,22 @@ void check_identity_name(const std::string& name) {
 
 PemAuthority make_authority(const std::string& cluster, const std::string& node_name) {
   Key ca_key = new_key();
-  Cert ca = make_cert(ca_key.get(), cluster, nullptr, ca_key.get(), true, kCaDays);
+  Cert ca = make_cert(ca_key.get(), cluster, nullptr, ca_key.get(), nullptr, kCaDays);
   Key key = new_key();
-  Cert cert = make_cert(key.get(), node_name, ca.get(), ca_key.get(), false, kCertDays);
+  const MemberRole role = MemberRole::node;
+  Cert cert = make_cert(key.get(), node_name, ca.get(), ca_key.get(), &role, kCertDays);
   return {to_pem(ca_key.get()), {to_pem(ca.get()), to_pem(cert.get()), to_pem(key.get())}};
 }
 
-PemIdentity issue(const std::string& ca_cert_pem, const std::string& ca_key_pem, const std::string& name) {
+PemIdentity issue(const std::string& ca_cert_pem, const std::string& ca_key_pem, const std::string& name,
+                  MemberRole role) {
   Cert ca = cert_from_pem(ca_cert_pem, "the CA certificate");
   Key ca_key = key_from_pem(ca_key_pem, "the CA key");
   if (X509_check_private_key(ca.get(), ca_key.get()) != 1) {
     throw Error("the CA key does not belong to the CA certificate");
   }
   Key key = new_key();
-  Cert cert = make_cert(key.get(), name, ca.get(), ca_key.get(), false, kCertDays);
+  Cert cert = make_cert(key.get(), name, ca.get(), ca_key.get(), &role, kCertDays);
   return {ca_cert_pem, to_pem(cert.get()), to_pem(key.get())};
 }
 
@@ -199,7 +210,8 @@ void init_cluster(const std::filesystem::path& dir, const std::string& node_name
   write_identity(dir, authority.identity);
 }
 
-void issue_to_folder(const std::filesystem::path& ca_dir, const std::string& name, const std::filesystem::path& out) {
+void issue_to_folder(const std::filesystem::path& ca_dir, const std::string& name, MemberRole role,
+                     const std::filesystem::path& out) {
   check_identity_name(name);
   const std::filesystem::path ca_key = ca_dir / kCaKeyFile;
   if (!std::filesystem::exists(ca_key)) {
@@ -207,7 +219,7 @@ void issue_to_folder(const std::filesystem::path& ca_dir, const std::string& nam
   }
   check_key_permissions(ca_key);
   if (std::filesystem::exists(out)) throw Error(out.string() + " already exists; choose another folder");
-  const PemIdentity identity = issue(read_file((ca_dir / kCaCertFile).string()), read_file(ca_key.string()), name);
+  const PemIdentity identity = issue(read_file((ca_dir / kCaCertFile).string()), read_file(ca_key.string()), name, role);
   make_private_dir(out);
   write_identity(out, identity);
 }

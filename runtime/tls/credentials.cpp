@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "base/file_util.h"
 #include "runtime/loopback.h"
@@ -89,9 +90,15 @@ std::shared_ptr<const Credentials> Credentials::from_pem(const PemIdentity& iden
   std::unique_ptr<BIO, BioFree> cert_bio(BIO_new_mem_buf(identity.cert.data(), static_cast<int>(identity.cert.size())));
   X509* cert = cert_bio ? PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr) : nullptr;
   if (cert == nullptr) fail(std::string(kCertFile) + " is not a PEM certificate");
+  const std::optional<MemberRole> role = certificate_role(cert);
+  const std::string name = certificate_name(cert);
   const int used = SSL_CTX_use_certificate(ctx, cert);
   X509_free(cert);
   if (used != 1) fail(std::string("cannot use ") + kCertFile);
+  if (!role) {
+    SSL_CTX_free(ctx);
+    throw Error(no_role_message(name, (std::filesystem::path(origin) / kCertFile).string()));
+  }
   std::unique_ptr<BIO, BioFree> key_bio(BIO_new_mem_buf(identity.key.data(), static_cast<int>(identity.key.size())));
   EVP_PKEY* key = key_bio ? PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr) : nullptr;
   if (key == nullptr) fail(std::string(kKeyFile) + " is not a PEM private key (an encrypted key is not supported)");
@@ -112,7 +119,7 @@ std::shared_ptr<const Credentials> Credentials::from_pem(const PemIdentity& iden
     fail(std::string("cannot build the certificate chain of ") + kCertFile);
   }
   ERR_clear_error();  // an ignored verification error of the build
-  return std::shared_ptr<const Credentials>(new Credentials(ctx, std::move(origin)));
+  return std::shared_ptr<const Credentials>(new Credentials(ctx, std::move(origin), *role, name));
 }
 
 std::shared_ptr<const Credentials> Credentials::load(const std::filesystem::path& dir) {
@@ -164,6 +171,20 @@ std::shared_ptr<const Credentials> process_credentials() {
   ProcessCredentials& state = process_state();
   std::lock_guard lock(state.mutex);
   return state.value;
+}
+
+MemberRole process_role() {
+  const std::shared_ptr<const Credentials> credentials = process_credentials();
+  return credentials ? credentials->role() : MemberRole::node;
+}
+
+void require_node_role(const std::string& what) {
+  const std::shared_ptr<const Credentials> credentials = process_credentials();
+  if (!credentials || credentials->role() == MemberRole::node) return;
+  throw Error(what + ": this needs a node's certificate, and this process's ('" + credentials->name() + "' in " +
+              credentials->origin() + ") has role " + role_name(credentials->role()) +
+              "; use a node's credentials (--tls-dir, PARTITA_TLS_DIR), or issue some with `partita cluster cert NAME "
+              "--role node`");
 }
 
 void check_plaintext_bind(const std::string& host, const std::string& what) {

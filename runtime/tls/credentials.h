@@ -20,8 +20,12 @@
 // chain is built once per context, not in every handshake. Names in certificates are not matched against addresses: membership is
 // the credential (nodes move between addresses).
 //
+// The certificate's role (runtime/tls/roles.h) decides what the process may do: loading one
+// without a role is refused, saying how to issue it again.
+//
 // Insecure mode (`--insecure`, or no credentials installed): today's plaintext protocol,
-// allowed on loopback addresses only (check_plaintext_bind).
+// allowed on loopback addresses only (check_plaintext_bind); it has no roles (every local
+// user can connect).
 #pragma once
 
 #include <filesystem>
@@ -30,6 +34,7 @@
 
 #include "base/error.h"
 #include "runtime/tls/certificates.h"
+#include "runtime/tls/roles.h"
 
 typedef struct ssl_ctx_st SSL_CTX;
 
@@ -60,13 +65,14 @@ class Credentials {
  public:
   // Loads the folder `dir`. Throws NoCredentials if ca.crt, node.crt or node.key is missing,
   // InsecureKeyFile if node.key is readable by group or others, Error if a file does not
-  // parse or the key does not belong to the certificate.
+  // parse, the key does not belong to the certificate or the certificate carries no role.
   static std::shared_ptr<const Credentials> load(const std::filesystem::path& dir);
   // From PEM text (an in-memory CA: `partita run`'s, the tests'); `origin` names it in
   // messages.
   static std::shared_ptr<const Credentials> from_pem(const PemIdentity& identity, std::string origin);
-  // A CA that exists only in this process's memory, and a certificate of it: for a process
-  // whose peers are all inside it (`partita run`: its loopback ports trust only itself).
+  // A CA that exists only in this process's memory, and a certificate of it (role node): for
+  // a process whose peers are all inside it (`partita run`: its loopback ports trust only
+  // itself).
   static std::shared_ptr<const Credentials> ephemeral();
 
   ~Credentials();
@@ -78,11 +84,17 @@ class Credentials {
   SSL_CTX* context() const { return context_; }
   // Where they came from: the folder, or "an in-memory CA".
   const std::string& origin() const { return origin_; }
+  // What this process's certificate is: its role and its name (CN).
+  MemberRole role() const { return role_; }
+  const std::string& name() const { return name_; }
 
  private:
-  Credentials(SSL_CTX* context, std::string origin) : context_(context), origin_(std::move(origin)) {}
+  Credentials(SSL_CTX* context, std::string origin, MemberRole role, std::string name)
+      : context_(context), origin_(std::move(origin)), role_(role), name_(std::move(name)) {}
   SSL_CTX* context_;
   std::string origin_;
+  MemberRole role_;
+  std::string name_;
 };
 
 // The folder to load: `flag` if not empty, else $PARTITA_TLS_DIR if set and not empty, else
@@ -97,6 +109,15 @@ void check_key_permissions(const std::filesystem::path& key);
 // its flags; tests from their per-binary CA), before any actor system is made.
 void set_process_credentials(std::shared_ptr<const Credentials> credentials);
 std::shared_ptr<const Credentials> process_credentials();
+
+// This process's role: its credentials', or node in insecure mode (no roles there).
+MemberRole process_role();
+
+// Throws Error unless this process's certificate is a node's (or it runs insecure): a user's
+// may not serve the cluster's ports nor run actors on the nodes. The message starts with
+// `what` ("cannot connect to daemon HOST:PORT to run actors on it"), names the certificate
+// and its folder, and says how to get a node's.
+void require_node_role(const std::string& what);
 
 // In insecure mode, throws PlaintextNotLoopback naming `what` ("--listen") unless `host`
 // is a loopback address (127.0.0.0/8, ::1, "localhost"). With credentials, does nothing.

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 namespace partita::runtime::tls {
 
@@ -48,8 +49,8 @@ const BIO_METHOD* no_signal_socket() {
 
 }  // namespace
 
-Session::Session(std::shared_ptr<const Credentials> credentials, int fd, Role role)
-    : credentials_(std::move(credentials)), ssl_(SSL_new(credentials_->context())) {
+Session::Session(std::shared_ptr<const Credentials> credentials, int fd, Role role, Admits admits)
+    : credentials_(std::move(credentials)), ssl_(SSL_new(credentials_->context())), role_(role), admits_(admits) {
   BIO* bio = ssl_ != nullptr ? BIO_new(no_signal_socket()) : nullptr;
   if (bio == nullptr) {
     SSL_free(ssl_);
@@ -101,12 +102,31 @@ bool Session::handshake() {
   ERR_clear_error();
   const int result = SSL_do_handshake(ssl_);
   if (result == 1) {
+    check_peer_role();
     established_ = true;
     wants_ = 0;
     return true;
   }
   on_no_progress(result, "handshake", true);
   return false;
+}
+
+void Session::check_peer_role() {
+  X509* cert = SSL_get0_peer_certificate(ssl_);
+  const std::string name = certificate_name(cert);
+  const std::optional<MemberRole> role = certificate_role(cert);
+  if (!role) throw RoleRefused(no_role_message(name, "the peer's"));
+  peer_role_ = *role;
+  if (*role == MemberRole::node) return;
+  if (role_ == Role::client) {
+    throw RoleRefused("the server's certificate '" + name + "' has role " + role_name(*role) +
+                      " (only a node serves a cluster's ports)");
+  }
+  if (admits_ == Admits::nodes) {
+    throw RoleRefused("the certificate '" + name + "' has role " + role_name(*role) +
+                      ": this port admits node certificates only (a user reaches the head's port, and there "
+                      "submits, queries and stops jobs)");
+  }
 }
 
 std::string Session::peer_name() const {

@@ -151,7 +151,7 @@ TEST(TlsTest, AMemberSendsItsCertificateWithoutTheCaAndBothEndsVerify) {
 TEST(TlsTest, IssuedCertificatesLoadAndAKeyOthersCanReadIsRefused) {
   TempDir tmp;
   tls::init_cluster(tmp.path / "ca", "head");
-  tls::issue_to_folder(tmp.path / "ca", "worker-1", tmp.path / "worker-1");
+  tls::issue_to_folder(tmp.path / "ca", "worker-1", tls::MemberRole::node, tmp.path / "worker-1");
   EXPECT_NE(tls::Credentials::load(tmp.path / "worker-1"), nullptr);
   fs::permissions(tmp.path / "worker-1" / "node.key", fs::perms::group_read, fs::perm_options::add);
   EXPECT_THROW(tls::Credentials::load(tmp.path / "worker-1"), tls::InsecureKeyFile);
