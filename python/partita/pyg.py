@@ -23,7 +23,7 @@ from torch_geometric.data import Data
 from . import Graph, UsageError, _partita
 from .stores import FeatureStore, GraphStore, stores  # noqa: F401 (the remote backend: partita/stores.py)
 
-__all__ = ["LinkNeighborLoader", "NeighborLoader"]
+__all__ = ["FeatureStore", "GraphStore", "LinkNeighborLoader", "NeighborLoader", "stores"]
 
 
 class NeighborLoader:
