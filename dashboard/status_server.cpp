@@ -9,23 +9,21 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <functional>
-#include <future>
-#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "dashboard/assets.h"
 #include "runtime/loopback.h"
+#include "runtime/transport/tcp_socket.h"
 
 namespace partita::dashboard {
 
 namespace {
 
-// Why binding `where` failed, by trying it with a plain socket: httplib says only that it
-// failed. SO_REUSEADDR as the server sets it, so a port in TIME_WAIT is not "in use".
+// Why binding `where` failed, as a user reads it ("the port is in use"), by trying it again
+// with a plain socket. SO_REUSEADDR as the server sets it, so a port in TIME_WAIT is not
+// "in use".
 std::string bind_failure(const runtime::Endpoint& where) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -66,69 +64,46 @@ void send_json_error(httplib::Response& res, int status, const std::string& mess
 
 std::string unknown_job(const std::string& id) { return "no job '" + id + "' on this status page"; }
 
-// The admission of accepted connections: at most `limit` queued or being answered. The
-// accepting thread waits in admit() beyond that, until a worker finishes one or the server
-// stops (after which everything is admitted: httplib's workers drain their queue, and a
-// stopped server's connections end at once).
-class Admission {
+// The status page's HTTP over a connection the gate has read the request header of:
+// httplib's parser and routes, without httplib's accepting thread and pool.
+class GateStream : public httplib::Stream {
  public:
-  explicit Admission(size_t limit) : limit_(limit) {}
-  void admit() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    space_.wait(lock, [this] { return in_flight_ < limit_ || stopping_; });
-    ++in_flight_;
+  explicit GateStream(GatedConnection& connection) : c_(connection) {}
+  bool is_readable() const override { return c_.wait_readable(); }
+  bool is_writable() const override { return c_.wait_writable(); }
+  ssize_t read(char* ptr, size_t size) override { return c_.read(ptr, size); }
+  ssize_t write(const char* ptr, size_t size) override { return c_.write(ptr, size); }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = c_.peer_ip();
+    port = c_.peer_port();
   }
-  void done() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      --in_flight_;
-    }
-    space_.notify_one();
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = c_.local_ip();
+    port = c_.local_port();
   }
-  void stop() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    space_.notify_all();
-  }
+  socket_t socket() const override { return c_.fd(); }
 
  private:
-  const size_t limit_;
-  std::mutex mutex_;
-  std::condition_variable space_;
-  size_t in_flight_ = 0;
-  bool stopping_ = false;
+  GatedConnection& c_;
 };
 
-// httplib's thread pool behind the admission (httplib 0.11's task queue has no bound).
-class BoundedPool : public httplib::TaskQueue {
+// httplib's server as a request handler only: answers the one request of a stream and
+// says the connection closes (process_request is protected; the gate does the accepting).
+class PageServer : public httplib::Server {
  public:
-  BoundedPool(size_t threads, std::shared_ptr<Admission> admission)
-      : pool_(threads), admission_(std::move(admission)) {}
-  void enqueue(std::function<void()> fn) override {
-    admission_->admit();
-    pool_.enqueue([fn = std::move(fn), admission = admission_] {
-      fn();  // httplib's connection handler: does not throw (handlers' exceptions are caught)
-      admission->done();
-    });
+  void answer(httplib::Stream& stream) {
+    bool closed = true;
+    process_request(stream, /*close_connection=*/true, closed, {});
   }
-  void shutdown() override { pool_.shutdown(); }
-
- private:
-  httplib::ThreadPool pool_;
-  std::shared_ptr<Admission> admission_;
 };
 
 }  // namespace
 
+// What the gate's workers use: shared with them, so that a worker left running past
+// stop()'s deadline still has its routes and board.
 struct StatusServer::State {
-  httplib::Server http;
-  std::shared_ptr<Admission> admission;
+  PageServer http;  // routes only; the gate owns the sockets and threads
   std::shared_ptr<const StatusBoard> board;
-  std::thread listener;
-  std::future<void> listening;  // ready once the listener returned
-  bool stopped = false;
 };
 
 namespace {
@@ -161,23 +136,8 @@ StatusServer::StatusServer(std::shared_ptr<const StatusBoard> board, const runti
     : state_(std::make_shared<State>()), where_(where), stop_deadline_(options.stop_deadline) {
   check_loopback(where, "status page address");
   if (!board) throw UsageError("a status server needs a board");
-  if (options.threads < 1) throw UsageError("a status server needs at least 1 thread");
   state_->board = std::move(board);
   httplib::Server& http = state_->http;
-  if (options.max_queued < 0) throw UsageError("a status server's queue cannot be negative");
-  const auto threads = static_cast<size_t>(options.threads);
-  state_->admission = std::make_shared<Admission>(threads + static_cast<size_t>(options.max_queued));
-  http.new_task_queue = [threads, admission = state_->admission] { return new BoundedPool(threads, admission); };
-  // httplib's default sets SO_REUSEPORT, which would let two servers share a port and
-  // split its requests; a port in use must be an error instead.
-  http.set_socket_options([](int fd) {
-    int yes = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  http.set_keep_alive_max_count(1);
-  http.set_keep_alive_timeout(options.io_timeout.count());
-  http.set_read_timeout(options.io_timeout);
-  http.set_write_timeout(options.io_timeout);
   http.set_payload_max_length(64 * 1024);
 
   const StatusBoard* b = state_->board.get();  // outlives the handlers: State holds it
@@ -236,55 +196,30 @@ StatusServer::StatusServer(std::shared_ptr<const StatusBoard> board, const runti
     res.set_content("500: " + what + "\n", "text/plain; charset=utf-8");
   });
 
-  if (where.port == 0) {
-    port_ = http.bind_to_any_port(where.host);
-    if (port_ <= 0) throw Error("cannot serve the status page on " + where.to_string() + ": " + bind_failure(where));
-  } else {
-    if (!http.bind_to_port(where.host, where.port)) {
-      throw Error("cannot serve the status page on " + where.to_string() + ": " + bind_failure(where));
-    }
-    port_ = where.port;
+  runtime::ListeningSocket listening;
+  try {
+    listening = runtime::listen_tcp(where.host, where.port, SOMAXCONN, /*reuse_address=*/true);
+  } catch (const Error&) {
+    throw Error("cannot serve the status page on " + where.to_string() + ": " + bind_failure(where));
   }
-  std::promise<void> done;
-  state_->listening = done.get_future();
-  // The thread owns a reference to the state, so a thread left running past stop()'s
-  // deadline still has its server and board.
-  state_->listener = std::thread([state = state_, done = std::move(done)]() mutable {
-    state->http.listen_after_bind();
-    done.set_value();
-  });
-  // stop() does nothing to a server whose loop has not started yet: wait for the loop.
-  const auto started = std::chrono::steady_clock::now();
-  while (!state_->http.is_running()) {
-    if (state_->listening.wait_for(std::chrono::milliseconds(1)) == std::future_status::ready ||
-        std::chrono::steady_clock::now() - started > options.io_timeout) {
-      state_->http.stop();
-      state_->listener.detach();
-      throw Error("the status page's server on " + where.to_string() + " did not start");
-    }
-  }
+  port_ = listening.endpoint.port;
+  gate_ = std::make_unique<RequestGate>(std::move(listening.socket), "status page " + url_host_port(), options.limits,
+                                       [state = state_](GatedConnection& connection) {
+                                         GateStream stream(connection);
+                                         state->http.answer(stream);
+                                       });
 }
 
 StatusServer::~StatusServer() { stop(stop_deadline_); }
 
-std::string StatusServer::url() const {
+std::string StatusServer::url_host_port() const {
   runtime::Endpoint at = where_;
   at.port = static_cast<uint16_t>(port_);
-  return "http://" + at.to_string() + "/";
+  return at.to_string();
 }
 
-bool StatusServer::stop(std::chrono::milliseconds deadline) {
-  if (!state_ || state_->stopped) return true;
-  state_->stopped = true;
-  state_->admission->stop();  // an accepting thread waiting for a worker goes on, and sees the stop
-  state_->http.stop();
-  if (state_->listening.wait_for(deadline) != std::future_status::ready) {
-    spdlog::error("the status page's threads did not stop within {} ms; leaving them to end", deadline.count());
-    state_->listener.detach();
-    return false;
-  }
-  state_->listener.join();
-  return true;
-}
+std::string StatusServer::url() const { return "http://" + url_host_port() + "/"; }
+
+bool StatusServer::stop(std::chrono::milliseconds deadline) { return !gate_ || gate_->stop(deadline); }
 
 }  // namespace partita::dashboard

@@ -14,25 +14,27 @@
 // on 127.0.0.0/8, ::1 or localhost and nowhere else (StatusPageNotLoopback otherwise). Seen
 // from another machine through a forwarded port: `ssh -L 8265:127.0.0.1:8265 HEAD`.
 //
-// Threads: one accepts, Options::threads answer requests (each connection serves one
-// request and closes, so an idle browser connection never holds a worker). They only read
-// the board, under its lock for a copy (status_board.h): polling the page does not touch
-// the driver's thread. stop() ends them within its deadline.
+// Connections go through a RequestGate (dashboard/request_gate.h): one thread accepts and
+// holds each connection until its request header is complete, and only then does one of
+// Options::limits.workers answer it (one request per connection, which then closes), so
+// connections that say nothing, or say it a byte a second, never hold a worker. The workers
+// only read the board, under its lock for a copy (status_board.h): polling the page does
+// not touch the driver's thread. stop() ends every thread within its deadline.
 //
-// Bounds, so that a flood of connections or bytes costs a fixed amount: the threads above
-// and nothing more (httplib's own queue of accepted connections is unbounded, so the
-// server admits at most threads + Options::max_queued connections at a time; the accepting
-// thread waits for a worker beyond that, and further clients wait in the kernel's listen
-// backlog); a connection that says nothing is closed after io_timeout; one request per
-// connection; a request body over 64 KiB is refused (413), request lines and headers are
-// bounded by httplib (8 KiB URI, 100 headers).
+// Bounds, so that a flood of connections or bytes costs a fixed amount (request_gate.h):
+// 256 connections held at once, 64 from one client address (a new one beyond either closes
+// the oldest still without a request); a request header complete within 5 s and 32 KiB
+// (431 beyond); 64 requests waiting for the 4 workers (503 beyond, at once); 10 s to read a
+// body and write the answer; a request body over 64 KiB is refused (413); request lines and
+// headers as httplib bounds them (8 KiB URI, 100 headers). Refusals are logged at a bounded
+// rate (base/refusal_log.h).
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <string>
-#include <thread>
 
+#include "dashboard/request_gate.h"
 #include "dashboard/status_board.h"
 #include "runtime/address.h"
 
@@ -52,17 +54,14 @@ runtime::Endpoint parse_dashboard_address(const std::string& text, const std::st
 class StatusServer {
  public:
   struct Options {
-    int threads = 4;                           // request workers
-    int max_queued = 64;                       // accepted connections waiting for a worker
-    // Per read and write, and how long a connection may stay silent: a client that
-    // connects and sends nothing holds a worker that long (and delays stop() as much).
-    std::chrono::seconds io_timeout{2};
+    RequestGate::Limits limits;                     // threads, bounds and deadlines
     std::chrono::milliseconds stop_deadline{5000};  // of the destructor's stop()
   };
 
   // Binds `where` and starts serving `board`. Throws StatusPageNotLoopback unless `where`
-  // is a loopback address, Error naming the address when the port is in use ("... the port is in use") or it cannot listen there otherwise (an
-  // unknown host, an address not on this machine).
+  // is a loopback address, UsageError naming a limit out of range, Error naming the
+  // address when the port is in use ("... the port is in use") or it cannot listen there
+  // otherwise (an unknown host, an address not on this machine).
   StatusServer(std::shared_ptr<const StatusBoard> board, const runtime::Endpoint& where, Options options);
   StatusServer(std::shared_ptr<const StatusBoard> board, const runtime::Endpoint& where)
       : StatusServer(std::move(board), where, Options()) {}
@@ -73,14 +72,18 @@ class StatusServer {
   int port() const { return port_; }  // the bound port (the free one, for port 0)
   std::string url() const;            // "http://HOST:PORT/"
 
-  // Stops accepting, lets requests in progress finish and joins the threads; returns true
-  // if they ended within `deadline`. Otherwise logs an error and leaves them to end on
-  // their own (they hold what they use), returning false. Idempotent.
+  // Stops accepting, closes the connections not being answered, cuts the waits of those
+  // being answered and joins the threads; returns true if they ended within `deadline`.
+  // Otherwise logs an error and leaves them to end on their own (they hold what they use),
+  // returning false. Idempotent.
   bool stop(std::chrono::milliseconds deadline);
 
  private:
+  std::string url_host_port() const;  // "HOST:PORT"
+
   struct State;
   std::shared_ptr<State> state_;
+  std::unique_ptr<RequestGate> gate_;  // after state_: destroyed first
   runtime::Endpoint where_;
   int port_ = 0;
   std::chrono::milliseconds stop_deadline_;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "base/file_util.h"
+#include "base/refusal_log.h"
 #include "runtime/errors.h"
 #include "runtime/tls/peer_roles.h"
 #include "runtime/tls/session.h"
@@ -436,6 +437,7 @@ class Loop {
   ~Loop() {
     stop_.notify();
     thread_.join();
+    refusals_.flush(true);  // the count of a last burst's refusals left out
     ::close(wake_);
   }
   Loop(const Loop&) = delete;
@@ -623,27 +625,9 @@ class Loop {
     }
   }
 
-  // Logs a refusal (warn): bursts of up to kRefusalBurst lines, then one a second, each
-  // with the count of those left out, so that a peer reconnecting in a loop cannot fill the
-  // disk through the log.
-  void refused(const std::string& line) {
-    static constexpr double kRefusalBurst = 10;
-    const Clock::time_point now = Clock::now();
-    refusal_tokens_ = std::min(kRefusalBurst,
-                               refusal_tokens_ + std::chrono::duration<double>(now - last_refusal_).count());
-    last_refusal_ = now;
-    if (refusal_tokens_ < 1) {
-      ++refusals_unsaid_;
-      return;
-    }
-    refusal_tokens_ -= 1;
-    if (refusals_unsaid_ > 0) {
-      spdlog::warn("{} (and {} more refusals not logged since the last one)", line, refusals_unsaid_);
-    } else {
-      spdlog::warn("{}", line);
-    }
-    refusals_unsaid_ = 0;
-  }
+  // Logs a refusal (warn) at a bounded rate (base/refusal_log.h), so that a peer
+  // reconnecting in a loop cannot fill the disk through the log.
+  void refused(const std::string& line) { refusals_.refused(line); }
 
   // One non-blocking step of a link. False: close it.
   bool step(Link& link, Deadline now) {
@@ -700,9 +684,7 @@ class Loop {
   std::atomic<size_t> bridges_{0};
   size_t cut_ = 0;
   Clock::time_point last_warning_{};
-  double refusal_tokens_ = 10;
-  size_t refusals_unsaid_ = 0;
-  Clock::time_point last_refusal_ = Clock::now();
+  RefusalLog refusals_{"gateway"};
   std::thread thread_;  // last: started once the rest exists
 };
 

@@ -22,7 +22,7 @@
 //     accepts only this process (SO_PEERCRED): every byte CAF reads came through the gateway.
 //     In insecure mode (no credentials; loopback only) there is no TLS handshake; the rest
 //     is the same. Refusals are logged (warn) in bursts of at most 10, then one a second,
-//     each with the count of those left out.
+//     each with the count of those left out (base/refusal_log.h).
 //   connecting: the TLS session to the peer is made first (same deadline); CAF gets one end
 //     of a socket pair as its connection, the gateway bridges the other to the session.
 //     A connection is handed to CAF only once the peer's first BASP header is in CAF's
