@@ -29,6 +29,7 @@ struct JobOptions {
   bool overwrite = false;
   int connect_timeout_s = 10;
   std::string dashboard;  // [HOST:]PORT of the status page; empty: none
+  int64_t seed = -1;      // overrides train.seed when >= 0
 };
 
 // The runtime's nodes for the status page; `lost` (an Error naming a lost node) marks it.
@@ -49,6 +50,9 @@ std::vector<dashboard::NodeStatus> node_states(const runtime::Runtime& rt, const
 void run(const JobOptions& o, const GlobalOptions& global) {
   JobConfig job = load_job(o.job_file);
   if (!o.output.empty()) job.output = std::filesystem::absolute(o.output).lexically_normal().string();
+  // train.seed, and with it every draw the job makes from it (a split that follows it too:
+  // training/job_config.h, data.split_seed).
+  if (o.seed >= 0) job.seed = static_cast<uint64_t>(o.seed);
   if (o.resume && o.overwrite) throw UsageError("--resume and --overwrite contradict each other");
 
   // The status page comes first, so a port in use fails before any work.
@@ -122,6 +126,7 @@ void add_job_options(CLI::App* cmd, JobOptions& o) {
   cmd->add_flag("--overwrite", o.overwrite, "start afresh even if the output folder holds a run");
   cmd->add_option("--dashboard", o.dashboard,
                   "serve a status page with live curves on [HOST:]PORT (host 127.0.0.1 unless given; port 0: a free one)");
+  cmd->add_option("--seed", o.seed, "train.seed for this run (the job file's otherwise)")->check(CLI::NonNegativeNumber);
 }
 
 }  // namespace
@@ -159,6 +164,10 @@ void add_submit_command(CLI::App& app, const GlobalOptions& global) {
     if (o->resume || o->overwrite || !o->dashboard.empty()) {
       throw UsageError("--resume, --overwrite and --dashboard are for --daemons; a submitted job gets a fresh folder on "
                        "the head, whose status page (daemon --head --dashboard) shows it");
+    }
+    if (o->seed >= 0) {
+      throw UsageError("--seed is for run and --daemons; a job submitted to a head runs its file as written (set "
+                       "train.seed there)");
     }
     submit_to_head(o->address, o->job_file, o->output, o->detach, global);
   });

@@ -1,8 +1,9 @@
 """Fixtures of the Python package's tests: the runtime, Cora partitioned into 1 and 2 parts,
 and Cora read independently of Partita's reader (the reference for features, labels, edges).
 
-Run by ctest (PythonPackageTests) with the built package and PyTorch Geometric on PYTHONPATH
-and the datasets at PARTITA_DATA_DIR; a missing one fails the run with what to set.
+Run by ctest (Python.test_*, a test per file) with the built package and PyTorch Geometric
+on PYTHONPATH and the datasets at PARTITA_DATA_DIR; a missing one fails the run with what
+to set.
 """
 
 import os
@@ -29,6 +30,11 @@ def data_dir():
 
 @pytest.fixture(scope="session", autouse=True)
 def runtime():
+    # One torch thread: the sampler actors share the process's 2 cores, and libtorch's
+    # spinning OpenMP workers, competing with them and with ctest's other tests, made a
+    # model step up to 30 times slower on a loaded machine.
+    import torch
+    torch.set_num_threads(1)
     partita.init(threads=2)
     yield
     partita.shutdown()

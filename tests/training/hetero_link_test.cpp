@@ -150,7 +150,7 @@ TEST(MovieLensLinkTest, TheTimeSplitLeavesNoHeldOutRatingInTheGraph) {
 // ratings, gives 0.83 on such a split; PyG's tutorial about 0.93 after 5 epochs).
 // BENCHMARKS.md has the time split's figures, where 88% of the test ratings are by users
 // with no rating before them.
-TEST(MovieLensLinkTest, HeteroSageLearnsWhoRatesWhatOnARandomSplit) {
+TEST(MovieLensLinkQuality, HeteroSageLearnsWhoRatesWhatOnARandomSplit) {
   testing::TempDir tmp;
   JobConfig job = movielens_job(tmp / "run");
   job.holdout_by_time = false;
@@ -169,7 +169,7 @@ TEST(MovieLensLinkTest, HeteroSageLearnsWhoRatesWhatOnARandomSplit) {
 // the user never rated (training/gnn_link_plan.h). Seed 1 gives 0.901 (3 seeds: BENCHMARKS.md,
 // "Heterogeneous link prediction"); with negatives drawn among every movie, rated ones
 // included, 0.886.
-TEST(MovieLensLinkTest, TheHistoryExampleRanksTheNextRatingAboveUnratedMovies) {
+TEST(MovieLensLinkQuality, TheHistoryExampleRanksTheNextRatingAboveUnratedMovies) {
   testing::TempDir tmp;
   JobConfig job = load_job(std::string(testing::kSourceDir) + "/examples/movielens_link_history.yaml");
   job.dataset = testing::dataset_path("movielens-small");

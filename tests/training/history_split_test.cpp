@@ -110,7 +110,7 @@ TEST_F(HistorySplitTest, NoBatchSeesItsLinksTimeOrLaterAndTrainingSeesNoHeldOutL
                          bool on_daemons) -> Breaches {
     const runtime::Settings settings{{"dir", dir},           {"fanouts", "5,5"},      {"hop_independent", "true"},
                                      {"disjoint", "true"},   {"temporal", "edge"},    {"temporal_strategy", "uniform"},
-                                     {"deadline_ms", "30000"}};
+                                     {"deadline_ms", "120000"}};
     std::vector<caf::actor> partitions, spawned;
     const auto spawn = [&](int p, const std::string& type) {
       runtime::Settings s = settings;

@@ -63,6 +63,32 @@ TEST_F(JobCommandTest, RunTrainsWritesResultsAndResumes) {
   EXPECT_CONTAINS(r.out, "already covers every epoch");
 }
 
+// --seed is train.seed for one run (the quality tier's seeds): the job the run records holds
+// it, and a run with another seed trains other weights.
+TEST_F(JobCommandTest, ASeedOnTheCommandLineIsTheRunsTrainingSeed) {
+  const std::string job = good_job();
+  testing::CommandResult r = testing::run_partita({"run", job, "--seed", "7", "--output", tmp_ / "seven"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(testing::read_text(tmp_ / "seven/job.yaml"), "seed: 7");
+  r = testing::run_partita({"run", job, "--output", tmp_ / "one"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(testing::read_text(tmp_ / "one/job.yaml"), "seed: 1");
+  const auto first_loss = [](const std::string& metrics) {
+    const size_t at = metrics.find("\"train_loss\":");
+    return at == std::string::npos ? std::string() : metrics.substr(at, metrics.find(',', at) - at);
+  };
+  const std::string seven = first_loss(testing::read_text(tmp_ / "seven/metrics.jsonl"));
+  ASSERT_FALSE(seven.empty());
+  EXPECT_NE(seven, first_loss(testing::read_text(tmp_ / "one/metrics.jsonl")));
+
+  r = testing::run_partita({"run", job, "--seed", "-1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_CONTAINS(r.err, "--seed");
+  r = testing::run_partita({"submit", job, "--address", "127.0.0.1:1", "--seed", "3"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_CONTAINS(r.err, "--seed is for run and --daemons");
+}
+
 TEST_F(JobCommandTest, SubmitRunsTheJobOnDaemons) {
   testing::Daemon a = testing::start_daemon();
   testing::Daemon b = testing::start_daemon();

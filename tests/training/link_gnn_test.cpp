@@ -270,7 +270,7 @@ TEST(LinkMetricsTest, AucMrrAndHitsByHand) {
 
 // Cora with 10% of its links held out for test and 5% for validation, GraphSAGE + dot
 // product (examples/cora_link.yaml): the published GAE's test AUC (0.91), over 3 seeds.
-TEST(CoraLinkTest, GraphSageWithADotProductReachesGaeAuc) {
+TEST(CoraLinkQuality, GraphSageWithADotProductReachesGaeAuc) {
   testing::TempDir tmp;
   const std::string example = std::string(testing::kSourceDir) + "/examples/cora_link.yaml";
   double sum = 0;
