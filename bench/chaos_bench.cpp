@@ -125,13 +125,6 @@ std::vector<LogLine> log_lines(const std::string& log, const std::string& needle
   return lines;
 }
 
-std::string read_log(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The parameter hash a driver logs at its job's end; 0 if none.
 uint64_t logged_hash(const std::string& log) {
   std::smatch m;
@@ -147,8 +140,6 @@ class HeadView {
       : client_(client),
         cluster_(cluster),
         handle_(runtime::connect_head(client.get(), runtime::parse_endpoint(cluster.head.address, "head"), kHeadTimeout)) {}
-
-  const BenchCluster& cluster() const { return cluster_; }
 
   // The job's status; throws Error when the head has no such job or does not answer.
   runtime::JobStatus job(const std::string& id) const {
@@ -192,7 +183,7 @@ class HeadView {
     runtime::cancel_job(client_.get(), handle_, cluster_.head.address, id, kHeadTimeout);
   }
 
-  std::string driver_log(const std::string& id) const { return read_log(cluster_.runs + "/" + id + "/driver.log"); }
+  std::string driver_log(const std::string& id) const { return read_file_if_exists(cluster_.runs + "/" + id + "/driver.log"); }
 
  private:
   runtime::ActorSystem& client_;
@@ -411,9 +402,11 @@ void head_fault(Target& t, Fault& f, int64_t start_ms) {
   f.restarts = j.restarts - before;
 }
 
+// The table of the injected faults; "restarts" are the job's restarts each caused (1 for a
+// node's, 0 for the head's).
 void print_faults(const std::vector<Fault>& faults) {
-  std::printf("\n%-3s %-13s %-26s %8s %12s %14s %12s\n", "#", "fault", "target", "time", "detected s", "recovered s",
-              "steps redone");
+  std::printf("\n%-3s %-13s %-36s %6s %11s %12s %13s %9s\n", "#", "fault", "target", "time", "detected s",
+              "recovered s", "steps redone", "restarts");
   int k = 0;
   for (const Fault& f : faults) {
     if (f.target.empty()) continue;
@@ -421,8 +414,8 @@ void print_faults(const std::vector<Fault>& faults) {
     std::snprintf(time, sizeof time, "%02d:%02d", static_cast<int>(f.injected_s) / 60, static_cast<int>(f.injected_s) % 60);
     if (f.detected_s) std::snprintf(detected, sizeof detected, "%.2f", *f.detected_s);
     if (f.recovered_s) std::snprintf(recovered, sizeof recovered, "%.2f", *f.recovered_s);
-    std::printf("%-3d %-13s %-36s %8s %12s %14s %12lld\n", ++k, kind_name(f.kind), f.target.c_str(), time, detected,
-                recovered, static_cast<long long>(f.redone));
+    std::printf("%-3d %-13s %-36s %6s %11s %12s %13lld %9d\n", ++k, kind_name(f.kind), f.target.c_str(), time, detected,
+                recovered, static_cast<long long>(f.redone), f.restarts);
   }
 }
 

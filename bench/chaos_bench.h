@@ -5,9 +5,9 @@
 // `checkpoint_every` steps) runs on them for about `minutes`, while every `interval`
 // seconds (the fault lands at a random point of its interval, seeded) one fault, drawn at
 // random (each kind once in every 3 faults), hits the cluster:
-//   kill -9 node   SIGKILL of a random node of the job's; a fresh node takes its place on
-//                  its host (as `bench recovery` does). The job restarts from its last
-//                  checkpoint (train.max_restarts).
+//   kill -9 node   SIGKILL of a random node of the job's; once the job trains again, a
+//                  fresh node takes its place on its host (as `bench recovery` does). The
+//                  job restarts from its last checkpoint (train.max_restarts).
 //   SIGSTOP node   a random node of the job's frozen for 10-20 s (longer than the
 //                  heartbeat timeout: the job restarts without it), then SIGCONT: it
 //                  joins the head again as a new member.
@@ -24,7 +24,8 @@
 // that line's time. Every wait has a bound; a fault not recovered from within it ends the
 // bench with an Error naming what it waited for. Prints a table (fault, target, time since
 // the job started, detected after, recovered after, steps re-done) and a summary: the
-// faults, whether the job's final parameter hash equals the undisturbed job's, and hangs.
+// faults, whether the job's final parameter hash equals the undisturbed job's, and hangs
+// (always 0 when it returns: a hang is an Error).
 // Throws Error when a fault is not in the log or the hashes differ.
 //
 // Needs root, iproute2 (the hosts); without them, throws Error saying why. Every child
