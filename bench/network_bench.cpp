@@ -14,7 +14,6 @@
 #include <fstream>
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -24,13 +23,13 @@
 #include "netns/netns_cluster.h"
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
+#include "bench/bench_cluster.h"
 #include "bench/input_graph.h"
 #include "bench/stats.h"
 #include "bench/workdir.h"
 #include "graph/epoch_plan.h"
 #include "graph/neighbor_sampler.h"
 #include "partitioner/partition_stores.h"
-#include "runtime/daemon_child.h"
 #include "training/metrics_record.h"
 
 namespace partita::bench {
@@ -40,8 +39,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr double kJobSeconds = 900;         // ends a job that hangs
-constexpr double kCommandSeconds = 60;      // a status command
-constexpr auto kMembersBound = std::chrono::seconds(60);
 constexpr int kShapeBatches = 8;            // batches sampled for the per-batch sizes
 constexpr int kTrips = 200;                 // TCP round trips timed on the wire
 
@@ -51,61 +48,6 @@ std::string fanouts_text(const std::vector<int64_t>& fanouts) {
   return text;
 }
 
-// A head and N nodes: on loopback (hosts == nullptr) or head and node 0 on host 0, node i
-// on host i. Members go (killed) before the hosts do: declare the hosts first.
-struct Cluster {
-  const NetnsCluster* hosts = nullptr;
-  std::string runs;
-  runtime::DaemonChild head;
-  std::vector<runtime::DaemonChild> nodes;
-
-  // argv run where the head is (its host, or here).
-  std::vector<std::string> command(const std::vector<std::string>& argv) const {
-    return hosts != nullptr ? hosts->command(0, argv) : argv;
-  }
-};
-
-runtime::DaemonChild start_member(const NetnsCluster* hosts, int host, const std::vector<std::string>& args,
-                                  const std::string& listen) {
-  std::vector<std::string> wrapper{self_executable(), "--log-level", "warn"};
-  if (hosts != nullptr) wrapper = hosts->command(host, wrapper);
-  const std::string binary = wrapper.front();
-  wrapper.erase(wrapper.begin());
-  return runtime::start_daemon_child(binary, args, wrapper, std::chrono::seconds(30), listen);
-}
-
-// Starts the head and `n` nodes and waits (at most kMembersBound) until the head lists
-// them all alive.
-std::unique_ptr<Cluster> start_cluster(const NetnsCluster* hosts, int n, const std::string& dir) {
-  auto c = std::make_unique<Cluster>();
-  c->hosts = hosts;
-  c->runs = dir + "/runs";
-  c->head = start_member(hosts, 0, {"--head", "--runs", c->runs}, hosts ? hosts->address(0) + ":7070" : "127.0.0.1:0");
-  for (int i = 0; i < n; ++i) {
-    c->nodes.push_back(start_member(hosts, i,
-                                    {"--join", c->head.address, "--name", "node-" + std::to_string(i), "--cache",
-                                     dir + "/cache-" + std::to_string(i)},
-                                    hosts ? hosts->address(i) + ":0" : "127.0.0.1:0"));
-  }
-  const auto until = Clock::now() + kMembersBound;
-  for (;;) {
-    ProcessResult r = run_process(c->command({self_executable(), "--log-level", "warn", "status", "--address",
-                                              c->head.address, "--json"}),
-                                  kCommandSeconds);
-    const nlohmann::json s = nlohmann::json::parse(r.out, nullptr, false);
-    int alive = 0;
-    if (r.exit_code == 0 && s.is_object()) {
-      for (const auto& node : s["nodes"]) alive += node["state"] == "alive" ? 1 : 0;
-    }
-    if (alive == n) return c;
-    if (Clock::now() > until) {
-      throw Error("bench network: " + std::to_string(alive) + " of " + std::to_string(n) + " nodes alive at " +
-                  c->head.address + " after " + std::to_string(kMembersBound.count()) + " s: " + r.err);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-}
-
 struct JobTime {
   double seconds_per_epoch = 0;  // median of the epochs after the first
   int64_t steps = 0;
@@ -113,7 +55,7 @@ struct JobTime {
 
 // Submits `job_file` to the cluster's head, follows it to its end (as `partita submit`
 // without --detach does), reads its epochs.
-JobTime run_job(const Cluster& c, const std::string& job_file, int epochs) {
+JobTime run_job(const BenchCluster& c, const std::string& job_file, int epochs) {
   ProcessResult r = run_process(c.command({self_executable(), "--log-level", "warn", "submit", job_file, "--address",
                                            c.head.address}),
                                 kJobSeconds);
@@ -304,8 +246,8 @@ void run_network_bench(const NetworkBenchOptions& o) {
     const std::string job = write_job(dir, parts, o);
     NetnsCluster hosts(n, NetnsLink::kWire);
     if (!hosts.unavailable().empty()) throw Error("bench network: no separate hosts: " + hosts.unavailable());
-    std::unique_ptr<Cluster> loopback = start_cluster(nullptr, n, dir + "/loopback");
-    std::unique_ptr<Cluster> separate = start_cluster(&hosts, n, dir + "/hosts");
+    std::unique_ptr<BenchCluster> loopback = start_cluster(nullptr, n, dir + "/loopback");
+    std::unique_ptr<BenchCluster> separate = start_cluster(&hosts, n, dir + "/hosts");
 
     hosts.set_wire(0, o.rate);
     const double rate_trip = wire_round_trip_ms(hosts);
@@ -319,7 +261,7 @@ void run_network_bench(const NetworkBenchOptions& o) {
     for (int round = 1; round <= o.rounds; ++round) {
       const struct {
         const char* name;
-        Cluster* cluster;
+        BenchCluster* cluster;
         double delay;
         std::vector<double>* into;
       } modes[] = {{"(a) loopback", loopback.get(), 0, &a},

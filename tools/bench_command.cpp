@@ -10,6 +10,7 @@
 #include "graph/hop_sampler.h"
 #include "bench/gather_bench.h"
 #include "bench/loader_bench.h"
+#include "bench/chaos_bench.h"
 #include "bench/network_bench.h"
 #include "bench/partition_bench.h"
 #include "bench/recovery_bench.h"
@@ -78,6 +79,22 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   recovery->add_option("--workdir", rb->work_dir, "keep the generated partitions here and reuse them");
   recovery->add_option("--seed", rb->seed, "graph and job seed")->capture_default_str();
   recovery->callback([rb] { bench::run_recovery_bench(*rb); });
+
+  auto cb = std::make_shared<bench::ChaosBenchOptions>();
+  CLI::App* chaos = bench->add_subcommand(
+      "chaos", "a long job on 3 hosts (network namespaces) under random faults of its nodes and head; its final "
+               "parameter hash next to the same job run undisturbed");
+  chaos->add_option("--minutes", cb->minutes, "the undisturbed job's length (calibrated)")->check(cli::positive())->capture_default_str();
+  chaos->add_option("--interval", cb->interval, "seconds between faults (each lands at a random point of its interval)")
+      ->check(cli::positive())
+      ->capture_default_str();
+  chaos->add_option("--nodes", cb->num_nodes, "SBM nodes")->check(cli::positive())->capture_default_str();
+  chaos->add_option("--checkpoint-every", cb->checkpoint_every, "train.checkpoint_every_steps")
+      ->check(cli::positive())
+      ->capture_default_str();
+  chaos->add_option("--workdir", cb->work_dir, "keep the generated partitions here and reuse them");
+  chaos->add_option("--seed", cb->seed, "graph, job and fault seed")->capture_default_str();
+  chaos->callback([cb] { bench::run_chaos_bench(*cb); });
 
   auto nb = std::make_shared<bench::NetworkBenchOptions>();
   CLI::App* network = bench->add_subcommand(

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <caf/all.hpp>
+#include <condition_variable>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -39,6 +40,10 @@ constexpr milliseconds kReportEvery{250};
 // How long the report of a job's end waits for the head: one that does not answer in this
 // time is taken as gone (a live head answers at once).
 constexpr milliseconds kEndReportTimeout{3000};
+// The driver asks the head how it is this often; an answer that takes longer than
+// kHeadSilence is logged as the head's silence (see HeadWatch).
+constexpr milliseconds kHeadWatchEvery{500};
+constexpr milliseconds kHeadSilence{1000};
 
 // Ctrl-C while following a job's log: detach (the job goes on). The handler only sets a flag.
 std::atomic<bool> g_interrupted{false};
@@ -147,6 +152,70 @@ class HeadReporter {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// Whether the head answers, told in the job's log. A job does not need its head while it
+// trains (its actors talk to each other), so a head that is frozen (SIGSTOP) or starved for
+// less than the connection heartbeat timeout is survived; but its silence is a fault the
+// log should name: a thread asks the head for its status every kHeadWatchEvery, and when
+// no answer came within kHeadSilence it logs "the head at H has not answered for 1.0 s",
+// then, at its next answer, "the head at H answers again after S s". A lost head (its
+// connection dropped) ends the watch: the driver's monitor handles that.
+class HeadWatch {
+ public:
+  HeadWatch(caf::actor_system& system, runtime::head_actor head, std::string where)
+      : system_(system), head_(std::move(head)), where_(std::move(where)), thread_([this] { run(); }) {}
+  // Stops the watch: at once between requests, else after the one in flight (kHeadSilence).
+  ~HeadWatch() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  HeadWatch(const HeadWatch&) = delete;
+  HeadWatch& operator=(const HeadWatch&) = delete;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void run() {
+    bool silent = false;
+    Clock::time_point silent_since{};  // silent: when the first unanswered request went
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (wake_.wait_for(lock, kHeadWatchEvery, [this] { return stop_; })) return;
+      }
+      const auto asked = Clock::now();
+      try {
+        runtime::cluster_status(system_, head_, where_, kHeadSilence);
+      } catch (const Error& e) {
+        if (std::string(e.what()).find("was lost") != std::string::npos) return;
+        if (!silent) {
+          silent = true;
+          silent_since = asked;
+          spdlog::warn("the head at {} has not answered for {:.1f} s", where_,
+                       std::chrono::duration<double>(Clock::now() - asked).count());
+        }
+        continue;
+      }
+      if (silent) {
+        spdlog::info("the head at {} answers again after {:.1f} s", where_,
+                     std::chrono::duration<double>(Clock::now() - silent_since).count());
+        silent = false;
+      }
+    }
+  }
+
+  caf::actor_system& system_;
+  runtime::head_actor head_;
+  std::string where_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the rest is set
+};
+
 // SIGTERM (the head cancelling the job, or the head's process gone: PR_SET_PDEATHSIG) or
 // SIGINT: cancel. The token is static, so the handler, installed for the rest of the
 // process's life, never reaches freed memory; CancelToken::cancel is one lock-free atomic
@@ -202,6 +271,7 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
   } stop_watcher{watcher};
 
   HeadReporter reporter(system, head, where, id, args.token);
+  const HeadWatch head_watch(system, head, where);
   reporter.update([](runtime::JobStatus& s) { s.state = "starting"; }, true);
   spdlog::info("job {}: driver (pid {}) of {} (head {}), output {}", id, ::getpid(), args.job_file, where, job.output);
 
