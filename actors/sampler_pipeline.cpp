@@ -433,7 +433,10 @@ caf::result<SampledBatch> on_next(Pointer self) {
   if (ready != s.ready.end()) {
     SampledBatch reply = std::move(ready->second);
     s.ready.erase(ready);
-    top_up(self);
+    // The next batch starts after this reply is out: a batch of local parts is built within
+    // one handler, and topping up here would keep the consumer waiting for that build too
+    // (its own work on the batch would then follow the build instead of overlapping it).
+    schedule_resume(self);
     return reply;
   }
   if (!s.failure.empty() && batch >= s.failed_batch) return SampledBatch::failed(WireErrorCode::kInternal, s.failure);

@@ -23,6 +23,7 @@ struct TrainBenchOptions {
   int64_t max_steps = 0;   // 0: whole epochs; else time this many steps and scale up
   int profile_steps = 8;   // compute steps timed phase by phase against the floor (0: none)
   bool epochs = true;      // false: only the step profile
+  bool daemons = true;     // false: the epochs of (a) alone
   std::string work_dir;    // keeps the partitions between runs; default under /tmp
   uint64_t seed = 1;
   int compare_tls = 0;     // > 0: only (b), this many rounds over TLS and over plaintext each
@@ -46,7 +47,9 @@ struct TrainBenchOptions {
 //
 // Epochs: seconds per epoch for (a) 1 partition, 1 trainer with `threads` torch threads in
 // this process and (b) 2 partitions on 2 `partita daemon` processes, 1 trainer each with
-// threads / 2 torch threads; next to PyG's quoted epoch times.
+// threads / 2 torch threads; next to PyG's quoted epoch times. With each, the median step
+// time after 2 warm-up steps (between two steps' reports to the driver). daemons = false:
+// (a) alone.
 //
 // With compare_tls = R: only (b), R rounds each with the daemons and this driver over TLS
 // (the process's credentials) and over plaintext (`--insecure` daemons, no credentials

@@ -49,10 +49,10 @@ LoadedBatch loaded_batch(MiniBatch&& batch, const GraphHandle& graph,
   }
   out.n_id = std::move(batch.node_ids);
   for (int64_t& id : out.n_id) id = original[id];
-  const size_t edges = batch.row.size();
-  out.edge_index.resize(2 * edges);
-  std::copy(batch.row.begin(), batch.row.end(), out.edge_index.begin());
-  std::copy(batch.col.begin(), batch.col.end(), out.edge_index.begin() + static_cast<std::ptrdiff_t>(edges));
+  // Row, then col, written once each (no zero-filled buffer first).
+  out.edge_index.reserve(2 * batch.row.size());
+  out.edge_index.insert(out.edge_index.end(), batch.row.begin(), batch.row.end());
+  out.edge_index.insert(out.edge_index.end(), batch.col.begin(), batch.col.end());
   out.e_id = std::move(batch.edge_ids);
   const std::vector<int64_t>& original_edge = graph.original_edge_of();
   for (int64_t& id : out.e_id) id = original_edge[id];

@@ -368,6 +368,7 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
                     "steps timed phase by phase against the compute floor, in one process (0: none)")
       ->check(cli::in_range(0, 1000))->capture_default_str();
   train->add_flag("!--no-epochs", t->epochs, "only the step profile, no epochs");
+  train->add_flag("!--no-daemons", t->daemons, "epochs of (a) alone, without (b) on daemons");
   train->add_option("--workdir", t->work_dir, "keep the generated partitions here and reuse them")->capture_default_str();
   train->add_option("--seed", t->seed, "graph, weights and sampling seed")->capture_default_str();
   train->add_option("--model", t->model, "graphsage, or rgcn (the hetero generator's graph, --nodes papers; step profile only)")
