@@ -28,9 +28,9 @@ struct GatConv : torch::nn::Module {
   at::Tensor weight, att_src, att_dst, bias;
 };
 
-class Gat : public GnnModel {
+class Gat : public LayeredModel {
  public:
-  explicit Gat(const ModelConfig& config) : GnnModel(config) {
+  explicit Gat(const ModelConfig& config) : LayeredModel(config) {
     for (int i = 0; i < config.num_layers; ++i) {
       const bool last = i + 1 == config.num_layers;
       const int64_t channels = last ? config.out_dim : config.hidden_dim / config.heads;

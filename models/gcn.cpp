@@ -21,9 +21,9 @@ struct GcnConv : torch::nn::Module {
   at::Tensor weight, bias;
 };
 
-class Gcn : public GnnModel {
+class Gcn : public LayeredModel {
  public:
-  explicit Gcn(const ModelConfig& config) : GnnModel(config) {
+  explicit Gcn(const ModelConfig& config) : LayeredModel(config) {
     for (int i = 0; i < config.num_layers; ++i) {
       convs_.push_back(register_module(
           "conv" + std::to_string(i), std::make_shared<GcnConv>(layer_in_dim(i), layer_out_dim(i))));

@@ -22,9 +22,9 @@ struct SageConv : torch::nn::Module {
   at::Tensor lin_l_weight, lin_l_bias, lin_r_weight;
 };
 
-class GraphSage : public GnnModel {
+class GraphSage : public LayeredModel {
  public:
-  explicit GraphSage(const ModelConfig& config) : GnnModel(config) {
+  explicit GraphSage(const ModelConfig& config) : LayeredModel(config) {
     for (int i = 0; i < config.num_layers; ++i) {
       convs_.push_back(register_module(
           "conv" + std::to_string(i), std::make_shared<SageConv>(layer_in_dim(i), layer_out_dim(i))));

@@ -38,9 +38,9 @@ struct HeteroSageConv : torch::nn::Module {
   at::Tensor lin_l, lin_l_bias, lin_r, ends_in;
 };
 
-class HeteroSage : public GnnModel {
+class HeteroSage : public LayeredModel {
  public:
-  explicit HeteroSage(const ModelConfig& config) : GnnModel(config) {
+  explicit HeteroSage(const ModelConfig& config) : LayeredModel(config) {
     for (int i = 0; i < config.num_layers; ++i) {
       convs_.push_back(register_module(
           "conv" + std::to_string(i),

@@ -13,9 +13,12 @@ namespace {
 }  // namespace
 
 void ModelConfig::validate() const {
-  if (kind != "graphsage" && kind != "gcn" && kind != "gat" && kind != "rgcn" && kind != "hetero_sage") {
-    bad("kind", "must be graphsage, gcn, gat, rgcn or hetero_sage (got \"" + kind + "\")");
+  if (kind != "graphsage" && kind != "gcn" && kind != "gat" && kind != "rgcn" && kind != "hetero_sage" &&
+      kind != "registered") {
+    bad("kind", "must be graphsage, gcn, gat, rgcn, hetero_sage or registered (got \"" + kind + "\")");
   }
+  if (is_registered() && name.empty()) bad("name", "kind registered needs the name its model was registered under");
+  if (!is_registered() && !name.empty()) bad("name", "applies to kind registered only, not " + kind);
   const bool relational = is_relational();
   if (in_dim < 0 || (in_dim == 0 && !relational)) {
     bad("in_dim", "must be positive (got " + std::to_string(in_dim) + ")");
@@ -112,7 +115,7 @@ bool ModelConfig::has_shared_input() const {
 }
 
 std::string ModelConfig::structure() const {
-  std::string s = kind + " in=" + std::to_string(in_dim);
+  std::string s = (is_registered() ? kind + ":" + name : kind) + " in=" + std::to_string(in_dim);
   if (num_layers > 1) s += " hidden=" + std::to_string(hidden_dim);
   s += " out=" + std::to_string(out_dim) + " layers=" + std::to_string(num_layers);
   if (kind == "gat") s += " heads=" + std::to_string(heads);

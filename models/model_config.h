@@ -9,7 +9,10 @@
 namespace partita {
 
 struct ModelConfig {
-  std::string kind = "graphsage";  // "graphsage", "gcn", "gat", "rgcn" or "hetero_sage"
+  // "graphsage", "gcn", "gat", "rgcn", "hetero_sage", or "registered": the host
+  // application's module registered under `name` (models/model_registry.h).
+  std::string kind = "graphsage";
+  std::string name;  // kind "registered" only
   // Input features per node. 0 (featureless graphs, relational kinds only): the input is
   // one-hot by global node id, of width num_nodes, as R-GCN gives AIFB's entities; the
   // first layer's weights then have a row per node.
@@ -54,6 +57,7 @@ struct ModelConfig {
   bool csc_aggregation = true;
 
   bool is_relational() const { return kind == "rgcn" || kind == "hetero_sage"; }
+  bool is_registered() const { return kind == "registered"; }
   // type_inputs[type], or the default for every type ("features", or "learnt" for in_dim 0).
   std::string input_of(int32_t type) const;
   // What an input of type_inputs reads: its node's features ("features", "features+learnt"),
@@ -68,7 +72,8 @@ struct ModelConfig {
 
   // Throws UsageError naming the field, e.g. "model.hidden_dim: must be positive (got 0)".
   void validate() const;
-  // The structure a checkpoint must match, e.g. "gat in=128 hidden=256 out=16 layers=3 heads=4".
+  // The structure a checkpoint must match, e.g. "gat in=128 hidden=256 out=16 layers=3 heads=4"
+  // or "registered:my_sage in=1433 hidden=64 out=7 layers=2".
   std::string structure() const;
 };
 

@@ -1,5 +1,6 @@
-// Internal to models/: the model kinds make_model chooses from, and the weight
-// initialisations they share (PyG's, drawn from an explicit generator).
+// Internal to models/: the model kinds make_model chooses from (the built-in layer stacks,
+// and a module registered by the host application), and the weight initialisations the
+// built-ins share (PyG's, drawn from an explicit generator).
 #pragma once
 
 #include <ATen/core/Generator.h>
@@ -8,6 +9,7 @@
 #include <memory>
 
 #include "models/gnn_model.h"
+#include "models/layered_model.h"
 
 namespace partita {
 
@@ -16,6 +18,9 @@ std::shared_ptr<GnnModel> make_gcn(const ModelConfig& config);
 std::shared_ptr<GnnModel> make_gat(const ModelConfig& config);
 std::shared_ptr<GnnModel> make_rgcn(const ModelConfig& config);
 std::shared_ptr<GnnModel> make_hetero_sage(const ModelConfig& config);
+// The module registered under config.name (models/model_registry.h), its parameters drawn
+// with torch's default generator seeded from `seed`.
+std::shared_ptr<GnnModel> make_registered(const ModelConfig& config, uint64_t seed);
 
 // Uniform in [-bound, bound].
 void init_uniform(at::Tensor& t, double bound, at::Generator& generator);

@@ -58,9 +58,9 @@ struct RgcnConv : torch::nn::Module {
   at::Tensor weight, bases, comp, root, bias;
 };
 
-class Rgcn : public GnnModel {
+class Rgcn : public LayeredModel {
  public:
-  explicit Rgcn(const ModelConfig& config) : GnnModel(config) {
+  explicit Rgcn(const ModelConfig& config) : LayeredModel(config) {
     for (int i = 0; i < config.num_layers; ++i) {
       convs_.push_back(register_module(
           "conv" + std::to_string(i),

@@ -86,6 +86,7 @@ std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
   r->decoder = parse_kg_decoder(name_of(r->job.link.decoder), r->job.link.transe_norm, "model.decoder");
   ModelConfig config;
   config.kind = name_of(r->job.model.kind);
+  config.name = r->job.model.name;
   config.in_dim = r->job.link.learnt_input() ? 0 : meta.feature_dim;  // 0: one-hot, a learnt row per node
   config.hidden_dim = r->job.model.hidden;
   config.out_dim = r->job.link.dim;
@@ -391,8 +392,8 @@ void check_held_out_history(const JobConfig& job, const PartitionMeta& meta, con
 }
 
 int32_t check_link_encoder_fits(const JobConfig& job, const PartitionMeta& meta, const std::string& dir) {
-  const std::string encoder = name_of(job.model.kind);
-  if (encoder == "rgcn" || encoder == "hetero_sage") {
+  const std::string encoder = job.model.description();
+  if (job.model.relational()) {
     require_relational_graph(meta, encoder, "model.encoder", dir);
     find_type_inputs(meta.node_types, job.link.type_inputs, meta.feature_dim, dir);
   } else if (meta.feature_dim <= 0) {

@@ -36,6 +36,7 @@ const char* name_of(ModelKind kind) {
     case ModelKind::kGat: return "gat";
     case ModelKind::kRgcn: return "rgcn";
     case ModelKind::kHeteroSage: return "hetero_sage";
+    case ModelKind::kRegistered: return "registered";
   }
   return "?";
 }
@@ -83,8 +84,16 @@ namespace {
 
 constexpr std::initializer_list<ModelKind> kAllKinds = {ModelKind::kGraphSage, ModelKind::kGcn, ModelKind::kGat,
                                                         ModelKind::kRgcn, ModelKind::kHeteroSage};
+// What model.kind and model.encoder take: the built-ins, and a host's registered model.
+constexpr std::initializer_list<ModelKind> kJobKinds = {ModelKind::kGraphSage, ModelKind::kGcn, ModelKind::kGat,
+                                                        ModelKind::kRgcn, ModelKind::kHeteroSage,
+                                                        ModelKind::kRegistered};
 
 }  // namespace
+
+std::string GnnSpec::description() const {
+  return registered() ? "registered model '" + name + "'" : std::string(name_of(kind));
+}
 
 ModelKind model_kind_named(const std::string& name, const std::string& field) {
   std::string known;
@@ -324,6 +333,13 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
 // predictor's encoder (model.encoder): model.kind is already read. `rgcn` is how the model
 // section names R-GCN ("rgcn" or "encoder: rgcn").
 void read_gnn_shape(Section& s, GnnSpec& model, const std::string& rgcn) {
+  s.read("name", model.name, "a registered model's name");
+  if (model.registered() && model.name.empty()) {
+    s.fail(s.field("name"), "missing: a registered model is named by the name the host application registered it under");
+  }
+  if (!model.registered() && !model.name.empty()) {
+    s.fail(s.field("name"), std::string("applies to a registered model only, not ") + name_of(model.kind));
+  }
   s.read_int("hidden", model.hidden, 1, JobLimits::kMaxWidth);
   s.read_int("layers", model.layers, 1, JobLimits::kMaxLayers);
   s.read_int("heads", model.heads, 1, JobLimits::kMaxHeads);
@@ -345,6 +361,7 @@ void read_gnn_shape(Section& s, GnnSpec& model, const std::string& rgcn) {
 
 // read_gnn_shape's fields, for job_to_yaml.
 void write_gnn_shape(YAML::Emitter& out, const GnnSpec& model) {
+  if (model.registered()) out << YAML::Key << "name" << YAML::Value << model.name;
   out << YAML::Key << "hidden" << YAML::Value << model.hidden;
   out << YAML::Key << "layers" << YAML::Value << model.layers;
   out << YAML::Key << "heads" << YAML::Value << model.heads;
@@ -357,7 +374,7 @@ void write_gnn_shape(YAML::Emitter& out, const GnnSpec& model) {
 
 void read_model(Section s, JobConfig& job) {
   GnnSpec& model = job.model;
-  s.read_enum("kind", model.kind, kAllKinds);
+  s.read_enum("kind", model.kind, kJobKinds);
   read_gnn_shape(s, model, "rgcn");
   s.read("target_type", model.target_type, "a node type name");
   s.reject_unknown();
@@ -441,11 +458,11 @@ void read_features(Section s, JobConfig& job) {
 void read_link_model(Section s, JobConfig& job) {
   LinkPredictionSpec& link = job.link;
   std::string encoder = "none";
-  s.read_choice("encoder", encoder, {"none", "graphsage", "gcn", "gat", "rgcn", "hetero_sage"});
+  s.read_choice("encoder", encoder, {"none", "graphsage", "gcn", "gat", "rgcn", "hetero_sage", "registered"});
   link.gnn_encoder = encoder != "none";
   if (job.link_gnn()) {
     // A GNN over sampled subgraphs, trained as node classifiers are; its own defaults.
-    job.model.kind = model_kind_named(encoder, s.field("encoder"));
+    job.model.kind = encoder == "registered" ? ModelKind::kRegistered : model_kind_named(encoder, s.field("encoder"));
     link.decoder = LinkDecoder::kDot;
     link.loss = LinkLoss::kBce;
     link.negatives = 1;

@@ -19,6 +19,8 @@
 //     split_seed: 1            # for dataset: seed of its node split and held-out edges (train.seed)
 //   model: {kind: graphsage, hidden: 128, layers: 2, heads: 4, dropout: 0.5, trim: true,
 //           decomposition: none, bases: 0, blocks: 0, target_type: ""}   # the last four: rgcn, hetero_sage
+//   model: {kind: registered, name: my_sage, hidden: 128, layers: 2, dropout: 0.5}  # a host's own
+//           module (models/model_registry.h), built by the factory registered under `name`
 //   sampling: {fanouts: [10, 10], batch_size: 512, prefetch: 2, replace: false,   # or per edge
 //              # type: fanouts: {writes: [5, 5], "paper,cites,paper": [10, 0], default: [3, 3]}
 //              feature_cache_mb: 0, feature_cache_policy: degree,   # cache 0 = off
@@ -118,7 +120,13 @@ struct JobLimits {
 // checkpoints name a model kind and an optimiser by these names).
 enum class Task { kNodeClassification, kLinkPrediction };  // task:
 // model.kind (node classification) or model.encoder (link prediction with a GNN encoder).
-enum class ModelKind { kGraphSage, kGcn, kGat, kRgcn, kHeteroSage };
+// kRegistered: a host application's module, named by model.name (models/model_registry.h).
+// The file says `kind: registered, name: NAME` rather than `kind: NAME` so that a job file
+// parses and validates the same in every process, also in one that has no such model (the
+// `partita` CLI, a head, a daemon that lacks it: the trainer that builds the model names the
+// problem there), a misspelt built-in kind is still refused by the parser, and a host's name
+// never shadows a built-in kind, present or future.
+enum class ModelKind { kGraphSage, kGcn, kGat, kRgcn, kHeteroSage, kRegistered };
 // train.optimizer: adam or sgd for the dense weights of a GNN (models/optimizer.h); adagrad
 // or sparse_adam for the entity rows of encoder: none (models/row_optimizer.h).
 enum class Optimizer { kAdam, kSgd, kAdagrad, kSparseAdam };
@@ -132,7 +140,7 @@ const char* name_of(Optimizer optimizer);
 const char* name_of(LinkDecoder decoder);
 const char* name_of(LinkLoss loss);
 const char* name_of(Regularizer regularizer);
-// The kind of that name; throws UsageError naming `field` and the kinds for any other.
+// The built-in kind of that name; throws UsageError naming `field` and the kinds for any other.
 ModelKind model_kind_named(const std::string& name, const std::string& field);
 
 // A GNN's section (model: of a node classifier, or of a link predictor with a GNN encoder):
@@ -151,11 +159,16 @@ struct GnnSpec {
   int blocks = 0;
   // The node type classified (empty: any; else every seed of every split must have it).
   std::string target_type;
+  // kind registered: the name its factory was registered under (model.name).
+  std::string name;
 
   // rgcn and hetero_sage: they run on heterogeneous graphs.
   bool relational() const { return kind == ModelKind::kRgcn || kind == ModelKind::kHeteroSage; }
   // The heads the model is built with: `heads` for GAT, 1 for the others.
   int model_heads() const { return kind == ModelKind::kGat ? heads : 1; }
+  bool registered() const { return kind == ModelKind::kRegistered; }
+  // The kind as a model names it: "graphsage", ..., or "registered model 'NAME'".
+  std::string description() const;
 };
 
 // A link-prediction job's own fields (task: link_prediction); see examples/README.md.

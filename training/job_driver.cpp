@@ -768,7 +768,7 @@ JobReport GnnDriver::run() {
   const int done_epochs = from.epoch;
   const int64_t full_steps = steps_per_epoch();
   const int64_t steps = options_.max_steps > 0 ? std::min(options_.max_steps, full_steps) : full_steps;
-  spdlog::info("training {} on {}: {} trainer(s) on {} node(s), {} steps per epoch", name_of(job_.model.kind), folder_.dir(),
+  spdlog::info("training {} on {}: {} trainer(s) on {} node(s), {} steps per epoch", job_.model.description(), folder_.dir(),
                actors_.trainers.size(), runtime_.num_nodes(), steps);
   JobReport report;
   report.first_epoch = done_epochs + 1;

@@ -166,6 +166,12 @@ TrainedRun load_trained_run(const std::string& dir) {
   }
   run.job = parse_job(read_file(job_file.string()), run.dir, job_file.string());
   run.job.output = run.dir;  // the folder as it is now, wherever the run wrote it
+  if (run.job.model.registered() && (run.job.link_gnn() || !run.job.link_prediction())) {
+    throw UsageError("RUN " + run.dir + " trained the " + run.job.model.description() +
+                     ", a host application's own module, which export and predict do not read: it has no PyG "
+                     "equivalent and only the application that registered it can build it (its checkpoint holds "
+                     "the module's tensors; models/model_registry.h)");
+  }
   if (run.job.link_gnn()) {
     throw UsageError("RUN " + run.dir + " is a link-prediction job with a GNN encoder (model.encoder: " +
                      name_of(run.job.model.kind) + "), which export and predict do not read; they read node "

@@ -32,6 +32,7 @@ namespace partita {
 ModelConfig node_model_config(const JobConfig& job, const PartitionMeta& meta) {
   ModelConfig config;
   config.kind = name_of(job.model.kind);
+  config.name = job.model.name;
   config.in_dim = meta.feature_dim;
   config.hidden_dim = job.model.hidden;
   config.out_dim = meta.num_classes;
@@ -104,7 +105,7 @@ void check_model_fits(const JobConfig& job, const PartitionMeta& meta) {
   if (!meta.has_labels) throw UsageError(job.partition_dir() + " has no labels to train a classifier on");
   if (relational) require_relational_graph(meta, name_of(job.model.kind), "model.kind", job.partition_dir());
   if (!relational && meta.feature_dim <= 0) {
-    throw UsageError(job.partition_dir() + " has no node features: " + name_of(job.model.kind) +
+    throw UsageError(job.partition_dir() + " has no node features: " + job.model.description() +
                      " needs them (the relational kinds rgcn and hetero_sage take a one-hot input instead)");
   }
   if (!job.model.target_type.empty() &&

@@ -1,14 +1,23 @@
 // A host application that embeds Partita: it trains a GraphSAGE model on a small generated
-// graph, follows the job through the progress callback, and reads the final metrics.
+// graph, follows the job through the progress callback, and reads the final metrics; or it
+// trains its own libtorch module instead (--own-model), registered under "embed_mean".
 //
-//   partita_embed [--output DIR]                     every actor in this process
-//   partita_embed --daemons H1:P1,H2:P2 [--output DIR]  on running `partita daemon`s
+//   partita_embed [--own-model] [--output DIR]       every actor in this process
+//   partita_embed --daemons H1:P1,H2:P2 [--own-model] [--output DIR]
+//                                                    on running daemons
+//   partita_embed --serve HOST:PORT                  a daemon of this application: it knows
+//                                                    embed_mean, which `partita daemon` does not
 //
 // The job is a YAML string, as a host would build it. With daemons, partition i and its
 // trainer run on daemon i mod D and read the partition folder this process writes, so the
 // daemons must see OUTPUT at the same path (the same machine, or a shared file system).
+// --own-model on daemons needs daemons that registered the model: `partita_embed --serve`.
 // Ctrl-C cancels the job through its CancelToken: it stops at the next step.
 // Exit codes: 0 done, 1 the job failed, 2 bad arguments, 130 cancelled.
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -20,6 +29,8 @@
 
 #include "actors/protocol.h"
 #include "base/error.h"
+#include "models/model_registry.h"
+#include "runtime/daemon.h"
 #include "runtime/runtime.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
@@ -27,19 +38,48 @@
 
 namespace {
 
-// 10000 nodes in 4 classes, 2 partitions, 5 epochs: seconds on one core.
-constexpr const char* kJob = R"(
+// 10000 nodes in 4 classes, 2 partitions, 5 epochs: seconds on one core. The model is
+// GraphSAGE, or with --own-model the application's module (no dropout: deterministic).
+std::string job_yaml(bool own_model) {
+  return std::string(R"(
 data:
   generate: {kind: sbm, nodes: 10000, classes: 4, features: 16, avg_degree: 10, seed: 1}
   num_partitions: 2
-model: {kind: graphsage, hidden: 32, layers: 2, dropout: 0.3}
-sampling: {fanouts: [5, 5], batch_size: 64}
+)") + (own_model ? "model: {kind: registered, name: embed_mean, hidden: 32, layers: 2, dropout: 0.0}\n"
+                 : "model: {kind: graphsage, hidden: 32, layers: 2, dropout: 0.3}\n") +
+         R"(sampling: {fanouts: [5, 5], batch_size: 64}
 train: {epochs: 5, learning_rate: 0.01, seed: 1}
 )";
+}
+
+// The application's own model: two layers of lin_self(x) + lin_neighbours(mean of the
+// in-neighbours), ReLU between, over PyG's edge_index (row 0 sources, row 1 destinations).
+struct TwoLayerMean : torch::nn::Module {
+  TwoLayerMean(int64_t in, int64_t hidden, int64_t out)
+      : self1(register_module("self1", torch::nn::Linear(in, hidden))),
+        neighbours1(register_module("neighbours1", torch::nn::Linear(in, hidden))),
+        self2(register_module("self2", torch::nn::Linear(hidden, out))),
+        neighbours2(register_module("neighbours2", torch::nn::Linear(hidden, out))) {}
+
+  static at::Tensor mean(const at::Tensor& x, const at::Tensor& edge_index) {
+    const at::Tensor src = edge_index[0], dst = edge_index[1];
+    const at::Tensor sum = at::zeros_like(x).index_add_(0, dst, x.index_select(0, src));
+    const at::Tensor degree = at::zeros({x.size(0)}, x.options()).index_add_(0, dst, at::ones({dst.size(0)}, x.options()));
+    return sum / degree.clamp_min(1).unsqueeze(1);
+  }
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& edge_index) {
+    const at::Tensor h = at::relu(self1(x) + neighbours1(mean(x, edge_index)));
+    return self2(h) + neighbours2(mean(h, edge_index));
+  }
+
+  torch::nn::Linear self1, neighbours1, self2, neighbours2;
+};
 
 struct Arguments {
   std::vector<std::string> daemons;  // empty: in-process
   std::string output = "embed-run";
+  bool own_model = false;
+  std::string serve;  // HOST:PORT: run as a daemon instead
 };
 
 std::vector<std::string> split(const std::string& text, char separator) {
@@ -55,17 +95,22 @@ Arguments parse_arguments(int argc, char** argv) {
   Arguments a;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if ((flag == "--daemons" || flag == "--output") && i + 1 < argc) {
+    if (flag == "--own-model") {
+      a.own_model = true;
+    } else if ((flag == "--daemons" || flag == "--output" || flag == "--serve") && i + 1 < argc) {
       const std::string value = argv[++i];
       if (flag == "--daemons") {
         a.daemons = split(value, ',');
         if (a.daemons.empty()) throw partita::UsageError("--daemons: expected HOST:PORT[,HOST:PORT...]");
+      } else if (flag == "--serve") {
+        a.serve = value;
       } else {
         a.output = value;
       }
     } else {
       throw partita::UsageError("unknown or incomplete argument '" + flag +
-                                "' (usage: partita_embed [--daemons H:P,...] [--output DIR])");
+                                "' (usage: partita_embed [--daemons H:P,...] [--own-model] [--output DIR] | "
+                                "--serve HOST:PORT)");
     }
   }
   return a;
@@ -89,10 +134,25 @@ void print_progress(const partita::JobProgress& p) {
   std::fflush(stdout);
 }
 
+// A daemon of this application (runtime/daemon.h): the job actor types, with the model
+// registered, until SIGTERM or SIGINT.
+int serve(const std::string& listen) {
+  using namespace partita;
+  runtime::DaemonOptions options;
+  options.listen = listen;
+  add_protocol_types(options.system);
+  runtime::run_daemon(options, job_actor_types(), [](const runtime::Endpoint& bound, const std::string&) {
+    std::printf("partita_embed serving on %s\n", bound.to_string().c_str());
+    std::fflush(stdout);
+  });
+  return 0;
+}
+
 int run(const Arguments& a) {
   using namespace partita;
+  if (!a.serve.empty()) return serve(a.serve);
   // Relative paths in the job (output) resolve against the working directory.
-  JobConfig job = parse_job(kJob, std::filesystem::current_path().string(), "the embedded job");
+  JobConfig job = parse_job(job_yaml(a.own_model), std::filesystem::current_path().string(), "the embedded job");
   job.output = std::filesystem::absolute(a.output).lexically_normal().string();
 
   runtime::ActorSystemOptions system;
@@ -124,6 +184,10 @@ int run(const Arguments& a) {
 
 int main(int argc, char** argv) {
   try {
+    // Before any job or daemon: the trainers of this process (and of its daemons) build it.
+    partita::register_model("embed_mean", [](const partita::ModelConfig& c) {
+      return std::make_shared<TwoLayerMean>(c.in_dim, c.hidden_dim, c.out_dim);
+    });
     return run(parse_arguments(argc, argv));
   } catch (const partita::JobCancelled& e) {
     std::fprintf(stderr, "partita_embed: %s\n", e.what());

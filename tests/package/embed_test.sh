@@ -7,8 +7,9 @@
 # SOURCE_DIR/examples/embed out of tree against that prefix alone (CMAKE_PREFIX_PATH; a
 # fresh build folder), checks that no include path points into the source tree, then runs
 # the example in-process (mode 1) and on two `partita daemon`s of the installed prefix on
-# loopback (mode 2), and checks each printed its progress lines and final metrics, exited
-# 0, and that both ended with the same metrics. Every step has a deadline; the daemons are killed on any exit. No network.
+# loopback (mode 2), then with its own registered model (--own-model) in process and on two
+# daemons of the example itself (--serve), and checks each printed its progress lines and
+# final metrics, exited 0, and that each pair ended with the same metrics. Every step has a deadline; the daemons are killed on any exit. No network.
 # The temporary folder is removed on success and kept (its path printed) on failure.
 set -euo pipefail
 
@@ -90,30 +91,51 @@ cd "$work"
 run_step in-process 120 "$work/build/partita_embed" --output "$work/run-in-process"
 check_output in-process
 
-# Two daemons of the installed binary on free loopback ports, each ready when it prints
-# its address. Their output files exist before they start: the background shell that
-# redirects into one may not have created it yet when the loop below first reads it.
-addresses=()
-for d in 0 1; do
-  : > "$work/daemon-$d.out"
-  "$prefix/bin/partita" --insecure daemon --listen 127.0.0.1:0 > "$work/daemon-$d.out" 2> "$work/daemon-$d.err" &
-  daemons+=($!)
-done
-for d in 0 1; do
-  address=
-  for _ in $(seq 300); do
-    address=$(sed -n 's/^partita daemon listening on //p' "$work/daemon-$d.out")
-    [ -n "$address" ] && break
-    kill -0 "${daemons[$d]}" 2> /dev/null || { cat "$work/daemon-$d.err" >&2; fail "daemon $d exited before it was ready"; }
-    sleep 0.1
+# Starts two daemons of "$@" (with --listen 127.0.0.1:0 or --serve 127.0.0.1:0 in it) on free
+# loopback ports, named $1-0 and $1-1 in $work, each ready when it prints its address
+# (a line matching $2); sets `addresses`. Their output files exist before they start: the
+# background shell that redirects into one may not have created it yet when the loop below
+# first reads it.
+start_daemons() {
+  local name=$1 ready=$2
+  shift 2
+  addresses=()
+  local first=${#daemons[@]}
+  for d in 0 1; do
+    : > "$work/$name-$d.out"
+    "$@" > "$work/$name-$d.out" 2> "$work/$name-$d.err" &
+    daemons+=($!)
   done
-  [ -n "$address" ] || fail "daemon $d printed no address within 30 s"
-  addresses+=("$address")
-done
+  for d in 0 1; do
+    local address=
+    for _ in $(seq 300); do
+      address=$(sed -n "s/^$ready //p" "$work/$name-$d.out")
+      [ -n "$address" ] && break
+      kill -0 "${daemons[$((first + d))]}" 2> /dev/null || { cat "$work/$name-$d.err" >&2; fail "$name $d exited before it was ready"; }
+      sleep 0.1
+    done
+    [ -n "$address" ] || fail "$name $d printed no address within 30 s"
+    addresses+=("$address")
+  done
+}
+
+# Mode 2: two daemons of the installed binary.
+start_daemons daemon 'partita daemon listening on' "$prefix/bin/partita" --insecure daemon --listen 127.0.0.1:0
 run_step daemons 120 "$work/build/partita_embed" --daemons "${addresses[0]},${addresses[1]}" --output "$work/run-daemons"
 check_output daemons
 grep -q '^runtime: 2 node(s) (daemons)' "$work/daemons.log" || fail "mode 2 did not run on the two daemons"
 # Batches do not depend on where partitions live: the same job, the same metrics.
 [ "$(grep '^final:' "$work/in-process.log")" = "$(grep '^final:' "$work/daemons.log")" ] ||
   fail "the daemons' final metrics differ from the in-process run's"
+
+# The application's own model (--own-model): in process, then on two daemons of the
+# application itself (--serve), which registered it as `partita daemon` has not.
+run_step own-in-process 120 "$work/build/partita_embed" --own-model --output "$work/run-own"
+check_output own-in-process
+start_daemons serve 'partita_embed serving on' "$work/build/partita_embed" --serve 127.0.0.1:0
+run_step own-daemons 120 "$work/build/partita_embed" --own-model --daemons "${addresses[0]},${addresses[1]}" \
+  --output "$work/run-own-daemons"
+check_output own-daemons
+[ "$(grep '^final:' "$work/own-in-process.log")" = "$(grep '^final:' "$work/own-daemons.log")" ] ||
+  fail "the application's daemons' final metrics with its own model differ from the in-process run's"
 echo "embed test passed"

@@ -147,6 +147,26 @@ TEST_F(JobConfigTest, AJobSettingIsDecodedOncePerProcess) {
   }
 }
 
+// A host application's model: kind (or encoder) registered with its name, which the job
+// carries to every trainer; the parser needs no registry for it.
+TEST_F(JobConfigTest, ARegisteredModelIsNamedAndRoundTrips) {
+  const JobConfig nc = parse(job_text("model: {kind: registered, name: my_sage, hidden: 48, layers: 2}\n"));
+  EXPECT_TRUE(nc.model.registered());
+  EXPECT_FALSE(nc.model.relational());
+  EXPECT_EQ(nc.model.name, "my_sage");
+  EXPECT_EQ(nc.model.description(), "registered model 'my_sage'");
+  const JobConfig link = parse("task: link_prediction\n" + job_text("model: {encoder: registered, name: my_sage, dim: 24}\n"));
+  EXPECT_TRUE(link.link_gnn());
+  EXPECT_TRUE(link.model.registered());
+  EXPECT_EQ(link.link.dim, 24);
+  for (const JobConfig* job : {&nc, &link}) {
+    const JobConfig back = parse_job(job_to_yaml(*job), "/elsewhere", "sent job");
+    EXPECT_EQ(back.model.kind, ModelKind::kRegistered);
+    EXPECT_EQ(back.model.name, "my_sage");
+    EXPECT_EQ(job_to_yaml(back), job_to_yaml(*job));
+  }
+}
+
 // The closed choices are typed; a GNN encoder is the model section's kind.
 TEST_F(JobConfigTest, ChoicesAreTyped) {
   const JobConfig nc = parse(job_text("model: {kind: hetero_sage}\ntrain: {optimizer: sgd}\n"));
