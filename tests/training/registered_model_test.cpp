@@ -197,13 +197,15 @@ TEST_F(RegisteredNodeJobTest, ADaemonOfTheHostApplicationTrainsIt) {
   const std::string at = ready.get();
   {
     auto rt = runtime::Runtime::connect(testing::job_system_options(), {at}, std::chrono::seconds(10));
-    // However the block ends, the daemon is told to stop (before the runtime goes).
+    // However the block ends, the daemon is told to stop, and gone, before the runtime goes.
     struct StopDaemon {
       runtime::Runtime& rt;
       std::string at;
       ~StopDaemon() {
         try {
-          runtime::DaemonConnection::connect(rt.system(), at, std::chrono::seconds(10)).request_shutdown();
+          const auto connection = runtime::DaemonConnection::connect(rt.system(), at, std::chrono::seconds(10));
+          connection.request_shutdown();
+          if (!connection.wait_lost(std::chrono::seconds(30))) ADD_FAILURE() << "the daemon is still up after shutdown";
         } catch (const std::exception& e) {
           ADD_FAILURE() << "cannot stop the daemon: " << e.what();
         }
