@@ -432,18 +432,7 @@ void run_chaos_bench(const ChaosBenchOptions& o) {
     if (!probe.unavailable().empty()) throw Error("bench chaos: no separate hosts: " + probe.unavailable());
   }
   Workdir workdir(o.work_dir, "chaos-bench");
-  PartitionOptions options;
-  options.num_parts = kPartitions;
-  options.seed = o.seed;
-  const std::string parts = partitioned_graph(
-      workdir, "parts", "sbm nodes " + std::to_string(o.num_nodes) + " seed " + std::to_string(o.seed) + "\n", options, [&] {
-        SbmOptions sbm;
-        sbm.num_nodes = o.num_nodes;
-        sbm.num_classes = 4;
-        sbm.feature_dim = 16;
-        sbm.seed = o.seed;
-        return generate_sbm(sbm);
-      });
+  const std::string parts = sbm_in_metis_parts(workdir, o.num_nodes, kPartitions, o.seed);
   const std::string dir = workdir.path() + "/clusters";
   std::filesystem::remove_all(dir);
 

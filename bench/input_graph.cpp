@@ -43,6 +43,22 @@ std::string rmat_in_two_random_parts(const Workdir& workdir, int64_t num_nodes, 
   });
 }
 
+std::string sbm_in_metis_parts(const Workdir& workdir, int64_t num_nodes, int num_parts, uint64_t seed) {
+  PartitionOptions options;
+  options.num_parts = num_parts;
+  options.seed = seed;
+  const std::string params = "sbm nodes " + std::to_string(num_nodes) + " seed " + std::to_string(seed) + " parts " +
+                             std::to_string(num_parts) + "\n";
+  return partitioned_graph(workdir, "parts", params, options, [&] {
+    SbmOptions sbm;
+    sbm.num_nodes = num_nodes;
+    sbm.num_classes = 4;
+    sbm.feature_dim = 16;
+    sbm.seed = seed;
+    return generate_sbm(sbm);
+  });
+}
+
 Dataset input_or_rmat(const std::string& input, const RmatOptions& rmat) {
   return input.empty() ? generate_rmat(rmat) : read_npy_folder(input);
 }

@@ -28,6 +28,10 @@ std::string partitioned_graph(const Workdir& workdir, const std::string& folder,
 std::string rmat_in_two_random_parts(const Workdir& workdir, int64_t num_nodes, double avg_degree, int64_t feature_dim,
                                      uint64_t seed);
 
+// An SBM graph of `num_nodes` (4 classes, 16 features, `seed`) in `num_parts` METIS parts in
+// workdir/parts: the small job of the benchmarks that measure a cluster's faults.
+std::string sbm_in_metis_parts(const Workdir& workdir, int64_t num_nodes, int num_parts, uint64_t seed);
+
 // The graph a benchmark measures: `input` read as an npy folder, or, without one, R-MAT
 // generated from `rmat`.
 Dataset input_or_rmat(const std::string& input, const RmatOptions& rmat);

@@ -61,19 +61,7 @@ void print_summary(const std::vector<Trial>& trials, const std::string& signal) 
 void run_recovery_bench(const RecoveryBenchOptions& o) {
   if (o.trials < 1) throw UsageError("--trials must be at least 1");
   Workdir workdir(o.work_dir, "recovery-bench");
-  PartitionOptions options;
-  options.num_parts = 2;
-  options.seed = o.seed;
-  const std::string parts =
-      partitioned_graph(workdir, "parts", "sbm nodes " + std::to_string(o.num_nodes) + " seed " + std::to_string(o.seed) + "\n",
-                        options, [&] {
-                          SbmOptions sbm;
-                          sbm.num_nodes = o.num_nodes;
-                          sbm.num_classes = 4;
-                          sbm.feature_dim = 16;
-                          sbm.seed = o.seed;
-                          return generate_sbm(sbm);
-                        });
+  const std::string parts = sbm_in_metis_parts(workdir, o.num_nodes, 2, o.seed);
   const std::string runs = workdir.path() + "/runs";
   const std::string exe = self_executable();
   runtime::DaemonChild head = runtime::start_daemon_child(exe, {"--head", "--runs", runs}, {"--log-level", "warn"});

@@ -128,7 +128,8 @@ LinkLoader::LinkLoader(std::shared_ptr<const GraphHandle> graph, EdgeList edges,
     : graph_(std::move(graph)),
       options_(options),
       edges_(checked_edges(*graph_, std::move(edges), options)),
-      session_(*graph_, 0, options.session, kName) {
+      session_(*graph_, 0, options.session, kName),
+      epoch_(session_, kName) {
   const int64_t n = edges_.size();
   num_batches_ = options_.drop_last ? n / options_.batch_size : (n + options_.batch_size - 1) / options_.batch_size;
 }
@@ -177,41 +178,21 @@ void LinkLoader::add_batch(EpochPlan& plan, Span<const int64_t> positions, uint6
 
 void LinkLoader::start_epoch(uint64_t epoch) {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<int64_t> positions(edges_.src.size());
-  std::iota(positions.begin(), positions.end(), int64_t{0});
-  positions_ = plan_epoch(Span<const int64_t>(positions), options_.batch_size, options_.seed, epoch,
-                          options_.shuffle, options_.drop_last);
+  EpochPlan positions = EpochCursor::plan_positions(edges_.size(), options_.batch_size, options_.seed, epoch,
+                                                    options_.shuffle, options_.drop_last);
   EpochPlan plan;
-  plan.job_seed = positions_.job_seed;
-  plan.epoch = positions_.epoch;
+  plan.job_seed = positions.job_seed;
+  plan.epoch = positions.epoch;
   plan.offsets = {0};
-  for (int64_t b = 0; b < positions_.num_batches(); ++b) add_batch(plan, positions_.batch(b), epoch, b);
-  started_ = false;
-  const int64_t batches = session_.start_plan(plan);
-  if (batches != positions_.num_batches()) {
-    throw Error(std::string(kName) + ": the sampler planned " + std::to_string(batches) + " batches for an epoch of " +
-                std::to_string(positions_.num_batches()));
-  }
-  started_ = true;
-  next_batch_ = 0;
+  for (int64_t b = 0; b < positions.num_batches(); ++b) add_batch(plan, positions.batch(b), epoch, b);
+  epoch_.start(std::move(positions), plan);
 }
 
 LoadedLinkBatch LinkLoader::next() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!started_) throw UsageError(std::string(kName) + ": next batch before an epoch was started");
-  if (next_batch_ >= positions_.num_batches()) {
-    throw UsageError(std::string(kName) + ": all " + std::to_string(positions_.num_batches()) + " batches of epoch " +
-                     std::to_string(positions_.epoch) + " were taken");
-  }
-  SampleKey key;
-  MiniBatch batch = session_.next(key);
-  const int64_t b = next_batch_++;
-  if (key.epoch != positions_.epoch || key.batch != static_cast<uint64_t>(b)) {
-    throw Error(std::string(kName) + ": the sampler sent batch " + std::to_string(key.batch) + " of epoch " +
-                std::to_string(key.epoch) + " for batch " + std::to_string(b) + " of epoch " +
-                std::to_string(positions_.epoch));
-  }
-  const Span<const int64_t> positions = positions_.batch(b);
+  int64_t b = 0;
+  MiniBatch batch = epoch_.next(b);
+  const Span<const int64_t> positions = epoch_.positions().batch(b);
   const auto positives = static_cast<int64_t>(positions.size());
   const int64_t negatives = negatives_of(options_, positives);
   LoadedLinkBatch out;

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "python/epoch_cursor.h"
 #include "python/graph_handle.h"
 #include "python/node_loader.h"
 #include "python/sampler_session.h"
@@ -97,11 +98,9 @@ class LinkLoader {
   LinkLoaderOptions options_;
   EdgeList edges_;  // global ids, checked before any actor is spawned
   int64_t num_batches_ = 0;
-  std::mutex mutex_;     // the epoch's state below, held while waiting for a batch
-  EpochPlan positions_;  // the epoch's plan over positions in the loader's edges
-  bool started_ = false;
-  int64_t next_batch_ = 0;
+  std::mutex mutex_;  // held by start_epoch and next, while waiting for a batch
   SamplerSession session_;
+  EpochCursor epoch_;  // over positions in the loader's edges
 };
 
 }  // namespace partita::python

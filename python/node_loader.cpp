@@ -1,7 +1,6 @@
 #include "python/node_loader.h"
 
 #include <algorithm>
-#include <numeric>
 #include <utility>
 
 #include "base/error.h"
@@ -78,52 +77,33 @@ NodeLoader::NodeLoader(std::shared_ptr<const GraphHandle> graph, std::vector<int
     : graph_(std::move(graph)),
       options_(options),
       input_global_(checked_inputs(*graph_, std::move(input_nodes), options)),
-      session_(*graph_, 0, options.session, kName) {
+      session_(*graph_, 0, options.session, kName),
+      epoch_(session_, kName) {
   const auto n = static_cast<int64_t>(input_global_.size());
   num_batches_ = options_.drop_last ? n / options_.batch_size : (n + options_.batch_size - 1) / options_.batch_size;
 }
 
 void NodeLoader::start_epoch(uint64_t epoch) {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<int64_t> positions(input_global_.size());
-  std::iota(positions.begin(), positions.end(), int64_t{0});
-  positions_ = plan_epoch(Span<const int64_t>(positions), options_.batch_size, options_.seed, epoch,
-                          options_.shuffle, options_.drop_last);
+  EpochPlan positions = EpochCursor::plan_positions(static_cast<int64_t>(input_global_.size()), options_.batch_size,
+                                                    options_.seed, epoch, options_.shuffle, options_.drop_last);
   // The same permutation and cuts over the seeds themselves (the shuffle depends on the
   // count alone), in global ids for the sampler.
   EpochPlan plan;
-  plan.job_seed = positions_.job_seed;
-  plan.epoch = positions_.epoch;
-  plan.offsets = positions_.offsets;
-  plan.order.reserve(positions_.order.size());
-  for (int64_t k : positions_.order) plan.order.push_back(input_global_[k]);
-  started_ = false;
-  const int64_t batches = session_.start_plan(plan);
-  if (batches != positions_.num_batches()) {
-    throw Error(std::string(kName) + ": the sampler planned " + std::to_string(batches) + " batches for an epoch of " +
-                std::to_string(positions_.num_batches()));
-  }
-  started_ = true;
-  next_batch_ = 0;
+  plan.job_seed = positions.job_seed;
+  plan.epoch = positions.epoch;
+  plan.offsets = positions.offsets;
+  plan.order.reserve(positions.order.size());
+  for (int64_t k : positions.order) plan.order.push_back(input_global_[k]);
+  epoch_.start(std::move(positions), plan);
 }
 
 LoadedBatch NodeLoader::next() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!started_) throw UsageError(std::string(kName) + ": next batch before an epoch was started");
-  if (next_batch_ >= positions_.num_batches()) {
-    throw UsageError(std::string(kName) + ": all " + std::to_string(positions_.num_batches()) + " batches of epoch " +
-                     std::to_string(positions_.epoch) + " were taken");
-  }
-  SampleKey key;
-  MiniBatch batch = session_.next(key);
-  const int64_t b = next_batch_++;
-  if (key.epoch != positions_.epoch || key.batch != static_cast<uint64_t>(b)) {
-    throw Error(std::string(kName) + ": the sampler sent batch " + std::to_string(key.batch) + " of epoch " +
-                std::to_string(key.epoch) + " for batch " + std::to_string(b) + " of epoch " +
-                std::to_string(positions_.epoch));
-  }
+  int64_t b = 0;
+  MiniBatch batch = epoch_.next(b);
   LoadedBatch out = loaded_batch(std::move(batch), *graph_, session_.recycler());
-  Span<const int64_t> seeds = positions_.batch(b);
+  Span<const int64_t> seeds = epoch_.positions().batch(b);
   out.input_id.assign(seeds.begin(), seeds.end());
   return out;
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "graph/mini_batch.h"
+#include "python/epoch_cursor.h"
 #include "python/graph_handle.h"
 #include "python/sampler_session.h"
 
@@ -83,11 +84,9 @@ class NodeLoader {
   LoaderOptions options_;
   std::vector<int64_t> input_global_;  // checked before any actor is spawned
   int64_t num_batches_ = 0;
-  std::mutex mutex_;     // the epoch's state below, held while waiting for a batch
-  EpochPlan positions_;  // the epoch's plan over positions in input_nodes
-  bool started_ = false;
-  int64_t next_batch_ = 0;
+  std::mutex mutex_;  // held by start_epoch and next, while waiting for a batch
   SamplerSession session_;
+  EpochCursor epoch_;  // over positions in input_nodes
 };
 
 }  // namespace partita::python

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "base/subprocess.h"
@@ -86,6 +87,24 @@ SmallDisk::SmallDisk(const std::string& dir, int64_t bytes) : dir_(dir) {
 
 SmallDisk::~SmallDisk() {
   if (mounted_) run_process({"/bin/umount", "-l", dir_}, 30);
+}
+
+LogCapture::LogCapture(spdlog::level::level_enum level, const std::string& pattern)
+    : previous_(spdlog::default_logger()) {
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_);
+  sink->set_pattern(pattern);
+  auto logger = std::make_shared<spdlog::logger>("capture", sink);
+  logger->set_level(level);
+  spdlog::set_default_logger(logger);
+}
+
+LogCapture::~LogCapture() { spdlog::set_default_logger(previous_); }
+
+std::vector<std::string> LogCapture::lines() const {
+  std::vector<std::string> out;
+  std::istringstream in(stream_.str());
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
 }
 
 }  // namespace partita::testing

@@ -3,7 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <spdlog/spdlog.h>
+
 #include <cstdint>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -62,6 +66,22 @@ class SmallDisk {
   std::string dir_;
   bool mounted_ = false;
   std::string why_;
+};
+
+// Captures what spdlog's default logger logs at `level` and above while alive, a record a
+// line in `pattern` ("%l %v": its level, then its text).
+class LogCapture {
+ public:
+  explicit LogCapture(spdlog::level::level_enum level = spdlog::level::trace, const std::string& pattern = "%l %v");
+  ~LogCapture();
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  std::string text() const { return stream_.str(); }
+  std::vector<std::string> lines() const;
+
+ private:
+  std::shared_ptr<spdlog::logger> previous_;
+  std::ostringstream stream_;
 };
 
 }  // namespace partita::testing

@@ -26,7 +26,36 @@ from .stores import FeatureStore, GraphStore, stores  # noqa: F401 (the remote b
 __all__ = ["FeatureStore", "GraphStore", "LinkNeighborLoader", "NeighborLoader", "stores"]
 
 
-class NeighborLoader:
+class _Loader:
+    """What both loaders are to Python: an iterable of epochs over a native loader
+    (`_loader`), each iteration the next epoch (`epoch` counts them; set it to replay one),
+    each batch made a Data by `_to_data`, and a context that closes it."""
+
+    def __init__(self):
+        self.epoch = 0
+        self._epochs_started = 0
+
+    def __len__(self):
+        return len(self._loader)
+
+    def __iter__(self):
+        self._loader.start_epoch(self.epoch)
+        self.epoch += 1
+        self._epochs_started += 1
+        return _Epoch(self, self._epochs_started)
+
+    def close(self):
+        """Stops this loader's actors; iterating afterwards raises partita.Error."""
+        self._loader.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class NeighborLoader(_Loader):
     """Mini-batches of `input_nodes` and their sampled neighbourhoods.
 
     data: a partita.Graph (or a partition folder's path).
@@ -59,43 +88,25 @@ class NeighborLoader:
         self.data = data
         self.input_nodes = _input_ids(data, input_nodes)
         self.batch_size = int(batch_size)
-        self.epoch = 0
-        self._epochs_started = 0
+        super().__init__()
         self._loader = _partita.NodeLoader(data, self.input_nodes, fanouts, self.batch_size,
                                            bool(shuffle), bool(drop_last), int(seed), bool(replace), bool(disjoint),
                                            int(prefetch), float(timeout), str(features))
 
-    def __len__(self):
-        return len(self._loader)
-
-    def __iter__(self):
-        self._loader.start_epoch(self.epoch)
-        self.epoch += 1
-        self._epochs_started += 1
-        return _Epoch(self, self._epochs_started, to_data)
-
-    def close(self):
-        """Stops this loader's actors; iterating afterwards raises partita.Error."""
-        self._loader.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    @staticmethod
+    def _to_data(batch):
+        return to_data(batch)
 
     def __repr__(self):
         return f"NeighborLoader({len(self.input_nodes)} input nodes, batch_size={self.batch_size}, {len(self)} batches)"
 
 
 class _Epoch:
-    """One iteration over a loader: its epoch's batches, in plan order, each made a Data by
-    `convert`."""
+    """One iteration over a loader: its epoch's batches, in plan order."""
 
-    def __init__(self, loader, number, convert):
+    def __init__(self, loader, number):
         self._loader = loader
         self._number = number
-        self._convert = convert
         self._left = len(loader)
 
     def __iter__(self):
@@ -109,13 +120,13 @@ class _Epoch:
                                f"the same loader")
         batch = self._loader._loader.next()  # an error leaves the count as it was
         self._left -= 1
-        return self._convert(batch)
+        return self._loader._to_data(batch)
 
     def __len__(self):
         return self._left
 
 
-class LinkNeighborLoader:
+class LinkNeighborLoader(_Loader):
     """Mini-batches of edges (`edge_label_index`), their negatives and the sampled
     neighbourhoods of their ends, as PyG's LinkNeighborLoader yields them.
 
@@ -187,31 +198,11 @@ class LinkNeighborLoader:
         self.disjoint = bool(disjoint)
         self.edge_label_time = None if edge_label_time is None else torch.from_numpy(edge_label_time)
         self.batch_size = int(batch_size)
-        self.epoch = 0
-        self._epochs_started = 0
+        super().__init__()
         self._loader = _partita.LinkLoader(data, src, dst, edge_label_time, fanouts, self.batch_size,
                                            bool(shuffle), bool(drop_last), int(seed), bool(replace), bool(disjoint),
                                            int(prefetch), float(timeout), str(features), mode or "none",
                                            float(amount), str(temporal_strategy))
-
-    def __len__(self):
-        return len(self._loader)
-
-    def __iter__(self):
-        self._loader.start_epoch(self.epoch)
-        self.epoch += 1
-        self._epochs_started += 1
-        return _Epoch(self, self._epochs_started, self._to_data)
-
-    def close(self):
-        """Stops this loader's actors; iterating afterwards raises partita.Error."""
-        self._loader.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         return f"LinkNeighborLoader({self._loader.num_edges} edges, batch_size={self.batch_size}, {len(self)} batches)"

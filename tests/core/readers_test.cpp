@@ -2,7 +2,6 @@
 #include "partitioner/splits.h"
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -40,21 +39,6 @@ std::string error_of(F&& read) {
   ADD_FAILURE() << "expected an Error";
   return "";
 }
-
-// Captures what spdlog logs while alive.
-class LogCapture {
- public:
-  LogCapture() : previous_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_);
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
-  std::string text() const { return stream_.str(); }
-
- private:
-  std::shared_ptr<spdlog::logger> previous_;
-  std::ostringstream stream_;
-};
 
 std::vector<std::pair<int64_t, int64_t>> pairs(const EdgeList& e) {
   std::vector<std::pair<int64_t, int64_t>> out;
@@ -195,7 +179,7 @@ TEST(LinqsTest, MergesDropsAndSkipsCitationsAsDocumented) {
                    "nobody\tp4\n"    // dangling
                    "p4\tp3\n"
                    "p1\tp2\n");      // repeated
-  LogCapture log;
+  testing::LogCapture log;
   Dataset d = read_linqs(dir / "tiny");
   EXPECT_EQ(d.name, "tiny");
   EXPECT_EQ(d.num_nodes, 5);

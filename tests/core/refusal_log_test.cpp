@@ -3,7 +3,6 @@
 #include "base/refusal_log.h"
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <sstream>
@@ -15,34 +14,11 @@
 namespace partita {
 namespace {
 
-// Captures what spdlog logs while alive.
-class LogCapture {
- public:
-  LogCapture() : previous_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_);
-    sink->set_pattern("%l %v");
-    auto logger = std::make_shared<spdlog::logger>("capture", sink);
-    logger->set_level(spdlog::level::trace);
-    spdlog::set_default_logger(logger);
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
-  std::vector<std::string> lines() const {
-    std::vector<std::string> out;
-    std::istringstream in(stream_.str());
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
-  }
-
- private:
-  std::shared_ptr<spdlog::logger> previous_;
-  std::ostringstream stream_;
-};
-
 using Clock = RefusalLog::Clock;
 using std::chrono::milliseconds;
 
 TEST(RefusalLogTest, LogsABurstThenOneASecondCountingTheRest) {
-  LogCapture capture;
+  testing::LogCapture capture;
   RefusalLog log("gate");
   const Clock::time_point start = Clock::now();
   for (int i = 0; i < 1000; ++i) log.refused("refused " + std::to_string(i), start);
@@ -64,7 +40,7 @@ TEST(RefusalLogTest, LogsABurstThenOneASecondCountingTheRest) {
 }
 
 TEST(RefusalLogTest, FlushSumsUpWhatWasLeftOut) {
-  LogCapture capture;
+  testing::LogCapture capture;
   RefusalLog log("status page 127.0.0.1:8265", spdlog::level::debug, 2, 1);
   const Clock::time_point start = Clock::now();
   log.flush(start);  // nothing left out: nothing said
@@ -88,7 +64,7 @@ TEST(RefusalLogTest, FlushSumsUpWhatWasLeftOut) {
 
 // However many refusals come, the lines stay within the burst plus one a second.
 TEST(RefusalLogTest, AFloodLogsBoundedLinesAndLosesNoCount) {
-  LogCapture capture;
+  testing::LogCapture capture;
   RefusalLog log("gate");
   const Clock::time_point start = Clock::now();
   for (int i = 0; i < 100000; ++i) log.refused("refused", start + milliseconds(i / 10));  // 10 s of them

@@ -9,7 +9,6 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -358,31 +357,10 @@ TEST(StatusServerBoundsTest, StopIsPromptWithIdleConnectionsAndAnAnswerInProgres
   close(waiting);
 }
 
-// Captures what spdlog logs while alive, one message a line.
-class LogCapture {
- public:
-  LogCapture() : previous_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_);
-    sink->set_pattern("%v");
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
-  std::vector<std::string> lines() const {
-    std::vector<std::string> out;
-    std::istringstream in(stream_.str());
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
-  }
-
- private:
-  std::shared_ptr<spdlog::logger> previous_;
-  std::ostringstream stream_;
-};
-
 // 5,000 connections beyond their client's bound: a burst of lines, then one a second, each
 // with the count of those left out, and a last line summing up the rest at stop().
 TEST(StatusServerBoundsTest, FiveThousandRefusedConnectionsLogABoundedNumberOfLines) {
-  LogCapture capture;
+  testing::LogCapture capture(spdlog::level::info, "%v");
   Stopwatch watch;
   {
     StatusServer::Options options;
