@@ -143,6 +143,13 @@ using submit_job_atom = caf::atom_constant<caf::atom("c_submit")>;
 using job_report_atom = caf::atom_constant<caf::atom("c_jreport")>;
 using job_logs_atom = caf::atom_constant<caf::atom("c_jlogs")>;
 using cancel_job_atom = caf::atom_constant<caf::atom("c_jcancel")>;
+using rendezvous_atom = caf::atom_constant<caf::atom("c_rdv")>;
+
+// Rendezvous of an allreduce group's members (head.h): the longest group name, the most
+// ranks of one group and the most groups waiting for their members at once.
+inline constexpr size_t kMaxGroupNameBytes = 256;
+inline constexpr int32_t kMaxGroupSize = 1024;
+inline constexpr size_t kMaxOpenGroups = 64;
 
 // A node's agent (node_agent.h), as the head sees it.
 //   stop_node: the cluster is stopping; shut this node's daemon down.
@@ -168,6 +175,10 @@ using node_agent_actor = caf::typed_actor<caf::reacts_to<stop_node_atom>>;
 //       kMaxLogChunkBytes; the next offset; the job's state) | error for an unknown job
 //   (cancel_job, job id) -> the job's state | error for an unknown job: asks its driver to
 //       stop (SIGTERM): its actors stop everywhere, its output keeps the last checkpoint
+//   (rendezvous, group, rank, size, member) -> every member of the group by rank, once all
+//       `size` ranks arrived | error naming the problem (a size that differs from the
+//       group's, a rank taken or out of range, a group incomplete at the head's deadline):
+//       `member` is the rank's allreduce member (runtime/collective/allreduce_member.h)
 using head_actor = caf::typed_actor<
     caf::replies_to<join_atom, NodeInfo, caf::actor>::with<uint64_t, int64_t, int64_t>,
     caf::replies_to<heartbeat_atom, uint64_t, NodeLoad>::with<bool>,
@@ -177,7 +188,8 @@ using head_actor = caf::typed_actor<
     caf::replies_to<submit_job_atom, std::string, std::string>::with<std::string>,
     caf::replies_to<job_report_atom, std::string, std::string, JobStatus>::with<bool>,
     caf::replies_to<job_logs_atom, std::string, int64_t>::with<std::string, int64_t, std::string>,
-    caf::replies_to<cancel_job_atom, std::string>::with<std::string>>;
+    caf::replies_to<cancel_job_atom, std::string>::with<std::string>,
+    caf::replies_to<rendezvous_atom, std::string, int32_t, int32_t, caf::actor>::with<std::vector<caf::actor>>>;
 
 // Registers the types above with an actor system's config (configure() calls it).
 void add_cluster_types(caf::actor_system_config& config);

@@ -66,6 +66,17 @@ struct Job {
   std::map<std::string, int64_t> reserved;
 };
 
+// A rendezvous group gathering its ranks (head.h).
+struct RendezvousGroup {
+  int32_t size = 0;
+  Clock::time_point deadline;
+  struct Arrival {
+    caf::actor member;
+    caf::typed_response_promise<std::vector<caf::actor>> answer;
+  };
+  std::map<int32_t, Arrival> arrived;  // by rank
+};
+
 struct HeadState {
   HeadOptions options;
   uint64_t next_member = 1;
@@ -82,6 +93,7 @@ struct HeadState {
   std::map<std::string, Job> jobs;  // by id
   uint64_t submitted = 0;
   std::string address;  // where drivers reach the head; "" until the daemon told it
+  std::map<std::string, RendezvousGroup> groups;  // incomplete rendezvous groups, by name
   // Refused requests from senders other than nodes, for a log line at most every second.
   Clock::time_point last_refusal_log{};
   uint64_t refusals_unsaid = 0;
@@ -369,6 +381,104 @@ caf::error refuse_non_node(HeadPointer self, const std::string& what) {
                                                       "NAME --role node)");
 }
 
+// Fails every rank waiting in `name` with `why`, and forgets the group.
+void fail_group(HeadPointer self, const std::string& name, const std::string& why) {
+  auto it = self->state.groups.find(name);
+  if (it == self->state.groups.end()) return;
+  spdlog::warn("head: rendezvous of group '{}' failed: {}", name, why);
+  for (auto& [rank, arrival] : it->second.arrived) {
+    self->demonitor(arrival.member.address());
+    arrival.answer.deliver(make_runtime_error(RuntimeErrc::refused, "rendezvous of group '" + name + "': " + why));
+  }
+  self->state.groups.erase(it);
+}
+
+// The ranks of `group` that have not arrived, as "1, 3" (at most 10 named).
+std::string missing_ranks(const RendezvousGroup& group) {
+  std::string text;
+  int named = 0;
+  for (int32_t r = 0; r < group.size; ++r) {
+    if (group.arrived.count(r)) continue;
+    if (named == 10) return text + ", ...";
+    text += (named++ ? ", " : "") + std::to_string(r);
+  }
+  return text;
+}
+
+caf::result<std::vector<caf::actor>> rendezvous(HeadPointer self, const std::string& name, int32_t rank, int32_t size,
+                                                const caf::actor& member) {
+  auto& s = self->state;
+  auto refuse_with = [&](const std::string& why) -> caf::result<std::vector<caf::actor>> {
+    spdlog::warn("head: rendezvous of group '{}' refused: {}", name.substr(0, 64), why);
+    return make_runtime_error(RuntimeErrc::refused, "rendezvous of group '" + name.substr(0, 64) + "': " + why);
+  };
+  if (name.empty()) return refuse_with("the group has no name");
+  if (name.size() > kMaxGroupNameBytes) {
+    return refuse_with("a name of " + std::to_string(name.size()) + " bytes; at most " +
+                       std::to_string(kMaxGroupNameBytes));
+  }
+  if (size < 1 || size > kMaxGroupSize) {
+    return refuse_with("world size " + std::to_string(size) + " (must be 1 to " + std::to_string(kMaxGroupSize) + ")");
+  }
+  if (rank < 0 || rank >= size) {
+    return refuse_with("rank " + std::to_string(rank) + " is not below the world size " + std::to_string(size) +
+                       (rank < 0 ? " (a rank is 0 or more)" : ""));
+  }
+  if (!member) return refuse_with("rank " + std::to_string(rank) + " came without its allreduce member");
+  if (s.stopping) return refuse_with("the cluster is stopping");
+  auto it = s.groups.find(name);
+  if (it == s.groups.end()) {
+    if (s.groups.size() >= kMaxOpenGroups) {
+      return refuse_with("the head already gathers " + std::to_string(s.groups.size()) + " groups, its most");
+    }
+    RendezvousGroup group;
+    group.size = size;
+    group.deadline = Clock::now() + s.options.rendezvous_deadline;
+    it = s.groups.emplace(name, std::move(group)).first;
+  }
+  RendezvousGroup& group = it->second;
+  if (group.size != size) {
+    const std::string why = "rank " + std::to_string(rank) + " has world size " + std::to_string(size) +
+                            ", the ranks before it " + std::to_string(group.size) +
+                            " (every rank must give the same world size)";
+    fail_group(self, name, why);
+    return refuse_with(why);
+  }
+  if (group.arrived.count(rank)) return refuse_with("rank " + std::to_string(rank) + " has arrived already");
+  auto answer = self->make_response_promise<std::vector<caf::actor>>();
+  self->monitor(member);
+  group.arrived.emplace(rank, RendezvousGroup::Arrival{member, answer});
+  if (static_cast<int32_t>(group.arrived.size()) < group.size) return answer;
+  std::vector<caf::actor> members;
+  for (auto& [r, arrival] : group.arrived) members.push_back(arrival.member);
+  for (auto& [r, arrival] : group.arrived) {
+    self->demonitor(arrival.member.address());
+    arrival.answer.deliver(members);
+  }
+  spdlog::info("head: rendezvous of group '{}': its {} ranks are in", name, group.size);
+  s.groups.erase(it);
+  return answer;
+}
+
+// A member of an incomplete rendezvous group was lost (its process ended, or it gave up and
+// stopped its member): its arrival is forgotten, and the rank may arrive again.
+bool lost_group_member(HeadPointer self, const caf::down_msg& msg) {
+  auto& groups = self->state.groups;
+  for (auto g = groups.begin(); g != groups.end(); ++g) {
+    for (auto a = g->second.arrived.begin(); a != g->second.arrived.end(); ++a) {
+      if (a->second.member.address() != msg.source) continue;
+      spdlog::info("head: rendezvous of group '{}': rank {} left before the group was complete", g->first, a->first);
+      a->second.answer.deliver(make_runtime_error(
+          RuntimeErrc::refused, "rendezvous of group '" + g->first + "': rank " + std::to_string(a->first) +
+                                    "'s member was lost (" + self->system().render(msg.reason) + ")"));
+      g->second.arrived.erase(a);
+      if (g->second.arrived.empty()) groups.erase(g);
+      return true;
+    }
+  }
+  return false;
+}
+
 head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
   self->state.options = std::move(options);
   const milliseconds check_every = std::max(milliseconds(1), self->state.options.heartbeat_period / 2);
@@ -376,6 +486,7 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
   // A member's agent went: its process died, or its connection dropped (CAF's connection
   // heartbeats drop a silent one).
   self->set_down_handler([self](caf::down_msg& msg) {
+    if (lost_group_member(self, msg)) return;
     for (auto& [id, m] : self->state.members) {
       if (m.status.alive && m.agent.address() == msg.source) {
         declare_dead(self, m,
@@ -535,9 +646,24 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
           const auto quiet = std::chrono::duration_cast<milliseconds>(now - it->second.last_heartbeat).count();
           declare_dead(self, it->second, "no heartbeat for " + std::to_string(quiet) + " ms");
         }
+        std::vector<std::string> late;
+        for (const auto& [name, group] : s.groups) {
+          if (now >= group.deadline) late.push_back(name);
+        }
+        for (const std::string& name : late) {
+          const RendezvousGroup& group = s.groups.at(name);
+          fail_group(self, name, "rank(s) " + missing_ranks(group) + " of " + std::to_string(group.size) +
+                                     " did not arrive within " +
+                                     std::to_string(s.options.rendezvous_deadline.count()) + " ms");
+        }
         reap_drivers(s);
         continue_stop(self);
         self->delayed_send(self, std::max(milliseconds(1), s.options.heartbeat_period / 2), check_atom::value);
+      },
+      [self](rendezvous_atom, const std::string& name, int32_t rank, int32_t size,
+             const caf::actor& member) -> caf::result<std::vector<caf::actor>> {
+        if (caf::error refused = refuse_non_node(self, "a rendezvous of group " + name.substr(0, 64))) return refused;
+        return rendezvous(self, name, rank, size, member);
       },
       [self](stop_ack_atom) { quit_after_answer(self); },
       [self](stop_deadline_atom) {

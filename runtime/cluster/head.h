@@ -22,6 +22,21 @@
 // without it (another process that reaches the head) is refused, and so is one with a state
 // or sizes no driver sends.
 //
+// Rendezvous: the processes of a data-parallel job find each other through the head. Each
+// rank sends (rendezvous, group, rank, size, member), its allreduce member's handle
+// (runtime/collective/allreduce_member.h); the head holds the answers until all `size`
+// ranks of the group arrived, then answers every rank with the members by rank, and
+// forgets the group (the same name may then gather a new one). It refuses, with an error
+// naming the group and the problem: a name that is empty or over kMaxGroupNameBytes, a
+// size outside 1..kMaxGroupSize, a rank outside 0..size-1, a rank that already arrived,
+// and a group beyond kMaxOpenGroups waiting at once. A rank whose size differs from the
+// group's fails the whole group (every waiting rank gets the error: they cannot all be
+// right). A group still incomplete HeadOptions::rendezvous_deadline after its first
+// arrival fails too, naming the ranks that never came. A rank whose member is lost before
+// the group is complete (its process ended, it gave up waiting) is forgotten: it may
+// arrive again, and the others keep waiting. Ranks wire their ring themselves
+// (runtime/collective/allreduce_group.h); the head only introduces them.
+//
 // Members are alive from their join until their agent's connection drops or no heartbeat
 // came for the heartbeat timeout; then they are dead for good (a node that comes back joins
 // again as a new member). The head checks the timeout every half heartbeat period, so a
@@ -67,6 +82,8 @@ struct HeadOptions {
   // How long a cancelled driver (`partita stop JOB`, or a cluster stop) may take to stop its
   // job's actors and exit before the head kills it.
   std::chrono::milliseconds cancel_deadline{15000};
+  // How long a rendezvous group may wait for its last rank after its first arrived.
+  std::chrono::milliseconds rendezvous_deadline{300000};
 };
 
 // Throws UsageError unless 0 < period < timeout <= 1 hour.

@@ -110,4 +110,19 @@ std::string cancel_job(caf::actor_system& system, const head_actor& head, const 
   return state;
 }
 
+std::vector<caf::actor> rendezvous(caf::actor_system& system, const head_actor& head, const std::string& where,
+                                   const std::string& group, int rank, int size, const caf::actor& member,
+                                   std::chrono::milliseconds timeout) {
+  std::vector<caf::actor> members;
+  ask_head(
+      system, head, where, "rendezvous of group '" + group.substr(0, 64) + "' as rank " + std::to_string(rank), timeout,
+      [&](std::vector<caf::actor>& all) { members = std::move(all); }, rendezvous_atom::value, group,
+      static_cast<int32_t>(rank), static_cast<int32_t>(size), member);
+  if (static_cast<int>(members.size()) != size) {
+    throw Error("head " + where + ": the rendezvous of group '" + group.substr(0, 64) + "' answered " +
+                std::to_string(members.size()) + " members for " + std::to_string(size) + " ranks");
+  }
+  return members;
+}
+
 }  // namespace partita::runtime

@@ -5,7 +5,11 @@
 
 #include <caf/fwd.hpp>
 
+#include <caf/actor.hpp>
+
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include "runtime/address.h"
 #include "runtime/cluster/cluster_protocol.h"
@@ -55,5 +59,14 @@ bool report_job(caf::actor_system& system, const head_actor& head, const std::st
 // Asks the head to cancel a job; returns its state then. Throws as job_logs.
 std::string cancel_job(caf::actor_system& system, const head_actor& head, const std::string& where,
                        const std::string& id, std::chrono::milliseconds timeout);
+
+// Joins the rendezvous of `group` (head.h) as `rank` of `size`, with the rank's allreduce
+// member, and returns every member by rank once all ranks arrived. Throws Error naming
+// `where` with the head's reason when it refuses (a size that differs from the other
+// ranks', a rank taken or out of range), when the group fails, or when it is not complete
+// within `timeout`.
+std::vector<caf::actor> rendezvous(caf::actor_system& system, const head_actor& head, const std::string& where,
+                                   const std::string& group, int rank, int size, const caf::actor& member,
+                                   std::chrono::milliseconds timeout);
 
 }  // namespace partita::runtime
