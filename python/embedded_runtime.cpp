@@ -25,6 +25,7 @@ void EmbeddedRuntime::start(const RuntimeOptions& options) {
   runtime::ActorSystemOptions system;
   system.threads = options.threads;
   add_protocol_types(system);
+  head_.clear();
   if (options.address.empty()) {
     runtime_ = runtime::Runtime::in_process(system, job_actor_types());
     return;
@@ -50,6 +51,7 @@ void EmbeddedRuntime::start(const RuntimeOptions& options) {
   }
   if (nodes.empty()) throw Error("partita.init(): the cluster of head " + head.to_string() + " has no live node");
   runtime_ = runtime::Runtime::connect(system, nodes, options.timeout);
+  head_ = head.to_string();
 }
 
 void EmbeddedRuntime::stop() {
@@ -75,6 +77,12 @@ std::vector<std::string> EmbeddedRuntime::nodes() const {
   std::vector<std::string> names;
   for (int n = 0; n < runtime_->num_nodes(); ++n) names.push_back(runtime_->node_name(n));
   return names;
+}
+
+std::string EmbeddedRuntime::head_address() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!runtime_) throw RuntimeClosed("the partita runtime is not running; call partita.init() first");
+  return head_;
 }
 
 void EmbeddedRuntime::attach(RuntimeUser* user, const std::string& what,

@@ -69,6 +69,9 @@ class EmbeddedRuntime {
   bool running() const;
   // The runtime's nodes: "in-process", or each node's address. Throws RuntimeClosed.
   std::vector<std::string> nodes() const;
+  // The cluster head's address given to start() ("HOST:PORT"), or "" in one process.
+  // Throws RuntimeClosed.
+  std::string head_address() const;
 
   // Runs `setup` with the running runtime, under the lock that stop() takes (so the runtime
   // cannot stop half-way through it), then attaches `user`. Throws RuntimeClosed naming
@@ -82,6 +85,7 @@ class EmbeddedRuntime {
 
   mutable std::mutex mutex_;
   std::unique_ptr<runtime::Runtime> runtime_;
+  std::string head_;  // the head's address, when connected to a cluster
   std::set<RuntimeUser*> users_;
   bool stopped_ = false;  // started and stopped at least once
 };

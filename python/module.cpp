@@ -35,6 +35,7 @@
 #include "python/link_loader.h"
 #include "python/node_loader.h"
 #include "python/partition_request.h"
+#include "python/process_group.h"
 #include "python/store_bindings.h"
 
 namespace py = pybind11;
@@ -410,6 +411,44 @@ PYBIND11_MODULE(_partita, m) {
       py::arg("seed"), py::arg("epoch"), py::arg("shuffle"),
       "The batches a trainer of partition `part` takes in an epoch of `split` (protocol.h: epoch), sampled by "
       "the same actors as a job's: the reference the loader is compared with.");
+
+  // partita.distributed's native half: a rank's allreduce group. Every wait (the rendezvous,
+  // the ring's wiring, each sum) has its deadline and runs with Python's lock released.
+  py::class_<ProcessGroup>(m, "ProcessGroup")
+      .def(py::init([](const std::string& group, int rank, int world_size, double timeout, double op_timeout) {
+             ProcessGroupOptions o;
+             o.group = group;
+             o.rank = rank;
+             o.size = world_size;
+             o.timeout = checked_timeout(timeout);
+             o.op_timeout = checked_timeout(op_timeout);
+             py::gil_scoped_release release;
+             return std::make_unique<ProcessGroup>(o);
+           }),
+           py::arg("group"), py::arg("rank"), py::arg("world_size"), py::arg("timeout"), py::arg("op_timeout"))
+      .def_property_readonly("rank", &ProcessGroup::rank)
+      .def_property_readonly("world_size", &ProcessGroup::size)
+      .def_property_readonly("group", &ProcessGroup::group)
+      .def_property_readonly("host", &ProcessGroup::host)
+      .def_property_readonly("destroyed", &ProcessGroup::destroyed)
+      .def(
+          "allreduce_sum",
+          [](ProcessGroup& g, py::array a) {
+            if (!a.dtype().is(py::dtype::of<float>())) {
+              throw UsageError("allreduce: the array holds " + std::string(py::str(a.dtype())) +
+                               "; only float32 is summed");
+            }
+            if (!(a.flags() & py::array::c_style)) {
+              throw UsageError("allreduce: the array is not C-contiguous (sum a contiguous copy, then copy it back)");
+            }
+            if (!a.writeable()) throw UsageError("allreduce: the array is read-only; the sum is written in place");
+            float* data = static_cast<float*>(a.mutable_data());
+            const auto n = static_cast<size_t>(a.size());
+            py::gil_scoped_release release;
+            g.allreduce_sum(data, n);
+          },
+          py::arg("array"), "Replaces a float32 C-contiguous array with its element-wise sum over the ranks.")
+      .def("destroy", &ProcessGroup::destroy, py::call_guard<py::gil_scoped_release>());
 
   bind_stores(m);  // partita.pyg.FeatureStore and GraphStore (python/store_bindings.h)
 }

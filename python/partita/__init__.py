@@ -12,6 +12,9 @@ partition and sampler actors build mini-batches from a partition folder, and
                                         input_nodes="train", shuffle=True)
 
 Node ids are the dataset's own (``data``'s row numbers), whatever the number of parts.
+Data-parallel training over several processes (``partita.init_process_group``,
+``partita.average_gradients``, ``partita.allreduce_``): see ``partita.distributed``.
+
 Errors are ``partita.Error`` (a RuntimeError), ``partita.UsageError`` (also a ValueError:
 a bad argument, a node id outside the graph) and ``partita.RuntimeClosedError`` (the
 runtime is not running).
@@ -25,9 +28,13 @@ import numpy as np
 
 from . import _partita
 from ._partita import Error, Graph, RuntimeClosedError, UsageError
+from . import distributed
+from .distributed import (allreduce_, average_gradients, destroy_process_group, get_rank, get_world_size,
+                          init_process_group)
 
-__all__ = ["Error", "Graph", "RuntimeClosedError", "UsageError", "init", "is_running", "nodes", "partition",
-           "shutdown"]
+__all__ = ["Error", "Graph", "RuntimeClosedError", "UsageError", "allreduce_", "average_gradients",
+           "destroy_process_group", "distributed", "get_rank", "get_world_size", "init", "init_process_group",
+           "is_running", "nodes", "partition", "shutdown"]
 
 
 def init(address=None, *, tls_dir=None, threads=0, log_level="warning", timeout=10.0):

@@ -1,0 +1,89 @@
+"""One rank of the data-parallel tests (test_distributed.py), run as its own process.
+
+    python3 distributed_rank.py train HEAD TLS_DIR GROUP GRAPH OUT.pt
+        PyG's GraphSAGE on this rank's share of the graph's train seeds, gradients averaged
+        with partita.average_gradients at every step; writes the parameters to OUT.pt.
+    python3 distributed_rank.py join HEAD TLS_DIR GROUP OUT.json
+        joins the group and writes what happened: {"ok": true} or the exception's type and
+        message.
+
+The rank and world size come from PARTITA_RANK and PARTITA_WORLD_SIZE, as a job's script
+gets them. The training itself (`train`) is shared with the tests' one-process reference.
+"""
+
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch_geometric.nn.models import GraphSAGE
+
+import partita
+import partita.pyg
+
+EPOCHS = 2
+BATCH_SIZE = 35  # 2 batches of each rank's 70 seeds an epoch
+
+
+def share(graph, rank, world_size):
+    return graph.split("train")[rank::world_size]
+
+
+def new_model(graph):
+    torch.manual_seed(0)  # every rank starts from the same parameters
+    return GraphSAGE(graph.feature_dim, hidden_channels=32, num_layers=2, out_channels=graph.num_classes)
+
+
+def loader(graph, seeds):
+    return partita.pyg.NeighborLoader(graph, num_neighbors=[10, 5], batch_size=BATCH_SIZE, input_nodes=seeds,
+                                      shuffle=True, seed=3)
+
+
+def loss_of(model, batch):
+    out = model(batch.x, batch.edge_index)[:batch.batch_size]
+    return F.cross_entropy(out, batch.y[:batch.batch_size])
+
+
+def train(graph, rank, world_size):
+    model = new_model(graph)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    batches = loader(graph, share(graph, rank, world_size))
+    for _ in range(EPOCHS):
+        for batch in batches:
+            optimizer.zero_grad()
+            loss_of(model, batch).backward()
+            partita.average_gradients(model)
+            optimizer.step()
+    return model
+
+
+def main(argv):
+    mode, head, tls_dir, group = argv[1:5]
+    torch.set_num_threads(1)
+    partita.init(head, tls_dir=tls_dir, threads=2)
+    try:
+        if mode == "train":
+            graph_path, out = argv[5:7]
+            partita.init_process_group(group=group, timeout=60, op_timeout=60)
+            graph = partita.Graph(graph_path)
+            model = train(graph, partita.get_rank(), partita.get_world_size())
+            torch.save(model.state_dict(), out)
+            partita.destroy_process_group()
+        elif mode == "join":
+            out = argv[5]
+            try:
+                partita.init_process_group(group=group, timeout=20, op_timeout=20)
+                result = {"ok": True}
+                partita.destroy_process_group()
+            except Exception as e:  # noqa: BLE001: the test checks which
+                result = {"ok": False, "type": type(e).__name__, "message": str(e)}
+            with open(out, "w") as f:
+                json.dump(result, f)
+        else:
+            raise SystemExit(f"unknown mode {mode!r}")
+    finally:
+        partita.shutdown()
+
+
+if __name__ == "__main__":
+    main(sys.argv)
