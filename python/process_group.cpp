@@ -125,7 +125,7 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : options_(option
 
 ProcessGroup::~ProcessGroup() {
   try {
-    destroy();
+    close();
   } catch (const std::exception& e) {
     spdlog::warn("process group '{}': {}", options_.group, e.what());
   }
@@ -144,6 +144,25 @@ void ProcessGroup::allreduce_sum(float* data, size_t n) {
 }
 
 void ProcessGroup::destroy() {
+  {
+    // The last sum of a rank returns once its own result is in, while the others may still
+    // be reading theirs: a member stopped then would fail them. A last sum of one float
+    // tells every rank that all have finished their real sums; whether this one completes
+    // everywhere does not matter, so its failure is only logged.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!closed_ && client_) {
+      try {
+        float one = 1;
+        client_->sum(&one, 1);
+      } catch (const std::exception& e) {
+        spdlog::debug("process group '{}': leaving: {}", options_.group, e.what());
+      }
+    }
+  }
+  close();
+}
+
+void ProcessGroup::close() {
   if (attached_) {
     EmbeddedRuntime::instance().detach(this);
     attached_ = false;

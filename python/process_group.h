@@ -65,9 +65,13 @@ class ProcessGroup : public RuntimeUser {
   // that differ between ranks (the group is then broken: destroy it and make another).
   void allreduce_sum(float* data, size_t n);
 
-  // Stops this rank's member (the other ranks' next sum fails, naming this rank). Later
+  // Leaves the group: a last sum with the other ranks (so that none is still reading the
+  // result of its last real sum, its failure ignored), then stops this rank's member (the
+  // other ranks' next sum fails, naming this rank). Every rank calls it at the end. Later
   // calls throw RuntimeClosed. Idempotent.
   void destroy();
+  // Stops this rank's member at once, without the last sum (the destructor's way).
+  void close();
   bool destroyed() const;
 
   void close_for_shutdown() override;
