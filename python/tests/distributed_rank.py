@@ -6,13 +6,18 @@
     python3 distributed_rank.py join HEAD TLS_DIR GROUP OUT.json
         joins the group and writes what happened: {"ok": true} or the exception's type and
         message.
+    python3 distributed_rank.py lose HEAD TLS_DIR GROUP OUT.json
+        joins the group; rank 1 then ends its process, and rank 0 writes what its next
+        allreduce raised.
 
 The rank and world size come from PARTITA_RANK and PARTITA_WORLD_SIZE, as a job's script
 gets them. The training itself (`train`) is shared with the tests' one-process reference.
 """
 
 import json
+import os
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -75,6 +80,19 @@ def main(argv):
                 partita.init_process_group(group=group, timeout=20, op_timeout=20)
                 result = {"ok": True}
                 partita.destroy_process_group()
+            except Exception as e:  # noqa: BLE001: the test checks which
+                result = {"ok": False, "type": type(e).__name__, "message": str(e)}
+            with open(out, "w") as f:
+                json.dump(result, f)
+        elif mode == "lose":  # rank 1 leaves at once, without a word; rank 0 then sums
+            out = argv[5]
+            partita.init_process_group(group=group, timeout=60, op_timeout=30)
+            if partita.get_rank() == 1:
+                os._exit(0)
+            time.sleep(1)
+            try:
+                partita.allreduce_(torch.ones(1000))
+                result = {"ok": True}
             except Exception as e:  # noqa: BLE001: the test checks which
                 result = {"ok": False, "type": type(e).__name__, "message": str(e)}
             with open(out, "w") as f:

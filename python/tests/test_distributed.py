@@ -20,7 +20,7 @@ import torch
 
 import partita
 import partita.distributed as dist
-from test_cluster import DEADLINE, cluster, wait_for_nodes  # noqa: F401: cluster is a fixture
+from test_cluster import cluster, wait_for_nodes  # noqa: F401: cluster is a fixture
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -126,6 +126,18 @@ def test_ranks_that_disagree_on_the_world_size_both_fail_naming_it(cluster, rank
         assert result["type"] == "Error"
         assert "group 'mismatch'" in result["message"]
         assert "every rank must give the same world size" in result["message"]
+
+
+def test_a_rank_lost_fails_the_others_allreduce_naming_it(cluster, ranks, tmp_path):  # noqa: F811
+    head, tls, _ = cluster
+    outs = [tmp_path / f"rank{r}.json" for r in range(2)]
+    for r in range(2):
+        ranks.start(r, 2, ["lose", head, tls, "lost", outs[r]])
+    ranks.wait_all()
+    result = json.loads(outs[0].read_text())
+    assert not result["ok"]
+    assert result["type"] == "Error"
+    assert "rank 1" in result["message"], result["message"]
 
 
 def test_a_rank_outside_the_world_or_a_world_without_a_cluster_is_refused():
