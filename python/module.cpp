@@ -1,6 +1,7 @@
 // partita._partita: the Python bindings of the embedded runtime, partition folders, the
-// partitioner and the node loader. The Python layer (partita/__init__.py, partita/pyg.py)
-// is the API; this module is its native half.
+// partitioner, the node loader and the process groups of data-parallel training. The
+// Python layer (partita/__init__.py, partita/pyg.py, partita/distributed.py) is the API;
+// this module is its native half.
 //
 // Torch-free on purpose: a batch reaches Python as numpy arrays whose memory is the
 // sampler's own std::vectors, kept alive by a capsule as each array's base (no copy), and
