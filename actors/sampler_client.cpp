@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 #include "messages/codec.h"
-#include "runtime/blocking_request.h"
+#include "runtime/answered_request.h"
 
 namespace partita {
 

@@ -8,6 +8,7 @@
 
 #include "actors/batch_messages.h"
 #include "actors/sampler_state.h"
+#include "runtime/answered_request.h"
 #include "base/error.h"
 
 namespace partita::sampler_internal {
@@ -164,9 +165,11 @@ void start_rows(Pointer self, BatchInFlight& flight) {
       const uint64_t id = s.next_request_id++;
       encode_feature_request(a, part, rows, id, s.encoder, request.bytes);
       ++flight.pending;
-      self->request(s.parts[part].actor, s.options.deadline, feature_atom::value, std::move(request))
-          .then(
-              [self, flight_id = flight.id, part, rows, id](Encoded& reply) {
+      auto handle = self->request(s.parts[part].actor, s.options.deadline, feature_atom::value, std::move(request));
+      const caf::message_id mid = handle.id();
+      std::move(handle).then(
+              [self, flight_id = flight.id, part, rows, id, mid](Encoded& reply) {
+                runtime::forget_request_timeout(self, mid);
                 BatchInFlight* j = find_flight(self->state, flight_id);
                 if (j == nullptr || j->dead) return;
                 try {
@@ -177,7 +180,8 @@ void start_rows(Pointer self, BatchInFlight& flight) {
                 }
                 on_feature_answer(self, *j);
               },
-              [self, flight_id = flight.id, part](caf::error& e) {
+              [self, flight_id = flight.id, part, mid](caf::error& e) {
+                runtime::forget_request_timeout(self, mid);
                 BatchInFlight* j = find_flight(self->state, flight_id);
                 if (j == nullptr || j->dead) return;
                 fail_flight(self, *j, part_name(part) + ": feature request failed: " +
@@ -218,9 +222,11 @@ void run_hop(Pointer self, BatchInFlight& flight) {
     const uint64_t id = s.next_request_id++;
     encode_hop_request(a, part, id, s.encoder, request.bytes);
     ++flight.pending;
-    self->request(s.parts[part].actor, s.options.deadline, hop_atom::value, std::move(request))
-        .then(
-            [self, flight_id = flight.id, part, id](Encoded& reply) {
+    auto handle = self->request(s.parts[part].actor, s.options.deadline, hop_atom::value, std::move(request));
+    const caf::message_id mid = handle.id();
+    std::move(handle).then(
+            [self, flight_id = flight.id, part, id, mid](Encoded& reply) {
+              runtime::forget_request_timeout(self, mid);
               BatchInFlight* j = find_flight(self->state, flight_id);
               if (j == nullptr || j->dead) return;
               try {
@@ -231,7 +237,8 @@ void run_hop(Pointer self, BatchInFlight& flight) {
               }
               if (--j->pending == 0) hop_done(self, *j);
             },
-            [self, flight_id = flight.id, part](caf::error& e) {
+            [self, flight_id = flight.id, part, mid](caf::error& e) {
+              runtime::forget_request_timeout(self, mid);
               BatchInFlight* j = find_flight(self->state, flight_id);
               if (j == nullptr || j->dead) return;
               fail_flight(self, *j, part_name(part) + ": hop request failed: " +

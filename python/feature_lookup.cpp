@@ -10,7 +10,7 @@
 #include "messages/codec.h"
 #include "partitioner/partition_format.h"
 #include "partitioner/partition_stores.h"
-#include "runtime/blocking_request.h"
+#include "runtime/answered_request.h"
 
 namespace partita::python {
 

@@ -6,7 +6,7 @@
 #include "runtime/address.h"
 #include "runtime/errors.h"
 #include "runtime/tls/caf_gateway.h"
-#include "runtime/blocking_request.h"
+#include "runtime/answered_request.h"
 
 namespace partita::runtime {
 

@@ -8,7 +8,7 @@
 
 #include "runtime/address.h"
 #include "runtime/errors.h"
-#include "runtime/blocking_request.h"
+#include "runtime/answered_request.h"
 
 namespace partita::runtime {
 

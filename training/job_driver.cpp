@@ -36,7 +36,7 @@
 #include "training/gnn_link_trainer.h"
 #include "training/relational_encoder.h"
 #include "training/metrics_record.h"
-#include "runtime/blocking_request.h"
+#include "runtime/answered_request.h"
 
 namespace partita {
 
@@ -832,7 +832,7 @@ JobReport GnnDriver::run() {
     done.epoch = epoch;
     checkpoint(done, report.final_state);
     append_metrics(m);
-    report.epochs.push_back(std::move(m));
+    report.add_epoch(std::move(m));
     JobProgress progress;
     progress.event = JobProgress::Event::epoch;
     progress.epoch = epoch;

@@ -1,6 +1,7 @@
 #include "training/job_types.h"
 
 #include <filesystem>
+#include <utility>
 
 #include "base/file_util.h"
 
@@ -13,6 +14,15 @@ double EpochMetrics::ranking_metric(const std::string& name) const {
     if (key == name) return value;
   }
   throw Error("epoch " + std::to_string(epoch) + " has no metric '" + name + "'");
+}
+
+void JobReport::add_epoch(EpochMetrics m) {
+  epochs.push_back(std::move(m));
+  if (epochs.size() > kStepRecordsKept) {
+    EpochMetrics& old = epochs[epochs.size() - 1 - kStepRecordsKept];
+    std::vector<double>().swap(old.step_losses);
+    std::vector<uint64_t>().swap(old.step_hashes);
+  }
 }
 
 std::optional<CheckpointPointer> read_checkpoint_pointer(const std::string& output) {

@@ -44,6 +44,15 @@ struct EpochMetrics {
 };
 
 struct JobReport {
+  // Per-step records (step_losses, step_hashes) are kept for this many of the latest epochs
+  // and cleared in older ones, so a job of a million epochs holds a bounded report; every
+  // epoch keeps its summary figures.
+  static constexpr size_t kStepRecordsKept = 64;
+
+  // Appends `m` as the latest epoch and clears the per-step records of the epoch that falls
+  // kStepRecordsKept behind it.
+  void add_epoch(EpochMetrics m);
+
   std::vector<EpochMetrics> epochs;  // this run's epochs (after the resumed one, if any)
   int first_epoch = 1;
   int64_t steps_per_epoch = 0;       // of a whole epoch, even when max_steps ran fewer

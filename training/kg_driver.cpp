@@ -28,7 +28,7 @@
 #include "training/kg_trainer.h"
 #include "training/gnn_link_trainer.h"
 #include "training/metrics_record.h"
-#include "runtime/blocking_request.h"
+#include "runtime/answered_request.h"
 
 namespace partita {
 
@@ -395,7 +395,7 @@ JobReport KgDriver::run() {
     state = save_state();
     checkpoint(epoch, state);
     append_metrics(m);
-    report.epochs.push_back(std::move(m));
+    report.add_epoch(std::move(m));
     if (options_.on_progress) {
       JobProgress progress;
       progress.event = JobProgress::Event::epoch;

@@ -9,7 +9,7 @@
 #include "runtime/client.h"
 #include "runtime/errors.h"
 #include "runtime/host.h"
-#include "runtime/blocking_request.h"
+#include "runtime/answered_request.h"
 
 namespace partita::runtime {
 
