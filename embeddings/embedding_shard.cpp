@@ -205,8 +205,11 @@ std::vector<char> EmbeddingShard::save(milliseconds deadline) {
   std::memcpy(p, kMagic, sizeof(kMagic));
   char* body = p + sizeof(kMagic) + sizeof(uint64_t);
   std::memcpy(body, header, sizeof(header));
-  std::memcpy(body + sizeof(header), table_.data(), table_.size() * sizeof(float));
-  std::memcpy(body + sizeof(header) + table_.size() * sizeof(float), state_.data(), state_.size() * sizeof(float));
+  // A shard may own no rows (a partition without entities): nothing to copy then.
+  if (!table_.empty()) {
+    std::memcpy(body + sizeof(header), table_.data(), table_.size() * sizeof(float));
+    std::memcpy(body + sizeof(header) + table_.size() * sizeof(float), state_.data(), state_.size() * sizeof(float));
+  }
   const uint64_t sum = checksum(body, payload);
   std::memcpy(p + sizeof(kMagic), &sum, sizeof(sum));
   return bytes;
@@ -250,8 +253,10 @@ void EmbeddingShard::load(const std::vector<char>& bytes) {
     throw Error(name + ": the checkpoint's optimiser step count is negative (" + std::to_string(header[4]) + ")");
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  std::memcpy(table_.data(), body + header_bytes, table_.size() * sizeof(float));
-  std::memcpy(state_.data(), body + header_bytes + table_.size() * sizeof(float), state_.size() * sizeof(float));
+  if (!table_.empty()) {
+    std::memcpy(table_.data(), body + header_bytes, table_.size() * sizeof(float));
+    std::memcpy(state_.data(), body + header_bytes + table_.size() * sizeof(float), state_.size() * sizeof(float));
+  }
   optimizer_steps_ = static_cast<uint64_t>(header[4]);
   std::fill(pushed_.begin(), pushed_.end(), 0);
   applied_ = 0;

@@ -117,6 +117,23 @@ TEST(EmbeddingShardTest, ADamagedCheckpointIsNamedCorruptWhicheverByteIsHit) {
   EXPECT_NE(load_error(checkpoint_after_a_step(wider)).find("another table?"), std::string::npos);
 }
 
+// A partition may own no entity: its shard of no rows steps, saves and loads its checkpoint.
+TEST(EmbeddingShardTest, AShardOfNoRowsStepsSavesAndLoads) {
+  EmbeddingShardConfig config = three_row_shard();
+  config.begin = config.end = 3;
+  for (const char* optimizer : {"adagrad", "sparse_adam"}) {
+    config.optimizer = RowOptimizer::parse(optimizer, 0.1, "train.optimizer");
+    EmbeddingShard shard(config, std::vector<int64_t>{});
+    shard.push(0, std::vector<int64_t>{}, std::vector<float>{});
+    shard.read_range(3, 3, nullptr, seconds(1));
+    const std::vector<char> bytes = shard.save(seconds(1));
+    EXPECT_EQ(bytes.size(), 16 + 5 * sizeof(int64_t)) << optimizer;
+    EmbeddingShard loaded(config, std::vector<int64_t>{});
+    loaded.load(bytes);
+    EXPECT_EQ(loaded.save(seconds(1)), bytes) << optimizer;
+  }
+}
+
 // A request frame: the head, then the ids, then the floats.
 std::vector<char> frame(shard_wire::Op op, int32_t trainer, int64_t count, int64_t first,
                         const std::vector<int64_t>& ids = {}, const std::vector<float>& values = {}) {
