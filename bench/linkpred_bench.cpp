@@ -19,16 +19,16 @@
 #include "base/subprocess.h"
 #include "bench/stats.h"
 #include "bench/workdir.h"
+#include "embeddings/bucket_epoch.h"
+#include "embeddings/bucket_order.h"
+#include "embeddings/kg_triples.h"
+#include "embeddings/partition_buffer.h"
 #include "models/torch_runtime.h"
 #include "partitioner/partition_format.h"
 #include "runtime/daemon_child.h"
 #include "runtime/runtime.h"
-#include "training/job_driver.h"
-#include "training/bucket_epoch.h"
-#include "training/bucket_order.h"
 #include "training/job_actor_types.h"
-#include "training/kg_triples.h"
-#include "training/partition_buffer.h"
+#include "training/job_driver.h"
 
 namespace partita::bench {
 
@@ -78,7 +78,7 @@ struct JobTiming {
 double edges_per_positive(const LinkpredBenchOptions& o) { return 1.0 + 2.0 * static_cast<double>(o.negatives); }
 
 // The positives of every step of epoch 1 of `job` (1 trainer): full steps in memory; on
-// disk each buffer state's last step is short (training/bucket_epoch.h).
+// disk each buffer state's last step is short (embeddings/bucket_epoch.h).
 std::vector<int64_t> step_positives(const JobConfig& job, const KgTriples& kg) {
   std::vector<int64_t> out;
   const int64_t b = job.batch_size;

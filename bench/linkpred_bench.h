@@ -33,7 +33,7 @@ struct LinkpredBenchOptions {
 
 // Rounds interleave (a) 1 partition, 1 trainer on `cores` threads in this process, (d) the
 // same with the entity table on disk in `buffer_partitions` partitions, `buffer` of them in
-// memory (training/partition_buffer.h), prefetching every file of the next swap, (e) (d)
+// memory (embeddings/partition_buffer.h), prefetching every file of the next swap, (e) (d)
 // without prefetching, (b) 2 partitions on 2 `partita daemon` children, 1 trainer each on
 // cores / 2 threads, (c) the dense loop on `cores` threads in this process, each `steps`
 // steps (after the first step, which the job's set-up and the dense loop's warm-up

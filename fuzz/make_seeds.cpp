@@ -10,22 +10,28 @@
 //     MovieLens's two CSV files), whole lines, a few KiB each;
 //   - TLS handshakes as a client and a server send them (tls_handshake).
 //   - BASP headers as a member sends them to CAF after the handshake (basp_stream).
+//   - an embedding shard's request frames as a trainer sends them (shard_request) and its
+//     checkpoints as it saves them (shard_checkpoint), in shard_harness.h's form.
 // scripts/fuzz.sh runs it before fuzzing; the fuzzers then grow their corpora from these.
 #include <caf/binary_serializer.hpp>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/array_file.h"
 #include "fuzz/fuzz_input.h"
+#include "fuzz/shard_harness.h"
 #include "messages/caf_types.h"
 #include "messages/codec.h"
 #include "messages/sampled_batch.h"
@@ -438,6 +444,58 @@ void job_seeds(const fs::path& out, const fs::path& examples) {
   }
 }
 
+
+// A shard's frames (each op, well formed, for the shard the first byte chooses) and its
+// checkpoints (after a step, of both optimisers, and of version 1).
+void shard_seeds(const fs::path& out) {
+  namespace wire = runtime::wire;
+  const auto frame = [](wire::ShardOp op, int32_t trainer, int64_t count, int64_t first, std::vector<int64_t> ids,
+                        std::vector<float> values) {
+    std::vector<char> bytes(wire::kShardRequestHeadBytes + ids.size() * sizeof(int64_t) + values.size() * sizeof(float));
+    wire::encode_shard_request_head({op, trainer, count, first}, reinterpret_cast<unsigned char*>(bytes.data()));
+    if (!ids.empty()) std::memcpy(bytes.data() + wire::kShardRequestHeadBytes, ids.data(), ids.size() * sizeof(int64_t));
+    if (!values.empty()) {
+      std::memcpy(bytes.data() + wire::kShardRequestHeadBytes + ids.size() * sizeof(int64_t), values.data(),
+                  values.size() * sizeof(float));
+    }
+    return fuzz::request_piece(bytes);
+  };
+  Seeds requests(out, "shard_request");
+  Seeds checkpoints(out, "shard_checkpoint");
+  const int64_t a = fuzz::kFirstId, b = fuzz::kFirstId + 1;
+  // 2 rows of dim 2, one trainer, Adagrad; 2 trainers; SparseAdam; 4 rows of dim 4.
+  for (const uint8_t choice : {uint8_t{0x21}, uint8_t{0x25}, uint8_t{0x29}, uint8_t{0x43}}) {
+    const EmbeddingShardConfig config = fuzz::shard_config(choice);
+    const size_t dim = static_cast<size_t>(config.dim);
+    const std::string name = std::to_string(choice);
+    const std::string shard(1, static_cast<char>(choice));
+    const std::vector<float> two_rows(2 * dim, 0.5f), one_row(dim, -1.0f);
+    requests.add("step_" + name, shard + frame(wire::ShardOp::kPush, 0, 2, 0, {a, b}, two_rows) +
+                                     (config.num_trainers > 1 ? frame(wire::ShardOp::kPush, 1, 0, 0, {}, {}) : "") +
+                                     frame(wire::ShardOp::kRead, 0, 2, 0, {b, a}, {}) +
+                                     frame(wire::ShardOp::kReadRange, 0, 2, a, {}, {}));
+    requests.add("write_" + name, shard + frame(wire::ShardOp::kWrite, 0, 1, 0, {b}, one_row) +
+                                      frame(wire::ShardOp::kRead, 0, 1, 0, {b}, {}));
+    requests.add("empty_" + name, shard + frame(wire::ShardOp::kPush, 0, 0, 0, {}, {}) +
+                                      frame(wire::ShardOp::kReadRange, 0, 0, a, {}, {}));
+
+    std::unique_ptr<EmbeddingShard> trained = fuzz::make_shard(choice);
+    for (int t = 0; t < config.num_trainers; ++t) {
+      trained->push(t, std::vector<int64_t>{b}, std::vector<float>(dim, 0.5f));
+    }
+    const std::vector<char> saved = trained->save(std::chrono::seconds(1));
+    checkpoints.add("trained_" + name, shard + std::string(1, '\0') + std::string(saved.begin(), saved.end()));
+    if (config.optimizer.kind == RowOptimizerKind::kAdagrad) {
+      // Version 1: magic "PTSHARD1", checksum, header {begin, end, dim}, rows, state.
+      std::string v1(saved.begin(), saved.begin() + 16);
+      v1[7] = '1';
+      v1 += std::string(saved.begin() + 16, saved.begin() + 16 + 3 * sizeof(int64_t));
+      v1 += std::string(saved.begin() + 16 + 5 * sizeof(int64_t), saved.end());
+      checkpoints.add("version1_" + name, shard + std::string(1, '\1') + v1);  // the harness writes its checksum
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -458,6 +516,7 @@ int main(int argc, char** argv) {
     npy_seeds(out, corpus);
     folder_seeds(out, corpus, scratch);
     job_seeds(out, examples);
+    shard_seeds(out);
     fs::remove_all(scratch);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "partita_fuzz_seeds: %s\n", e.what());

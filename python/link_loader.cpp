@@ -8,7 +8,7 @@
 
 #include "base/error.h"
 #include "base/random.h"
-#include "training/kg_triples.h"
+#include "embeddings/kg_triples.h"
 
 namespace partita::python {
 

@@ -48,7 +48,7 @@ std::vector<int> parts_on(const JobConfig& job, const std::vector<int>& placemen
 
 // The files of the folder's top level that `job`'s actors open: META.json and the partition
 // book; and the map of original ids for a knowledge-graph trainer (negatives are drawn as
-// original ids, training/kg_triples.h).
+// original ids, embeddings/kg_triples.h).
 std::vector<std::string> top_files(const JobConfig& job) {
   std::vector<std::string> files{kMetaFile, "partition_book.bin"};
   if (job.link_prediction() && !job.link_gnn()) files.push_back("node_map.bin");

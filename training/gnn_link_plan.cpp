@@ -193,7 +193,7 @@ void open_link_plan(LinkPlanner& p, JobConfig job, int index) {
   }
 }
 
-// The epoch's `steps` batches (training/kg_triples.h: which positives and negatives), each
+// The epoch's `steps` batches (embeddings/kg_triples.h: which positives and negatives), each
 // leaving out all of the step's positives, whichever trainer holds them.
 EpochPlan plan_training(LinkPlanner& r, uint64_t epoch, int64_t steps) {
   const TripleList& train = r.triples->train();

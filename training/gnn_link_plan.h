@@ -12,10 +12,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "embeddings/kg_triples.h"
 #include "graph/epoch_plan.h"
 #include "graph/partition_book.h"
 #include "training/job_config.h"
-#include "training/kg_triples.h"
 
 namespace partita {
 
@@ -83,7 +83,7 @@ constexpr uint64_t kLinkEvalEpoch = ~uint64_t{0};
 // edge at the earliest int64 time.)
 int64_t seed_time_bound(const LinkPlanner& p, int64_t time);
 
-// The epoch's `steps` batches (training/kg_triples.h: which positives and negatives), each
+// The epoch's `steps` batches (embeddings/kg_triples.h: which positives and negatives), each
 // leaving out all of the step's positives, whichever trainer holds them; p.steps gets this
 // trainer's share.
 EpochPlan plan_training(LinkPlanner& p, uint64_t epoch, int64_t steps);

@@ -21,6 +21,8 @@
 #include "base/error.h"
 #include "base/random.h"
 #include "base/stopwatch.h"
+#include "embeddings/kg_triples.h"
+#include "embeddings/sharded_embedding.h"
 #include "models/batch_tensors.h"
 #include "models/gnn_model.h"
 #include "models/keyed_dropout.h"
@@ -31,12 +33,10 @@
 #include "partitioner/partition_format.h"
 #include "runtime/collective/allreduce_client.h"
 #include "runtime/settings.h"
-#include "training/job_config.h"
-#include "training/kg_triples.h"
 #include "training/gnn_link_plan.h"
+#include "training/job_config.h"
 #include "training/relational_encoder.h"
 #include "training/replica_step.h"
-#include "training/sharded_embedding.h"
 #include "training/triple_ranking.h"
 
 namespace partita {

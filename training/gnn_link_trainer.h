@@ -3,7 +3,7 @@
 // link.dim-wide node representation, its sampler actor, its allreduce member, dense
 // gradients allreduced: training/replica_step.h) trained on edges instead of nodes.
 //
-// A step (training/kg_triples.h says which edges and negatives, as for knowledge-graph
+// A step (embeddings/kg_triples.h says which edges and negatives, as for knowledge-graph
 // jobs): the step's positives are the s-th slice of `sampling.batch_size` edges of the
 // epoch's permutation of every training edge; this trainer takes those whose destination
 // its partition owns (and of those its share), each against the `negatives.k` corrupted
@@ -65,7 +65,7 @@
 // eval.negatives: all (filtered ranking against every entity, as encoder: none ranks): once
 // per evaluation (the weights changed since the last), each trainer encodes the entities of
 // its partition (its share) and writes their rows to its partition's embedding shard (the
-// table encoder: none learns, here only written: training/embedding_shard.h), so the
+// table encoder: none learns, here only written: embeddings/embedding_shard.h), so the
 // encodings stay sharded by owner; after an allreduce (every trainer wrote) each ranks its
 // held-out edges both ways, reading the candidates from their owners a block at a time
 // (training/triple_ranking.h). Encodings use the job's sampling fanouts with deterministic

@@ -1,10 +1,10 @@
 #include "training/job_actor_types.h"
 
 #include "actors/actor_types.h"
+#include "embeddings/embedding_shard.h"
 #include "runtime/collective/allreduce_member.h"
-#include "training/embedding_shard.h"
-#include "training/kg_trainer.h"
 #include "training/gnn_link_trainer.h"
+#include "training/kg_trainer.h"
 #include "training/trainer.h"
 
 namespace partita {

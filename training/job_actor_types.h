@@ -9,7 +9,7 @@ namespace partita {
 
 // "partition" and "sampler" (actors/actor_types.h), "allreduce" (the generic collective,
 // runtime/collective/allreduce_member.h), "trainer" (training/trainer.h), and for link
-// prediction "embedding_shard" (training/embedding_shard.h), "kg_trainer"
+// prediction "embedding_shard" (embeddings/embedding_shard.h), "kg_trainer"
 // (training/kg_trainer.h) and "gnn_link_trainer" (training/gnn_link_trainer.h).
 runtime::ActorTypeRegistry job_actor_types();
 

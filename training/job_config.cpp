@@ -552,7 +552,7 @@ void read_eval(Section s, JobConfig& job) {
 void read_train(Section s, JobConfig& job) {
   s.read_int("epochs", job.epochs, 1, JobLimits::kMaxEpochs);
   if (job.link_prediction() && !job.link_gnn()) {
-    // Of the entity rows, applied by their owners (models/row_optimizer.h); SparseAdam
+    // Of the entity rows, applied by their owners (embeddings/row_optimizer.h); SparseAdam
     // starts from torch's default rate.
     s.read_enum("optimizer", job.optimizer, {Optimizer::kAdagrad, Optimizer::kSparseAdam});
     if (job.optimizer == Optimizer::kSparseAdam) job.learning_rate = 1e-3;

@@ -128,7 +128,7 @@ enum class Task { kNodeClassification, kLinkPrediction };  // task:
 // never shadows a built-in kind, present or future.
 enum class ModelKind { kGraphSage, kGcn, kGat, kRgcn, kHeteroSage, kRegistered };
 // train.optimizer: adam or sgd for the dense weights of a GNN (models/optimizer.h); adagrad
-// or sparse_adam for the entity rows of encoder: none (models/row_optimizer.h).
+// or sparse_adam for the entity rows of encoder: none (embeddings/row_optimizer.h).
 enum class Optimizer { kAdam, kSgd, kAdagrad, kSparseAdam };
 enum class LinkDecoder { kDot, kDistMult, kComplEx, kTransE };  // model.decoder
 enum class LinkLoss { kSoftmax, kBce, kMargin, kMse };         // train.loss
@@ -220,9 +220,9 @@ struct LinkPredictionSpec {
   // encoded from its features). Types not named: learnt. Empty for a single input.
   std::map<std::string, std::string> type_inputs;
   // embeddings (encoder: none): where the entity table lives. memory: sharded over the
-  // partitions' processes (training/embedding_shard.h); disk: split into
+  // partitions' processes (embeddings/embedding_shard.h); disk: split into
   // embedding_partitions files in embedding_dir, at most embedding_buffer of them in memory
-  // (training/partition_buffer.h; one graph partition, one trainer).
+  // (embeddings/partition_buffer.h; one graph partition, one trainer).
   std::string embedding_storage = "memory";
   int embedding_partitions = 8;
   int embedding_buffer = 4;

@@ -17,18 +17,18 @@
 #include "base/progress.h"
 #include "base/random.h"
 #include "base/stopwatch.h"
+#include "embeddings/bucket_epoch.h"
+#include "embeddings/embedding_shard.h"
 #include "partitioner/partition_format.h"
 #include "runtime/address.h"
+#include "runtime/answered_request.h"
 #include "runtime/collective/allreduce_group.h"
 #include "runtime/errors.h"
 #include "runtime/host.h"
-#include "training/bucket_epoch.h"
 #include "training/driver_base.h"
-#include "training/embedding_shard.h"
-#include "training/kg_trainer.h"
 #include "training/gnn_link_trainer.h"
+#include "training/kg_trainer.h"
 #include "training/metrics_record.h"
-#include "runtime/answered_request.h"
 
 namespace partita {
 
@@ -52,7 +52,7 @@ class KgDriver : public DriverBase {
 
  private:
   // (dir_on: each node's folder holds every part, as each trainer reads every part's
-  // triples: training/kg_triples.h.)
+  // triples: embeddings/kg_triples.h.)
   std::string describe_actor(const caf::actor_addr& actor) const;
   [[noreturn]] void fail(const std::string& what) const;
   void spawn_actors();
@@ -349,7 +349,7 @@ JobReport KgDriver::run() {
   spawn_actors();
   const int done_epochs = resume_point();
   int64_t full_steps = (folder_.meta().num_edges + job_.batch_size - 1) / job_.batch_size;
-  // On disk, an epoch's steps follow its buffer walk (training/bucket_epoch.h): each state's
+  // On disk, an epoch's steps follow its buffer walk (embeddings/bucket_epoch.h): each state's
   // last step may be short.
   std::unique_ptr<KgTriples> triples;
   std::vector<int64_t> table_id;

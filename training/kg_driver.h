@@ -1,6 +1,6 @@
 // The driver of a knowledge-graph embedding job (task: link_prediction, encoder: none; a
 // GNN encoder's job is run_job's, training/gnn_link_trainer.h): spawns an embedding shard per
-// partition (training/embedding_shard.h), an allreduce member and a kg_trainer per trainer
+// partition (embeddings/embedding_shard.h), an allreduce member and a kg_trainer per trainer
 // (training/kg_trainer.h), each with its partition, and steers the epochs: training steps
 // with a progress line, then filtered and raw ranking on the valid and test triples, a
 // checkpoint (the relations and every shard's rows and Adagrad state, one file each, their

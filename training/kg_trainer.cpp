@@ -11,6 +11,11 @@
 #include "actors/actor_types.h"
 #include "base/error.h"
 #include "base/random.h"
+#include "embeddings/bucket_epoch.h"
+#include "embeddings/embedding_partitions.h"
+#include "embeddings/kg_triples.h"
+#include "embeddings/partition_buffer.h"
+#include "embeddings/sharded_embedding.h"
 #include "graph/epoch_plan.h"
 #include "models/kg_decoder.h"
 #include "models/kg_loss.h"
@@ -19,12 +24,7 @@
 #include "partitioner/partition_format.h"
 #include "runtime/collective/allreduce_client.h"
 #include "runtime/settings.h"
-#include "training/bucket_epoch.h"
-#include "training/embedding_partitions.h"
 #include "training/job_config.h"
-#include "training/kg_triples.h"
-#include "training/partition_buffer.h"
-#include "training/sharded_embedding.h"
 #include "training/triple_ranking.h"
 
 namespace partita {
@@ -143,7 +143,7 @@ void read_disk_rows(KgReplica& r, const std::vector<int64_t>& ids, float* out) {
 }
 
 // Applies a step's entity gradients (grads[i * dim, ...) for global ids[i], unique) to the
-// resident partitions, as an embedding shard applies them (models/sparse_adagrad.h).
+// resident partitions, as an embedding shard applies them (embeddings/sparse_adagrad.h).
 void apply_disk_gradients(KgReplica& r, const std::vector<int64_t>& ids, const std::vector<float>& grads) {
   const int64_t dim = r.job.link.dim;
   const int p = r.disk->num_partitions();
@@ -192,7 +192,7 @@ std::unique_ptr<KgReplica> make_replica(const runtime::Settings& settings) {
   for (float& v : init) v = static_cast<float>(rng.normal() * link.init_std);
   r->relations = torch::from_blob(init.data(), {num_relations, link.dim}, torch::kFloat).clone().set_requires_grad(true);
   // The relations are dense and replicated: torch's own optimiser of the family the job
-  // chose for the entity rows (whose owners apply models/row_optimizer.h).
+  // chose for the entity rows (whose owners apply embeddings/row_optimizer.h).
   if (r->job.optimizer == Optimizer::kSparseAdam) {
     r->optimizer = std::make_unique<torch::optim::Adam>(std::vector<at::Tensor>{r->relations},
                                                         torch::optim::AdamOptions(r->job.learning_rate));
@@ -345,7 +345,7 @@ std::array<double, 2> train_step(KgReplica& r, uint64_t epoch, int64_t step) {
     }
     at::Tensor tail_scores = negative_scores(q_tail), head_scores = negative_scores(q_head);
     if (r.disk && r.loss == KgLoss::kSoftmax && !r.plan.log_rate.empty()) {
-      // The buffer's negatives at their in-memory weight (training/bucket_epoch.h).
+      // The buffer's negatives at their in-memory weight (embeddings/bucket_epoch.h).
       const at::Tensor correction = negative_log_rates(r, heads, tails, negatives, group_of);
       tail_scores = tail_scores - correction;
       head_scores = head_scores - correction;

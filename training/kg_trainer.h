@@ -1,8 +1,8 @@
 // The trainer of a knowledge-graph embedding job (task: link_prediction, encoder: none):
 // one replica of the relation embeddings (replicated, their gradients allreduced, dense
-// Adagrad) and a client of the sharded entity table (training/sharded_embedding.h).
+// Adagrad) and a client of the sharded entity table (embeddings/sharded_embedding.h).
 //
-// A step (training/kg_triples.h says which triples and negatives): read the rows of the
+// A step (embeddings/kg_triples.h says which triples and negatives): read the rows of the
 // step's heads, tails and chunk negatives from their owners; score each positive against
 // its chunk's negatives on both sides (tail and head corruption, one batched GEMM per
 // side, models/kg_decoder.h); the loss (models/kg_loss.h) summed over positives; backward;

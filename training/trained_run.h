@@ -3,7 +3,7 @@
 // `partita export` and `partita predict` read, so that a model leaves Partita without its
 // runtime. Loading builds the model exactly as the job's trainers did and restores the
 // checkpoint through the same readers as --resume (models/checkpoint.h,
-// training/embedding_shard.h), so every check they make applies.
+// embeddings/embedding_shard.h), so every check they make applies.
 //
 // Node ids here are original ids: the node's index in the dataset the job read (its row of
 // x.npy, its number in edge_index.npy), not the partitioned global id.

@@ -19,9 +19,9 @@
 #include <functional>
 #include <vector>
 
+#include "embeddings/kg_triples.h"
 #include "graph/partition_book.h"
 #include "models/kg_decoder.h"
-#include "training/kg_triples.h"
 
 namespace partita {
 

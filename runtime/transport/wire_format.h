@@ -58,6 +58,25 @@
 //    as the body; or, for a request the server refuses (an unknown file, a range past the
 //    file's end, a read error), a head of 1 and the reason as text, and no body. The
 //    receiver checks every file against the manifest's checksum before it uses it.
+//
+// 5. Embedding shard requests (embeddings/embedding_shard.h): request-channel frames
+//    between a trainer and the shard of a sharded embedding table (dim floats per row). A
+//    request is a head of 24 bytes
+//
+//      offset 0   u32 the operation: 1 read, 2 read a range, 3 push, 4 write
+//             4   i32 the trainer (read, push)
+//             8   i64 count: ids (read, push, write) or rows (range)
+//            16   i64 range: the first global id of the range; otherwise 0
+//
+//    then, for a read, the ids (i64 x count); for a push, the ids and their gradients
+//    (f32 x count x dim); for a write, the ids and their new rows (f32 x count x dim); a
+//    range request is the head alone. Ids and values are in host order. A frame of another
+//    length than its operation and count say is refused, so is a count whose reply would
+//    exceed kMaxReplyBodyBytes (count x dim x 4) or a range outside the shard.
+//
+//    The reply's head is a u32 status: 0, ok, then for a read or a range the rows (f32 x
+//    count x dim, in the request's order) as the body, and no body otherwise; or 1, refused,
+//    followed by the reason as text, and no body.
 #pragma once
 
 #include <cstddef>
@@ -170,6 +189,37 @@ inline bool decode_stage_request(const unsigned char* in, size_t bytes, StageReq
   r.file = get_u32(in + 4);
   r.offset = get_u64(in + 8);
   r.bytes = get_u64(in + 16);
+  return true;
+}
+
+// --- 5. Embedding shard requests ---
+
+enum class ShardOp : uint32_t { kRead = 1, kReadRange = 2, kPush = 3, kWrite = 4 };
+constexpr size_t kShardRequestHeadBytes = 24;
+constexpr uint32_t kShardReplyOk = 0;
+constexpr uint32_t kShardReplyRefused = 1;
+
+struct ShardRequestHead {
+  ShardOp op = ShardOp::kRead;
+  int32_t trainer = 0;
+  int64_t count = 0;
+  int64_t first = 0;
+};
+
+inline void encode_shard_request_head(const ShardRequestHead& h, unsigned char out[kShardRequestHeadBytes]) {
+  put_u32(out, static_cast<uint32_t>(h.op));
+  put_u32(out + 4, static_cast<uint32_t>(h.trainer));
+  put_u64(out + 8, static_cast<uint64_t>(h.count));
+  put_u64(out + 16, static_cast<uint64_t>(h.first));
+}
+// False if fewer than kShardRequestHeadBytes bytes. The fields are not checked: an unknown
+// operation or a negative count is the shard's to refuse.
+inline bool decode_shard_request_head(const unsigned char* in, size_t bytes, ShardRequestHead& h) {
+  if (bytes < kShardRequestHeadBytes) return false;
+  h.op = static_cast<ShardOp>(get_u32(in));
+  h.trainer = static_cast<int32_t>(get_u32(in + 4));
+  h.count = static_cast<int64_t>(get_u64(in + 8));
+  h.first = static_cast<int64_t>(get_u64(in + 16));
   return true;
 }
 

@@ -783,7 +783,7 @@ TEST_F(ClusterJobTest, NodesTrainOnStagedCopiesOfOnlyTheirPartsCachedAcrossJobs)
 
 // A knowledge-graph job (encoder: none, a triples dataset its driver partitions) is staged
 // as a GNN job is, except that each node gets every part: its trainer reads every part's
-// triples (training/kg_triples.h), and the map of original ids. Its actors open the cached
+// triples (embeddings/kg_triples.h), and the map of original ids. Its actors open the cached
 // copies (as root: nodes that cannot see the driver's folder), and the job ends with the
 // weights and the ranking of the same job run in one process.
 TEST_F(ClusterJobTest, AKnowledgeGraphJobTrainsOnStagedCopiesOfEveryPart) {

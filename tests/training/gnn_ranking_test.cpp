@@ -19,6 +19,7 @@
 #include "actors/actor_types.h"
 #include "base/random.h"
 #include "daemon_process.h"
+#include "embeddings/kg_triples.h"
 #include "expect_error.h"
 #include "graph/neighbor_sampler.h"
 #include "job_runs.h"
@@ -33,7 +34,6 @@
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
-#include "training/kg_triples.h"
 #include "training/relational_encoder.h"
 
 namespace partita {

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "embeddings/kg_triples.h"
 #include "expect_error.h"
 #include "job_runs.h"
 #include "partitioner/partition_format.h"
@@ -23,7 +24,6 @@
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
-#include "training/kg_triples.h"
 
 namespace partita {
 namespace {

@@ -17,26 +17,23 @@
 #include <tuple>
 
 #include "actors/protocol.h"
-#include "base/checksum.h"
 #include "base/error.h"
 #include "base/random.h"
 #include "daemon_process.h"
+#include "embeddings/kg_triples.h"
 #include "job_runs.h"
 #include "partitioner/partition_format.h"
 #include "runtime/runtime.h"
 #include "test_paths.h"
 #include "test_util.h"
-#include "training/embedding_shard.h"
+#include "training/job_actor_types.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
-#include "training/job_actor_types.h"
-#include "training/kg_triples.h"
 
 namespace partita {
 namespace {
 
 namespace fs = std::filesystem;
-using std::chrono::seconds;
 
 using testing::expect_identical_training;
 using testing::run_in_process;
@@ -305,7 +302,7 @@ TEST_F(LinkJobTest, BadInputIsNamed) {
 }
 
 // A shard file's table, optimiser state ([slots x rows, dim]) and optimiser step count
-// (training/embedding_shard.cpp's layout: magic, checksum, begin, end, dim, optimiser kind,
+// (embeddings/embedding_shard.cpp's layout: magic, checksum, begin, end, dim, optimiser kind,
 // steps, rows, state).
 struct ShardFile {
   at::Tensor table, state;
@@ -410,103 +407,6 @@ TEST_F(LinkJobTest, AShardedStepEqualsTheDenseComputation) {
   EXPECT_GT((expected - table).abs().max().item<float>(), 0);  // the step moved rows
   EXPECT_TRUE(torch::allclose(sharded, expected, 1e-5, 1e-6)) << (sharded - expected).abs().max();
   }
-}
-
-// A shard of 3 rows of dim 2 (ids [0, 3), original ids 0..2).
-EmbeddingShardConfig three_row_shard() {
-  EmbeddingShardConfig config;
-  config.end = 3;
-  config.dim = 2;
-  config.seed = 4;
-  return config;
-}
-
-// The checkpoint of a shard of `config` after one step on row 1.
-std::vector<char> checkpoint_after_a_step(const EmbeddingShardConfig& config) {
-  EmbeddingShard trained(config, std::vector<int64_t>{0, 1, 2});
-  trained.push(0, std::vector<int64_t>{1}, std::vector<float>(static_cast<size_t>(config.dim), 0.5f));
-  return trained.save(seconds(10));
-}
-
-// A shard checkpoint of version 1 (before SparseAdam: Adagrad's state, no step count)
-// loads into an Adagrad shard as it was saved, and is refused by a SparseAdam one, named.
-TEST(EmbeddingShardTest, AVersionOneCheckpointLoadsIntoAnAdagradShardOnly) {
-  EmbeddingShardConfig config = three_row_shard();
-  const std::vector<int64_t> original{0, 1, 2};
-  EmbeddingShard trained(config, original);
-  trained.push(0, std::vector<int64_t>{1}, std::vector<float>{0.5f, -0.25f});
-  const std::vector<char> v2 = trained.save(seconds(10));
-  // Version 1: magic "PTSHARD1", checksum, header {begin, end, dim}, rows, state.
-  std::vector<char> body(v2.begin() + 16, v2.end());
-  body.erase(body.begin() + 3 * sizeof(int64_t), body.begin() + 5 * sizeof(int64_t));
-  std::vector<char> v1(v2.begin(), v2.begin() + 8);
-  v1[7] = '1';
-  const uint64_t sum = checksum(body.data(), body.size());
-  v1.insert(v1.end(), reinterpret_cast<const char*>(&sum), reinterpret_cast<const char*>(&sum) + sizeof(sum));
-  v1.insert(v1.end(), body.begin(), body.end());
-
-  EmbeddingShard loaded(config, original);
-  loaded.load(v1);
-  const std::vector<char> again = loaded.save(seconds(10));
-  ASSERT_EQ(again.size(), v2.size());
-  // The same rows and Adagrad state; only the step count (unknown in version 1) is 0.
-  EXPECT_TRUE(std::equal(again.begin() + 16 + 5 * sizeof(int64_t), again.end(), v2.begin() + 16 + 5 * sizeof(int64_t)));
-  std::vector<float> rows(6), expected(6);
-  loaded.read(0, std::vector<int64_t>{0, 1, 2}, rows.data(), seconds(10));
-  trained.read(0, std::vector<int64_t>{0, 1, 2}, expected.data(), seconds(10));
-  EXPECT_EQ(rows, expected);
-
-  config.optimizer = RowOptimizer::parse("sparse_adam", 0.01, "train.optimizer");
-  EmbeddingShard adam(config, original);
-  try {
-    adam.load(v1);
-    ADD_FAILURE() << "a version-1 (Adagrad) checkpoint loaded into a SparseAdam shard";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("another optimiser than the job's sparse_adam"), std::string::npos) << e.what();
-  }
-  // And SparseAdam's own checkpoint holds its step count.
-  adam.push(0, std::vector<int64_t>{2}, std::vector<float>{1.0f, 1.0f});
-  const std::vector<char> adam_bytes = adam.save(seconds(10));
-  int64_t header[5];
-  std::memcpy(header, adam_bytes.data() + 16, sizeof(header));
-  EXPECT_EQ(header[3], 1);
-  EXPECT_EQ(header[4], 1);
-  EXPECT_EQ(adam_bytes.size(), 16 + sizeof(header) + 3 * 6 * sizeof(float));
-}
-
-// A damaged checkpoint is named as damaged whichever byte is hit: a flipped optimiser kind
-// is not "another optimiser" (which would send the user to change train.optimizer), a
-// byte appended not "another table". A checkpoint written with a negative step count
-// (checksum intact) is refused, named.
-TEST(EmbeddingShardTest, ADamagedCheckpointIsNamedCorruptWhicheverByteIsHit) {
-  const EmbeddingShardConfig config = three_row_shard();
-  const std::vector<char> good = checkpoint_after_a_step(config);
-  const auto load_error = [&](const std::vector<char>& bytes) {
-    EmbeddingShard shard(config, std::vector<int64_t>{0, 1, 2});
-    try {
-      shard.load(bytes);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_EQ(load_error(good), "no error");
-  std::vector<char> kind = good;
-  kind[16 + 3 * sizeof(int64_t)] ^= 1;  // the optimiser's kind: Adagrad -> SparseAdam
-  EXPECT_NE(load_error(kind).find("corrupt (checksum mismatch)"), std::string::npos) << load_error(kind);
-  std::vector<char> longer = good;
-  longer.push_back('x');
-  EXPECT_NE(load_error(longer).find("corrupt (checksum mismatch)"), std::string::npos) << load_error(longer);
-  std::vector<char> negative = good;
-  const int64_t steps = -5;
-  std::memcpy(negative.data() + 16 + 4 * sizeof(int64_t), &steps, sizeof(steps));
-  const uint64_t sum = checksum(negative.data() + 16, negative.size() - 16);
-  std::memcpy(negative.data() + 8, &sum, sizeof(sum));
-  EXPECT_NE(load_error(negative).find("step count is negative (-5)"), std::string::npos) << load_error(negative);
-  // Another table's intact checkpoint is still named as such.
-  EmbeddingShardConfig wider = config;
-  wider.dim = 4;
-  EXPECT_NE(load_error(checkpoint_after_a_step(wider)).find("another table?"), std::string::npos);
 }
 
 // The example job (BENCHMARKS.md's quality run) is a valid job for the shared data.

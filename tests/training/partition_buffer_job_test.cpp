@@ -13,14 +13,14 @@
 
 #include "base/error.h"
 #include "base/random.h"
+#include "embeddings/bucket_epoch.h"
+#include "embeddings/kg_triples.h"
+#include "embeddings/partition_buffer.h"
 #include "job_runs.h"
 #include "partitioner/partition_format.h"
 #include "test_paths.h"
 #include "test_util.h"
-#include "training/bucket_epoch.h"
 #include "training/job_config.h"
-#include "training/kg_triples.h"
-#include "training/partition_buffer.h"
 
 namespace partita {
 namespace {
@@ -248,7 +248,7 @@ TEST_F(BufferJobTest, LogicalPartitionsAreRegroupedEveryEpochDeterministically) 
   EXPECT_THROW(plan_bucket_epoch(triples, ids, shape, 3, 2, j.seed, 1, j.batch_size), Error);
 }
 
-// The negatives' correction (training/bucket_epoch.h): for every bucket, the rates weigh
+// The negatives' correction (embeddings/bucket_epoch.h): for every bucket, the rates weigh
 // the entities it can meet to a total of one in-memory draw; the ends' partitions, always
 // resident, are drawn at N / N_S of the in-memory rate; one state holding everything
 // needs no correction.

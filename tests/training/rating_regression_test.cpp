@@ -15,14 +15,14 @@
 
 #include "base/error.h"
 #include "base/random.h"
+#include "embeddings/kg_triples.h"
+#include "expect_error.h"
 #include "job_runs.h"
 #include "partitioner/partition_format.h"
-#include "expect_error.h"
 #include "test_util.h"
+#include "training/gnn_link_trainer.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
-#include "training/kg_triples.h"
-#include "training/gnn_link_trainer.h"
 #include "training/rating_metrics.h"
 
 namespace partita {

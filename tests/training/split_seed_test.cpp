@@ -11,12 +11,12 @@
 #include <utility>
 #include <vector>
 
+#include "embeddings/kg_triples.h"
 #include "job_runs.h"
 #include "partitioner/partition_format.h"
 #include "test_util.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
-#include "training/kg_triples.h"
 
 namespace partita {
 namespace {

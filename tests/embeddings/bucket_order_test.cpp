@@ -1,4 +1,4 @@
-// BETA's order of edge buckets (training/bucket_order.h): every bucket once per walk, one
+// BETA's order of edge buckets (embeddings/bucket_order.h): every bucket once per walk, one
 // swap between consecutive states, never fewer swaps than the lower bound, the hand-worked
 // counts for small buffers, and the named errors for impossible shapes.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <set>
 
 #include "base/error.h"
-#include "training/bucket_order.h"
+#include "embeddings/bucket_order.h"
 
 namespace partita {
 namespace {

@@ -1,4 +1,4 @@
-#include "training/embedding_partitions.h"
+#include "embeddings/embedding_partitions.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 
 #include "base/checksum.h"
 #include "base/error.h"
-#include "training/embedding_shard.h"
+#include "embeddings/embedding_shard.h"
 
 namespace partita {
 

@@ -20,7 +20,7 @@
 // regrouping that excess falls on the ends' logical partitions only (1/l of the entities
 // each, not 1/p), and the entities they co-reside with change every epoch.
 //
-// The walk: BETA's order (training/bucket_order.h) over the epoch's p physical
+// The walk: BETA's order (embeddings/bucket_order.h) over the epoch's p physical
 // partitions; a swap writes back and reads the l / p logical partitions of one physical
 // one. Since the grouping is drawn anew each epoch, no partition always trains first, as
 // Marius does. Each training triple goes to one of the states that hold
@@ -60,9 +60,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "training/bucket_order.h"
-#include "training/embedding_partitions.h"
-#include "training/kg_triples.h"
+#include "embeddings/bucket_order.h"
+#include "embeddings/embedding_partitions.h"
+#include "embeddings/kg_triples.h"
 
 namespace partita {
 
@@ -103,11 +103,11 @@ std::vector<int64_t> table_ids(const KgTriples& triples, uint64_t seed);
 // the keys of the rows' initial values (EmbeddingPartitions::create).
 std::vector<int64_t> original_ids_of_rows(const KgTriples& triples, const std::vector<int64_t>& table_id);
 
-// Plans epoch `epoch` (training/kg_triples.h numbering) over the table `shape` (its
+// Plans epoch `epoch` (embeddings/kg_triples.h numbering) over the table `shape` (its
 // logical partitions: buffer_table_shape) grouped into `partitions` physical ones, with a
 // buffer of `capacity` physical partitions and steps of `batch_size` triples. `table_id`:
 // table_ids(triples, seed). Throws UsageError for a bad shape or capacity
-// (training/bucket_order.h), Error when the logical partitions are not a multiple of the
+// (embeddings/bucket_order.h), Error when the logical partitions are not a multiple of the
 // physical ones.
 BucketEpoch plan_bucket_epoch(const KgTriples& triples, const std::vector<int64_t>& table_id,
                               const EmbeddingPartitions::Shape& shape, int partitions, int capacity, uint64_t seed,

@@ -1,10 +1,10 @@
-#include "models/sparse_adagrad.h"
+#include "embeddings/sparse_adagrad.h"
 
 #include <cmath>
 #include <string>
 
 #include "base/error.h"
-#include "models/row_step.h"
+#include "embeddings/row_step.h"
 
 namespace partita {
 

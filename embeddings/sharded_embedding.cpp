@@ -1,4 +1,4 @@
-#include "training/sharded_embedding.h"
+#include "embeddings/sharded_embedding.h"
 
 #include <caf/all.hpp>
 
@@ -48,18 +48,19 @@ ShardedEmbedding::~ShardedEmbedding() = default;
 uint64_t ShardedEmbedding::exchange(int part, const shard_wire::RequestHead& head, Span<const int64_t> ids,
                                     Span<const float> grads) {
   Remote& r = *remote_[part];
-  r.request.resize(sizeof(head) + ids.size() * sizeof(int64_t) + grads.size() * sizeof(float));
-  std::memcpy(r.request.data(), &head, sizeof(head));
-  if (!ids.empty()) std::memcpy(r.request.data() + sizeof(head), ids.data(), ids.size() * sizeof(int64_t));
+  constexpr size_t kHead = runtime::wire::kShardRequestHeadBytes;
+  r.request.resize(kHead + ids.size() * sizeof(int64_t) + grads.size() * sizeof(float));
+  runtime::wire::encode_shard_request_head(head, reinterpret_cast<unsigned char*>(r.request.data()));
+  if (!ids.empty()) std::memcpy(r.request.data() + kHead, ids.data(), ids.size() * sizeof(int64_t));
   if (!grads.empty()) {
-    std::memcpy(r.request.data() + sizeof(head) + ids.size() * sizeof(int64_t), grads.data(), grads.size() * sizeof(float));
+    std::memcpy(r.request.data() + kHead + ids.size() * sizeof(int64_t), grads.data(), grads.size() * sizeof(float));
   }
   r.client.send(Span<const char>(r.request), deadline_);
   uint64_t body = 0;
   const size_t length = r.client.receive_head(r.head, body, deadline_);
-  uint32_t status = 1;
+  uint32_t status = runtime::wire::kShardReplyRefused;
   if (length >= sizeof(status)) std::memcpy(&status, r.head.data(), sizeof(status));
-  if (status != 0) {
+  if (status != runtime::wire::kShardReplyOk) {
     r.client.discard_body(deadline_);
     const size_t text = length > sizeof(status) ? length - sizeof(status) : 0;
     throw Error(std::string(r.head.data() + sizeof(status), text));

@@ -1,4 +1,4 @@
-#include "training/kg_triples.h"
+#include "embeddings/kg_triples.h"
 
 #include <algorithm>
 #include <set>

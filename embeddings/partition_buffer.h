@@ -1,5 +1,5 @@
-// The partitions of an on-disk embedding table (training/embedding_partitions.h) that are
-// in memory: at most c of them, swapped as the epoch's bucket order (training/bucket_order.h)
+// The partitions of an on-disk embedding table (embeddings/embedding_partitions.h) that are
+// in memory: at most c of them, swapped as the epoch's bucket order (embeddings/bucket_order.h)
 // says, with the partitions the next swap admits read on a background thread while the
 // current buckets train (MariusGNN's partition buffer).
 //
@@ -11,7 +11,7 @@
 //
 // Prefetch: outside the budget, in a staging area of `staging` partitions, which enter()
 // moves into the free slots (no copy). A knowledge-graph job stages one physical partition,
-// its l / p logical files (training/bucket_epoch.h): every file the next swap reads. So
+// its l / p logical files (embeddings/bucket_epoch.h): every file the next swap reads. So
 // memory holds at most capacity + staging payloads, c + 1 physical partitions (c without
 // prefetch), and no staged partition is ever trainable before enter() admits it. Why not
 // inside the budget: the walk frees no slot before the swap, since a state's steps draw
@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "base/span.h"
-#include "training/embedding_partitions.h"
+#include "embeddings/embedding_partitions.h"
 
 namespace partita {
 

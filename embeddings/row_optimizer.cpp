@@ -1,4 +1,4 @@
-#include "models/row_optimizer.h"
+#include "embeddings/row_optimizer.h"
 
 #include "base/error.h"
 

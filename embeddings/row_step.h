@@ -1,5 +1,5 @@
-// What an optimiser of a few rows of a large table (models/sparse_adagrad.h,
-// models/sparse_adam.h) checks of a step before it changes anything: `dim` gradient values
+// What an optimiser of a few rows of a large table (embeddings/sparse_adagrad.h,
+// embeddings/sparse_adam.h) checks of a step before it changes anything: `dim` gradient values
 // per row, and rows unique (an owner sums its trainers' gradients per row first) and inside
 // the table. One check, so that the row optimisers refuse the same steps with the same
 // words.

@@ -1,10 +1,10 @@
-#include "models/sparse_adam.h"
+#include "embeddings/sparse_adam.h"
 
 #include <cmath>
 #include <string>
 
 #include "base/error.h"
-#include "models/row_step.h"
+#include "embeddings/row_step.h"
 
 namespace partita {
 

@@ -1,5 +1,5 @@
-// The on-disk embedding table and its partition buffer (training/embedding_partitions.h,
-// training/partition_buffer.h): the budget of c resident partitions holds at every swap of
+// The on-disk embedding table and its partition buffer (embeddings/embedding_partitions.h,
+// embeddings/partition_buffer.h): the budget of c resident partitions holds at every swap of
 // a whole walk with prefetching; what the walk wrote reaches the files (a re-read table
 // equals the in-memory one); corrupt, short and mismatched files and unwritable folders
 // are errors naming the file, the offset or the folder.
@@ -11,12 +11,12 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "embeddings/bucket_order.h"
+#include "embeddings/embedding_partitions.h"
+#include "embeddings/embedding_shard.h"
+#include "embeddings/partition_buffer.h"
 #include "expect_error.h"
 #include "test_util.h"
-#include "training/bucket_order.h"
-#include "training/embedding_partitions.h"
-#include "training/embedding_shard.h"
-#include "training/partition_buffer.h"
 
 namespace partita {
 namespace {
@@ -129,7 +129,7 @@ TEST(EmbeddingPartitionsTest, AWriteCutShortLeavesThePreviousPartitionWhole) {
 }
 
 // A whole BETA walk over physical partitions of g logical ones each (as a knowledge-graph
-// job walks its table: training/bucket_epoch.h), prefetching every logical partition of the
+// job walks its table: embeddings/bucket_epoch.h), prefetching every logical partition of the
 // next swap: at every state the residents are exactly the state's partitions and never more
 // than c physical ones, the staged ones never more than one physical partition; every swap's
 // reads are the prefetch's; each state adds to every row of its buckets' partitions, as a

@@ -13,7 +13,7 @@
 // ids. So every positive meets the same negatives however the graph is partitioned.
 //
 // Memory: every trainer holds the triples (3 ids each, 6.5 MB for FB15k-237's 272k) and
-// the true-triple index; no trainer holds the entity embeddings (training/embedding_shard.h).
+// the true-triple index; no trainer holds the entity embeddings (embeddings/embedding_shard.h).
 #pragma once
 
 #include <cstdint>

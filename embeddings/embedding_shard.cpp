@@ -1,7 +1,6 @@
-#include "training/embedding_shard.h"
+#include "embeddings/embedding_shard.h"
 
 #include <caf/all.hpp>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
@@ -126,6 +125,7 @@ void EmbeddingShard::read_range(int64_t first, int64_t last, float* out, millise
     throw Error(shard_name(config_.part) + ": a step was still pending after " + std::to_string(deadline.count() / 1000) + " s");
   }
   check_running();
+  if (first == last) return;
   std::memcpy(out, table_.data() + (first - config_.begin) * config_.dim,
               static_cast<size_t>((last - first) * config_.dim) * sizeof(float));
 }
@@ -205,8 +205,11 @@ std::vector<char> EmbeddingShard::save(milliseconds deadline) {
   std::memcpy(p, kMagic, sizeof(kMagic));
   char* body = p + sizeof(kMagic) + sizeof(uint64_t);
   std::memcpy(body, header, sizeof(header));
-  std::memcpy(body + sizeof(header), table_.data(), table_.size() * sizeof(float));
-  std::memcpy(body + sizeof(header) + table_.size() * sizeof(float), state_.data(), state_.size() * sizeof(float));
+  // A shard may own no rows (a partition without entities): nothing to copy then.
+  if (!table_.empty()) {
+    std::memcpy(body + sizeof(header), table_.data(), table_.size() * sizeof(float));
+    std::memcpy(body + sizeof(header) + table_.size() * sizeof(float), state_.data(), state_.size() * sizeof(float));
+  }
   const uint64_t sum = checksum(body, payload);
   std::memcpy(p + sizeof(kMagic), &sum, sizeof(sum));
   return bytes;
@@ -250,8 +253,10 @@ void EmbeddingShard::load(const std::vector<char>& bytes) {
     throw Error(name + ": the checkpoint's optimiser step count is negative (" + std::to_string(header[4]) + ")");
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  std::memcpy(table_.data(), body + header_bytes, table_.size() * sizeof(float));
-  std::memcpy(state_.data(), body + header_bytes + table_.size() * sizeof(float), state_.size() * sizeof(float));
+  if (!table_.empty()) {
+    std::memcpy(table_.data(), body + header_bytes, table_.size() * sizeof(float));
+    std::memcpy(state_.data(), body + header_bytes + table_.size() * sizeof(float), state_.size() * sizeof(float));
+  }
   optimizer_steps_ = static_cast<uint64_t>(header[4]);
   std::fill(pushed_.begin(), pushed_.end(), 0);
   applied_ = 0;
@@ -288,56 +293,82 @@ void register_local(const std::string& run_key, int part, const std::shared_ptr<
   shards[{run_key, part}] = shard;
 }
 
-// A reply that refuses a request: status 1 and the reason, no body.
-void write_refusal(const std::string& why, runtime::ChannelReply& reply) {
-  const uint32_t status = 1;
+}  // namespace
+
+namespace shard_wire {
+
+void refuse(const std::string& why, runtime::ChannelReply& reply) {
+  const uint32_t status = runtime::wire::kShardReplyRefused;
   reply.head.resize(sizeof(status) + why.size());
   std::memcpy(reply.head.data(), &status, sizeof(status));
-  std::memcpy(reply.head.data() + sizeof(status), why.data(), why.size());
+  if (!why.empty()) std::memcpy(reply.head.data() + sizeof(status), why.data(), why.size());
   reply.head_length = reply.head.size();
   reply.body_bytes = 0;
   reply.fill = nullptr;
 }
 
-// One request of a remote trainer, answered into `reply`; never throws.
-void answer(EmbeddingShard& shard, Span<const char> request, runtime::ChannelReply& reply) {
+void answer(EmbeddingShard& shard, Span<const char> request, runtime::ChannelReply& reply, milliseconds wait) {
   try {
-    shard_wire::RequestHead head;
-    if (request.size() < sizeof(head)) throw Error("a request of " + std::to_string(request.size()) + " bytes is too short");
-    std::memcpy(&head, request.data(), sizeof(head));
-    const int64_t dim = shard.config().dim;
-    const size_t rest = request.size() - sizeof(head);
-    const char* data = request.data() + sizeof(head);
-    if (head.count < 0 || head.count > (int64_t{1} << 30) / std::max<int64_t>(dim, 1)) {
+    RequestHead head;
+    if (!runtime::wire::decode_shard_request_head(reinterpret_cast<const unsigned char*>(request.data()),
+                                                  request.size(), head)) {
+      throw Error("a request of " + std::to_string(request.size()) + " bytes is too short");
+    }
+    const EmbeddingShardConfig& config = shard.config();
+    const size_t dim = static_cast<size_t>(config.dim);
+    const size_t row_bytes = dim * sizeof(float);
+    const size_t rest = request.size() - runtime::wire::kShardRequestHeadBytes;
+    const char* data = request.data() + runtime::wire::kShardRequestHeadBytes;
+    // No reply body over the channel's limit, and no request whose ids and rows could not
+    // fit in one (so that count x (8 + row bytes) cannot overflow below).
+    if (head.count < 0 || static_cast<uint64_t>(head.count) > runtime::wire::kMaxReplyBodyBytes / row_bytes) {
       throw Error("a request for " + std::to_string(head.count) + " rows");
     }
     const size_t n = static_cast<size_t>(head.count);
+    const auto expect_length = [&](size_t bytes, const char* what) {
+      if (rest != bytes) {
+        throw Error(std::string("a ") + what + " request of " + std::to_string(request.size()) + " bytes for " +
+                    std::to_string(n) + " rows");
+      }
+    };
+    // The ids, when the frame holds that many (only a frame of the right length is answered).
     std::vector<int64_t> ids;
-    auto take_ids = [&] {
-      if (rest < n * sizeof(int64_t)) throw Error("a request's ids are cut short");
+    if (n > 0 && rest >= n * sizeof(int64_t)) {
       ids.resize(n);
       std::memcpy(ids.data(), data, n * sizeof(int64_t));
-    };
+    }
     reply.storage.resize(0);
     switch (head.op) {
-      case shard_wire::Op::kRead:
-        take_ids();
-        if (rest != n * sizeof(int64_t)) throw Error("a read request of the wrong length");
-        reply.storage.resize(n * dim * sizeof(float));
-        shard.read(head.trainer, Span<const int64_t>(ids), reinterpret_cast<float*>(reply.storage.data()), kSessionDeadline);
+      case Op::kRead:
+        expect_length(n * sizeof(int64_t), "read");
+        reply.storage.resize(n * row_bytes);
+        shard.read(head.trainer, Span<const int64_t>(ids), reinterpret_cast<float*>(reply.storage.data()), wait);
         break;
-      case shard_wire::Op::kReadRange:
-        if (rest != 0) throw Error("a range request of the wrong length");
-        reply.storage.resize(n * dim * sizeof(float));
-        shard.read_range(head.first, head.first + head.count, reinterpret_cast<float*>(reply.storage.data()),
-                         kSessionDeadline);
+      case Op::kReadRange:
+        expect_length(0, "range");
+        // Inside the shard before anything is allocated (and head.first + count cannot
+        // overflow).
+        if (head.first < config.begin || head.first > config.end || head.count > config.end - head.first) {
+          throw Error("a range of " + std::to_string(head.count) + " rows from " + std::to_string(head.first) +
+                      " outside the shard's ids [" + std::to_string(config.begin) + ", " +
+                      std::to_string(config.end) + ")");
+        }
+        reply.storage.resize(n * row_bytes);
+        shard.read_range(head.first, head.first + head.count, reinterpret_cast<float*>(reply.storage.data()), wait);
         break;
-      case shard_wire::Op::kPush:
-      case shard_wire::Op::kWrite: {
-        take_ids();
-        if (rest != n * sizeof(int64_t) + n * dim * sizeof(float)) throw Error("a push or write request of the wrong length");
-        const Span<const float> rows(reinterpret_cast<const float*>(data + n * sizeof(int64_t)), n * dim);
-        if (head.op == shard_wire::Op::kPush) {
+      case Op::kPush:
+      case Op::kWrite: {
+        expect_length(n * sizeof(int64_t) + n * row_bytes, head.op == Op::kPush ? "push" : "write");
+        const char* values = data + n * sizeof(int64_t);
+        // The rows in place when they are aligned (a frame's buffer is), else a copy.
+        std::vector<float> copy;
+        Span<const float> rows(reinterpret_cast<const float*>(values), n * dim);
+        if (reinterpret_cast<uintptr_t>(values) % alignof(float) != 0) {
+          copy.resize(n * dim);
+          if (!copy.empty()) std::memcpy(copy.data(), values, copy.size() * sizeof(float));
+          rows = Span<const float>(copy);
+        }
+        if (head.op == Op::kPush) {
           shard.push(head.trainer, Span<const int64_t>(ids), rows);
         } else {
           shard.write(Span<const int64_t>(ids), rows);
@@ -346,7 +377,7 @@ void answer(EmbeddingShard& shard, Span<const char> request, runtime::ChannelRep
       }
       default: throw Error("unknown operation " + std::to_string(static_cast<uint32_t>(head.op)));
     }
-    const uint32_t ok = 0;
+    const uint32_t ok = runtime::wire::kShardReplyOk;
     reply.head.resize(sizeof(ok));
     std::memcpy(reply.head.data(), &ok, sizeof(ok));
     reply.head_length = sizeof(ok);
@@ -355,9 +386,13 @@ void answer(EmbeddingShard& shard, Span<const char> request, runtime::ChannelRep
     const char* body = reply.storage.data();
     reply.fill = [body](char* piece, uint64_t offset, uint64_t bytes) { std::memcpy(piece, body + offset, bytes); };
   } catch (const std::exception& e) {
-    write_refusal(e.what(), reply);
+    refuse(e.what(), reply);
   }
 }
+
+}  // namespace shard_wire
+
+namespace {
 
 struct ShardState {
   std::string run_key;
@@ -387,9 +422,9 @@ embedding_shard_actor::behavior_type shard_behavior(embedding_shard_actor::state
                 [shard]() {
                   runtime::ChannelService service;
                   service.answer = [shard](Span<const char> request, runtime::ChannelReply& reply) {
-                    answer(*shard, request, reply);
+                    shard_wire::answer(*shard, request, reply, kSessionDeadline);
                   };
-                  service.refuse = write_refusal;
+                  service.refuse = shard_wire::refuse;
                   return service;
                 },
                 kSessionDeadline, shard_name(shard->config().part));

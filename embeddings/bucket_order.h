@@ -7,7 +7,7 @@
 // (one partition written back, another read in); every bucket is listed in the first
 // state that holds both its ends, so each bucket is visited exactly once per epoch (a
 // job's walk then spreads a bucket's triples over every state holding both ends:
-// training/bucket_epoch.h).
+// embeddings/bucket_epoch.h).
 //
 // Why BETA: swaps are the I/O of the epoch. A swap admits one partition, which meets at
 // most c - 1 partitions it has not been resident with, and the first state covers c(c-1)/2
@@ -16,7 +16,7 @@
 // every partition they have not met; then the fixed ones are done, and the next c - 1 not
 // yet done become the fixed set (the partition in the cycling slot stays, saving a swap).
 // It meets the bound for c = 2 and comes within a few swaps of it otherwise (p = 8, c = 4:
-// 9 swaps against a bound of 8; tests/training/bucket_order_test.cpp).
+// 9 swaps against a bound of 8; tests/embeddings/bucket_order_test.cpp).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "models/row_step.h"
+#include "embeddings/row_step.h"
 
 #include <string>
 #include <vector>

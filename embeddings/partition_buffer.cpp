@@ -1,11 +1,11 @@
-#include "training/partition_buffer.h"
+#include "embeddings/partition_buffer.h"
 
 #include <algorithm>
 #include <string>
 
 #include "base/error.h"
 #include "base/stopwatch.h"
-#include "training/bucket_order.h"
+#include "embeddings/bucket_order.h"
 
 namespace partita {
 

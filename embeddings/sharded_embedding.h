@@ -1,7 +1,8 @@
-// A trainer's view of a sharded embedding table (training/embedding_shard.h): reads rows by
+// A trainer's view of a sharded embedding table (embeddings/embedding_shard.h): reads rows by
 // global id from their owners and pushes a step's gradients back to them. A shard in the
 // trainer's process is called directly; one in another process through a request-channel
-// session that its actor offers. Every wait has a deadline; errors name the shard.
+// session that its actor offers, with the frames of runtime/transport/wire_format.h
+// (section 5). Every wait has a deadline; errors name the shard.
 #pragma once
 
 #include <caf/fwd.hpp>
@@ -13,9 +14,9 @@
 #include <vector>
 
 #include "base/span.h"
+#include "embeddings/embedding_shard.h"
 #include "graph/partition_book.h"
 #include "runtime/transport/request_channel.h"
-#include "training/embedding_shard.h"
 
 namespace partita {
 

@@ -1,6 +1,6 @@
 // Adam on a few rows of a large table, with torch.optim.SparseAdam's semantics: the
 // optional optimiser of an embedding table's owner (Adagrad is the default,
-// models/sparse_adagrad.h). Only the rows a step touched change: their value and both of
+// embeddings/sparse_adagrad.h). Only the rows a step touched change: their value and both of
 // their moments. A row no batch used keeps its value and its moments (dense Adam would
 // decay its moments and keep moving it), and bias correction counts the table's steps, not
 // the row's: a row first touched at step 100 is corrected with 1 - beta^100, as SparseAdam
@@ -11,7 +11,7 @@
 //   value -= lr sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)
 // (tested: equal to a dense reference of SparseAdam's formula on a toy table, and to
 // torch::optim::Adam when every row is touched at every step, up to where each adds eps).
-// Plain float loops, no libtorch: the owner side links no torch.
+// Plain float loops, no libtorch (embeddings/ links none): the owner side links no torch.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 // process holds the whole table (DGL's DistEmbedding, Marius's partition buffer). A trainer
 // reads the rows its batch needs from their owners and sends the rows' gradients back; the
 // owner sums the trainers' gradients and applies them with the job's row optimiser
-// (models/row_optimizer.h: sparse Adagrad, or SparseAdam with the shard's step count).
+// (embeddings/row_optimizer.h: sparse Adagrad, or SparseAdam with the shard's step count).
 //
 // Steps, and why the job is deterministic: every trainer pushes to every shard once per
 // step (an empty push when it touched none of the shard's rows). A shard applies a step once
@@ -14,11 +14,16 @@
 // Access: a trainer in the shard's process calls it directly (find_local_shard); one in
 // another process sends requests over the transport's request channel
 // (runtime/transport/request_channel.h), whose session the shard's actor offers. The
-// frames (below) are a few fixed-width fields and raw ids, rows and gradients, native
-// byte order (the peers run the same build).
+// frames (runtime/transport/wire_format.h, section 5) are a head of a few fixed-width
+// fields and raw ids, rows and gradients; shard_wire::answer (below) parses and answers them.
 //
 // Initial values are keyed by original node id, N(0, init_std) per element, so the table
 // does not depend on how the graph was partitioned.
+//
+// No libtorch, as nothing in embeddings/: the shard's request parser (shard_wire::answer)
+// and checkpoint loader (load) face bytes from other processes and files, so they are
+// fuzzed (fuzz/fuzz_shard_request.cpp, fuzz/fuzz_shard_checkpoint.cpp) and their tests run
+// under ASan and UBSan.
 #pragma once
 
 #include <caf/atom.hpp>
@@ -35,8 +40,10 @@
 #include <vector>
 
 #include "base/span.h"
-#include "models/row_optimizer.h"
+#include "embeddings/row_optimizer.h"
 #include "runtime/host.h"
+#include "runtime/transport/request_channel.h"
+#include "runtime/transport/wire_format.h"
 
 namespace partita {
 
@@ -138,19 +145,24 @@ using embedding_shard_actor = caf::typed_actor<
 // default adagrad), host (where sessions listen; default 127.0.0.1).
 void register_embedding_shard_type(runtime::ActorTypeRegistry& registry);
 
-// The request frames of a shard's channel.
+// The request frames of a shard's channel (runtime/transport/wire_format.h, section 5) and
+// the shard's side of them.
 namespace shard_wire {
-enum class Op : uint32_t { kRead = 1, kReadRange = 2, kPush = 3, kWrite = 4 };
-struct RequestHead {
-  Op op;
-  int32_t trainer;
-  int64_t count;  // ids (read, push) or rows (range)
-  int64_t first;  // range: the first global id
-};
-// read: head, ids (int64 x count); range: head; push: head, ids, grads (float x count x dim);
-// write: head, ids, rows (float x count x dim).
-// The reply's head is a uint32 status (0: ok; otherwise followed by the error's text); an
-// ok read's body is the rows (float x count x dim).
+using Op = runtime::wire::ShardOp;
+using RequestHead = runtime::wire::ShardRequestHead;
+
+// Answers one request frame of a trainer in another process into `reply` (a read's or a
+// range's rows as the body, which reply.storage holds until `reply` is reused). A read or a
+// range waits at most `wait` for the steps it must see. Never throws: a malformed frame
+// (shorter than a head, of another length than its operation and count say, an unknown
+// operation, a negative count or one whose reply would exceed wire::kMaxReplyBodyBytes, a
+// range outside the shard) and a request the shard refuses (EmbeddingShard's errors: an id
+// not its own, a trainer it does not have, ...) are answered with a refusal naming the
+// problem, and the shard is left as it was.
+void answer(EmbeddingShard& shard, Span<const char> request, runtime::ChannelReply& reply,
+            std::chrono::milliseconds wait);
+// Writes a reply refusing a request: the refused status and `why`, no body.
+void refuse(const std::string& why, runtime::ChannelReply& reply);
 }  // namespace shard_wire
 
 }  // namespace partita

@@ -1,4 +1,4 @@
-#include "training/bucket_epoch.h"
+#include "embeddings/bucket_epoch.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "training/bucket_order.h"
+#include "embeddings/bucket_order.h"
 
 #include <algorithm>
 #include <string>

@@ -1,17 +1,18 @@
 // The optimiser an embedding table's owner applies to the rows a step touched, as the job
 // chose it (train.optimizer of an `encoder: none` job): sparse Adagrad, the default
-// (models/sparse_adagrad.h), or SparseAdam (models/sparse_adam.h). The owner keeps
+// (embeddings/sparse_adagrad.h), or SparseAdam (embeddings/sparse_adam.h). The owner keeps
 // state_slots() floats of optimiser state per table value (Adagrad's accumulator; Adam's
 // two moments) and counts the table's steps for SparseAdam's bias correction; both go into
-// its checkpoints.
+// its checkpoints. Plain float loops, no libtorch (embeddings/ links none): the tables'
+// owners run beside the partitions, not beside a model.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "base/span.h"
-#include "models/sparse_adagrad.h"
-#include "models/sparse_adam.h"
+#include "embeddings/sparse_adagrad.h"
+#include "embeddings/sparse_adam.h"
 
 namespace partita {
 

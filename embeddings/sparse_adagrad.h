@@ -6,8 +6,8 @@
 //
 // Per element, as torch's Adagrad (no weight decay, no learning-rate decay):
 //   state += g^2;  value -= lr * g / (sqrt(state) + eps)
-// Plain float loops, no libtorch: the owner side links no torch, and the rows a step
-// touches are few and scattered.
+// Plain float loops, no libtorch (embeddings/ links none): the owner side links no torch,
+// and the rows a step touches are few and scattered.
 #pragma once
 
 #include <cstdint>

@@ -1,11 +1,11 @@
 // An entity embedding table on disk, split into p physical partitions, each with its
-// Adagrad accumulators: the storage a partition buffer (training/partition_buffer.h) swaps
+// Adagrad accumulators: the storage a partition buffer (embeddings/partition_buffer.h) swaps
 // in and out when the table does not fit in memory (MariusGNN's on-disk embeddings).
 //
 // Partitions are ranges of row ids: partition i holds rows [i*N/p, (i+1)*N/p). Ranges
 // because a partition is then one contiguous run of rows, read and written with one
 // pread/pwrite, and the row -> (partition, offset) map is arithmetic. Which entity a row
-// holds is the caller's (a knowledge-graph job shuffles them: training/bucket_epoch.h
+// holds is the caller's (a knowledge-graph job shuffles them: embeddings/bucket_epoch.h
 // table_ids); the bucket sizes it gives on FB15k-237 are in the job's log.
 //
 // Files: `dir`/part-<i>.bin, one per partition: a 64-byte header (magic, index, first id,
@@ -16,7 +16,7 @@
 // checksum, so a torn, short or corrupt file is an Error naming the file and the offset,
 // never silently wrong embeddings.
 //
-// Initial values: as the in-memory table (training/embedding_shard.h initial_embedding_row,
+// Initial values: as the in-memory table (embeddings/embedding_shard.h initial_embedding_row,
 // keyed by each row's original entity id), so a job gives the same first embeddings
 // whichever storage it uses.
 #pragma once
