@@ -143,6 +143,7 @@ using submit_job_atom = caf::atom_constant<caf::atom("c_submit")>;
 using job_report_atom = caf::atom_constant<caf::atom("c_jreport")>;
 using job_logs_atom = caf::atom_constant<caf::atom("c_jlogs")>;
 using cancel_job_atom = caf::atom_constant<caf::atom("c_jcancel")>;
+using resume_job_atom = caf::atom_constant<caf::atom("c_jresume")>;
 
 // A node's agent (node_agent.h), as the head sees it.
 //   stop_node: the cluster is stopping; shut this node's daemon down.
@@ -168,6 +169,9 @@ using node_agent_actor = caf::typed_actor<caf::reacts_to<stop_node_atom>>;
 //       kMaxLogChunkBytes; the next offset; the job's state) | error for an unknown job
 //   (cancel_job, job id) -> the job's state | error for an unknown job: asks its driver to
 //       stop (SIGTERM): its actors stop everywhere, its output keeps the last checkpoint
+//   (resume_job, job id) -> job id | error for a job that runs or is done, or that neither
+//       the head nor its runs folder knows: a new driver continues the cancelled or failed
+//       job from the last checkpoint in its folder (head.h)
 using head_actor = caf::typed_actor<
     caf::replies_to<join_atom, NodeInfo, caf::actor>::with<uint64_t, int64_t, int64_t>,
     caf::replies_to<heartbeat_atom, uint64_t, NodeLoad>::with<bool>,
@@ -177,7 +181,8 @@ using head_actor = caf::typed_actor<
     caf::replies_to<submit_job_atom, std::string, std::string>::with<std::string>,
     caf::replies_to<job_report_atom, std::string, std::string, JobStatus>::with<bool>,
     caf::replies_to<job_logs_atom, std::string, int64_t>::with<std::string, int64_t, std::string>,
-    caf::replies_to<cancel_job_atom, std::string>::with<std::string>>;
+    caf::replies_to<cancel_job_atom, std::string>::with<std::string>,
+    caf::replies_to<resume_job_atom, std::string>::with<std::string>>;
 
 // Registers the types above with an actor system's config (configure() calls it).
 void add_cluster_types(caf::actor_system_config& config);

@@ -110,4 +110,12 @@ std::string cancel_job(caf::actor_system& system, const head_actor& head, const 
   return state;
 }
 
+std::string resume_job(caf::actor_system& system, const head_actor& head, const std::string& where,
+                       const std::string& id, std::chrono::milliseconds timeout) {
+  std::string resumed;
+  ask_head(system, head, where, "resume " + id, timeout, [&](std::string& given) { resumed = std::move(given); },
+           resume_job_atom::value, id);
+  return resumed;
+}
+
 }  // namespace partita::runtime
