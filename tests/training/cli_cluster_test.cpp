@@ -36,6 +36,8 @@ using testing::kPartitaBinary;
 
 constexpr double kProcessSeconds = 180;
 constexpr auto kBound = std::chrono::seconds(120);
+// Long enough (some 30 steps an epoch) for the cancels to land while it runs.
+constexpr int kEpochs = 80;
 
 size_t count_lines(const std::string& text, const std::string& part) {
   size_t n = 0;
@@ -118,7 +120,7 @@ TEST_F(CliClusterTest, RaysCommandsRunStopAndResumeAJobToTheWeightsOfAnUninterru
                  tmp_ / (std::string("cache-") + name)});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   }
-  const std::string file = write_job("resumed.yaml", 6);
+  const std::string file = write_job("resumed.yaml", kEpochs);
 
   r = partita({"job", "submit", file, "--detach"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -136,7 +138,7 @@ TEST_F(CliClusterTest, RaysCommandsRunStopAndResumeAJobToTheWeightsOfAnUninterru
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "job " + id + " cancelled");
   const int stopped_at = epoch(job(id));
-  EXPECT_LT(stopped_at, 6);
+  EXPECT_LT(stopped_at, kEpochs);
   r = partita({"submit", file, "--address", head, "--resume", "--detach"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_CONTAINS(r.out, "job " + id + " resumed on " + head + " from its last checkpoint");
@@ -152,7 +154,7 @@ TEST_F(CliClusterTest, RaysCommandsRunStopAndResumeAJobToTheWeightsOfAnUninterru
   EXPECT_CONTAINS(r.out, "job " + id + " done; results in " + tmp_ / ("runs/" + id));
   j = job(id);
   EXPECT_EQ(j["state"], "done") << j.dump(2);
-  EXPECT_EQ(epoch(j), 6);
+  EXPECT_EQ(epoch(j), kEpochs);
   r = partita({"job", "resume", id});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_CONTAINS(r.err, "job " + id + " is done: nothing to resume");
@@ -172,14 +174,15 @@ TEST_F(CliClusterTest, RaysCommandsRunStopAndResumeAJobToTheWeightsOfAnUninterru
   EXPECT_EQ(std::stoull(hash[1]), expected.parameter_hash);
   // Each epoch's line once (a resumed epoch is logged by the attempt that finished it), and
   // the cancels are no errors.
-  for (int e = 1; e <= 6; ++e) {
-    // The epoch's summary line ("epoch E/6: 3.1s, 40.00 batches/s, ..."), or a second one of
-    // the driver's own; the progress lines ("epoch E/6: 40/120 steps") are not counted.
-    const std::regex line("epoch " + std::to_string(e) + "/6(: [0-9.]+s, | val accuracy)");
+  const std::string of = "/" + std::to_string(kEpochs);
+  for (int e = 1; e <= kEpochs; ++e) {
+    // The epoch's summary line ("epoch E/80: 3.1s, 40.00 batches/s, ..."), or a second one of
+    // the driver's own; the progress lines ("epoch E/80: 20/31 steps") are not counted.
+    const std::regex line("epoch " + std::to_string(e) + of + "(: [0-9.]+s, | val accuracy)");
     const auto n = std::distance(std::sregex_iterator(log.begin(), log.end(), line), std::sregex_iterator());
     EXPECT_LE(n, 1) << "epoch " << e << " logged " << n << " times:\n" << log;
   }
-  EXPECT_TRUE(std::regex_search(log, std::regex("epoch 6/6: [0-9.]+s, "))) << log;
+  EXPECT_TRUE(std::regex_search(log, std::regex("epoch " + std::to_string(kEpochs) + of + ": [0-9.]+s, "))) << log;
   EXPECT_CONTAINS(log, "[info] job " + id + ": job cancelled in epoch");
   EXPECT_EQ(log.find("[error]"), std::string::npos) << log;
   for (const char* node : {"node-a", "node-b"}) {
