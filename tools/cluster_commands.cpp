@@ -195,15 +195,20 @@ void stop_job_on_head(const std::string& address, const std::string& id, int tim
 
 namespace {
 
-// Pid files in ~/.partita of daemons that `partita start` started and that are gone now.
+// Removes the pid files in ~/.partita of daemons that `partita start` started and that are
+// gone, waiting up to kPidFileWait for those of this machine that are still exiting.
 void forget_gone_daemons() {
+  constexpr auto kPidFileWait = std::chrono::seconds(5);
+  const auto until = std::chrono::steady_clock::now() + kPidFileWait;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(partita_home(), ec)) {
     if (entry.path().extension() != ".pid") continue;
     std::ifstream in(entry.path());
     long pid = 0;
-    if (in >> pid && pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)) continue;
-    std::filesystem::remove(entry.path(), ec);
+    if (!(in >> pid) || pid <= 0) continue;
+    const auto runs = [pid] { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH; };
+    while (runs() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!runs()) std::filesystem::remove(entry.path(), ec);
   }
 }
 

@@ -321,6 +321,8 @@ TEST(CliShapeTest, StartDetachesAHeadAndANodeThatDownStops) {
   EXPECT_TRUE(ends_within(head_pid, 30));
   EXPECT_TRUE(ends_within(node_pid, 30));
   EXPECT_FALSE(fs::exists(home / ".partita/head_address")) << "a stopped head's address is forgotten";
+  EXPECT_FALSE(fs::exists(home / ".partita/head.pid")) << "and its pid file";
+  EXPECT_FALSE(fs::exists(home / ".partita/node-n1.pid"));
   // An orderly stop: the node leaves, it is not "dead".
   const std::string log = testing::read_text(home / ".partita/logs/head.log");
   EXPECT_CONTAINS(log, "[info] head: member 1 (n1, ");
