@@ -40,12 +40,12 @@ Endpoint parse_endpoint(const std::string& text, const std::string& what) {
     }
   }
   if (port.empty()) throw bad("no port");
-  if (port.size() > 5) throw bad("port out of range 0..65535");
-  unsigned long value = 0;
   for (char c : port) {
     if (!std::isdigit(static_cast<unsigned char>(c))) throw bad("the port is not a number");
-    value = value * 10 + static_cast<unsigned long>(c - '0');
   }
+  if (port.size() > 5) throw bad("port out of range 0..65535");
+  unsigned long value = 0;
+  for (char c : port) value = value * 10 + static_cast<unsigned long>(c - '0');
   if (value > 65535) throw bad("port out of range 0..65535");
   result.port = static_cast<uint16_t>(value);
   return result;

@@ -301,7 +301,13 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
     // reuse=true sets SO_REUSEADDR only: a restarted daemon can bind its port while old
     // connections linger in TIME_WAIT, but a port another process listens on stays refused.
     const caf::expected<uint16_t> port = publish();
-    if (!port) throw Error("cannot listen on " + endpoint.to_string() + ": " + describe(system, port.error()));
+    if (!port) {
+      // The gateway's reason may name the address already ("cannot listen on X: ..."): said once.
+      const std::string why = describe(system, port.error());
+      const std::string prefix = "cannot listen on ";
+      throw Error(why.find(prefix) != std::string::npos ? why.substr(why.find(prefix))
+                                                        : prefix + endpoint.to_string() + ": " + why);
+    }
     endpoint.port = *port;
     if (options.head) {
       // Drivers run on this machine and reach the head at its bound address (loopback for

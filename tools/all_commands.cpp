@@ -16,6 +16,9 @@ void add_commands(CLI::App& app, const GlobalOptions& global) {
   add_predict_command(app, global);
   add_status_command(app, global);
   add_stop_command(app, global);
+  add_down_command(app, global);
+  add_start_command(app, global);
+  add_job_command(app, global);
   add_logs_command(app, global);
   add_job_driver_command(app, global);
   add_cluster_command(app, global);

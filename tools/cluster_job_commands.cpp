@@ -22,6 +22,7 @@
 #include "runtime/address.h"
 #include "runtime/cluster/head_client.h"
 #include "tools/commands.h"
+#include "tools/head_address.h"
 #include "training/cluster_job.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
@@ -63,9 +64,9 @@ struct InterruptFlag {
 // Prints the job's log from `offset` to stdout; with `follow`, until the job ends (its
 // state then) or Ctrl-C ("" then).
 std::string print_logs(caf::actor_system& system, const runtime::head_actor& head, const std::string& where,
-                       const std::string& id, bool follow) {
+                       const std::string& id, bool follow, int64_t from = 0) {
   InterruptFlag flag;
-  int64_t offset = 0;
+  int64_t offset = from;
   for (;;) {
     runtime::JobLogChunk chunk = runtime::job_logs(system, head, where, id, offset, kHeadTimeout);
     std::cout << chunk.bytes << std::flush;
@@ -93,8 +94,8 @@ runtime::JobStatus job_status(caf::actor_system& system, const runtime::head_act
 void finish(caf::actor_system& system, const runtime::head_actor& head, const std::string& where, const std::string& id,
             const std::string& state) {
   if (state.empty()) {
-    std::cout << "detached from job " << id << " (it goes on): partita logs " << id << " --follow --address " << where
-              << std::endl;
+    std::cout << "detached from job " << id << " (it goes on): partita job logs " << id << " --follow --address "
+              << where << std::endl;
     return;
   }
   const runtime::JobStatus job = job_status(system, head, where, id);
@@ -103,6 +104,52 @@ void finish(caf::actor_system& system, const runtime::head_actor& head, const st
     return;
   }
   throw Error("job " + id + " " + job.state + (job.message.empty() ? "" : ": " + job.message));
+}
+
+// " --address WHERE" when the address was given on the command line; "" when later
+// commands find the head the same way without it.
+std::string address_flag(const std::string& flag, const std::string& where) {
+  return flag.empty() ? "" : " --address " + where;
+}
+
+// The newest job named `name` (its id NAME-N) that is cancelled or failed: what `submit
+// --resume` continues. Throws Error naming what the head has instead.
+std::string latest_stopped_job(caf::actor_system& system, const runtime::head_actor& head, const std::string& where,
+                               const std::string& name) {
+  std::string found, other;
+  for (const auto& job : runtime::cluster_status(system, head, where, kHeadTimeout).jobs) {
+    if (!job.submitted || job.id.rfind(name + "-", 0) != 0) continue;
+    const std::string n = job.id.substr(name.size() + 1);
+    if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (job.state == "cancelled" || job.state == "failed") {
+      found = job.id;  // the status lists jobs in submission order: the last is the newest
+    } else {
+      other = job.id + " (" + job.state + ")";
+    }
+  }
+  if (found.empty()) {
+    throw Error("head " + where + ": no cancelled or failed job of " + name + " to resume" +
+                (other.empty() ? "" : "; its latest is " + other) + " (partita job resume ID names one)");
+  }
+  return found;
+}
+
+std::string resume_on_head(caf::actor_system& system, const runtime::head_actor& head, const std::string& where,
+                           const std::string& id) {
+  const std::string resumed = runtime::resume_job(system, head, where, id, kHeadTimeout);
+  std::cout << "job " << resumed << " resumed on " << where << " from its last checkpoint" << std::endl;
+  return resumed;
+}
+
+// How many bytes the job's log holds now.
+int64_t current_log_size(caf::actor_system& system, const runtime::head_actor& head, const std::string& where,
+                         const std::string& id) {
+  int64_t offset = 0;
+  for (;;) {
+    const runtime::JobLogChunk chunk = runtime::job_logs(system, head, where, id, offset, kHeadTimeout);
+    if (chunk.bytes.empty()) return offset;
+    offset = chunk.next_offset;
+  }
 }
 
 // The driver process's link to the head: its progress as a JobStatus, sent to the head
@@ -226,6 +273,7 @@ extern "C" void on_cancel_signal(int) { g_cancel.cancel(); }
 struct DriverArgs {
   std::string head, id, job_file, output, token;
   pid_t head_pid = 0;
+  bool resume = false;  // continue from the output folder's last checkpoint
 };
 
 void drive(const DriverArgs& args, const GlobalOptions& global) {
@@ -280,7 +328,9 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
   // The nodes reach this machine where they reach the head: the driver serves them the job's data there.
   options.staging_host = head_endpoint.host;
   add_protocol_types(options.system);
-  options.run.overwrite = true;  // the head gave this job a fresh folder
+  // The head gave this job a fresh folder, or resumes it there.
+  options.run.overwrite = !args.resume;
+  options.run.resume = args.resume;
   options.run.threads = global.threads;
   options.run.cancel = cancel;
   options.run.on_owner = [&](const std::string& owner) { reporter.update([&](runtime::JobStatus& s) { s.owner = owner; }, true); };
@@ -299,10 +349,7 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
           s.accuracy = p.accuracy;
         },
         epoch_end);
-    if (epoch_end && p.metrics != nullptr) {
-      spdlog::info("job {}: epoch {}/{} val accuracy {:.4f} test accuracy {:.4f}", id, p.epoch, p.epochs,
-                   p.metrics->val_accuracy, p.metrics->test_accuracy);
-    }
+    // The job's driver logs each epoch's line itself (training/job_driver.h): one line an epoch.
   };
   options.live_nodes = [&] {
     std::vector<NodeOffer> offers;
@@ -360,7 +407,8 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
     // head's threads are still going down, so the parent pid has not changed yet): the
     // head that takes the end asked for it.
     if (head_lost->load() || head_process_gone() || !end("cancelled", e.what())) throw Error(head_gone());
-    throw;
+    spdlog::info("job {}: {}", id, e.what());  // asked for: no error
+    return;
   } catch (const std::exception& e) {
     if (!head_lost->load() && !head_process_gone()) end("failed", e.what());
     throw;
@@ -370,45 +418,77 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
 }  // namespace
 
 void submit_to_head(const std::string& address, const std::string& job_file, const std::string& output, bool detach,
-                    const GlobalOptions& global) {
+                    bool resume, const GlobalOptions& global) {
   JobConfig job = load_job(job_file);  // checked here, with the user's paths resolved
   if (!output.empty()) throw UsageError("--output with --address: a submitted job's output goes to the head's runs folder");
-  const runtime::Endpoint endpoint = runtime::parse_endpoint(address, "--address");
+  const runtime::Endpoint endpoint = runtime::parse_endpoint(head_address(address), "--address");
   install_credentials(global);
   runtime::ActorSystem client(head_client_options());
   caf::actor_system& system = client.get();
   const runtime::head_actor head = runtime::connect_head(system, endpoint, kHeadTimeout);
   const std::string where = endpoint.to_string();
-  const std::string id =
-      runtime::submit_job(system, head, where, fs::path(job_file).stem().string(), submitted_job_yaml(job_file, job), kHeadTimeout);
-  std::cout << "job " << id << " submitted to " << where << std::endl;
+  const std::string name = fs::path(job_file).stem().string();
+  std::string id;
+  int64_t from = 0;  // a resumed job's log from the resume on (the earlier lines: job logs)
+  if (resume) {
+    const std::string stopped = latest_stopped_job(system, head, where, name);
+    from = current_log_size(system, head, where, stopped);
+    id = resume_on_head(system, head, where, stopped);
+  } else {
+    id = runtime::submit_job(system, head, where, name, submitted_job_yaml(job_file, job), kHeadTimeout);
+    std::cout << "job " << id << " submitted to " << where << std::endl;
+  }
   if (detach) {
-    std::cout << "follow it with: partita logs " << id << " --follow --address " << where << std::endl;
+    std::cout << "follow it with: partita job logs " << id << " --follow" << address_flag(address, where) << std::endl;
     return;
   }
-  finish(system, head, where, id, print_logs(system, head, where, id, true));
+  finish(system, head, where, id, print_logs(system, head, where, id, true, from));
+}
+
+void resume_job_on_head(const std::string& address, const std::string& id, bool detach, const GlobalOptions& global) {
+  const runtime::Endpoint endpoint = runtime::parse_endpoint(head_address(address), "--address");
+  install_credentials(global);
+  runtime::ActorSystem client(head_client_options());
+  caf::actor_system& system = client.get();
+  const runtime::head_actor head = runtime::connect_head(system, endpoint, kHeadTimeout);
+  const std::string where = endpoint.to_string();
+  // The log from the resume on: the earlier attempts' lines are in `partita job logs`.
+  int64_t from = 0;
+  try {
+    from = current_log_size(system, head, where, id);
+  } catch (const Error&) {
+    // A job only the runs folder knows (an earlier head's): its log from the start.
+  }
+  resume_on_head(system, head, where, id);
+  if (detach) {
+    std::cout << "follow it with: partita job logs " << id << " --follow" << address_flag(address, where) << std::endl;
+    return;
+  }
+  finish(system, head, where, id, print_logs(system, head, where, id, true, from));
+}
+
+void print_job_logs(const std::string& address, const std::string& id, bool follow, const GlobalOptions& global) {
+  const runtime::Endpoint endpoint = runtime::parse_endpoint(head_address(address), "--address");
+  install_credentials(global);
+  runtime::ActorSystem client(head_client_options());
+  caf::actor_system& system = client.get();
+  const runtime::head_actor head = runtime::connect_head(system, endpoint, kHeadTimeout);
+  const std::string state = print_logs(system, head, endpoint.to_string(), id, follow);
+  if (follow) finish(system, head, endpoint.to_string(), id, state);
 }
 
 void add_logs_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
     std::string job;
-    std::string address = kDefaultHeadAddress;
+    std::string address;
     bool follow = false;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("logs", "print a job's log (jobs submitted to a head)");
-  cmd->add_option("job", o->job, "the job's id (partita status lists them)")->required();
-  cmd->add_option("--address", o->address, "HOST:PORT of the head")->capture_default_str();
+  CLI::App* cmd = app.add_subcommand("logs", "print a job's log (jobs submitted to a head; partita job logs)");
+  cmd->add_option("job", o->job, "the job's id (partita job list lists them)")->required();
+  cmd->add_option("--address", o->address, kHeadAddressHelp);
   cmd->add_flag("-f,--follow", o->follow, "keep printing until the job ends (Ctrl-C detaches)");
-  cmd->callback([o, &global] {
-    const runtime::Endpoint endpoint = runtime::parse_endpoint(o->address, "--address");
-    install_credentials(global);
-    runtime::ActorSystem client(head_client_options());
-    caf::actor_system& system = client.get();
-    const runtime::head_actor head = runtime::connect_head(system, endpoint, kHeadTimeout);
-    const std::string state = print_logs(system, head, endpoint.to_string(), o->job, o->follow);
-    if (o->follow) finish(system, head, endpoint.to_string(), o->job, state);
-  });
+  cmd->callback([o, &global] { print_job_logs(o->address, o->job, o->follow, global); });
 }
 
 void add_job_driver_command(CLI::App& app, const GlobalOptions& global) {
@@ -419,6 +499,7 @@ void add_job_driver_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--job", o->id, "the job's id")->required();
   cmd->add_option("--token", o->token, "the token of the job's reports")->required();
   cmd->add_option("--output", o->output, "the job's output folder")->required();
+  cmd->add_flag("--resume", o->resume, "continue from the output folder's last checkpoint");
   cmd->add_option("job_file", o->job_file, "the submitted job")->required();
   cmd->callback([o, &global] { drive(*o, global); });
 }

@@ -45,20 +45,42 @@ void add_export_command(CLI::App& app, const GlobalOptions& global);
 void add_predict_command(CLI::App& app, const GlobalOptions& global);
 void add_status_command(CLI::App& app, const GlobalOptions& global);
 void add_stop_command(CLI::App& app, const GlobalOptions& global);
+void add_down_command(CLI::App& app, const GlobalOptions& global);
+void add_job_command(CLI::App& app, const GlobalOptions& global);
+void add_start_command(CLI::App& app, const GlobalOptions& global);
 void add_logs_command(CLI::App& app, const GlobalOptions& global);
 void add_job_driver_command(CLI::App& app, const GlobalOptions& global);
 void add_cluster_command(CLI::App& app, const GlobalOptions& global);
 
-// `partita submit JOB --address HEAD`: submits the job to the head, then (unless `detach`)
-// prints its log until it ends; Ctrl-C detaches. Throws Error when the job fails.
+// `partita job submit JOB`: submits the job to the head at `address` (head_address.h: ""
+// for the default), then (unless `detach`) prints its log until it ends; Ctrl-C detaches.
+// With `resume`, continues the latest cancelled or failed job of the same name on the head
+// instead. Throws Error when the job fails.
 void submit_to_head(const std::string& address, const std::string& job_file, const std::string& output, bool detach,
-                    const GlobalOptions& global);
+                    bool resume, const GlobalOptions& global);
+
+// `partita job list` (`id` empty) and `partita job status JOB`: the head's submitted jobs
+// as a table, one job's details, or JSON (runtime/cluster/status_json.h). Throws Error for
+// an unknown job.
+void print_head_jobs(const std::string& address, const std::string& id, bool json, const GlobalOptions& global);
+
+// `partita job resume JOB`: the head continues the cancelled or failed job from its last
+// checkpoint; then as submit_to_head (the log from the resume on).
+void resume_job_on_head(const std::string& address, const std::string& id, bool detach, const GlobalOptions& global);
+
+// `partita job logs JOB`: the job's log; with `follow`, until it ends (Error unless done).
+void print_job_logs(const std::string& address, const std::string& id, bool follow, const GlobalOptions& global);
+
+// `partita job stop JOB`: cancels the job and waits (at most `timeout_s`) until its driver
+// reports its end; prints that end.
+void stop_job_on_head(const std::string& address, const std::string& id, int timeout_s, const GlobalOptions& global);
 
 // The actor system of a command that talks to a head (status, stop, submit, logs, a job's
 // driver): two threads, networking on.
 runtime::ActorSystemOptions head_client_options();
 
-// Where a head listens unless told otherwise, and where `status` and `stop` look for it.
+// Where a head listens unless told otherwise, and where the commands look for it when
+// nothing else says (tools/head_address.h).
 inline constexpr const char* kDefaultHeadAddress = "127.0.0.1:7070";
 
 }  // namespace partita::cli

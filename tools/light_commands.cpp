@@ -15,6 +15,7 @@ void add_commands(CLI::App& app, const GlobalOptions& global) {
   add_inspect_command(app, global);
   add_status_command(app, global);
   add_stop_command(app, global);
+  add_down_command(app, global);
   add_cluster_command(app, global);
 }
 

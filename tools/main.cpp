@@ -5,7 +5,7 @@
 //
 // Two binaries share this main. Loading libtorch costs a process ~1 s at start-up (some 300
 // shared libraries and its operator registry; a binary without it starts in ~0.02 s), which
-// the commands that never train (partition, generate, inspect, status, stop, cluster)
+// the commands that never train (partition, generate, inspect, status, stop, down, cluster)
 // need not pay: `partita` has only those (tools/light_commands.cpp) and hands every other
 // command, and help, to `partita-full` (tools/all_commands.cpp: every command), replacing
 // itself with it (execv: same process id, same arguments).
@@ -37,8 +37,8 @@ std::string one_line(std::string text) {
 // Replaces this process with `binary`, same arguments; returns only to report a failure.
 [[noreturn]] void forward(const std::string& binary, char** argv) {
   ::execv(binary.c_str(), argv);
-  throw partita::Error("cannot run " + binary + " (every command but partition, generate, inspect, status, stop "
-                       "and cluster runs there): " + std::strerror(errno));
+  throw partita::Error("cannot run " + binary + " (every command but partition, generate, inspect, status, stop, "
+                       "down and cluster runs there): " + std::strerror(errno));
 }
 
 }  // namespace
@@ -59,6 +59,9 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", global.insecure,
                "no TLS: plaintext on loopback addresses only (a warning on every start)");
   app.parse_complete_callback([&] { init_logging(global.log_level); });
+  // The global options anywhere on the line (`run job.yaml --threads 2`): a subcommand hands
+  // the options it does not know to its parent. Inherited by the subcommands added below.
+  app.fallthrough();
   cli::add_commands(app, global);
   cli::check_number_syntax(app);
 

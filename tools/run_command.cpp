@@ -1,8 +1,9 @@
 // partita run JOB.yaml: the whole job in this process (the embedded default).
 // partita submit JOB.yaml --daemons H1:P1,H2:P2: the same job on node daemons; partition i
 // and its trainers go to daemon i mod D, the driver stays here and prints the progress.
-// partita submit JOB.yaml --address HEAD: the job goes to a cluster's head, whose driver
-// runs it (tools/cluster_job_commands.cpp).
+// partita submit JOB.yaml --address HEAD (or partita job submit JOB.yaml): the job goes to a
+// cluster's head, whose driver runs it (tools/cluster_job_commands.cpp); partita job
+// list|status|logs|stop|resume: the head's jobs.
 #include <iostream>
 
 #include "actors/protocol.h"
@@ -11,6 +12,7 @@
 #include "dashboard/status_server.h"
 #include "runtime/runtime.h"
 #include "tools/commands.h"
+#include "tools/head_address.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
 #include "training/job_actor_types.h"
@@ -129,6 +131,31 @@ void add_job_options(CLI::App* cmd, JobOptions& o) {
   cmd->add_option("--seed", o.seed, "train.seed for this run (the job file's otherwise)")->check(CLI::NonNegativeNumber);
 }
 
+// `submit`: on daemons this process drives (--daemons), or on a cluster's head (--address,
+// $PARTITA_ADDRESS or ~/.partita/head_address: tools/head_address.h).
+void submit(const JobOptions& o, const GlobalOptions& global) {
+  const bool to_head = !o.address.empty() || (o.daemons.empty() && head_address_given(""));
+  if (to_head == !o.daemons.empty() || (!o.address.empty() && !o.daemons.empty())) {
+    throw UsageError("submit needs either --address HEAD (a cluster's head runs the job; or $PARTITA_ADDRESS) or "
+                     "--daemons H1:P1,... (this process drives daemons), not " +
+                     std::string(o.daemons.empty() ? "neither" : "both"));
+  }
+  if (!to_head) {
+    if (o.detach) throw UsageError("--detach needs --address: with --daemons the job lives in this process");
+    run(o, global);
+    return;
+  }
+  if (o.overwrite || !o.dashboard.empty()) {
+    throw UsageError("--overwrite and --dashboard are for --daemons; a submitted job gets a fresh folder on the head, "
+                     "whose status page (start --head --dashboard) shows it");
+  }
+  if (o.seed >= 0) {
+    throw UsageError("--seed is for run and --daemons; a job submitted to a head runs its file as written (set "
+                     "train.seed there)");
+  }
+  submit_to_head(o.address, o.job_file, o.output, o.detach, o.resume, global);
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app, const GlobalOptions& global) {
@@ -151,26 +178,61 @@ void add_submit_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--connect-timeout", o->connect_timeout_s, "seconds to wait for each daemon")
       ->check(cli::positive())
       ->capture_default_str();
-  cmd->callback([o, &global] {
-    if (o->address.empty() == o->daemons.empty()) {
-      throw UsageError("submit needs either --address HEAD (a cluster's head runs the job) or --daemons H1:P1,... "
-                       "(this process drives daemons), not " + std::string(o->address.empty() ? "neither" : "both"));
-    }
-    if (o->address.empty()) {
-      if (o->detach) throw UsageError("--detach needs --address: with --daemons the job lives in this process");
-      run(*o, global);
-      return;
-    }
-    if (o->resume || o->overwrite || !o->dashboard.empty()) {
-      throw UsageError("--resume, --overwrite and --dashboard are for --daemons; a submitted job gets a fresh folder on "
-                       "the head, whose status page (daemon --head --dashboard) shows it");
-    }
-    if (o->seed >= 0) {
-      throw UsageError("--seed is for run and --daemons; a job submitted to a head runs its file as written (set "
-                       "train.seed there)");
-    }
-    submit_to_head(o->address, o->job_file, o->output, o->detach, global);
-  });
+  cmd->callback([o, &global] { submit(*o, global); });
+}
+
+void add_job_command(CLI::App& app, const GlobalOptions& global) {
+  CLI::App* job = app.add_subcommand("job", "jobs on a cluster's head: submit, list, status, logs, stop, resume");
+  job->require_subcommand(1);
+
+  auto o = std::make_shared<JobOptions>();
+  CLI::App* cmd = job->add_subcommand("submit", "submit a training job to the cluster's head (it runs the job)");
+  cmd->add_option("job", o->job_file, "the job file (YAML, see examples/)")->required();
+  cmd->add_option("--address", o->address, kHeadAddressHelp);
+  cmd->add_flag("--detach", o->detach, "return once the job is submitted");
+  cmd->add_flag("--resume", o->resume,
+                "continue the latest cancelled or failed job of this file's name from its last checkpoint");
+  cmd->callback([o, &global] { submit_to_head(o->address, o->job_file, "", o->detach, o->resume, global); });
+
+  struct Options {
+    std::string id;
+    std::string address;
+    bool follow = false;
+    bool detach = false;
+    bool json = false;
+    int timeout_s = 30;
+  };
+  auto q = std::make_shared<Options>();
+  CLI::App* list = job->add_subcommand("list", "list the head's jobs");
+  list->add_option("--address", q->address, kHeadAddressHelp);
+  list->add_flag("--json", q->json, "print them as JSON");
+  list->callback([q, &global] { print_head_jobs(q->address, "", q->json, global); });
+
+  CLI::App* status = job->add_subcommand("status", "show one job: its state, progress and where it runs");
+  status->add_option("job", q->id, "the job's id (partita job list lists them)")->required();
+  status->add_option("--address", q->address, kHeadAddressHelp);
+  status->add_flag("--json", q->json, "print it as JSON");
+  status->callback([q, &global] { print_head_jobs(q->address, q->id, q->json, global); });
+
+  CLI::App* logs = job->add_subcommand("logs", "print a job's log");
+  logs->add_option("job", q->id, "the job's id (partita job list lists them)")->required();
+  logs->add_option("--address", q->address, kHeadAddressHelp);
+  logs->add_flag("-f,--follow", q->follow, "keep printing until the job ends (Ctrl-C detaches)");
+  logs->callback([q, &global] { print_job_logs(q->address, q->id, q->follow, global); });
+
+  CLI::App* stop = job->add_subcommand("stop", "cancel a job (its output keeps its last checkpoint; job resume continues it)");
+  stop->add_option("job", q->id, "the job's id (partita job list lists them)")->required();
+  stop->add_option("--address", q->address, kHeadAddressHelp);
+  stop->add_option("--timeout", q->timeout_s, "seconds to wait for the job to stop")
+      ->check(cli::positive())
+      ->capture_default_str();
+  stop->callback([q, &global] { stop_job_on_head(q->address, q->id, q->timeout_s, global); });
+
+  CLI::App* resume = job->add_subcommand("resume", "continue a cancelled or failed job from its last checkpoint");
+  resume->add_option("job", q->id, "the job's id (partita job list lists them)")->required();
+  resume->add_option("--address", q->address, kHeadAddressHelp);
+  resume->add_flag("--detach", q->detach, "return once the job is resumed");
+  resume->callback([q, &global] { resume_job_on_head(q->address, q->id, q->detach, global); });
 }
 
 }  // namespace partita::cli

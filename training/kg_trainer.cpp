@@ -23,6 +23,7 @@
 #include "models/torch_runtime.h"
 #include "partitioner/partition_format.h"
 #include "runtime/collective/allreduce_client.h"
+#include "runtime/collective/allreduce_stopped.h"
 #include "runtime/settings.h"
 #include "training/job_config.h"
 #include "training/triple_ranking.h"
@@ -553,7 +554,11 @@ kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::
             r->state = KgReplica::kNoState;
             if (!unsaved.empty()) what += " (and writing the buffer back failed: " + unsaved + ")";
           }
-          spdlog::error("trainer {}: epoch {} failed: {}", r->index, epoch, what);
+          if (dynamic_cast<const runtime::AllreduceStopped*>(&e) != nullptr) {
+            spdlog::info("trainer {}: epoch {} stopped: {}", r->index, epoch, what);  // by the driver
+          } else {
+            spdlog::error("trainer {}: epoch {} failed: {}", r->index, epoch, what);
+          }
           caf::anon_send(driver, train_failed_atom::value, static_cast<int32_t>(r->index), what);
         }
       },

@@ -10,6 +10,7 @@
 #include "actors/actor_types.h"
 #include "actors/protocol.h"
 #include "base/error.h"
+#include "runtime/collective/allreduce_stopped.h"
 #include "models/checkpoint.h"
 
 namespace partita {
@@ -31,7 +32,12 @@ void run_epoch(const caf::actor& driver, int32_t trainer, uint64_t epoch, const 
     steps();
     caf::anon_send(driver, train_done_atom::value, trainer, epoch);
   } catch (const std::exception& e) {
-    spdlog::error("trainer {}: epoch {} failed: {}", trainer, epoch, e.what());
+    // A group stopped by the driver (a cancel, another trainer's failure) is no failure of this one.
+    if (dynamic_cast<const runtime::AllreduceStopped*>(&e) != nullptr) {
+      spdlog::info("trainer {}: epoch {} stopped: {}", trainer, epoch, e.what());
+    } else {
+      spdlog::error("trainer {}: epoch {} failed: {}", trainer, epoch, e.what());
+    }
     caf::anon_send(driver, train_failed_atom::value, trainer, std::string(e.what()));
   }
 }

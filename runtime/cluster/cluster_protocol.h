@@ -143,6 +143,7 @@ using submit_job_atom = caf::atom_constant<caf::atom("c_submit")>;
 using job_report_atom = caf::atom_constant<caf::atom("c_jreport")>;
 using job_logs_atom = caf::atom_constant<caf::atom("c_jlogs")>;
 using cancel_job_atom = caf::atom_constant<caf::atom("c_jcancel")>;
+using resume_job_atom = caf::atom_constant<caf::atom("c_jresume")>;
 using rendezvous_atom = caf::atom_constant<caf::atom("c_rdv")>;
 
 // Rendezvous of an allreduce group's members (head.h): the longest group name, the most
@@ -175,6 +176,9 @@ using node_agent_actor = caf::typed_actor<caf::reacts_to<stop_node_atom>>;
 //       kMaxLogChunkBytes; the next offset; the job's state) | error for an unknown job
 //   (cancel_job, job id) -> the job's state | error for an unknown job: asks its driver to
 //       stop (SIGTERM): its actors stop everywhere, its output keeps the last checkpoint
+//   (resume_job, job id) -> job id | error for a job that runs or is done, or that neither
+//       the head nor its runs folder knows: a new driver continues the cancelled or failed
+//       job from the last checkpoint in its folder (head.h)
 //   (rendezvous, group, rank, size, member) -> every member of the group by rank, once all
 //       `size` ranks arrived | error naming the problem (a size that differs from the
 //       group's, a rank taken or out of range, a group incomplete at the head's deadline):
@@ -189,6 +193,7 @@ using head_actor = caf::typed_actor<
     caf::replies_to<job_report_atom, std::string, std::string, JobStatus>::with<bool>,
     caf::replies_to<job_logs_atom, std::string, int64_t>::with<std::string, int64_t, std::string>,
     caf::replies_to<cancel_job_atom, std::string>::with<std::string>,
+    caf::replies_to<resume_job_atom, std::string>::with<std::string>,
     caf::replies_to<rendezvous_atom, std::string, int32_t, int32_t, caf::actor>::with<std::vector<caf::actor>>>;
 
 // Registers the types above with an actor system's config (configure() calls it).

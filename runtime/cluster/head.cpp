@@ -139,7 +139,14 @@ void declare_dead(HeadPointer self, Member& m, const std::string& why) {
   if (!m.status.alive) return;
   m.status.alive = false;
   m.status.lost = why;
-  spdlog::warn("head: member {} ({}, {}) is dead: {}", m.status.member, m.status.info.name, m.status.info.address, why);
+  if (self->state.stopping_members.count(m.status.member) > 0) {
+    // Told to stop by a cluster stop: it leaves, as asked.
+    spdlog::info("head: member {} ({}, {}) left: the cluster is stopping", m.status.member, m.status.info.name,
+                 m.status.info.address);
+  } else {
+    spdlog::warn("head: member {} ({}, {}) is dead: {}", m.status.member, m.status.info.name, m.status.info.address,
+                 why);
+  }
   self->demonitor(m.agent.address());
   self->state.stopping_members.erase(m.status.member);
   finish_stop_if_done(self);
@@ -268,32 +275,44 @@ std::string new_token() {
   return token;
 }
 
+// Why the head cannot start a driver now; "" if it can.
+std::string cannot_start_driver(const HeadState& s) {
+  if (!s.options.driver_command) return "this head runs no jobs";
+  if (s.stopping) return "the cluster is stopping";
+  if (s.address.empty()) return "the head is still starting; submit again";
+  size_t running = 0;
+  for (const auto& [id, job] : s.jobs) running += job.driver ? 1 : 0;
+  if (running >= s.options.max_running_jobs) {
+    return "the head already runs " + std::to_string(running) + " jobs, its most; wait for one to end";
+  }
+  return "";
+}
+
+// Starts the driver of `job` (its output folder `dir` holds submitted.yaml), appending to
+// its log; a resumed job's driver continues from the folder's last checkpoint.
+void start_driver(HeadState& s, const std::string& id, const std::filesystem::path& dir, bool resume, Job& job) {
+  job.token = new_token();
+  job.log = (dir / "driver.log").string();
+  DriverLaunch launch{s.address, id, (dir / "submitted.yaml").string(), dir.string(), job.token, resume};
+  job.driver = std::make_unique<ChildProcess>(s.options.driver_command(launch), job.log);
+}
+
 caf::result<std::string> submit(HeadState& s, const std::string& name, const std::string& yaml) {
-  if (!s.options.driver_command) return caf::make_error(caf::sec::invalid_argument, "this head runs no jobs");
-  if (s.stopping) return caf::make_error(caf::sec::invalid_argument, "the cluster is stopping");
-  if (s.address.empty()) return caf::make_error(caf::sec::invalid_argument, "the head is still starting; submit again");
+  if (const std::string why = cannot_start_driver(s); !why.empty()) {
+    return caf::make_error(caf::sec::invalid_argument, why);
+  }
   if (yaml.size() > kMaxSubmittedJobBytes) {
     return caf::make_error(caf::sec::invalid_argument, "the job is " + std::to_string(yaml.size()) +
                                                            " bytes; a job file is at most " +
                                                            std::to_string(kMaxSubmittedJobBytes));
   }
-  size_t running = 0;
-  for (const auto& [id, job] : s.jobs) running += job.driver ? 1 : 0;
-  if (running >= s.options.max_running_jobs) {
-    return caf::make_error(caf::sec::invalid_argument, "the head already runs " + std::to_string(running) +
-                                                           " jobs, its most; wait for one to end");
-  }
   const std::string id = new_job_id(s, name);
   const std::filesystem::path dir = std::filesystem::absolute(std::filesystem::path(s.options.runs_dir) / id);
   Job job;
-  job.token = new_token();
   try {
     std::filesystem::create_directories(dir);
-    const std::string file = (dir / "submitted.yaml").string();
-    write_file_atomically(file, yaml);
-    job.log = (dir / "driver.log").string();
-    job.driver = std::make_unique<ChildProcess>(
-        s.options.driver_command(DriverLaunch{s.address, id, file, dir.string(), job.token}), job.log);
+    write_file_atomically((dir / "submitted.yaml").string(), yaml);
+    start_driver(s, id, dir, false, job);
   } catch (const std::exception& e) {
     std::error_code ignored;
     std::filesystem::remove_all(dir, ignored);  // no folder of a job that never ran
@@ -306,6 +325,53 @@ caf::result<std::string> submit(HeadState& s, const std::string& name, const std
   job.order = ++s.submitted;
   spdlog::info("head: job {} submitted; its driver (pid {}) logs to {}", id, job.driver->pid(), job.log);
   s.jobs.emplace(id, std::move(job));
+  return id;
+}
+
+// A cancelled or failed job, continued from its last checkpoint by a new driver in its own
+// folder. A job this head does not know (it ran under an earlier head that kept the runs
+// folder) resumes from its folder.
+caf::result<std::string> resume(HeadState& s, const std::string& id) {
+  auto it = s.jobs.find(id);
+  if (it != s.jobs.end() && (it->second.driver || !it->second.status.finished())) {
+    return caf::make_error(caf::sec::invalid_argument,
+                           "job " + id + " is " + it->second.status.state + "; only a cancelled or failed job resumes");
+  }
+  if (it != s.jobs.end() && it->second.status.state == "done") {
+    return caf::make_error(caf::sec::invalid_argument, "job " + id + " is done: nothing to resume");
+  }
+  const bool id_ok = !id.empty() && id.size() <= 64 &&
+                     std::all_of(id.begin(), id.end(), [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+                     });
+  const std::filesystem::path dir = std::filesystem::absolute(std::filesystem::path(s.options.runs_dir) / id);
+  if (it == s.jobs.end() && (!id_ok || !std::filesystem::exists(dir / "submitted.yaml"))) {
+    return caf::make_error(caf::sec::invalid_argument, "no job '" + id + "' on this head or in its runs folder (" +
+                                                           s.options.runs_dir + ")");
+  }
+  if (const std::string why = cannot_start_driver(s); !why.empty()) {
+    return caf::make_error(caf::sec::invalid_argument, why);
+  }
+  Job fresh;
+  Job& job = it != s.jobs.end() ? it->second : fresh;
+  job.cancel_by.reset();
+  job.killed = false;
+  job.reserved.clear();
+  try {
+    start_driver(s, id, dir, true, job);
+  } catch (const std::exception& e) {
+    return caf::make_error(caf::sec::runtime_error, "cannot resume job " + id + ": " + e.what());
+  }
+  const int32_t restarts = job.status.restarts;
+  job.status = JobStatus();
+  job.status.id = id;
+  job.status.state = "starting";
+  job.status.submitted = true;
+  job.status.output = dir.string();
+  job.status.restarts = restarts;
+  job.order = ++s.submitted;  // the status lists it with the latest
+  spdlog::info("head: job {} resumed; its driver (pid {}) logs to {}", id, job.driver->pid(), job.log);
+  if (it == s.jobs.end()) s.jobs.emplace(id, std::move(fresh));
   return id;
 }
 
@@ -554,6 +620,7 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
       [self](submit_job_atom, const std::string& name, const std::string& yaml) {
         return submit(self->state, name, yaml);
       },
+      [self](resume_job_atom, const std::string& id) { return resume(self->state, id); },
       [self](job_report_atom, const std::string& id, const std::string& token, JobStatus& report) -> caf::result<bool> {
         if (caf::error refused = refuse_non_node(self, "a report on job " + id)) return refused;
         auto it = self->state.jobs.find(id);

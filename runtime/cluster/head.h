@@ -18,6 +18,10 @@
 // kernel for SIGTERM then: PR_SET_PDEATHSIG), and its actors on the nodes stop when their
 // owner goes (runtime/host.h).
 //
+// A cancelled or failed job resumes (resume_job): a new driver continues it from the last
+// checkpoint in its folder, appending to its log; so does a job of an earlier head's life
+// whose folder is in the runs folder.
+//
 // A driver's reports carry a random token the head gave it on its command line: a report
 // without it (another process that reaches the head) is refused, and so is one with a state
 // or sizes no driver sends.
@@ -63,6 +67,7 @@ struct DriverLaunch {
   std::string job_file;
   std::string output;
   std::string token;
+  bool resume = false;  // continue from the output folder's last checkpoint
 };
 
 struct HeadOptions {

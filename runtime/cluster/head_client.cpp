@@ -125,4 +125,12 @@ std::vector<caf::actor> rendezvous(caf::actor_system& system, const head_actor& 
   return members;
 }
 
+std::string resume_job(caf::actor_system& system, const head_actor& head, const std::string& where,
+                       const std::string& id, std::chrono::milliseconds timeout) {
+  std::string resumed;
+  ask_head(system, head, where, "resume " + id, timeout, [&](std::string& given) { resumed = std::move(given); },
+           resume_job_atom::value, id);
+  return resumed;
+}
+
 }  // namespace partita::runtime

@@ -69,4 +69,10 @@ std::vector<caf::actor> rendezvous(caf::actor_system& system, const head_actor& 
                                    const std::string& group, int rank, int size, const caf::actor& member,
                                    std::chrono::milliseconds timeout);
 
+// Asks the head to resume a cancelled or failed job from its last checkpoint (head.h);
+// returns its id. Throws Error naming `where` with the head's reason when it refuses (a job
+// that runs or is done, an unknown one), or on no answer in time.
+std::string resume_job(caf::actor_system& system, const head_actor& head, const std::string& where,
+                       const std::string& id, std::chrono::milliseconds timeout);
+
 }  // namespace partita::runtime

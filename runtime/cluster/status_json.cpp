@@ -7,6 +7,33 @@
 
 namespace partita::runtime {
 
+namespace {
+
+nlohmann::json job_array(const std::vector<JobStatus>& list) {
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const JobStatus& j : list) {
+    jobs.push_back({{"id", j.id},
+                    {"state", j.state},
+                    {"nodes", j.nodes},
+                    {"actors", j.actors},
+                    {"submitted", j.submitted},
+                    {"message", j.message},
+                    {"output", j.output},
+                    {"partitions", j.partitions},
+                    {"epoch", j.epoch},
+                    {"epochs", j.epochs},
+                    {"step", j.step},
+                    {"steps", j.steps},
+                    {"steps_per_second", j.steps_per_second},
+                    {"loss", j.loss},
+                    {"accuracy", j.accuracy},
+                    {"restarts", j.restarts}});
+  }
+  return jobs;
+}
+
+}  // namespace
+
 std::vector<std::string> jobs_on_node(const ClusterStatus& status, const NodeStatus& n) {
   std::vector<std::string> ids;
   if (!n.alive) return ids;
@@ -39,25 +66,7 @@ std::string status_json(const ClusterStatus& status, const std::string& head) {
                      {"actors", actors},
                      {"jobs", jobs}});
   }
-  nlohmann::json jobs = nlohmann::json::array();
-  for (const JobStatus& j : status.jobs) {
-    jobs.push_back({{"id", j.id},
-                    {"state", j.state},
-                    {"nodes", j.nodes},
-                    {"actors", j.actors},
-                    {"submitted", j.submitted},
-                    {"message", j.message},
-                    {"output", j.output},
-                    {"partitions", j.partitions},
-                    {"epoch", j.epoch},
-                    {"epochs", j.epochs},
-                    {"step", j.step},
-                    {"steps", j.steps},
-                    {"steps_per_second", j.steps_per_second},
-                    {"loss", j.loss},
-                    {"accuracy", j.accuracy},
-                    {"restarts", j.restarts}});
-  }
+  const nlohmann::json jobs = job_array(status.jobs);
   const nlohmann::json out = {{"head", head},
                               {"version", status.version},
                               {"heartbeat_ms", status.heartbeat_ms},
@@ -66,5 +75,9 @@ std::string status_json(const ClusterStatus& status, const std::string& head) {
                               {"jobs", jobs}};
   return out.dump(2);
 }
+
+std::string jobs_json(const std::vector<JobStatus>& jobs) { return job_array(jobs).dump(2); }
+
+std::string job_json(const JobStatus& job) { return job_array({job})[0].dump(2); }
 
 }  // namespace partita::runtime

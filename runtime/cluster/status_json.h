@@ -30,4 +30,9 @@ std::vector<std::string> jobs_on_node(const ClusterStatus& status, const NodeSta
 // `head` is the address the status was asked at.
 std::string status_json(const ClusterStatus& status, const std::string& head);
 
+// Jobs alone, as the array "jobs" above: what `partita job list --json` prints.
+std::string jobs_json(const std::vector<JobStatus>& jobs);
+// One job, as one object of that array: what `partita job status JOB --json` prints.
+std::string job_json(const JobStatus& job);
+
 }  // namespace partita::runtime

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "runtime/collective/allreduce_protocol.h"
+#include "runtime/collective/allreduce_stopped.h"
 #include "runtime/collective/ring.h"
 #include "runtime/errors.h"
 
@@ -58,6 +59,7 @@ void Allreduce::sum(float* data, size_t n) {
   const auto give_up = std::chrono::steady_clock::now() + deadline_ + kAllreduceReplyGrace;
   bool done = false;
   std::optional<Error> failure;
+  bool stopped = false;  // the failure is the member's stop (allreduce_stopped.h)
   while (!done && !failure) {
     const auto left = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                   give_up - std::chrono::steady_clock::now()));
@@ -76,8 +78,8 @@ void Allreduce::sum(float* data, size_t n) {
           if (s == seq) failure = Error(why);
         },
         [&](caf::down_msg& msg) {
-          const std::string why =
-              msg.reason == caf::exit_reason::user_shutdown ? "it was stopped" : describe(system_, msg.reason);
+          stopped = msg.reason == caf::exit_reason::user_shutdown;
+          const std::string why = stopped ? "it was stopped" : describe(system_, msg.reason);
           failure = Error("allreduce operation " + std::to_string(seq) + ": its member, " + who + ", was lost (" +
                           why + ")");
         },
@@ -93,6 +95,7 @@ void Allreduce::sum(float* data, size_t n) {
   }
   if (failure) {
     next_seq_ = 0;  // ask the member where it stands before the next operation
+    if (stopped) throw AllreduceStopped(failure->what());
     throw *failure;
   }
 }

@@ -93,6 +93,13 @@ void Session::on_no_progress(int result, const char* doing, bool handshaking) {
     }
   }
   ERR_clear_error();
+  // OpenSSL's words for a peer that answered with something other than TLS.
+  if (handshaking && (reason.find("wrong version number") != std::string::npos ||
+                      reason.find("packet length too long") != std::string::npos ||
+                      reason.find("unknown protocol") != std::string::npos)) {
+    reason = "the peer does not speak TLS: it is not a Partita process with TLS (another program, or a Partita "
+             "process started with --insecure)";
+  }
   if (handshaking) throw HandshakeFailed(std::string("TLS handshake failed: ") + reason);
   throw SessionClosed(std::string(doing) + ": " + reason);
 }

@@ -139,7 +139,7 @@ TEST(ClusterTest, NodesJoinStatusShowsThemAKilledNodeIsDeadAndStopEndsTheRest) {
   EXPECT_CONTAINS(node_named(s, "node-b")["lost"].get<std::string>(), "connection was lost");
   EXPECT_TRUE(is(s, "node-a", "alive"));
 
-  ProcessResult stop = run_process({kPartitaBinary, "stop", "--address", head.address}, kProcessSeconds);
+  ProcessResult stop = run_process({kPartitaBinary, "down", "--yes", "--address", head.address}, kProcessSeconds);
   EXPECT_EQ(stop.exit_code, 0) << stop.err;
   EXPECT_CONTAINS(stop.out, "1 node(s) and the head");
   for (testing::Daemon* d : {&head, &a}) {
@@ -217,7 +217,7 @@ TEST(ClusterTest, BadInputIsNamed) {
                "cannot join the cluster: cannot reach the head at " + nowhere);
   expect_error({"status", "--address", nowhere}, 1, "cannot reach the head at " + nowhere);
   expect_error({"status", "--address", "nowhere"}, 2, "--address 'nowhere': no port");
-  expect_error({"stop", "--address", nowhere}, 1, "cannot reach the head at " + nowhere);
+  expect_error({"down", "--yes", "--address", nowhere}, 1, "cannot reach the head at " + nowhere);
   // A node daemon is not a head: joining it, or asking it for a status, says so.
   testing::Daemon lone = start({});
   ASSERT_FALSE(lone.address.empty());
@@ -252,7 +252,7 @@ void membership_across_separate_hosts(NetnsLink link) {
   s = wait_for_status(status, [](const json& s) { return is(s, "node-b", "dead"); });
   ASSERT_TRUE(is(s, "node-b", "dead")) << s.dump(2);
 
-  ProcessResult stop = run_process(hosts.command(0, {kPartitaBinary, "stop", "--address", head_address}), kProcessSeconds);
+  ProcessResult stop = run_process(hosts.command(0, {kPartitaBinary, "down", "--yes", "--address", head_address}), kProcessSeconds);
   EXPECT_EQ(stop.exit_code, 0) << stop.err;
   for (testing::Daemon* d : {&head, &a}) {
     ProcessResult r = d->process->wait(kProcessSeconds);

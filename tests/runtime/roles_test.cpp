@@ -315,7 +315,7 @@ TEST(RolesTest, AUserSubmitsQueriesAndStopsButCannotSpawnOnANodeOrJoin) {
     caf::anon_send_exit(spawned, caf::exit_reason::user_shutdown);
   }
   // And she stops the cluster.
-  r = run_process({kPartitaBinary, as_user, "stop", "--address", head.address}, 120);
+  r = run_process({kPartitaBinary, as_user, "down", "--yes", "--address", head.address}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "1 node(s) and the head");
   EXPECT_EQ(node.process->wait(60).exit_code, 0) << node.process->errors_so_far();

@@ -570,7 +570,7 @@ TEST_F(ClusterJobTest, StoppingAClusterCancelsItsRunningJobFirst) {
   const pid_t pid = driver_pid(id);
   ASSERT_GT(pid, 0);
 
-  ProcessResult stop = run_process({kPartitaBinary, "stop", "--address", head.address}, kProcessSeconds);
+  ProcessResult stop = run_process({kPartitaBinary, "down", "--yes", "--address", head.address}, kProcessSeconds);
   EXPECT_EQ(stop.exit_code, 0) << stop.err;
   EXPECT_CONTAINS(stop.out, "2 node(s) and the head");
   EXPECT_FALSE(testing::process_runs(pid)) << "the driver ended before the head";

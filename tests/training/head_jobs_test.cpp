@@ -151,6 +151,49 @@ TEST_F(HeadJobsTest, ADriverEndedByTheCancelBeforeItReportedIsCancelledNotFailed
   EXPECT_CONTAINS(failed.message, "its driver exited with status 3");
 }
 
+// A cancelled or failed job resumes in its own folder with a driver told to resume; a running
+// or done job does not, nor one neither the head nor its runs folder knows. A new head on the
+// same runs folder resumes a job of the old one's.
+TEST_F(HeadJobsTest, ACancelledOrFailedJobResumesInItsFolderARunningOrDoneOneDoesNot) {
+  const head_actor head = start("exec sleep 60");
+  const std::string id = submit(head, "again");
+  driver_pid(id);
+  EXPECT_THROW_CONTAINS(resume_job(system_, head, "head", id, kAsk), "job " + id + " is starting; only a cancelled or failed job resumes");
+  cancel_job(system_, head, "head", id, kAsk);
+  ASSERT_EQ(wait_until_finished(head, id).state, "cancelled");
+  fs::remove(tmp_ / ("runs/" + id + "/pid"));
+  EXPECT_EQ(resume_job(system_, head, "head", id, kAsk), id);
+  driver_pid(id);  // the new driver runs
+  const DriverLaunch first = launch(0), second = launch(1);
+  EXPECT_FALSE(first.resume);
+  EXPECT_TRUE(second.resume);
+  EXPECT_EQ(second.output, first.output);
+  EXPECT_EQ(second.job_file, first.job_file);
+  EXPECT_NE(second.token, first.token) << "the old driver's token is not the new one's";
+  const std::optional<JobStatus> j = job(head, id);
+  ASSERT_TRUE(j.has_value());
+  EXPECT_EQ(j->state, "starting");
+  EXPECT_THROW_CONTAINS(resume_job(system_, head, "head", "nope-1", kAsk), "no job 'nope-1' on this head");
+  EXPECT_THROW_CONTAINS(resume_job(system_, head, "head", "../etc", kAsk), "no job '../etc' on this head");
+  cancel_job(system_, head, "head", id, kAsk);
+  ASSERT_EQ(wait_until_finished(head, id).state, "cancelled");
+
+  // A done job has nothing left to resume.
+  const head_actor done = start("exit 0");
+  const std::string finished = submit(done, "finished");
+  ASSERT_EQ(wait_until_finished(done, finished).state, "done");
+  EXPECT_THROW_CONTAINS(resume_job(system_, done, "head", finished, kAsk), "job " + finished + " is done: nothing to resume");
+
+  // A head started later on the same runs folder resumes the cancelled job from it.
+  const head_actor later = start("exec sleep 60");
+  EXPECT_EQ(resume_job(system_, later, "head", id, kAsk), id);
+  const std::optional<JobStatus> again = job(later, id);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->output, first.output);
+  cancel_job(system_, later, "head", id, kAsk);
+  wait_until_finished(later, id);
+}
+
 // A cluster stop cancels the jobs and waits for their drivers before the nodes are told
 // (stopping a node under a running job would cost it a restart); it refuses new jobs.
 TEST_F(HeadJobsTest, AClusterStopEndsTheJobsDriversFirstAndRefusesNewJobs) {
