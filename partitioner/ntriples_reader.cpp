@@ -398,11 +398,11 @@ Dataset read_ntriples(const std::string& dir, const ReadOptions& options) {
       (f == &train ? train_nodes : test_nodes).push_back(v);
     }
   }
-  // The release has no validation split: 20% of the training entities, seeded, as DGL's
-  // and PyG's R-GCN examples cut one for model selection.
+  // The release has no validation split: by default 20% of the training entities, seeded,
+  // as DGL's and PyG's R-GCN examples cut one for model selection.
   SplitOptions cut;
-  cut.train_fraction = 0.8;
-  cut.val_fraction = 0.2;
+  cut.train_fraction = 1.0 - options.val_fraction;
+  cut.val_fraction = options.val_fraction;
   cut.test_fraction = 0.0;
   NodeSplit split = random_node_split(train_nodes, cut, options.split_seed);
   d.train_idx = std::move(split.train);

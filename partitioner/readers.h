@@ -11,8 +11,13 @@
 namespace partita {
 
 struct ReadOptions {
-  // Seed of the per-class split for formats whose files carry none (LINQS).
+  // Seed of the per-class split for formats whose files carry none (LINQS), and of the
+  // validation cut of RDF entity classification (ntriples).
   uint64_t split_seed = 0;
+  // ntriples: the share of the training entities cut for validation (the release has
+  // none). A job passes 0, training on the benchmark's whole training set as the R-GCN
+  // papers do, and cuts validation only when asked (data.holdout.val).
+  double val_fraction = 0.2;
 };
 
 // LINQS citation format (Cora, CiteSeer). `path` is a folder holding exactly one
@@ -96,8 +101,8 @@ void movielens_year_columns(int year, float* columns);
 //   inverse (affiliation: employs) are removed, as R-GCN's AIFB setup does, or the task
 //   would be read off the graph.
 // - Labels: classes numbered in sorted order of the label IRIs; the train file's entities
-//   split 80/20 (seeded by `split_seed`) into train and validation (the release has no
-//   validation split), the test file's entities are the test split.
+//   split into train and validation (options.val_fraction of them, seeded by `split_seed`;
+//   the release has no validation split), the test file's entities are the test split.
 // Errors name the file and line: a malformed N-Triples line, a literal where an entity is
 // expected (a triple's subject or predicate, a labelled entity), an entity of a split file
 // that is not in the graph or is labelled twice.

@@ -13,7 +13,8 @@
 #
 # Each run's folder is kept under $PARTITA_QUALITY_DIR (default build/quality/JOB-sSEED),
 # its log beside it (JOB-sSEED.log); the table is printed and written to build/quality/table.md.
-# The metric is the last epoch's (examples report their last epoch); spread is half the range
+# The metric is the selected epoch's (train.select; the run's report.json names it: the best
+# validation epoch of a job with validation, else the last); spread is half the range
 # over the seeds; a baseline the job measures itself (rating regression: the per-movie mean)
 # is averaged beside it.
 set -euo pipefail
@@ -65,12 +66,13 @@ while IFS='|' read -r job dataset model metric anchor baseline; do
       exit 1
     fi
     seconds=$(( $(date +%s) - start ))
-    values=$(/usr/bin/python3 - "$run/metrics.jsonl" "$metric" "${baseline:-}" <<'EOF'
+    values=$(/usr/bin/python3 - "$run/metrics.jsonl" "$metric" "${baseline:-}" "$run/report.json" <<'EOF'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-last = [l for l in lines if sys.argv[2] in l]
+selected = json.load(open(sys.argv[4]))["selected_epoch"]
+last = [l for l in lines if sys.argv[2] in l and l["epoch"] == selected]
 if not last:
-    sys.exit(f"{sys.argv[1]}: no epoch reports {sys.argv[2]}")
+    sys.exit(f"{sys.argv[1]}: the selected epoch {selected} reports no {sys.argv[2]}")
 print(last[-1][sys.argv[2]], last[-1].get(sys.argv[3], "") if sys.argv[3] else "", sep="\t")
 EOF
 )

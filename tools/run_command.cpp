@@ -103,6 +103,12 @@ void run(const JobOptions& o, const GlobalOptions& global) {
   }
   if (!report.epochs.empty()) {
     const EpochMetrics& last = report.epochs.back();
+    if (report.selected_epoch > 0) {
+      std::cout << "selected epoch " << report.selected_epoch << " (" << report.select << "): val " << report.metric
+                << " " << (report.selected_val ? std::to_string(*report.selected_val) : std::string("-")) << ", test "
+                << report.metric << " " << (report.selected_test ? std::to_string(*report.selected_test) : std::string("-"))
+                << (report.early_stopped ? " (stopped early)" : "") << "\n";
+    }
     if (job.link_prediction()) {
       std::cout << "epoch " << last.epoch << ": train loss " << last.train_loss;
       for (const char* metric : {"test.mrr", "test.hits@1", "test.hits@3", "test.hits@10", "test.raw_mrr"}) {

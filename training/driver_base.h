@@ -10,6 +10,7 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "base/error.h"
@@ -17,6 +18,7 @@
 #include "runtime/runtime.h"
 #include "training/job_config.h"
 #include "training/job_types.h"
+#include "training/model_selection.h"
 
 namespace partita {
 
@@ -60,11 +62,31 @@ class DriverBase {
   // Appends the epoch's line to OUTPUT/metrics.jsonl (training/metrics_record.h).
   void append_metrics(const EpochMetrics& m) const;
 
+  // Model selection (training/model_selection.h), the same in both drivers.
+  // start_selection: once, before the first epoch, after open_job_output. Resolves
+  // train.select (unset: best_val when the folder has validation nodes or edges and the run
+  // evaluates, else last; UsageError naming train.select or train.early_stopping when they
+  // need validation the folder lacks) and, on resume, replays the `done_epochs` epochs of
+  // OUTPUT's metrics file, whose selected checkpoint OUTPUT/selected/ holds already.
+  void start_selection(int done_epochs);
+  // After epoch m's checkpoint (OUTPUT's checkpoint pointer holds it) and metrics line:
+  // when it is the new selected epoch, copies that checkpoint into OUTPUT/selected/ (its
+  // pointer written last). True when early stopping ends the run after this epoch.
+  bool select_epoch(const EpochMetrics& m);
+  // The report's selection fields; writes OUTPUT/report.json. `last_epoch`: the run's last.
+  void finish_selection(JobReport& report, int last_epoch, bool early_stopped) const;
+
   runtime::Runtime& runtime_;
   const JobConfig& job_;
   const RunOptions& options_;
   caf::scoped_actor self_;
   PartitionFolder folder_;
+
+ private:
+  SelectionMetric metric_;
+  SelectMode mode_ = SelectMode::kLast;
+  std::optional<ModelSelector> selector_;
+  std::optional<double> selected_test_;
 };
 
 }  // namespace partita

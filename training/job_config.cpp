@@ -271,10 +271,24 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
       }
     }
   }
+  if (s.has("split_seed") && s.has("split")) {
+    s.fail(s.field("split_seed"), "give data.split only (split_seed: N is split: {kind: random, seed: N})");
+  }
   if (s.has("split_seed")) {
-    uint64_t seed = 0;
-    s.read("split_seed", seed, "an unsigned integer");
-    job.data_split_seed = seed;
+    s.read("split_seed", job.data_split_seed, "an unsigned integer");
+    job.random_split = true;
+  }
+  if (s.has("split")) {
+    Section sp = s.sub("split");
+    std::string kind = "standard";
+    sp.read_choice("kind", kind, {"standard", "random"});
+    job.random_split = kind == "random";
+    if (job.random_split && !sp.has("seed")) sp.fail(sp.field("seed"), "missing: kind random draws with its own seed");
+    if (!job.random_split && sp.has("seed")) {
+      sp.fail(sp.field("seed"), "applies to kind random; kind standard is the same split for every job");
+    }
+    sp.read("seed", job.data_split_seed, "an unsigned integer");
+    sp.reject_unknown();
   }
   const bool parts_given = s.has("num_partitions");
   s.read_int("num_partitions", job.num_partitions, 1, JobLimits::kMaxPartitions);
@@ -289,7 +303,16 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
     h.read_choice("history", history, {"drop", "keep"});
     job.holdout_keep_history = history == "keep";
     h.reject_unknown();
-    if (!job.link_prediction()) s.fail(s.field("holdout"), "holds out edges, for task: link_prediction only");
+    if (!job.link_prediction()) {
+      if (job.holdout_test > 0) h.fail(h.field("test"), "holds out edges, for task: link_prediction only");
+      if (h.has("by") || h.has("history")) {
+        h.fail(h.field(h.has("by") ? "by" : "history"), "holds out edges, for task: link_prediction only");
+      }
+      if (!partitions.empty()) {
+        s.fail(s.field("holdout"), "validation nodes are cut when the job partitions a dataset; a partition folder "
+                                   "has its node split already");
+      }
+    }
     if (!partitions.empty()) {
       s.fail(s.field("holdout"), "edges are held out when the job partitions a dataset; a partition folder has "
                                  "its held-out edges already");
@@ -582,6 +605,21 @@ void read_train(Section s, JobConfig& job) {
   s.read_int("eval_batch_size", job.eval_batch_size, 1, JobLimits::kMaxBatchSize);
   s.read_int("max_restarts", job.max_restarts, 0, JobLimits::kMaxRestarts);
   s.read_int("checkpoint_every_steps", job.checkpoint_every_steps, int64_t{0}, JobLimits::kMaxCheckpointEverySteps);
+  if (s.has("select")) {
+    SelectMode mode = SelectMode::kBestVal;
+    s.read_enum("select", mode, {SelectMode::kLast, SelectMode::kBestVal});
+    job.select = mode;
+  }
+  if (s.has("early_stopping")) {
+    Section e = s.sub("early_stopping");
+    if (!e.has("patience")) e.fail(e.field("patience"), "missing: the evaluations without improvement to stop after");
+    e.read_int("patience", job.early_stopping.patience, 1, JobLimits::kMaxEpochs);
+    e.read_real("min_delta", job.early_stopping.min_delta, 0, 1e9);
+    e.reject_unknown();
+    if (job.select == SelectMode::kLast) {
+      e.fail(s.field("early_stopping"), "stops on the validation metric; it needs select: best_val, not last");
+    }
+  }
   if (job.link_prediction() && !job.link_gnn() && job.checkpoint_every_steps > 0) {
     s.fail(s.field("checkpoint_every_steps"), "encoder: none jobs checkpoint at epoch ends only (for now)");
   }
@@ -831,6 +869,13 @@ std::string job_to_yaml(const JobConfig& job) {
   out << YAML::Key << "eval_batch_size" << YAML::Value << job.eval_batch_size;
   out << YAML::Key << "max_restarts" << YAML::Value << job.max_restarts;
   out << YAML::Key << "checkpoint_every_steps" << YAML::Value << job.checkpoint_every_steps;
+  if (job.select) out << YAML::Key << "select" << YAML::Value << name_of(*job.select);
+  if (job.early_stopping.enabled()) {
+    out << YAML::Key << "early_stopping" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "patience" << YAML::Value << job.early_stopping.patience;
+    out << YAML::Key << "min_delta" << YAML::Value << job.early_stopping.min_delta;
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
   out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "partitions_per_node" << YAML::Value << job.partitions_per_node;

@@ -16,7 +16,10 @@
 //                train_nodes: 0, seed: 1}   # kind: sbm, rmat or hetero; train_nodes 0 = 10%
 //     num_partitions: 2        # for dataset/generate
 //     transforms: [normalize_features]   # for dataset/generate; also standardize, multi_hot:COLS
-//     split_seed: 1            # for dataset: seed of its node split and held-out edges (train.seed)
+//     split: {kind: standard}  # for dataset/generate: the splits it draws (LINQS' node split,
+//                              #   data.holdout's cuts) and the partitioning; or {kind: random, seed: 7}
+//     holdout: {val: 0.2}      # node classification: the share of the training nodes moved to
+//                              #   validation (0: none; AIFB trains on its whole training set)
 //   model: {kind: graphsage, hidden: 128, layers: 2, heads: 4, dropout: 0.5, trim: true,
 //           decomposition: none, bases: 0, blocks: 0, target_type: ""}   # the last four: rgcn, hetero_sage
 //   model: {kind: registered, name: my_sage, hidden: 128, layers: 2, dropout: 0.5}  # a host's own
@@ -38,6 +41,10 @@
 //     eval_batch_size: 1024
 //     max_restarts: 3           # recoveries from a lost node (jobs submitted to a head)
 //     checkpoint_every_steps: 0 # also checkpoint every N steps; 0: at epoch ends only
+//     select: best_val          # the epoch reported and kept (OUTPUT/selected/): best_val, the best
+//                               #   validation metric (default when the job has validation), or last
+//     early_stopping: {patience: 0, min_delta: 0.0}   # stop after `patience` evaluations without
+//                               #   improving by more than min_delta; patience 0: off
 //   cluster:
 //     partitions_per_node: 1    # at most this many partitions (with their trainers) per node
 //   output: runs/job            # checkpoints, metrics.jsonl, the partitions of a dataset
@@ -74,6 +81,7 @@
 
 #include "graph/epoch_plan.h"
 #include "partitioner/dataset.h"
+#include "training/model_selection.h"
 
 namespace partita {
 
@@ -248,7 +256,9 @@ struct JobConfig {
   int num_partitions = 2;
   // Link prediction on a dataset or generated graph: the fractions of its edges held out
   // for validation and test when the job prepares its partitions (partitioner/splits.h
-  // hold_out_edges); they are then not in the graph the job trains on.
+  // hold_out_edges); they are then not in the graph the job trains on. Node
+  // classification: holdout_val is the share of the training nodes moved to validation
+  // (data.holdout.val; a seeded draw of data.split), holdout_test is 0.
   double holdout_val = 0.0;
   double holdout_test = 0.0;
   bool holdout_by_time = false;  // data.holdout.by: time: the latest links (edge times)
@@ -256,11 +266,17 @@ struct JobConfig {
   // held-out links also stay in the graph, as history for the seeds after them
   // (partitioner/splits.h HeldOut::kKeepAsHistory); drop (default): they leave it.
   bool holdout_keep_history = false;
-  // data.split_seed: the seed of the splits the job draws when it prepares a dataset (the
-  // node split of formats that have none, linqs and ntriples' validation cut; the held-out
-  // edges). Unset: train.seed. Read it through split_seed().
-  std::optional<uint64_t> data_split_seed;
-  uint64_t split_seed() const { return data_split_seed.value_or(seed); }
+  // data.split: the seed of what the job draws when it prepares a dataset or generated
+  // graph (the node split of a format that has none, LINQS'; data.holdout's cuts) and of
+  // its partitioning. kind standard: kStandardSplitSeed, the same split for every job of
+  // the dataset; kind random: data.split.seed (data.split_seed: N is {kind: random, seed:
+  // N}). Never train.seed: a new training seed trains on the same split and partitions.
+  // A split the dataset's files carry (npy's train_idx, triples' valid.txt, ntriples'
+  // testSet.tsv) is kept either way.
+  static constexpr uint64_t kStandardSplitSeed = 1;
+  bool random_split = false;
+  uint64_t data_split_seed = kStandardSplitSeed;
+  uint64_t split_seed() const { return data_split_seed; }
   // Feature transforms applied when the job prepares a dataset or generated graph
   // (partitioner/feature_transforms.h), in their text form: "normalize_features", ...
   std::vector<std::string> transforms;
@@ -305,6 +321,10 @@ struct JobConfig {
   // only), which bounds the steps a loss re-does.
   int max_restarts = 3;
   int64_t checkpoint_every_steps = 0;
+  // train.select: unset, best_val when the job has validation (held-out nodes or edges,
+  // and evaluation on), else last; resolved by the driver (training/job_driver.h).
+  std::optional<SelectMode> select;
+  EarlyStopping early_stopping;  // train.early_stopping: with best_val only
   // cluster: at most this many partitions, each with its trainers, on one node.
   int partitions_per_node = 1;
   // output

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -60,7 +61,7 @@ std::string data_source(const JobConfig& job) {
     out << "dataset " << job.format << " " << job.dataset;
   }
   for (const std::string& t : job.transforms) out << " transform=" << t;
-  out << " parts=" << job.num_partitions << " seed=" << job.seed << " split_seed=" << job.split_seed();
+  out << " parts=" << job.num_partitions << " split_seed=" << job.split_seed();
   if (job.holdout_val > 0 || job.holdout_test > 0) {
     out << " holdout=" << job.holdout_val << "," << job.holdout_test << (job.holdout_by_time ? ",time" : "")
         << (job.holdout_keep_history ? ",history" : "");
@@ -68,6 +69,26 @@ std::string data_source(const JobConfig& job) {
   }
   out << "\n";
   return out.str();
+}
+
+// data.holdout.val of node classification: moves round(fraction * |train|) of d's training
+// nodes, drawn with `seed`, into its validation nodes.
+void hold_out_train_nodes(Dataset& d, double fraction, uint64_t seed) {
+  const int64_t n = static_cast<int64_t>(d.train_idx.size());
+  const int64_t moved = std::llround(fraction * static_cast<double>(n));
+  if (moved == 0) return;
+  SplitOptions cut;
+  cut.num_train = n - moved;  // > 0: fraction is at most 0.5 (parse_job)
+  cut.train_fraction = 0.0;
+  cut.val_fraction = static_cast<double>(moved) / static_cast<double>(n);
+  cut.test_fraction = 0.0;
+  NodeSplit split = random_node_split(d.train_idx, cut, seed);
+  std::vector<int64_t> val = std::move(d.val_idx);
+  val.insert(val.end(), split.val.begin(), split.val.end());
+  std::sort(val.begin(), val.end());
+  spdlog::info("data.holdout.val: {} of {} training nodes moved to validation", split.val.size(), d.train_idx.size());
+  d.train_idx = std::move(split.train);
+  d.val_idx = std::move(val);
 }
 
 // RMAT and the SBM take the same basic knobs.
@@ -776,6 +797,9 @@ JobReport GnnDriver::run() {
   const int last_epoch = options_.stop_after_epoch > 0 ? std::min(options_.stop_after_epoch, job_.epochs) : job_.epochs;
   checkpointed_.epoch = from.epoch;
   checkpointed_.step = from.step;
+  start_selection(done_epochs);
+  int ran_to = std::max(done_epochs, 0);
+  bool early_stopped = false;
   for (int epoch = done_epochs + 1; epoch <= last_epoch; ++epoch) {
     if (cancel_requested()) throw_cancelled(epoch, 0);
     EpochMetrics m = train_epoch(epoch, steps, from);
@@ -832,6 +856,8 @@ JobReport GnnDriver::run() {
     done.epoch = epoch;
     checkpoint(done, report.final_state);
     append_metrics(m);
+    const bool stop = select_epoch(m);
+    ran_to = epoch;
     report.add_epoch(std::move(m));
     JobProgress progress;
     progress.event = JobProgress::Event::epoch;
@@ -845,8 +871,13 @@ JobReport GnnDriver::run() {
     progress.metrics = &report.epochs.back();
     report_progress(progress);
     if (host_error_) std::rethrow_exception(host_error_);
+    if (stop && epoch < last_epoch) {
+      early_stopped = true;
+      break;
+    }
   }
   report.parameter_hash = last_hash_;
+  finish_selection(report, ran_to, early_stopped);
   return report;
 }
 
@@ -880,6 +911,8 @@ void open_job_output(const JobConfig& job, const RunOptions& options) {
     fs::remove(fs::path(job.output) / kCheckpointFile);
     fs::remove(fs::path(job.output) / kMetricsFile);
     fs::remove_all(fs::path(job.output) / "checkpoints");
+    fs::remove_all(fs::path(job.output) / kSelectedDirName);
+    fs::remove(fs::path(job.output) / kReportFileName);
   }
   write_file_atomically((fs::path(job.output) / "job.yaml").string(), job_to_yaml(job));
 }
@@ -900,12 +933,14 @@ void prepare_data(const JobConfig& job, int threads) {
   } else {
     ReadOptions read;
     read.split_seed = job.split_seed();
+    read.val_fraction = 0;  // a job cuts validation nodes only when asked (data.holdout.val, below)
     dataset = read_dataset(job.format, job.dataset, read);
   }
+  if (!job.link_prediction() && job.holdout_val > 0) hold_out_train_nodes(dataset, job.holdout_val, job.split_seed());
   std::vector<FeatureTransform> transforms;
   for (const std::string& t : job.transforms) transforms.push_back(parse_feature_transform(t, "data.transforms"));
   apply_feature_transforms(dataset, transforms);
-  if (job.holdout_val > 0 || job.holdout_test > 0) {
+  if (job.link_prediction() && (job.holdout_val > 0 || job.holdout_test > 0)) {
     // Of the target edge type only (and out of its reverse type too), when the job has one.
     const int32_t target = find_target_edge(dataset.edge_types, job.link.target_edge, "dataset '" + dataset.name + "'");
     hold_out_edges(dataset, job.holdout_val, job.holdout_test, job.split_seed(), job.holdout_by_time, target,
@@ -917,7 +952,7 @@ void prepare_data(const JobConfig& job, int threads) {
                dataset.num_nodes, dataset.num_edges(), watch.seconds(), job.num_partitions);
   PartitionOptions options;
   options.num_parts = job.num_partitions;
-  options.seed = job.seed;
+  options.seed = job.split_seed();  // the partitioning is part of the data, as the split is
   options.threads = threads;
   WriteOptions write;
   write.overwrite = true;

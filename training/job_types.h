@@ -58,7 +58,21 @@ struct JobReport {
   int64_t steps_per_epoch = 0;       // of a whole epoch, even when max_steps ran fewer
   uint64_t parameter_hash = 0;       // of every replica's weights at the end
   std::vector<char> final_state;     // model and optimiser state at the end
+  // Model selection (train.select; training/model_selection.h): the epoch the run reports
+  // and keeps in OUTPUT/selected/, with its validation and test values of the task's
+  // metric (none when that epoch was not evaluated). OUTPUT/report.json says the same.
+  std::string select;                // "best_val" or "last"
+  std::string metric;                // "accuracy", "mrr", "auc" or "rmse"
+  bool higher_is_better = true;
+  int selected_epoch = 0;            // 0: no epoch ran
+  std::optional<double> selected_val, selected_test;
+  bool early_stopped = false;        // train.early_stopping ended the run before its last epoch
 };
+
+// The run's report file inside OUTPUT, and the folder of the selected epoch's checkpoint
+// (a checkpoint pointer with its state files, as OUTPUT holds its last).
+inline constexpr const char* kReportFileName = "report.json";
+inline constexpr const char* kSelectedDirName = "selected";
 
 // What RunOptions::on_progress is told: a step done by every trainer, or an epoch done.
 struct JobProgress {

@@ -377,6 +377,9 @@ JobReport KgDriver::run() {
   checkpoint_epoch_ = done_epochs;
   const int last_epoch = options_.stop_after_epoch > 0 ? std::min(options_.stop_after_epoch, job_.epochs) : job_.epochs;
   std::vector<std::vector<char>> state;
+  start_selection(done_epochs);
+  int ran_to = done_epochs;
+  bool early_stopped = false;
   for (int epoch = done_epochs + 1; epoch <= last_epoch; ++epoch) {
     if (cancel_requested()) throw JobCancelled("job cancelled before epoch " + std::to_string(epoch), epoch, 0, checkpoint_epoch_);
     EpochMetrics m = train_epoch(epoch, steps_of_epoch(epoch));
@@ -395,6 +398,8 @@ JobReport KgDriver::run() {
     state = save_state();
     checkpoint(epoch, state);
     append_metrics(m);
+    const bool stop = select_epoch(m);
+    ran_to = epoch;
     report.add_epoch(std::move(m));
     if (options_.on_progress) {
       JobProgress progress;
@@ -407,7 +412,12 @@ JobReport KgDriver::run() {
       progress.metrics = &report.epochs.back();
       options_.on_progress(progress);
     }
+    if (stop && epoch < last_epoch) {
+      early_stopped = true;
+      break;
+    }
   }
+  finish_selection(report, ran_to, early_stopped);
   // The final state: the relations' hash mixed with every shard's bytes.
   uint64_t hash = last_hash_;
   for (size_t i = 1; i < state.size(); ++i) hash = mix64(hash, checksum(state[i].data(), state[i].size()));

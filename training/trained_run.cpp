@@ -53,7 +53,7 @@ void load_node_model(TrainedRun& run, const CheckpointPointer& pointer) {
   } catch (const nlohmann::json::exception& e) {
     throw Error("the checkpoint pointer " + pointer.path + " names no state file: " + e.what());
   }
-  const fs::path file = fs::path(run.dir) / name;
+  const fs::path file = fs::path(run.checkpoint_dir) / name;
   const std::string bytes = read_state_file(file);
   try {
     load_training_state(*run.model, *optimizer, std::vector<char>(bytes.begin(), bytes.end()));
@@ -69,7 +69,7 @@ std::vector<std::pair<fs::path, std::string>> kg_state_files(const TrainedRun& r
   std::vector<std::pair<fs::path, std::string>> files;
   try {
     for (const auto& entry : pointer.meta.at("files")) {
-      const fs::path file = fs::path(run.dir) / entry.at("file").get<std::string>();
+      const fs::path file = fs::path(run.checkpoint_dir) / entry.at("file").get<std::string>();
       std::string bytes = read_state_file(file);
       if (checksum(bytes.data(), bytes.size()) != entry.at("checksum").get<uint64_t>()) {
         throw Error("the checkpoint file " + file.string() + " is damaged (checksum mismatch)");
@@ -181,7 +181,11 @@ TrainedRun load_trained_run(const std::string& dir) {
     throw UsageError("RUN " + run.dir + " keeps its entity table on disk (embeddings: {storage: disk}), which export "
                      "and predict do not read; they read tables kept in memory");
   }
-  const std::optional<CheckpointPointer> pointer = read_checkpoint_pointer(run.dir);
+  // The selected epoch's checkpoint (train.select) when the run kept one, else its last.
+  const fs::path selected = path / kSelectedDirName;
+  run.selected = fs::exists(selected / kCheckpointFileName);
+  run.checkpoint_dir = run.selected ? selected.string() : run.dir;
+  const std::optional<CheckpointPointer> pointer = read_checkpoint_pointer(run.checkpoint_dir);
   if (!pointer) {
     throw UsageError("RUN " + run.dir + " holds no checkpoint yet (" + kCheckpointFileName +
                      "): the run ended before its first epoch");

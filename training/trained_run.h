@@ -1,5 +1,6 @@
 // A run's trained model, loaded from the folder `partita run` wrote (its job.yaml, the
-// checkpoint that checkpoint.json points to, the partition folder it trained on): what
+// checkpoint of its selected epoch, RUN/selected/, or, for a run from before model
+// selection, the one RUN/checkpoint.json points to; the partition folder it trained on): what
 // `partita export` and `partita predict` read, so that a model leaves Partita without its
 // runtime. Loading builds the model exactly as the job's trainers did and restores the
 // checkpoint through the same readers as --resume (models/checkpoint.h,
@@ -24,6 +25,9 @@ namespace partita {
 struct TrainedRun {
   std::string dir;   // the run folder, absolute
   JobConfig job;     // its job.yaml, with output = dir
+  // The folder whose checkpoint.json was read: RUN/selected (selected = true) or RUN.
+  std::string checkpoint_dir;
+  bool selected = false;
   int epoch = 0;     // the whole epochs the checkpoint holds
   int64_t step = 0;  // and the steps of the next one (a checkpoint inside an epoch)
   // Node classification: the model with the checkpoint's weights, in evaluation mode.

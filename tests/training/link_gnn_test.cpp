@@ -241,7 +241,7 @@ TEST_F(GnnLinkJobTest, BadInputIsNamed) {
   refused([&] { parsed("task: link_prediction\n" + data + "model: {encoder: gat, decoder: rescal}\n"); },
           "model.decoder: 'rescal' is not one of: dot, distmult, complex, transe");
   refused([&] { parsed("data: {dataset: plain/edges.txt, format: edgelist, holdout: {test: 0.1}}\n"); },
-          "data.holdout: holds out edges, for task: link_prediction only");
+          "data.holdout.test: holds out edges, for task: link_prediction only");
   refused([&] { parsed("task: link_prediction\n" + data + "model: {encoder: graphsage, layers: 3}\n"); },
           "sampling.fanouts: has 2 entries but model.layers is 3");
   refused([&] { parsed("task: link_prediction\n" + data + "model: {encoder: graphsage}\ntrain: {regularizer: n3}\n"); },
