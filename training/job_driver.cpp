@@ -900,6 +900,8 @@ void prepare_data(const JobConfig& job, int threads) {
   } else {
     ReadOptions read;
     read.split_seed = job.split_seed();
+    read.remap_ids = job.remap_ids;
+    read.undirected = job.undirected;
     dataset = read_dataset(job.format, job.dataset, read);
   }
   std::vector<FeatureTransform> transforms;
