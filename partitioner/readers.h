@@ -18,6 +18,14 @@ struct ReadOptions {
   // none). A job passes 0, training on the benchmark's whole training set as the R-GCN
   // papers do, and cuts validation only when asked (data.holdout.val).
   double val_fraction = 0.2;
+  // Edge lists only (read_dataset refuses them for other formats):
+  // remap_ids: node ids are any whitespace-free tokens (sparse integers such as PubMed's
+  //   PMIDs, or names), numbered 0..N-1 in order of first appearance; Dataset::node_names
+  //   keeps each node's token.
+  // undirected: the graph is the symmetric closure of the file's edges: every pair in both
+  //   directions once, self-loops once, sorted by (dst, src); repeated pairs merge.
+  bool remap_ids = false;
+  bool undirected = false;
 };
 
 // LINQS citation format (Cora, CiteSeer). `path` is a folder holding exactly one
@@ -46,8 +54,9 @@ void write_npy_folder(const Dataset& d, const std::string& dir);
 
 // Text edge list: one `src dst` pair per line (whitespace-separated non-negative integers),
 // `#` starts a comment. Node count = largest id + 1, which must not exceed
-// 16 * edges + 1,000,000: sparse ids (hashes, say) must be remapped to 0..N-1 first.
-Dataset read_edgelist(const std::string& path);
+// 16 * edges + 1,000,000: sparse ids (hashes, say) need options.remap_ids. Edges keep the
+// file's order and direction unless options.undirected.
+Dataset read_edgelist(const std::string& path, const ReadOptions& options = {});
 
 // Knowledge-graph triples: a folder with train.txt, valid.txt and test.txt, one
 // `head<TAB>relation<TAB>tail` per line (LF or CRLF). Entities and relations map to ids

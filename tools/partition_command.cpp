@@ -25,6 +25,8 @@ struct PartitionCommand {
   int parts = 2;
   uint64_t seed = 0;
   uint64_t split_seed = 0;
+  bool remap_ids = false;
+  bool undirected = false;
   bool overwrite = false;
   bool no_balance_train = false;
   bool json = false;
@@ -55,6 +57,8 @@ void run(const PartitionCommand& c, const GlobalOptions& global) {
   Stopwatch watch;
   ReadOptions read_options;
   read_options.split_seed = c.split_seed;
+  read_options.remap_ids = c.remap_ids;
+  read_options.undirected = c.undirected;
   Dataset dataset = read_dataset(c.format, c.input, read_options);
   spdlog::info("read {} ({}): {} nodes, {} directed edges in {:.2f}s", c.input, c.format,
                dataset.num_nodes, dataset.num_edges(), watch.seconds());
@@ -88,6 +92,11 @@ void add_partition_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--transform", c->transforms,
                   "feature transform applied before partitioning, recorded in META.json; repeat for several, applied "
                   "in order: normalize_features, standardize, multi_hot:COLUMNS");
+  cmd->add_flag("--remap-ids", c->remap_ids,
+                "edge lists: node ids are any tokens (sparse integers, names), numbered 0..N-1 in order of first "
+                "appearance");
+  cmd->add_flag("--undirected", c->undirected,
+                "edge lists: every pair in both directions, once (repeated pairs merge)");
   cmd->add_flag("--no-balance-train", c->no_balance_train,
                 "do not balance training nodes across parts (one METIS constraint fewer)");
   cmd->add_flag("--overwrite", c->overwrite, "replace the output folder if it exists");

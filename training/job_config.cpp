@@ -290,6 +290,13 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
     sp.read("seed", job.data_split_seed, "an unsigned integer");
     sp.reject_unknown();
   }
+  s.read("remap_ids", job.remap_ids, "true or false");
+  s.read("undirected", job.undirected, "true or false");
+  for (const char* key : {"remap_ids", "undirected"}) {
+    if (s.has(key) && (dataset.empty() || job.format != "edgelist")) {
+      s.fail(s.field(key), "applies to a dataset of format: edgelist only");
+    }
+  }
   const bool parts_given = s.has("num_partitions");
   s.read_int("num_partitions", job.num_partitions, 1, JobLimits::kMaxPartitions);
   if (s.has("holdout")) {

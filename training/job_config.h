@@ -12,6 +12,8 @@
 //     partitions: DIR          # a folder written by `partita partition`, or else:
 //     dataset: PATH            # a dataset, partitioned when the job starts into
 //     format: npy              #   OUTPUT/partitions (linqs, npy, edgelist, triples, movielens, ntriples)
+//     remap_ids: false         # edgelist: sparse or named ids numbered 0..N-1 by first appearance
+//     undirected: false        # edgelist: every pair in both directions, once
 //     generate: {kind: sbm, nodes: 100000, classes: 8, features: 32, avg_degree: 10,
 //                train_nodes: 0, seed: 1}   # kind: sbm, rmat or hetero; train_nodes 0 = 10%
 //     num_partitions: 2        # for dataset/generate
@@ -251,6 +253,11 @@ struct JobConfig {
   std::string partitions;  // absolute; empty when the job partitions a dataset itself
   std::string dataset;     // absolute; empty unless given
   std::string format = "npy";
+  // data.remap_ids, data.undirected: how an edge list is read (partitioner/readers.h
+  // ReadOptions): sparse or named ids numbered in order of first appearance; the graph
+  // made symmetric.
+  bool remap_ids = false;
+  bool undirected = false;
   bool generate = false;
   GenerateSpec generate_spec;
   int num_partitions = 2;

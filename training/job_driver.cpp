@@ -934,6 +934,8 @@ void prepare_data(const JobConfig& job, int threads) {
     ReadOptions read;
     read.split_seed = job.split_seed();
     read.val_fraction = 0;  // a job cuts validation nodes only when asked (data.holdout.val, below)
+    read.remap_ids = job.remap_ids;
+    read.undirected = job.undirected;
     dataset = read_dataset(job.format, job.dataset, read);
   }
   if (!job.link_prediction() && job.holdout_val > 0) hold_out_train_nodes(dataset, job.holdout_val, job.split_seed());

@@ -304,6 +304,53 @@ TEST(EdgelistTest, SparseIdsAreRejectedNamingTheLineOfTheLargest) {
   }
 }
 
+TEST(EdgelistTest, RemapNumbersSparseIdsAndNamesByFirstAppearance) {
+  TempDir dir;
+  // PubMed-like PMIDs and a named node: refused as they are, read with remap_ids.
+  write_text(dir / "pmids.txt", "19127292 17363749\n# cites\n17363749 9000000000000000\nalice 19127292\n");
+  EXPECT_CONTAINS(error_of([&] { read_edgelist(dir / "pmids.txt"); }), "'alice' is not a node id");
+  ReadOptions remap;
+  remap.remap_ids = true;
+  Dataset d = read_edgelist(dir / "pmids.txt", remap);
+  EXPECT_EQ(d.num_nodes, 4);
+  EXPECT_EQ(pairs(d.edges), (std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 2}, {3, 0}}));
+  EXPECT_EQ(d.node_names, (std::vector<std::string>{"19127292", "17363749", "9000000000000000", "alice"}));
+  // The sparse-id message points at the option.
+  write_text(dir / "sparse.txt", "0 9000000000000000\n");
+  EXPECT_CONTAINS(error_of([&] { read_edgelist(dir / "sparse.txt"); }), "--remap-ids");
+}
+
+TEST(EdgelistTest, UndirectedIsTheSymmetricClosureEachPairOnce) {
+  TempDir dir;
+  // A repeated pair, a pair given both ways, a self-loop twice, a one-way edge.
+  write_text(dir / "g.txt", "0 1\n0 1\n2 1\n1 2\n3 3\n3 3\n3 0\n");
+  ReadOptions undirected;
+  undirected.undirected = true;
+  Dataset d = read_edgelist(dir / "g.txt", undirected);
+  EXPECT_EQ(d.num_nodes, 4);
+  // Sorted by (dst, src).
+  EXPECT_EQ(pairs(d.edges),
+            (std::vector<std::pair<int64_t, int64_t>>{{1, 0}, {3, 0}, {0, 1}, {2, 1}, {1, 2}, {0, 3}, {3, 3}}));
+  // Both options together: names first, then the closure over the new ids.
+  write_text(dir / "named.txt", "b a\nc a\n");
+  undirected.remap_ids = true;
+  Dataset named = read_edgelist(dir / "named.txt", undirected);
+  EXPECT_EQ(named.node_names, (std::vector<std::string>{"b", "a", "c"}));
+  EXPECT_EQ(pairs(named.edges), (std::vector<std::pair<int64_t, int64_t>>{{1, 0}, {0, 1}, {2, 1}, {1, 2}}));
+}
+
+TEST(EdgelistTest, EdgeListOptionsAreRefusedForOtherFormats) {
+  TempDir dir;
+  ReadOptions remap;
+  remap.remap_ids = true;
+  EXPECT_CONTAINS(error_of([&] { read_dataset("npy", dir.path(), remap); }),
+                  "remapping ids applies to edge lists only (format edgelist), not to format 'npy'");
+  ReadOptions undirected;
+  undirected.undirected = true;
+  EXPECT_CONTAINS(error_of([&] { read_dataset("triples", dir.path(), undirected); }),
+                  "making the graph undirected applies to edge lists only");
+}
+
 TEST(EdgelistTest, EveryMalformedLineIsNamed) {
   TempDir dir;
   const std::pair<std::string, std::string> cases[] = {

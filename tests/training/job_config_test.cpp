@@ -300,6 +300,30 @@ TEST_F(JobConfigTest, TransformsApplyToPreparedDataOnly) {
                   "job.yaml: data.transforms: apply when the job prepares a dataset or generated graph");
 }
 
+TEST_F(JobConfigTest, EdgeListOptionsAreReadForEdgeListsOnly) {
+  JobConfig job = parse("data: {dataset: g.txt, format: edgelist, remap_ids: true, undirected: true}\n");
+  EXPECT_TRUE(job.remap_ids);
+  EXPECT_TRUE(job.undirected);
+  EXPECT_FALSE(parse("data: {dataset: g.txt, format: edgelist}\n").remap_ids);
+  EXPECT_CONTAINS(error_of("data: {dataset: g, format: npy, remap_ids: true}\n"),
+                  "job.yaml: data.remap_ids: applies to a dataset of format: edgelist only");
+  EXPECT_CONTAINS(error_of("data: {generate: {nodes: 1000}, undirected: true}\n"),
+                  "job.yaml: data.undirected: applies to a dataset of format: edgelist only");
+  EXPECT_CONTAINS(error_of("data: {dataset: g.txt, format: edgelist, undirected: yes please}\n"),
+                  "data.undirected");
+}
+
+TEST_F(JobConfigTest, PreparedEdgeListIsRemappedAndUndirected) {
+  std::ofstream(dir_ / "pmids.txt") << "19127292 17363749\n17363749 9000000000000000\n9000000000000000 19127292\n"
+                                       "17363749 19127292\n";
+  JobConfig job = parse("data: {dataset: pmids.txt, format: edgelist, remap_ids: true, undirected: true, "
+                        "num_partitions: 1}\noutput: out\n");
+  prepare_data(job, 1);
+  const PartitionFolder folder(job.partition_dir());
+  EXPECT_EQ(folder.meta().num_nodes, 3);
+  EXPECT_EQ(folder.meta().num_edges, 6);  // a triangle, each side both ways once
+}
+
 TEST_F(JobConfigTest, PreparedDataHoldsTheTransformedFeaturesAndSaysSo) {
   JobConfig job = parse("data: {generate: {nodes: 400, classes: 4, features: 8}, num_partitions: 1, "
                         "transforms: [normalize_features]}\noutput: out\n");
