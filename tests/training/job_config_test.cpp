@@ -301,6 +301,8 @@ TEST_F(JobConfigTest, TransformsApplyToPreparedDataOnly) {
 }
 
 TEST_F(JobConfigTest, EdgeListOptionsAreReadForEdgeListsOnly) {
+  std::ofstream(dir_ / "g.txt") << "0 1\n";
+  fs::create_directories(dir_ / "g");
   JobConfig job = parse("data: {dataset: g.txt, format: edgelist, remap_ids: true, undirected: true}\n");
   EXPECT_TRUE(job.remap_ids);
   EXPECT_TRUE(job.undirected);
