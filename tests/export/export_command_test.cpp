@@ -306,9 +306,11 @@ TEST(ExportKnowledgeGraphTest, TablesOfEntitiesAndRelations) {
   EXPECT_EQ(read_npy(tmp / "run/predictions/entities.npy").shape, (std::vector<int64_t>{30, 8}));
   EXPECT_EQ(read_npy(tmp / "run/predictions/relations.npy").shape, (std::vector<int64_t>{3, 8}));
 
-  // A damaged shard file: its checksum in checkpoint.json names it.
-  const nlohmann::json pointer = nlohmann::json::parse(testing::read_text(tmp / "run/checkpoint.json"));
-  const std::string shard = tmp / ("run/" + pointer.at("files")[1].at("file").get<std::string>());
+  // A damaged shard file of the checkpoint predict reads (the selected epoch's, a copy in
+  // run/selected): its checksum in that checkpoint.json names it.
+  ASSERT_TRUE(fs::exists(tmp / "run/selected/checkpoint.json"));
+  const nlohmann::json pointer = nlohmann::json::parse(testing::read_text(tmp / "run/selected/checkpoint.json"));
+  const std::string shard = tmp / ("run/selected/" + pointer.at("files")[1].at("file").get<std::string>());
   std::vector<char> bytes = read_bytes(shard);
   bytes.back() ^= 1;
   write_bytes(shard, bytes);
