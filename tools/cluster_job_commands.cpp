@@ -152,6 +152,33 @@ int64_t current_log_size(caf::actor_system& system, const runtime::head_actor& h
   }
 }
 
+// A command's client connection to the head: credentials installed, the head reached within
+// kHeadTimeout or an Error naming it.
+struct HeadConnection {
+  HeadConnection(const std::string& address, const GlobalOptions& global)
+      : endpoint(runtime::parse_endpoint(head_address(address), "--address")),
+        client((install_credentials(global), head_client_options())),  // credentials before the system starts
+        system(client.get()),
+        head(runtime::connect_head(system, endpoint, kHeadTimeout)),
+        where(endpoint.to_string()) {}
+
+  runtime::Endpoint endpoint;
+  runtime::ActorSystem client;
+  caf::actor_system& system;
+  runtime::head_actor head;
+  std::string where;
+};
+
+// After a submit or resume: says how to follow job `id` when `detach`, else follows its log
+// from byte `from` to its end (finish).
+void follow_or_detach(HeadConnection& c, const std::string& address, const std::string& id, bool detach, int64_t from) {
+  if (detach) {
+    std::cout << "follow it with: partita job logs " << id << " --follow" << address_flag(address, c.where) << std::endl;
+    return;
+  }
+  finish(c.system, c.head, c.where, id, print_logs(c.system, c.head, c.where, id, true, from));
+}
+
 // The driver process's link to the head: its progress as a JobStatus, sent to the head
 // with the token the head gave this driver.
 class HeadReporter {
@@ -421,60 +448,38 @@ void submit_to_head(const std::string& address, const std::string& job_file, con
                     bool resume, const GlobalOptions& global) {
   JobConfig job = load_job(job_file);  // checked here, with the user's paths resolved
   if (!output.empty()) throw UsageError("--output with --address: a submitted job's output goes to the head's runs folder");
-  const runtime::Endpoint endpoint = runtime::parse_endpoint(head_address(address), "--address");
-  install_credentials(global);
-  runtime::ActorSystem client(head_client_options());
-  caf::actor_system& system = client.get();
-  const runtime::head_actor head = runtime::connect_head(system, endpoint, kHeadTimeout);
-  const std::string where = endpoint.to_string();
+  HeadConnection c(address, global);
   const std::string name = fs::path(job_file).stem().string();
   std::string id;
   int64_t from = 0;  // a resumed job's log from the resume on (the earlier lines: job logs)
   if (resume) {
-    const std::string stopped = latest_stopped_job(system, head, where, name);
-    from = current_log_size(system, head, where, stopped);
-    id = resume_on_head(system, head, where, stopped);
+    const std::string stopped = latest_stopped_job(c.system, c.head, c.where, name);
+    from = current_log_size(c.system, c.head, c.where, stopped);
+    id = resume_on_head(c.system, c.head, c.where, stopped);
   } else {
-    id = runtime::submit_job(system, head, where, name, submitted_job_yaml(job_file, job), kHeadTimeout);
-    std::cout << "job " << id << " submitted to " << where << std::endl;
+    id = runtime::submit_job(c.system, c.head, c.where, name, submitted_job_yaml(job_file, job), kHeadTimeout);
+    std::cout << "job " << id << " submitted to " << c.where << std::endl;
   }
-  if (detach) {
-    std::cout << "follow it with: partita job logs " << id << " --follow" << address_flag(address, where) << std::endl;
-    return;
-  }
-  finish(system, head, where, id, print_logs(system, head, where, id, true, from));
+  follow_or_detach(c, address, id, detach, from);
 }
 
 void resume_job_on_head(const std::string& address, const std::string& id, bool detach, const GlobalOptions& global) {
-  const runtime::Endpoint endpoint = runtime::parse_endpoint(head_address(address), "--address");
-  install_credentials(global);
-  runtime::ActorSystem client(head_client_options());
-  caf::actor_system& system = client.get();
-  const runtime::head_actor head = runtime::connect_head(system, endpoint, kHeadTimeout);
-  const std::string where = endpoint.to_string();
+  HeadConnection c(address, global);
   // The log from the resume on: the earlier attempts' lines are in `partita job logs`.
   int64_t from = 0;
   try {
-    from = current_log_size(system, head, where, id);
+    from = current_log_size(c.system, c.head, c.where, id);
   } catch (const Error&) {
     // A job only the runs folder knows (an earlier head's): its log from the start.
   }
-  resume_on_head(system, head, where, id);
-  if (detach) {
-    std::cout << "follow it with: partita job logs " << id << " --follow" << address_flag(address, where) << std::endl;
-    return;
-  }
-  finish(system, head, where, id, print_logs(system, head, where, id, true, from));
+  resume_on_head(c.system, c.head, c.where, id);
+  follow_or_detach(c, address, id, detach, from);
 }
 
 void print_job_logs(const std::string& address, const std::string& id, bool follow, const GlobalOptions& global) {
-  const runtime::Endpoint endpoint = runtime::parse_endpoint(head_address(address), "--address");
-  install_credentials(global);
-  runtime::ActorSystem client(head_client_options());
-  caf::actor_system& system = client.get();
-  const runtime::head_actor head = runtime::connect_head(system, endpoint, kHeadTimeout);
-  const std::string state = print_logs(system, head, endpoint.to_string(), id, follow);
-  if (follow) finish(system, head, endpoint.to_string(), id, state);
+  HeadConnection c(address, global);
+  const std::string state = print_logs(c.system, c.head, c.where, id, follow);
+  if (follow) finish(c.system, c.head, c.where, id, state);
 }
 
 void add_logs_command(CLI::App& app, const GlobalOptions& global) {
