@@ -56,12 +56,7 @@ EdgeList symmetric_closure(const EdgeList& edges) {
     both.emplace_back(edges.dst[e], edges.src[e]);
     if (edges.src[e] != edges.dst[e]) both.emplace_back(edges.src[e], edges.dst[e]);
   }
-  std::sort(both.begin(), both.end());
-  both.erase(std::unique(both.begin(), both.end()), both.end());
-  EdgeList out;
-  out.reserve(both.size());
-  for (const auto& [dst, src] : both) out.push_back(src, dst);
-  return out;
+  return detail::unique_edges_by_dst(std::move(both));
 }
 
 }  // namespace

@@ -163,12 +163,7 @@ EdgeList read_cites(const std::string& path, const std::vector<std::string>& ids
   }
   if (self_loops > 0) spdlog::debug("{}: dropped {} self-citations", path, self_loops);
 
-  std::sort(dst_src.begin(), dst_src.end());
-  dst_src.erase(std::unique(dst_src.begin(), dst_src.end()), dst_src.end());
-  EdgeList edges;
-  edges.reserve(dst_src.size());
-  for (const auto& [dst, src] : dst_src) edges.push_back(src, dst);
-  return edges;
+  return detail::unique_edges_by_dst(std::move(dst_src));
 }
 
 std::vector<int64_t> sorted(std::vector<int64_t> ids) {

@@ -31,6 +31,15 @@ std::string sparse_ids_problem(int64_t max_id, int64_t num_edges) {
          std::to_string(kIdSlack) + "; remap sparse ids to consecutive ones first";
 }
 
+EdgeList unique_edges_by_dst(std::vector<std::pair<int64_t, int64_t>> dst_src) {
+  std::sort(dst_src.begin(), dst_src.end());
+  dst_src.erase(std::unique(dst_src.begin(), dst_src.end()), dst_src.end());
+  EdgeList edges;
+  edges.reserve(dst_src.size());
+  for (const auto& [dst, src] : dst_src) edges.push_back(src, dst);
+  return edges;
+}
+
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string text = "(";
   for (size_t i = 0; i < shape.size(); ++i) {

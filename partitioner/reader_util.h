@@ -9,11 +9,13 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "base/dtype.h"
 #include "base/file_util.h"
 #include "base/progress.h"
+#include "partitioner/dataset.h"
 
 namespace partita::detail {
 
@@ -45,6 +47,10 @@ std::string sparse_ids_problem(int64_t max_id, int64_t num_edges);
 
 // "(2, 3)", "(5,)", "()": a shape as Python (and so numpy's header) writes it.
 std::string shape_text(const std::vector<int64_t>& shape);
+
+// The edges of `dst_src` pairs, each pair once, sorted by (dst, src): the order of a CSC
+// (in-neighbour) view. What the readers that merge repeated edges yield.
+EdgeList unique_edges_by_dst(std::vector<std::pair<int64_t, int64_t>> dst_src);
 
 // Iterates the lines of a buffer, numbering them from 1 and removing the '\r' of CRLF
 // endings, so every reader accepts files written on Windows.
