@@ -1,5 +1,5 @@
-// The two checks every bad-input test makes: what a call's Error says, and that a call is
-// refused with a UsageError naming the problem.
+// The checks every bad-input test makes: what a call's Error says, that a call throws an
+// Error naming the problem, and that a call is refused with a UsageError naming it.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -34,3 +34,14 @@ inline void expect_usage_error(const std::function<void()>& run, const std::stri
 }
 
 }  // namespace partita::testing
+
+// `expression` throws a partita::Error whose message contains `part`.
+#define EXPECT_THROW_CONTAINS(expression, part)                \
+  do {                                                         \
+    try {                                                      \
+      expression;                                              \
+      ADD_FAILURE() << #expression " did not throw";           \
+    } catch (const ::partita::Error& e) {                      \
+      EXPECT_CONTAINS(std::string(e.what()), part);            \
+    }                                                          \
+  } while (false)

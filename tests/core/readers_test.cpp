@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "expect_error.h"
 #include "partitioner/npy.h"
 #include "test_util.h"
 
@@ -342,23 +343,14 @@ TEST(EdgelistTest, UndirectedIsTheSymmetricClosureEachPairOnce) {
 // A usage error (the options asked for), not an input error: nothing is read.
 TEST(EdgelistTest, EdgeListOptionsAreRefusedForOtherFormats) {
   TempDir dir;
-  const auto usage_error_of = [&](const std::string& format, const ReadOptions& options) -> std::string {
-    try {
-      read_dataset(format, dir.path(), options);
-    } catch (const UsageError& e) {
-      return e.what();
-    } catch (const Error& e) {
-      ADD_FAILURE() << "expected a UsageError, got: " << e.what();
-    }
-    return "";
-  };
   ReadOptions remap;
   remap.remap_ids = true;
-  EXPECT_CONTAINS(usage_error_of("npy", remap),
-                  "remapping ids applies to edge lists only (format edgelist), not to format 'npy'");
+  testing::expect_usage_error([&] { read_dataset("npy", dir.path(), remap); },
+                              "remapping ids applies to edge lists only (format edgelist), not to format 'npy'");
   ReadOptions undirected;
   undirected.undirected = true;
-  EXPECT_CONTAINS(usage_error_of("triples", undirected), "making the graph undirected applies to edge lists only");
+  testing::expect_usage_error([&] { read_dataset("triples", dir.path(), undirected); },
+                              "making the graph undirected applies to edge lists only");
 }
 
 TEST(EdgelistTest, EveryMalformedLineIsNamed) {

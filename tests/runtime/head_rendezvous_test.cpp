@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "expect_error.h"
 #include "runtime/actor_system.h"
 #include "runtime/cluster/head.h"
 #include "runtime/cluster/head_client.h"
@@ -24,16 +25,6 @@ namespace {
 
 using std::chrono::milliseconds;
 constexpr milliseconds kAsk{10000};
-
-#define EXPECT_THROW_CONTAINS(expression, part)                \
-  do {                                                         \
-    try {                                                      \
-      expression;                                              \
-      ADD_FAILURE() << #expression " did not throw";           \
-    } catch (const Error& e) {                                 \
-      EXPECT_CONTAINS(std::string(e.what()), part);            \
-    }                                                          \
-  } while (false)
 
 class HeadRendezvousTest : public ::testing::Test {
  protected:

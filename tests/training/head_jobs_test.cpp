@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "expect_error.h"
 #include "runtime/actor_system.h"
 #include "runtime/cluster/head.h"
 #include "runtime/cluster/head_client.h"
@@ -34,16 +35,6 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kAsk{10000};
 
-// `expression` throws an Error whose message contains `part`.
-#define EXPECT_THROW_CONTAINS(expression, part)                                  \
-  do {                                                                         \
-    try {                                                                      \
-      expression;                                                              \
-      ADD_FAILURE() << #expression " did not throw";                           \
-    } catch (const Error& e) {                                                 \
-      EXPECT_CONTAINS(std::string(e.what()), part);                            \
-    }                                                                          \
-  } while (false)
 constexpr auto kBound = std::chrono::seconds(30);
 
 using testing::process_runs;
