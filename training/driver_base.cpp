@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <system_error>
 
 #include <spdlog/spdlog.h>
 
@@ -56,6 +57,16 @@ JobProgress DriverBase::step_progress(int epoch, int64_t done, int64_t steps, do
 
 namespace {
 
+// Checkpoint files are never changed in place (write_file_atomically replaces them), so a
+// hard link keeps the selected epoch's bytes without copying them: a job with large
+// embedding shards would otherwise copy them each time validation improves. A copy where
+// the file system has no hard links.
+void link_or_copy(const fs::path& from, const fs::path& to) {
+  std::error_code failed;
+  fs::create_hard_link(from, to, failed);
+  if (failed) fs::copy_file(from, to);
+}
+
 // The folder of `output`'s checkpoint as a run reads it: its pointer, and the state files of
 // its checkpoints/ folder (only the latest checkpoint is kept there).
 void copy_checkpoint(const fs::path& output, const fs::path& into) {
@@ -64,10 +75,10 @@ void copy_checkpoint(const fs::path& output, const fs::path& into) {
   fs::create_directories(staging / "checkpoints");
   if (fs::exists(output / "checkpoints")) {
     for (const auto& entry : fs::directory_iterator(output / "checkpoints")) {
-      if (entry.is_regular_file()) fs::copy_file(entry.path(), staging / "checkpoints" / entry.path().filename());
+      if (entry.is_regular_file()) link_or_copy(entry.path(), staging / "checkpoints" / entry.path().filename());
     }
   }
-  fs::copy_file(output / kCheckpointFileName, staging / kCheckpointFileName);
+  link_or_copy(output / kCheckpointFileName, staging / kCheckpointFileName);
   // Whole or not at all: a crash leaves the previous selection or the new one.
   const fs::path old = into.string() + ".old";
   fs::remove_all(old);
