@@ -26,6 +26,8 @@
 #include "training/cluster_job.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
+#include "training/python_job.h"
+#include "base/file_util.h"
 
 namespace partita::cli {
 
@@ -303,7 +305,9 @@ struct DriverArgs {
   bool resume = false;  // continue from the output folder's last checkpoint
 };
 
-void drive(const DriverArgs& args, const GlobalOptions& global) {
+// What both kinds of driver need first: the cancel signals, death with the head's process,
+// and the head's connection (credentials, watcher of the head's loss, reporter, head watch).
+void install_cancel_signals(const DriverArgs& args) {
   // First of all, so that a cancel as early as the head can send one is one.
   struct sigaction action {};
   action.sa_handler = on_cancel_signal;
@@ -313,8 +317,149 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
   // Die with the head's process, even when it is killed (then nobody else would stop this
   // job). It may have died before this call: then the parent is another process already.
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  const auto head_process_gone = [&] { return ::getppid() != args.head_pid; };
-  if (head_process_gone()) g_cancel.cancel();
+  if (::getppid() != args.head_pid) g_cancel.cancel();
+}
+
+class DriverLink {
+ public:
+  DriverLink(const DriverArgs& args, const GlobalOptions& global)
+      : endpoint_((install_credentials(global), runtime::parse_endpoint(args.head, "--head"))),  // the head's credentials
+        where(endpoint_.to_string()),
+        client_(head_client_options()),
+        system(client_.get()),
+        head(runtime::connect_head(system, endpoint_, kHeadTimeout)),
+        head_lost(std::make_shared<std::atomic<bool>>(false)),
+        cancel(&g_cancel, [](CancelToken*) {}),  // static: never deleted
+        reporter(system, head, where, args.id, args.token),
+        head_watch_(system, head, where),
+        head_pid_(args.head_pid) {
+    // A lost head: the job fails (cleanly: cancelled at its next step, its actors stopped).
+    watcher_ = system.spawn([h = head, c = cancel, lost = head_lost](caf::event_based_actor* self) -> caf::behavior {
+      self->monitor(h);
+      self->set_down_handler([c, lost](caf::down_msg&) {
+        lost->store(true);
+        c->cancel();
+      });
+      return {[](caf::ok_atom) {}};
+    });
+  }
+  ~DriverLink() { caf::anon_send_exit(watcher_, caf::exit_reason::user_shutdown); }
+
+  bool head_gone() const { return head_lost->load() || ::getppid() != head_pid_; }
+  // The job's end, told to the head; false when the head did not take it (gone).
+  bool end(const std::string& state, const std::string& message) {
+    return reporter.update(
+        [&](runtime::JobStatus& s) {
+          s.state = state;
+          s.message = message;
+        },
+        true, kEndReportTimeout);
+  }
+  std::vector<NodeOffer> live_nodes() {
+    std::vector<NodeOffer> offers;
+    for (const runtime::NodeStatus& n : runtime::cluster_status(system, head, where, kHeadTimeout).nodes) {
+      if (n.alive) offers.push_back(
+            {n.info.name, n.info.address, n.member, n.load.memory_available_bytes, n.info.cores, n.load.cached_units});
+    }
+    return offers;
+  }
+  std::string host() const { return endpoint_.host; }
+
+ private:
+  runtime::Endpoint endpoint_;
+
+ public:
+  const std::string where;
+
+ private:
+  runtime::ActorSystem client_;
+
+ public:
+  caf::actor_system& system;
+  const runtime::head_actor head;
+  const std::shared_ptr<std::atomic<bool>> head_lost;
+  const std::shared_ptr<CancelToken> cancel;
+  HeadReporter reporter;
+
+ private:
+  const HeadWatch head_watch_;
+  pid_t head_pid_;
+  caf::actor watcher_;
+};
+
+// A Python job's driver (training/python_job.h): the ranks' output goes to the job's log,
+// one line each, "[rank R] ...".
+void drive_python(const DriverArgs& args, const GlobalOptions& global, const std::string& text) {
+  install_cancel_signals(args);
+  const PythonJob job = python_job_from_json(text);
+  const std::string output = fs::absolute(args.output).lexically_normal().string();
+  DriverLink link(args, global);
+  const std::string& id = args.id;
+  link.reporter.update([](runtime::JobStatus& s) { s.state = "starting"; }, true);
+  spdlog::info("job {}: driver (pid {}) of the Python job {} in {} (head {}), output {}", id, ::getpid(),
+               job.command.size() > 1 ? job.command[1] : "", job.workdir, link.where, output);
+  PythonJobOptions options;
+  options.id = id;
+  options.head = link.where;
+  options.checkpoint_dir = output + "/checkpoints";
+  options.system.threads = global.threads;
+  options.staging_host = link.host();
+  options.cancel = link.cancel;
+  options.live_nodes = [&] { return link.live_nodes(); };
+  std::mutex out_mutex;
+  options.on_output = [&](int rank, const std::string& lines) {
+    std::lock_guard<std::mutex> lock(out_mutex);
+    const std::string prefix = "[rank " + std::to_string(rank) + "] ";
+    for (size_t start = 0; start < lines.size();) {
+      const size_t end = std::min(lines.find('\n', start), lines.size());
+      std::cout << prefix << lines.substr(start, end - start) << '\n';
+      start = end + 1;
+    }
+    std::cout << std::flush;
+  };
+  options.on_owner = [&](const std::string& owner) { link.reporter.update([&](runtime::JobStatus& s) { s.owner = owner; }, true); };
+  options.on_started = [&](const std::vector<std::string>& nodes, const std::vector<int64_t>& pids) {
+    std::string where;
+    for (size_t r = 0; r < nodes.size(); ++r) {
+      where += (r ? ", " : "") + std::to_string(r) + " on " + nodes[r] + " (pid " +
+               (r < pids.size() ? std::to_string(pids[r]) : "-") + ")";
+    }
+    spdlog::info("job {}: ranks {}", id, where);
+    link.reporter.update(
+        [&](runtime::JobStatus& s) {
+          s.state = "running";
+          s.message = std::to_string(nodes.size()) + " rank(s): " + where;
+        },
+        true);
+  };
+  options.on_restart = [&](int restarts, const std::string& why) {
+    link.reporter.update(
+        [&](runtime::JobStatus& s) {
+          s.state = "recovering";
+          s.restarts = restarts;
+          s.message = why;
+        },
+        true);
+  };
+  try {
+    run_python_job(job, options);
+    spdlog::info("job {}: every rank exited with status 0", id);
+    link.end("done", "");
+  } catch (const JobCancelled& e) {
+    if (link.head_gone() || !link.end("cancelled", e.what())) {
+      throw Error("the head at " + link.where + " was lost; the job stops (its checkpoints are in " +
+                  options.checkpoint_dir + ")");
+    }
+    spdlog::info("job {}: {}", id, e.what());
+  } catch (const std::exception& e) {
+    if (!link.head_gone()) link.end("failed", e.what());
+    throw;
+  }
+}
+
+void drive(const DriverArgs& args, const GlobalOptions& global) {
+  if (const std::string text = read_file(args.job_file); is_python_job(text)) return drive_python(args, global, text);
+  install_cancel_signals(args);
   const std::shared_ptr<CancelToken> cancel(&g_cancel, [](CancelToken*) {});  // static: never deleted
   const auto check_cancel = [&](const char* during) {
     if (cancel->cancelled()) throw JobCancelled(std::string("job cancelled ") + during, 0, 0, 0);
@@ -323,37 +468,16 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
   JobConfig job = load_job(args.job_file);
   job.output = fs::absolute(args.output).lexically_normal().string();
   const std::string& id = args.id;
-  const runtime::Endpoint head_endpoint = runtime::parse_endpoint(args.head, "--head");
-  const std::string where = head_endpoint.to_string();
-  install_credentials(global);  // the head's: it passes on its --tls-dir or --insecure
-  runtime::ActorSystem client(head_client_options());
-  caf::actor_system& system = client.get();
-  const runtime::head_actor head = runtime::connect_head(system, head_endpoint, kHeadTimeout);
-
-  // A lost head: the job fails (cleanly: cancelled at its next step, its actors stopped).
-  auto head_lost = std::make_shared<std::atomic<bool>>(false);
-  auto watcher = system.spawn([head, cancel, head_lost](caf::event_based_actor* self) -> caf::behavior {
-    self->monitor(head);
-    self->set_down_handler([cancel, head_lost](caf::down_msg&) {
-      head_lost->store(true);
-      cancel->cancel();
-    });
-    return {[](caf::ok_atom) {}};
-  });
-  struct StopWatcher {
-    caf::actor a;
-    ~StopWatcher() { caf::anon_send_exit(a, caf::exit_reason::user_shutdown); }
-  } stop_watcher{watcher};
-
-  HeadReporter reporter(system, head, where, id, args.token);
-  const HeadWatch head_watch(system, head, where);
+  DriverLink link(args, global);
+  const std::string& where = link.where;
+  HeadReporter& reporter = link.reporter;
   reporter.update([](runtime::JobStatus& s) { s.state = "starting"; }, true);
   spdlog::info("job {}: driver (pid {}) of {} (head {}), output {}", id, ::getpid(), args.job_file, where, job.output);
 
   ClusterJobOptions options;
   options.system.threads = global.threads;
   // The nodes reach this machine where they reach the head: the driver serves them the job's data there.
-  options.staging_host = head_endpoint.host;
+  options.staging_host = link.host();
   add_protocol_types(options.system);
   // The head gave this job a fresh folder, or resumes it there.
   options.run.overwrite = !args.resume;
@@ -378,14 +502,7 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
         epoch_end);
     // The job's driver logs each epoch's line itself (training/job_driver.h): one line an epoch.
   };
-  options.live_nodes = [&] {
-    std::vector<NodeOffer> offers;
-    for (const runtime::NodeStatus& n : runtime::cluster_status(system, head, where, kHeadTimeout).nodes) {
-      if (n.alive) offers.push_back(
-            {n.info.name, n.info.address, n.member, n.load.memory_available_bytes, n.info.cores, n.load.cached_units});
-    }
-    return offers;
-  };
+  options.live_nodes = [&] { return link.live_nodes(); };
   options.on_placed = [&](const std::vector<std::string>& partitions, const std::vector<int64_t>& bytes) {
     std::string text;
     for (size_t p = 0; p < partitions.size(); ++p) text += (p ? ", " : "") + std::to_string(p) + " on " + partitions[p];
@@ -406,15 +523,6 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
         },
         true);
   };
-  // The job's end, told to the head; false when the head did not take it (gone).
-  auto end = [&](const std::string& state, const std::string& message) {
-    return reporter.update(
-        [&](runtime::JobStatus& s) {
-          s.state = state;
-          s.message = message;
-        },
-        true, kEndReportTimeout);
-  };
   const auto head_gone = [&] {
     return "the head at " + where + " was lost; the job stops (its last checkpoint is in " + job.output + ")";
   };
@@ -428,16 +536,16 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
       spdlog::info("job {}: epoch {}: train loss {:.4f}, val accuracy {:.4f}, test accuracy {:.4f}; parameter hash {}", id,
                    last.epoch, last.train_loss, last.val_accuracy, last.test_accuracy, report.parameter_hash);
     }
-    end("done", "");
+    link.end("done", "");
   } catch (const JobCancelled& e) {
     // A cancel from the head, or the head's process dying (its SIGTERM may come while the
     // head's threads are still going down, so the parent pid has not changed yet): the
     // head that takes the end asked for it.
-    if (head_lost->load() || head_process_gone() || !end("cancelled", e.what())) throw Error(head_gone());
+    if (link.head_gone() || !link.end("cancelled", e.what())) throw Error(head_gone());
     spdlog::info("job {}: {}", id, e.what());  // asked for: no error
     return;
   } catch (const std::exception& e) {
-    if (!head_lost->load() && !head_process_gone()) end("failed", e.what());
+    if (!link.head_gone()) link.end("failed", e.what());
     throw;
   }
 }
@@ -461,6 +569,24 @@ void submit_to_head(const std::string& address, const std::string& job_file, con
     std::cout << "job " << id << " submitted to " << c.where << std::endl;
   }
   follow_or_detach(c, address, id, detach, from);
+}
+
+void submit_python_to_head(const std::string& address, const PythonJob& given, bool detach, const GlobalOptions& global) {
+  const PythonJob job = checked_python_job(given);
+  HeadConnection c(address, global);
+  if (job.ranks > 0) {
+    int64_t live = 0;
+    for (const auto& n : runtime::cluster_status(c.system, c.head, c.where, kHeadTimeout).nodes) live += n.alive ? 1 : 0;
+    if (job.ranks > live * job.slots_per_node) {
+      throw UsageError("world size " + std::to_string(job.ranks) + " (--ranks) is larger than the cluster's " +
+                       std::to_string(live * job.slots_per_node) + " trainer slot(s): " + std::to_string(live) +
+                       " live node(s), " + std::to_string(job.slots_per_node) + " slot(s) each (--slots-per-node)");
+    }
+  }
+  const std::string name = fs::path(job.command[1]).stem().string();
+  const std::string id = runtime::submit_job(c.system, c.head, c.where, name, python_job_json(job), kHeadTimeout);
+  std::cout << "job " << id << " submitted to " << c.where << std::endl;
+  follow_or_detach(c, address, id, detach, 0);
 }
 
 void resume_job_on_head(const std::string& address, const std::string& id, bool detach, const GlobalOptions& global) {

@@ -8,6 +8,10 @@
 #include "runtime/host.h"
 #include "tools/cli_checks.h"
 
+namespace partita {
+struct PythonJob;  // training/python_job.h
+}
+
 namespace partita::cli {
 
 // Options every subcommand shares.
@@ -58,6 +62,11 @@ void add_cluster_command(CLI::App& app, const GlobalOptions& global);
 // instead. Throws Error when the job fails.
 void submit_to_head(const std::string& address, const std::string& job_file, const std::string& output, bool detach,
                     bool resume, const GlobalOptions& global);
+
+// `partita submit -- python3 SCRIPT ARGS`: checks the Python job here (its script inside
+// its working folder, its world size within the live nodes' trainer slots), submits it to
+// the head at `address`, then as submit_to_head. Throws UsageError naming the problem.
+void submit_python_to_head(const std::string& address, const PythonJob& job, bool detach, const GlobalOptions& global);
 
 // `partita job list` (`id` empty) and `partita job status JOB`: the head's submitted jobs
 // as a table, one job's details, or JSON (runtime/cluster/status_json.h). Throws Error for

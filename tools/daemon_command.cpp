@@ -30,6 +30,7 @@
 #include "dashboard/status_board.h"
 #include "dashboard/status_server.h"
 #include "runtime/daemon.h"
+#include "runtime/launcher/launcher.h"
 #include "runtime/staging/stager.h"
 #include "runtime/tls/certificates.h"
 #include "runtime/tls/credentials.h"
@@ -178,6 +179,12 @@ void run_daemon_command(DaemonArgs& o, const GlobalOptions& global,
   cache.dir = o.cache;
   cache.max_bytes = static_cast<uint64_t>(o.cache_max_mb) << 20;
   runtime::add_stager_type(types, cache);
+  // A Python job's processes (runtime/launcher/launcher.h): run from the folders this cache
+  // stages, with this daemon's credentials (they are members of the cluster like the node).
+  runtime::LauncherOptions launcher;
+  launcher.cache_dir = std::filesystem::absolute(o.cache).lexically_normal().string();
+  if (!global.insecure) launcher.tls_dir = std::filesystem::absolute(runtime::tls::credentials_dir(global.tls_dir)).string();
+  runtime::add_launcher_type(types, launcher);
   runtime::run_daemon(options, std::move(types), [&on_ready](const runtime::Endpoint& bound, const std::string&) {
     // The one line on stdout, for scripts and tests to learn the port; logs go to stderr.
     std::cout << kReadyLine << bound.to_string() << std::endl;

@@ -4,22 +4,29 @@
 // partita submit JOB.yaml --address HEAD (or partita job submit JOB.yaml): the job goes to a
 // cluster's head, whose driver runs it (tools/cluster_job_commands.cpp); partita job
 // list|status|logs|stop|resume: the head's jobs.
+// partita submit --address HEAD -- python3 SCRIPT [ARGS] (or partita job submit -- ...): a
+// Python job, the user's script on the cluster's nodes (training/python_job.h).
+#include <filesystem>
 #include <iostream>
 
 #include "actors/protocol.h"
 #include "base/error.h"
 #include "dashboard/status_board.h"
 #include "dashboard/status_server.h"
+#include "runtime/launcher/launcher.h"
 #include "runtime/runtime.h"
 #include "tools/commands.h"
 #include "tools/head_address.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
 #include "training/job_actor_types.h"
+#include "training/python_job.h"
 
 namespace partita::cli {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 struct JobOptions {
   std::string job_file;
@@ -32,6 +39,9 @@ struct JobOptions {
   int connect_timeout_s = 10;
   std::string dashboard;  // [HOST:]PORT of the status page; empty: none
   int64_t seed = -1;      // overrides train.seed when >= 0
+  // A Python job (`submit -- python3 SCRIPT ARGS`): the words after the first positional.
+  std::vector<std::string> command;
+  PythonJob python;
 };
 
 // The runtime's nodes for the status page; `lost` (an Error naming a lost node) marks it.
@@ -127,8 +137,9 @@ void run(const JobOptions& o, const GlobalOptions& global) {
   }
 }
 
-void add_job_options(CLI::App* cmd, JobOptions& o) {
-  cmd->add_option("job", o.job_file, "the job file (YAML, see examples/)")->required();
+void add_job_options(CLI::App* cmd, JobOptions& o, bool job_required = true) {
+  CLI::Option* job = cmd->add_option("job", o.job_file, "the job file (YAML, see examples/)");
+  if (job_required) job->required();
   cmd->add_option("-o,--output", o.output, "folder for checkpoints and metrics (overrides the job's output)");
   cmd->add_flag("--resume", o.resume, "continue from the output folder's last checkpoint");
   cmd->add_flag("--overwrite", o.overwrite, "start afresh even if the output folder holds a run");
@@ -137,9 +148,43 @@ void add_job_options(CLI::App* cmd, JobOptions& o) {
   cmd->add_option("--seed", o.seed, "train.seed for this run (the job file's otherwise)")->check(CLI::NonNegativeNumber);
 }
 
+// The flags of a Python job (`submit -- python3 SCRIPT ARGS`), on submit and job submit.
+void add_python_options(CLI::App* cmd, JobOptions& o) {
+  cmd->add_option("command", o.command, "a Python job: after --, the rest of PYTHON SCRIPT [ARGS...]");
+  cmd->add_option("--ranks", o.python.ranks, "a Python job's world size (0: one rank per trainer slot)")
+      ->check(cli::in_range(0, kMaxPythonRanks))
+      ->capture_default_str();
+  cmd->add_option("--slots-per-node", o.python.slots_per_node, "a Python job's trainer slots on each node")
+      ->check(cli::in_range(1, kMaxSlotsPerNode))
+      ->capture_default_str();
+  cmd->add_option("--max-restarts", o.python.max_restarts, "a Python job's restarts after lost nodes")
+      ->check(cli::in_range(0, 100))
+      ->capture_default_str();
+  cmd->add_option("--workdir", o.python.workdir,
+                  "a Python job's working folder, staged to the nodes (default: this command's)");
+}
+
+// A Python job, to the head (tools/commands.h: submit_python_to_head).
+void submit_python(const JobOptions& o, const GlobalOptions& global) {
+  if (!o.daemons.empty()) throw UsageError("a Python job runs on a cluster's head (--address), not on --daemons");
+  if (o.resume || o.overwrite || !o.output.empty() || !o.dashboard.empty() || o.seed >= 0) {
+    throw UsageError("--resume, --overwrite, --output, --dashboard and --seed are for YAML jobs; a Python job's script "
+                     "resumes from partita.checkpoint_dir()");
+  }
+  PythonJob job = o.python;
+  job.command.push_back(o.job_file);
+  job.command.insert(job.command.end(), o.command.begin(), o.command.end());
+  if (job.workdir.empty()) job.workdir = fs::current_path().string();
+  submit_python_to_head(o.address, job, o.detach, global);
+}
+
 // `submit`: on daemons this process drives (--daemons), or on a cluster's head (--address,
 // $PARTITA_ADDRESS or ~/.partita/head_address: tools/head_address.h).
 void submit(const JobOptions& o, const GlobalOptions& global) {
+  if (o.job_file.empty()) throw UsageError("submit needs a job file, or a Python job: submit -- python3 SCRIPT [ARGS...]");
+  if (!o.command.empty() || runtime::is_python_interpreter_name(fs::path(o.job_file).filename().string())) {
+    return submit_python(o, global);
+  }
   const bool to_head = !o.address.empty() || (o.daemons.empty() && head_address_given(""));
   if (to_head == !o.daemons.empty() || (!o.address.empty() && !o.daemons.empty())) {
     throw UsageError("submit needs either --address HEAD (a cluster's head runs the job; or $PARTITA_ADDRESS) or "
@@ -173,8 +218,10 @@ void add_run_command(CLI::App& app, const GlobalOptions& global) {
 
 void add_submit_command(CLI::App& app, const GlobalOptions& global) {
   auto o = std::make_shared<JobOptions>();
-  CLI::App* cmd = app.add_subcommand("submit", "run a training job on node daemons (partita daemon)");
-  add_job_options(cmd, *o);
+  CLI::App* cmd = app.add_subcommand(
+      "submit", "run a training job on node daemons (partita daemon), or a Python job: submit -- python3 SCRIPT [ARGS]");
+  add_job_options(cmd, *o, false);
+  add_python_options(cmd, *o);
   cmd->add_option("--daemons", o->daemons, "HOST:PORT of every daemon, comma-separated (a cluster without a head)")
       ->delimiter(',');
   cmd->add_option("--address", o->address,
@@ -193,12 +240,19 @@ void add_job_command(CLI::App& app, const GlobalOptions& global) {
 
   auto o = std::make_shared<JobOptions>();
   CLI::App* cmd = job->add_subcommand("submit", "submit a training job to the cluster's head (it runs the job)");
-  cmd->add_option("job", o->job_file, "the job file (YAML, see examples/)")->required();
+  cmd->add_option("job", o->job_file, "the job file (YAML, see examples/), or after --, python3 SCRIPT [ARGS...]")
+      ->required();
+  add_python_options(cmd, *o);
   cmd->add_option("--address", o->address, kHeadAddressHelp);
   cmd->add_flag("--detach", o->detach, "return once the job is submitted");
   cmd->add_flag("--resume", o->resume,
                 "continue the latest cancelled or failed job of this file's name from its last checkpoint");
-  cmd->callback([o, &global] { submit_to_head(o->address, o->job_file, "", o->detach, o->resume, global); });
+  cmd->callback([o, &global] {
+    if (!o->command.empty() || runtime::is_python_interpreter_name(fs::path(o->job_file).filename().string())) {
+      return submit_python(*o, global);
+    }
+    submit_to_head(o->address, o->job_file, "", o->detach, o->resume, global);
+  });
 
   struct Options {
     std::string id;

@@ -15,6 +15,12 @@ Node ids are the dataset's own (``data``'s row numbers), whatever the number of 
 Data-parallel training over several processes (``partita.init_process_group``,
 ``partita.average_gradients``, ``partita.allreduce_``): see ``partita.distributed``.
 
+A script run as a Python job on a cluster (``partita submit --address HEAD -- python3
+train.py``) finds its rank, world size and head in its environment (``partita.init()``
+connects to the job's head, ``partita.init_process_group()`` joins the job's group), and
+keeps what it must resume from in ``partita.checkpoint_dir()`` (``save_checkpoint``,
+``load_checkpoint``): a job restarted after a lost node finds it there.
+
 Errors are ``partita.Error`` (a RuntimeError), ``partita.UsageError`` (also a ValueError:
 a bad argument, a node id outside the graph) and ``partita.RuntimeClosedError`` (the
 runtime is not running).
@@ -34,7 +40,7 @@ from .distributed import (allreduce_, average_gradients, destroy_process_group, 
 
 __all__ = ["Error", "Graph", "RuntimeClosedError", "UsageError", "allreduce_", "average_gradients",
            "destroy_process_group", "distributed", "get_rank", "get_world_size", "init", "init_process_group",
-           "is_running", "nodes", "partition", "shutdown"]
+           "is_running", "nodes", "partition", "shutdown", "checkpoint_dir", "save_checkpoint", "load_checkpoint"]
 
 
 def init(address=None, *, tls_dir=None, threads=0, log_level="warning", timeout=10.0):
@@ -49,7 +55,13 @@ def init(address=None, *, tls_dir=None, threads=0, log_level="warning", timeout=
     must be a node's (``partita cluster cert NAME --role node``); a user's is refused with
     an Error that says so. Logs below `log_level` ("trace" ... "error", "off") are dropped. Raises UsageError when
     it is running already, Error when the head or a node does not answer within `timeout`
-    seconds."""
+    seconds.
+
+    In a Python job's process ($PARTITA_JOB set: ``partita submit -- python3 SCRIPT``),
+    `address` defaults to the job's head, $PARTITA_ADDRESS, and `tls_dir` to the node's
+    credentials ($PARTITA_TLS_DIR, set by the node that runs the process)."""
+    if address is None and os.environ.get("PARTITA_JOB"):
+        address = os.environ.get("PARTITA_ADDRESS") or None
     if not isinstance(threads, int) or isinstance(threads, bool):
         raise TypeError(f"partita.init(): threads must be an int, not {type(threads).__name__}")
     if address is not None and not isinstance(address, str):
@@ -74,6 +86,47 @@ def nodes():
 
 
 atexit.register(_partita.shutdown)
+
+
+def checkpoint_dir():
+    """The folder a script keeps what it resumes from, created if missing.
+
+    In a Python job: $PARTITA_CHECKPOINT_DIR, the job's own folder (RUNS/ID/checkpoints on
+    the head's machine), the same for every rank and every restart of the job: a job
+    restarted after a lost node, or continued with ``partita job resume``, finds there what
+    its last attempt saved. Outside a job: ``partita-checkpoints`` in the working folder."""
+    folder = os.environ.get("PARTITA_CHECKPOINT_DIR") or os.path.join(os.getcwd(), "partita-checkpoints")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+def save_checkpoint(state, name="checkpoint.pt"):
+    """Saves `state` (anything ``torch.save`` takes) as `name` in checkpoint_dir(), whole
+    or not at all: it is written beside, flushed to disk, then renamed over the last one, so
+    a process killed meanwhile leaves the previous checkpoint. Every rank of a
+    data-parallel job holds the same parameters: one rank (rank 0) saves. Returns the path."""
+    import torch
+    if not isinstance(name, str) or not name or os.sep in name or name in (".", ".."):
+        raise UsageError(f"save_checkpoint: name must be a file name, not {name!r}")
+    path = os.path.join(checkpoint_dir(), name)
+    partial = f"{path}.partial-{os.getpid()}"
+    with open(partial, "wb") as f:
+        torch.save(state, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(partial, path)
+    return path
+
+
+def load_checkpoint(name="checkpoint.pt"):
+    """What save_checkpoint last saved as `name`, or None when nothing was saved yet."""
+    import torch
+    if not isinstance(name, str) or not name or os.sep in name or name in (".", ".."):
+        raise UsageError(f"load_checkpoint: name must be a file name, not {name!r}")
+    path = os.path.join(checkpoint_dir(), name)
+    if not os.path.exists(path):
+        return None
+    return torch.load(path)
 
 
 def partition(source, output, num_parts=2, *, format=None, method="metis", seed=0, split_seed=0,

@@ -57,13 +57,15 @@ def _int_setting(value, env, default, name):
     return value
 
 
-def init_process_group(rank=None, world_size=None, group="default", *, timeout=300.0, op_timeout=60.0):
+def init_process_group(rank=None, world_size=None, group=None, *, timeout=300.0, op_timeout=60.0):
     """Joins this process to the group as `rank` of `world_size` and returns once every rank
     has joined and their ring is up.
 
     `rank` and `world_size` default to $PARTITA_RANK and $PARTITA_WORLD_SIZE (0 and 1 when
-    unset). Ranks of one job give the same `group` name and world size; two jobs on one
-    cluster use two names. `timeout` (seconds) bounds the wait for the other ranks and the
+    unset), `group` to $PARTITA_GROUP ("default" when unset): a Python job's ranks
+    (``partita submit -- python3 SCRIPT``) get all three, the group's name unique to the job
+    and its attempt. Ranks of one job give the same `group` name and world size; two jobs on
+    one cluster use two names. `timeout` (seconds) bounds the wait for the other ranks and the
     ring's set-up; `op_timeout` each allreduce. Raises UsageError when a group is
     initialised already in this process, for a rank outside 0..world_size-1, and for a
     world size over 1 when the runtime is not connected to a cluster
@@ -74,6 +76,8 @@ def init_process_group(rank=None, world_size=None, group="default", *, timeout=3
                          f"(destroy_process_group() first)")
     rank = _int_setting(rank, "PARTITA_RANK", 0, "rank")
     world_size = _int_setting(world_size, "PARTITA_WORLD_SIZE", 1, "world_size")
+    if group is None:
+        group = os.environ.get("PARTITA_GROUP") or "default"
     if not isinstance(group, str):
         raise TypeError(f"init_process_group: group must be a str, not {type(group).__name__}")
     _group = _partita.ProcessGroup(group, rank, world_size, float(timeout), float(op_timeout))
