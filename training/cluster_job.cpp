@@ -14,8 +14,7 @@
 #include "partitioner/partition_format.h"
 #include "runtime/errors.h"
 #include "runtime/runtime.h"
-#include "runtime/staging/stage_server.h"
-#include "runtime/staging/stager.h"
+#include "runtime/staging/node_staging.h"
 
 namespace partita {
 
@@ -62,53 +61,22 @@ std::vector<std::string> stage_partitions(runtime::Runtime& rt, const JobConfig&
   const std::string dir = job.partition_dir();
   const runtime::StagedUnit top = runtime::describe_unit(dir, "", top_files(job));
   std::map<int, runtime::StagedUnit> parts;
-  runtime::StageServer server(options.staging_host, options.staging_deadline);
-  std::vector<caf::actor> stagers;
-  std::vector<std::vector<runtime::StagedUnit>> requests;
-  caf::scoped_actor self(rt.system());
-  // The stagers go with the staging, and are gone when it returns (a node lists the actors
-  // it runs by owner: one left over would show as another job), waited for at most 5 s.
-  struct StopStagers {
-    caf::scoped_actor& self;
-    std::vector<caf::actor>& stagers;
-    ~StopStagers() {
-      for (const auto& s : stagers) {
-        self->monitor(s);
-        self->send_exit(s, caf::exit_reason::user_shutdown);
-      }
-      for (size_t gone = 0; gone < stagers.size(); ++gone) {
-        bool timed_out = false;
-        self->receive([](const caf::down_msg&) {}, caf::after(std::chrono::seconds(5)) >> [&] { timed_out = true; });
-        if (timed_out) break;
-      }
-    }
-  } stop{self, stagers};
-  std::vector<caf::response_handle<caf::blocking_actor, caf::message, true>> pending;
+  std::vector<std::vector<runtime::ServedUnit>> served;
   for (int node = 0; node < rt.num_nodes(); ++node) {
-    std::vector<runtime::ServedUnit> served{{dir, top}};
+    served.push_back({{dir, top}});
     for (int p : parts_on(job, placement, node)) {
       const std::string name = "part" + std::to_string(p);
       if (!parts.count(p)) parts.emplace(p, runtime::describe_unit(dir + "/" + name, name));
-      served.push_back({dir + "/" + name, parts.at(p)});
+      served.back().push_back({dir + "/" + name, parts.at(p)});
     }
-    std::vector<runtime::StagedUnit> units;
-    for (const auto& s : served) units.push_back(s.unit);
-    const runtime::ChannelOffer offer = server.open(std::move(served));
-    stagers.push_back(rt.spawn(node, runtime::kStagerType, {}));
-    requests.push_back(units);
-    pending.push_back(self->request(stagers.back(), caf::duration(options.staging_deadline), runtime::stage_atom::value,
-                                    runtime::stage_request_json(units, offer)));
   }
+  const std::vector<runtime::StageOutcome> outcomes =
+      runtime::stage_on_nodes(rt, served, options.staging_host, options.staging_deadline, "the job's data");
   std::vector<std::string> dirs;
   for (int node = 0; node < rt.num_nodes(); ++node) {
-    std::optional<std::string> failure;
-    std::string answer;
-    pending[node].receive([&](std::string& outcome) { answer = std::move(outcome); },
-                          [&](caf::error& e) { failure = runtime::describe(rt.system(), e); });
-    if (failure) throw Error("staging the job's data on " + rt.node_name(node) + " failed: " + *failure);
-    const runtime::StageOutcome outcome = runtime::stage_outcome_from_json(answer);
+    const runtime::StageOutcome& outcome = outcomes[node];
     uint64_t bytes = 0;
-    for (const auto& u : requests[node]) bytes += u.bytes();
+    for (const auto& u : served[node]) bytes += u.unit.bytes();
     spdlog::info("staged {} of {} byte(s) ({} file(s)) on {}: {} unit(s) copied, {} reused from its cache{}; its cache holds {} bytes",
                  outcome.bytes_copied, bytes, outcome.files_copied, rt.node_name(node), outcome.units_copied,
                  outcome.units_reused, outcome.damaged.empty() ? "" : " (" + std::to_string(outcome.damaged.size()) + " damaged, fetched again)",

@@ -13,8 +13,7 @@
 #include "runtime/errors.h"
 #include "runtime/launcher/launcher.h"
 #include "runtime/runtime.h"
-#include "runtime/staging/stage_server.h"
-#include "runtime/staging/stager.h"
+#include "runtime/staging/node_staging.h"
 
 namespace partita {
 
@@ -65,29 +64,14 @@ std::vector<runtime::ServedUnit> workdir_units(const std::string& workdir) {
 
 // Stages the working folder on every node of `rt`; returns the staged folder on each.
 std::vector<std::string> stage_workdir(runtime::Runtime& rt, const std::string& workdir, const PythonJobOptions& options) {
-  const std::vector<runtime::ServedUnit> served = workdir_units(workdir);
-  std::vector<runtime::StagedUnit> units;
-  for (const auto& s : served) units.push_back(s.unit);
-  runtime::StageServer server(options.staging_host, options.staging_deadline);
-  caf::scoped_actor self(rt.system());
-  std::vector<caf::response_handle<caf::blocking_actor, caf::message, true>> pending;
-  for (int node = 0; node < rt.num_nodes(); ++node) {
-    const runtime::ChannelOffer offer = server.open(served);
-    const caf::actor stager = rt.spawn(node, runtime::kStagerType, {});  // stops after its answer
-    pending.push_back(self->request(stager, caf::duration(options.staging_deadline), runtime::stage_atom::value,
-                                    runtime::stage_request_json(units, offer)));
-  }
+  const std::vector<std::vector<runtime::ServedUnit>> served(rt.num_nodes(), workdir_units(workdir));
   std::vector<std::string> dirs;
+  const auto outcomes =
+      runtime::stage_on_nodes(rt, served, options.staging_host, options.staging_deadline, "the working folder");
   for (int node = 0; node < rt.num_nodes(); ++node) {
-    std::optional<std::string> failure;
-    std::string answer;
-    pending[node].receive([&](std::string& outcome) { answer = std::move(outcome); },
-                          [&](caf::error& e) { failure = runtime::describe(rt.system(), e); });
-    if (failure) throw Error("staging the working folder on " + rt.node_name(node) + " failed: " + *failure);
-    const runtime::StageOutcome outcome = runtime::stage_outcome_from_json(answer);
     spdlog::info("staged the working folder on {}: {} byte(s) copied, {} unit(s) reused from its cache",
-                 rt.node_name(node), outcome.bytes_copied, outcome.units_reused);
-    dirs.push_back(outcome.folder);
+                 rt.node_name(node), outcomes[node].bytes_copied, outcomes[node].units_reused);
+    dirs.push_back(outcomes[node].folder);
   }
   return dirs;
 }

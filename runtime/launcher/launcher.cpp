@@ -121,6 +121,10 @@ std::vector<std::string> environment(const std::map<std::string, std::string>& w
     env.push_back(entry);
   }
   env.push_back("PYTHONPATH=" + python_path);
+  // Lines as they are printed, not when a pipe's buffer fills or the process ends.
+  if (std::none_of(env.begin(), env.end(), [](const std::string& e) { return e.rfind("PYTHONUNBUFFERED=", 0) == 0; })) {
+    env.push_back("PYTHONUNBUFFERED=1");
+  }
   for (const auto& [name, value] : wanted) env.push_back(name + "=" + value);
   if (!options.tls_dir.empty()) env.push_back("PARTITA_TLS_DIR=" + options.tls_dir);
   return env;

@@ -30,7 +30,8 @@
 //
 // The process runs as the daemon's user in `cwd`, with the daemon's environment less its
 // PARTITA_ variables, plus the request's, PYTHONPATH starting with `cwd` (the staged
-// folder's modules import as they did in the working folder), and PARTITA_TLS_DIR, the
+// folder's modules import as they did in the working folder), PYTHONUNBUFFERED=1 (unless the
+// daemon's environment sets it: lines come as they are printed), and PARTITA_TLS_DIR, the
 // daemon's own credentials folder (absent in insecure mode): the process is a member of
 // the cluster like the node (partita.init(address=...) needs a node's certificate, docs/
 // cluster.md) and reads only files its user reads already.
