@@ -275,6 +275,25 @@ std::vector<NodeOffer> nodes_for(int world, const PythonJob& job, const PythonJo
   }
 }
 
+// Connects to the nodes. A node may still be closing the previous attempt's connection
+// (CAF refuses a second handshake from the same process while the first is open): a
+// failure is retried until placement_wait passed.
+std::unique_ptr<runtime::Runtime> connect(const std::vector<std::string>& addresses, const PythonJobOptions& options) {
+  const auto until = Clock::now() + options.placement_wait;
+  for (;;) {
+    try {
+      return runtime::Runtime::connect(options.system, addresses, options.connect_timeout);
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      if (Clock::now() >= until) throw;
+      if (options.cancel && options.cancel->cancelled()) throw JobCancelled("job cancelled while connecting to its nodes", 0, 0, 0);
+      spdlog::info("{}; connecting again", e.what());
+      std::this_thread::sleep_for(options.poll);
+    }
+  }
+}
+
 }  // namespace
 
 std::string python_job_json(const PythonJob& job) {
@@ -371,7 +390,7 @@ void run_python_job(const PythonJob& given, const PythonJobOptions& options) {
     std::vector<std::string> addresses, node_of_rank;
     for (int n = 0; n < used_count; ++n) addresses.push_back(nodes[n].address);
     for (int r = 0; r < world; ++r) node_of_rank.push_back(nodes[r % used_count].name);
-    std::unique_ptr<runtime::Runtime> rt = runtime::Runtime::connect(options.system, addresses, options.connect_timeout);
+    std::unique_ptr<runtime::Runtime> rt = connect(addresses, options);
     AttemptEnd end;
     {
       const std::vector<std::string> staged = stage_workdir(*rt, job.workdir, options);
