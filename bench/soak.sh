@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Memory, threads and file descriptors over a long job: does anything grow per epoch?
 #
-#   bench/soak.sh [EPOCHS] [WORKDIR]      # default: 300 epochs, a temporary folder
+#   bench/soak.sh [EPOCHS] [WORKDIR] [SETUPS]  # default: 300 epochs, a temporary folder,
+#                                              # "local local-a1 daemons"
 #
 # Runs the same job (GraphSAGE on a generated 20k-node SBM graph, 2 partitions: about ten
 # epochs a second on 2 cores) in three set-ups, one after the other:
@@ -24,6 +25,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PARTITA="${PARTITA:-$ROOT/build/tools/partita}"
 EPOCHS="${1:-300}"
 WORK="${2:-$(mktemp -d)}"
+SETUPS="${3:-local local-a1 daemons}"
 mkdir -p "$WORK"
 cleanup() {
   for pid in $(jobs -p); do kill "$pid" 2>/dev/null || true; done
@@ -72,6 +74,7 @@ report() {
 
 echo "soak: $EPOCHS epochs of GraphSAGE on a 20k-node SBM graph, 2 partitions; samples every second" >&2
 for setup in local local-a1; do
+  case " $SETUPS " in *" $setup "*) ;; *) continue ;; esac
   rm -f "$WORK/$setup.samples"
   if [ "$setup" = local-a1 ]; then export MALLOC_ARENA_MAX=1; else unset MALLOC_ARENA_MAX; fi
   "$PARTITA" --log-level warn run "$WORK/job.yaml" --output "$WORK/$setup" --overwrite >"$WORK/$setup.log" 2>&1 &
@@ -83,6 +86,7 @@ for setup in local local-a1; do
   report "$setup" "$WORK/$setup.samples"
 done
 unset MALLOC_ARENA_MAX
+case " $SETUPS " in *" daemons "*) ;; *) exit 0 ;; esac
 
 daemons=() pids=()
 for i in 1 2; do

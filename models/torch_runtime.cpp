@@ -8,6 +8,7 @@
 #include <ATen/Parallel.h>
 #include <c10/core/CPUAllocator.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <thread>
@@ -77,6 +78,12 @@ void tune_malloc_for_training() {
   // those stay mmapped whatever the threshold, but the common tensors of a batch fit.
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+void release_heap_between_epochs(uint64_t epoch) {
+  static std::atomic<uint64_t> trimmed_for{0};
+  if (trimmed_for.exchange(epoch) == epoch) return;
+  ::malloc_trim(0);
 }
 
 namespace {

@@ -3,6 +3,7 @@
 // points at; with the reference BLAS, matmul is 15-25x slower, silently.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace partita {
@@ -32,6 +33,16 @@ int blas_threads();
 // the kept heap grows by every step's tensors (a job's memory grew without bound). For
 // processes that train; call before the first step. Idempotent.
 void tune_malloc_for_training();
+
+// Gives the heap's free pages back to the system (malloc_trim), once per epoch in a process
+// whatever the number of its trainers: the first caller for `epoch` trims, later callers for
+// the same epoch return at once. Called by a trainer as it starts an epoch, after the
+// previous epoch's evaluation and checkpoint freed their buffers. Why: the heap kept by
+// tune_malloc_for_training is spread over one glibc arena per thread that allocated, and
+// chunks freed in one arena are not reused by another, so a process that drives a job and
+// trains in it grew by 1-2% over 2,000 epochs (bench/soak.sh) where one arena stayed flat.
+// Trimming between epochs costs no page faults inside an epoch's steps.
+void release_heap_between_epochs(uint64_t epoch);
 
 // The BLAS library loaded into this process ("openblas", "reference", or the library's
 // file name), read from the process's loaded shared objects after a matmul forced it in.

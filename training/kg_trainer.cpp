@@ -511,6 +511,7 @@ kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::
       [self, r](train_epoch_atom, uint64_t epoch, int64_t steps, caf::actor& driver) {
         try {
           if (!r->allreduce) throw Error("not set up");
+          release_heap_between_epochs(epoch);
           if (r->disk) {
             r->plan = plan_bucket_epoch(*r->triples, r->table_id, r->disk->shape(), r->job.link.embedding_partitions,
                                         r->job.link.embedding_buffer, r->job.seed, epoch, r->job.batch_size);

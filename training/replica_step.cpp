@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "runtime/collective/allreduce_stopped.h"
 #include "models/checkpoint.h"
+#include "models/torch_runtime.h"
 
 namespace partita {
 
@@ -29,6 +30,7 @@ caf::result<bool> set_up_replica(caf::actor_system& system, int index, std::chro
 
 void run_epoch(const caf::actor& driver, int32_t trainer, uint64_t epoch, const std::function<void()>& steps) {
   try {
+    release_heap_between_epochs(epoch);
     steps();
     caf::anon_send(driver, train_done_atom::value, trainer, epoch);
   } catch (const std::exception& e) {
