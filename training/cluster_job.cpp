@@ -15,22 +15,13 @@
 #include "runtime/errors.h"
 #include "runtime/runtime.h"
 #include "runtime/staging/node_staging.h"
+#include "training/usable_nodes.h"
 
 namespace partita {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// Nodes lost by an earlier attempt stay out until they come back as new members.
-std::vector<NodeOffer> usable(const std::vector<NodeOffer>& live, const std::map<std::string, uint64_t>& lost) {
-  std::vector<NodeOffer> nodes;
-  for (const NodeOffer& n : live) {
-    auto it = lost.find(n.address);
-    if (it == lost.end() || n.member > it->second) nodes.push_back(n);
-  }
-  return nodes;
-}
 
 // The parts `node` (of the runtime's) opens: those placed there, or every part for a job
 // whose actors read all of them (a relational trainer's node types, temporal sampling's
@@ -138,7 +129,7 @@ JobReport run_cluster_job(const JobConfig& job, const ClusterJobOptions& options
     std::vector<int> placement;
     const auto until = std::chrono::steady_clock::now() + (restarts > 0 ? options.placement_wait : std::chrono::milliseconds(0));
     for (;;) {
-      nodes = usable(options.live_nodes(), lost);
+      nodes = usable_nodes(options.live_nodes(), lost);
       try {
         // Without the nodes the last attempt could not reach, if the job fits without them.
         std::vector<NodeOffer> reachable;

@@ -14,6 +14,7 @@
 #include "runtime/launcher/launcher.h"
 #include "runtime/runtime.h"
 #include "runtime/staging/node_staging.h"
+#include "training/usable_nodes.h"
 
 namespace partita {
 
@@ -242,22 +243,13 @@ std::string launch_request(const PythonJob& job, const PythonJobOptions& options
   return json{{"index", rank}, {"argv", job.command}, {"cwd", cwd}, {"env", env}}.dump();
 }
 
-std::vector<NodeOffer> usable(const std::vector<NodeOffer>& live, const std::map<std::string, uint64_t>& lost) {
-  std::vector<NodeOffer> nodes;
-  for (const NodeOffer& n : live) {
-    auto it = lost.find(n.address);
-    if (it == lost.end() || n.member > it->second) nodes.push_back(n);
-  }
-  return nodes;
-}
-
 // The live nodes (lost ones left out) whose slots hold `world` ranks: at once on the first
 // attempt, else waiting up to placement_wait. Throws PlacementError saying what is missing.
 std::vector<NodeOffer> nodes_for(int world, const PythonJob& job, const PythonJobOptions& options,
                                  const std::map<std::string, uint64_t>& lost, int restarts) {
   const auto until = Clock::now() + (restarts > 0 ? options.placement_wait : std::chrono::milliseconds(0));
   for (;;) {
-    std::vector<NodeOffer> nodes = usable(options.live_nodes(), lost);
+    std::vector<NodeOffer> nodes = usable_nodes(options.live_nodes(), lost);
     const int64_t slots = static_cast<int64_t>(nodes.size()) * job.slots_per_node;
     if (world > 0 && slots >= world) return nodes;
     if (world == 0 && slots > 0) return nodes;
