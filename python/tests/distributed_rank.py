@@ -103,5 +103,26 @@ def main(argv):
         partita.shutdown()
 
 
+def one_process_reference(graph, world_size, epochs=EPOCHS):
+    """The ranks' training in one process: the same replicas, each share's gradients averaged here."""
+    model = new_model(graph)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    loaders = [loader(graph, share(graph, r, world_size)) for r in range(world_size)]
+    for _ in range(epochs):
+        for batches in zip(*loaders):
+            grads = []
+            for batch in batches:
+                optimizer.zero_grad()
+                loss_of(model, batch).backward()
+                grads.append([p.grad.clone() for p in model.parameters()])
+            for p, *gs in zip(model.parameters(), *grads):
+                total = gs[0]
+                for g in gs[1:]:
+                    total = total + g
+                p.grad = total / world_size
+            optimizer.step()
+    return model.state_dict()
+
+
 if __name__ == "__main__":
     main(sys.argv)

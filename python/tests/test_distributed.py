@@ -70,25 +70,6 @@ def ranks():
     r.kill()
 
 
-def reference(graph, world_size):
-    """The ranks' training in one process: the same replicas, each half's gradients averaged here."""
-    model = distributed_rank.new_model(graph)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-    loaders = [distributed_rank.loader(graph, distributed_rank.share(graph, r, world_size)) for r in range(world_size)]
-    for _ in range(distributed_rank.EPOCHS):
-        for batches in zip(*loaders):
-            grads = []
-            for batch in batches:
-                optimizer.zero_grad()
-                distributed_rank.loss_of(model, batch).backward()
-                grads.append([p.grad.clone() for p in model.parameters()])
-            for p, *gs in zip(model.parameters(), *grads):
-                total = gs[0]
-                for g in gs[1:]:
-                    total = total + g
-                p.grad = total / world_size
-            optimizer.step()
-    return model.state_dict()
 
 
 def test_two_ranks_on_a_cluster_train_to_the_parameters_of_one_process(cluster, cora_parts, ranks, tmp_path):  # noqa: F811
@@ -101,7 +82,7 @@ def test_two_ranks_on_a_cluster_train_to_the_parameters_of_one_process(cluster, 
     for code, output in ranks.wait_all():
         assert code == 0, output
     params = [torch.load(out) for out in outs]
-    expected = reference(graph, 2)
+    expected = distributed_rank.one_process_reference(graph, 2)
     assert params[0].keys() == expected.keys()
     for name in expected:
         assert torch.equal(params[0][name], params[1][name]), f"{name} differs between the ranks"

@@ -77,30 +77,11 @@ def alive(pid):
         return False
 
 
-def reference(graph, world_size, epochs):
-    """The ranks' training in one process (test_distributed.py's, for `epochs`)."""
-    model = distributed_rank.new_model(graph)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-    loaders = [distributed_rank.loader(graph, distributed_rank.share(graph, r, world_size)) for r in range(world_size)]
-    for _ in range(epochs):
-        for batches in zip(*loaders):
-            grads = []
-            for batch in batches:
-                optimizer.zero_grad()
-                distributed_rank.loss_of(model, batch).backward()
-                grads.append([p.grad.clone() for p in model.parameters()])
-            for p, *gs in zip(model.parameters(), *grads):
-                total = gs[0]
-                for g in gs[1:]:
-                    total = total + g
-                p.grad = total / world_size
-            optimizer.step()
-    return model.state_dict()
 
 
 def assert_reference_parameters(out, graph, world_size, epochs):
     params = torch.load(out)
-    expected = reference(graph, world_size, epochs)
+    expected = distributed_rank.one_process_reference(graph, world_size, epochs)
     assert params.keys() == expected.keys()
     for name in expected:
         assert torch.allclose(params[name], expected[name], rtol=0, atol=1e-6), \
