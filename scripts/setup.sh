@@ -30,6 +30,9 @@ PACKAGES=(
   chromium
   # `ip netns`, veth and bridges: the cluster tests' separate hosts (netns/netns_cluster.h).
   iproute2
+  # `partita start --slurm`'s end-to-end test (tests/slurm/slurm_test.sh): Debian's Slurm
+  # (slurmctld, slurmd, sbatch, srun) and MUNGE, the authentication it needs.
+  slurm-wlm munge
   # `features: {storage: disk}` reads feature rows with io_uring (graph/disk_rows.h).
   liburing-dev
   # The Python package (python/): the extension's build, numpy and torch at run time, its
