@@ -12,7 +12,11 @@
 #   1. submits examples/slurm/train.sbatch on 2 nodes with a small generated-graph job: it must
 #      end COMPLETED, and its parameter hash must be that of the same job on a cluster started
 #      by hand (partita start --head, two nodes with start --address, job submit) on loopback;
-#   2. submits a long job the same way and scancels it while it trains: every partita process
+#   2. kills (SIGKILL) the task of the second node while a job trains whose partitions fit
+#      on one node (sbatch --no-kill, srun without --kill-on-bad-exit): the job recovers on
+#      the first node and ends with the parameters of the same job run uninterrupted on the
+#      hand-started cluster;
+#   3. submits a long job the same way and scancels it while it trains: every partita process
 #      of the step must be gone before Slurm would SIGKILL them (KillWait), the job CANCELLED,
 #      and the allocation's credentials folder removed by task 0.
 # Every wait has a deadline; the daemons, namespaces and hosts files are removed on any exit.
@@ -173,10 +177,14 @@ PartitionName=test Nodes=${hosts[0]},${hosts[1]} Default=YES MaxTime=INFINITE St
 CONF
 export SLURM_CONF=$work/slurm.conf
 
-in_host 0 unshare --uts sh -c "hostname ${hosts[0]} && exec slurmctld -D -f $SLURM_CONF" > "$work/log/slurmctld.out" 2>&1 &
+# `ip netns exec` directly, not in_host: $! must be the daemon's pid (ip, unshare and sh
+# exec it), not a subshell's.
+ip netns exec "${ns[0]}" unshare --uts sh -c "hostname ${hosts[0]} && exec slurmctld -D -f $SLURM_CONF" \
+  > "$work/log/slurmctld.out" 2>&1 &
 daemons+=($!)
 for i in 0 1; do
-  in_host "$i" unshare --uts sh -c "hostname ${hosts[$i]} && exec slurmd -D -f $SLURM_CONF" > "$work/log/slurmd-$i.out" 2>&1 &
+  ip netns exec "${ns[$i]}" unshare --uts sh -c "hostname ${hosts[$i]} && exec slurmd -D -f $SLURM_CONF" \
+    > "$work/log/slurmd-$i.out" 2>&1 &
   daemons+=($!)
 done
 idle() { [ "$(in_host 0 sinfo -h -o '%D %t' | tr -d ' ')" = "2idle" ]; }
@@ -195,6 +203,21 @@ sampling: {fanouts: [5, 5], batch_size: 100}
 train: {epochs: 2, optimizer: adam, learning_rate: 0.01, threads: 1, seed: 3}
 YAML
 sed 's/epochs: 2,/epochs: 100000,/' "$submit/small.yaml" > "$submit/long.yaml"
+# Both partitions fit on one node, so that the job outlives the loss of the other.
+cat > "$submit/recover.yaml" <<'YAML'
+data:
+  generate: {kind: sbm, nodes: 20000, classes: 4, features: 16, avg_degree: 6, seed: 2}
+  num_partitions: 2
+model: {kind: graphsage, hidden: 16, layers: 2}
+sampling: {fanouts: [5, 5], batch_size: 10}
+train: {epochs: 20, optimizer: adam, learning_rate: 0.01, threads: 1, seed: 3, checkpoint_every_steps: 10}
+cluster: {partitions_per_node: 2}
+YAML
+# Without --kill-on-bad-exit (and with sbatch --no-kill), a task that dies leaves the step running.
+cat > "$submit/recover.sbatch" <<'SBATCH'
+#!/bin/bash
+srun --label partita start --slurm --submit recover.yaml --runs "$SLURM_SUBMIT_DIR/partita-runs"
+SBATCH
 
 # Runs sbatch on host 0 from the submit folder (SLURM_SUBMIT_DIR) with `partita` (the binary
 # under test) first on PATH; prints the job's id.
@@ -233,11 +256,33 @@ for n in a b; do
 done
 hand 400 "$partita" job submit "$submit/small.yaml" > "$work/hand-job.log" 2>&1 \
   || { cat "$work/hand-job.log" >&2; fail "the hand-started cluster's job failed"; }
-hand_hash=$(logged_hash "$hand_home"/runs/*/driver.log)
+hand_hash=$(logged_hash "$hand_home"/runs/small-*/driver.log)
+hand 400 "$partita" job submit "$submit/recover.yaml" > "$work/hand-recover.log" 2>&1 \
+  || { cat "$work/hand-recover.log" >&2; fail "the hand-started cluster's recover.yaml failed"; }
+hand_recover_hash=$(logged_hash "$hand_home"/runs/recover-*/driver.log)
 hand_down
 [ -n "$hand_hash" ] || fail "no parameter hash in the hand-started job's driver.log"
 echo "hand-started cluster: parameter hash $hand_hash"
 [ "$slurm_hash" = "$hand_hash" ] || fail "parameter hash on Slurm $slurm_hash, on the hand-started cluster $hand_hash"
+
+# --- a task lost to Slurm is a lost node -------------------------------------------------
+echo "== a task killed mid-job"
+id=$(sbatch_job --no-kill recover.sbatch)
+out="$submit/slurm-$id.out"
+log() { cat "$submit"/partita-runs/recover-*/driver.log 2>/dev/null; }
+trains() { log | grep -qE 'epoch 2/20'; }
+wait_for 300 "job $id to train (see $out)" trains
+victim=$(for pid in $(pgrep -x partita-full); do
+  [ "$(readlink "/proc/$pid/ns/net")" = "$(in_host 1 readlink /proc/self/ns/net)" ] && echo "$pid"; done; true)
+[ "$(echo "$victim" | wc -w)" -eq 1 ] || fail "expected one partita process on ${hosts[1]}, found: $victim"
+kill -9 "$victim"
+wait_for 400 "job $id to finish after losing ${hosts[1]}" finished "$id"
+log | grep -q "lost ${hosts[1]} .*restart 1 of at most" || { log >&2; fail "the job did not recover from losing ${hosts[1]}"; }
+log | grep -q 'job recover-[0-9]*: epoch 20:' || { cat "$out" >&2; fail "the recovered job did not finish its 20 epochs"; }
+recover_hash=$(logged_hash "$submit"/partita-runs/recover-*/driver.log)
+[ "$recover_hash" = "$hand_recover_hash" ] \
+  || fail "parameter hash after the lost task $recover_hash, uninterrupted on the hand-started cluster $hand_recover_hash"
+echo "lost task: the job recovered (restart 1) to parameter hash $recover_hash"
 
 # --- scancel of a running job -------------------------------------------------------------
 echo "== scancel of a running job"
