@@ -12,13 +12,16 @@
 #   daemons     `partita submit --daemons` to 2 daemons on loopback (--insecure), each
 #               daemon sampled (the job's trainers and partitions live there)
 # and samples each process's resident memory (VmRSS), its anonymous part (RssAnon),
-# threads and open descriptors every second. It prints, per process, the first sample
-# after a tenth of the run (past start-up: graph loaded, first epochs done) and the last
-# before it exits, and the growth between them in percent: the goal is at most 1%.
+# threads and open descriptors every second. It prints, per process, the median of the
+# samples of the run's second tenth (past start-up: graph loaded, first epochs done) and
+# the median of its last tenth, and the growth between them in percent: the goal is at
+# most 1%.
 #
-# The baseline is the run's own start: growth is measured against what the process held
-# once training was under way. Nothing here is a test: CI runs the per-epoch object counts
-# (tests/training, "NothingGrowsPerEpoch"); this measures bytes over minutes.
+# Why medians of tenths: a heap trimmed between epochs gives pages back and takes them
+# again within an epoch, so one sample reads a few percent above or below its neighbours
+# and a growth figure from two single samples spread over 7 points in three rounds.
+# Nothing here is a test: CI runs the per-epoch object counts (tests/training,
+# "NothingGrowsPerEpoch"); this measures bytes over minutes.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,16 +59,33 @@ sample() {
   done
 }
 
-# Prints the growth of FILE's samples from a tenth of the run to its end.
+# Prints the growth of FILE's samples from the median of the run's second tenth to the
+# median of its last tenth (the very last sample may catch the process exiting: left out).
 report() {
   local name=$1 file=$2
-  awk -v name="$name" '{ t[NR]=$1; rss[NR]=$2; anon[NR]=$3; thr[NR]=$4; fd[NR]=$5 }
+  awk -v name="$name" '
+    function median(values, lo, hi,    n, i, j, v, sorted) {
+      n = 0
+      for (i = lo; i <= hi; i++) sorted[++n] = values[i]
+      for (i = 2; i <= n; i++) {  # insertion sort: a tenth of a run is at most a few hundred samples
+        v = sorted[i]
+        for (j = i - 1; j >= 1 && sorted[j] > v; j--) sorted[j + 1] = sorted[j]
+        sorted[j + 1] = v
+      }
+      return n % 2 ? sorted[(n + 1) / 2] : (sorted[n / 2] + sorted[n / 2 + 1]) / 2
+    }
+    { t[NR]=$1; rss[NR]=$2; anon[NR]=$3; thr[NR]=$4; fd[NR]=$5 }
     END {
-      if (NR < 3) { printf "%-18s too few samples (%d)\n", name, NR; exit }
-      a = int(NR / 10) + 1; b = NR - 1  # the last sample may catch the process exiting
-      printf "%-18s %5.0f s  rss %7.1f -> %7.1f MB (%+5.1f%%)  anon %7.1f -> %7.1f MB (%+5.1f%%)  threads %d -> %d  fds %d -> %d\n",
-        name, t[b] - t[1], rss[a]/1024, rss[b]/1024, 100*(rss[b]-rss[a])/rss[a],
-        anon[a]/1024, anon[b]/1024, 100*(anon[b]-anon[a])/anon[a], thr[a], thr[b], fd[a], fd[b]
+      if (NR < 20) { printf "%-18s too few samples (%d, need 20)\n", name, NR; exit }
+      last = NR - 1
+      tenth = int(last / 10)
+      a_lo = tenth + 1; a_hi = 2 * tenth
+      b_lo = last - tenth + 1; b_hi = last
+      r0 = median(rss, a_lo, a_hi); r1 = median(rss, b_lo, b_hi)
+      n0 = median(anon, a_lo, a_hi); n1 = median(anon, b_lo, b_hi)
+      printf "%-18s %5.0f s  rss %7.1f -> %7.1f MB (%+5.2f%%)  anon %7.1f -> %7.1f MB (%+5.2f%%)  threads %d -> %d  fds %d -> %d\n",
+        name, t[last] - t[1], r0/1024, r1/1024, 100*(r1-r0)/r0,
+        n0/1024, n1/1024, 100*(n1-n0)/n0, thr[a_lo], thr[last], fd[a_lo], fd[last]
     }' "$file"
 }
 
