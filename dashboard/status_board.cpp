@@ -167,8 +167,15 @@ void StatusBoard::publish(const std::string& id, const JobProgress& progress) {
   std::lock_guard<std::mutex> lock(mutex_);
   Job& job = job_locked(id);
   if (job.state == JobState::preparing) job.state = JobState::running;
-  job.last = progress;
-  job.last.metrics = nullptr;
+  // An epoch's record may come after the next epoch's first steps (a head reads it from the
+  // metrics file): it does not take the newer step's place as the job's position.
+  const bool older = progress.event == JobProgress::Event::epoch && job.has_figures &&
+                     std::make_pair(progress.epoch, progress.step) < std::make_pair(job.last.epoch, job.last.step);
+  if (!older) {
+    job.last = progress;
+    job.last.metrics = nullptr;
+  }
+  job.has_figures = true;
   job.epochs = progress.epochs;
   if (progress.event == JobProgress::Event::step) {
     const double x = static_cast<double>(progress.epoch - 1) * static_cast<double>(progress.steps) +
@@ -217,7 +224,8 @@ std::pair<std::vector<StatusBoard::Summary>, std::vector<NodeStatus>> StatusBoar
     const Job& job = jobs_.at(id);
     std::optional<EpochMetrics> last_epoch;
     if (!job.records.empty()) last_epoch = job.records.back();
-    jobs.push_back({id, job.description, job.message, job.state, job.last, job.epochs, job.steps_done, last_epoch});
+    jobs.push_back(
+        {id, job.description, job.message, job.state, job.last, job.has_figures, job.epochs, job.steps_done, last_epoch});
   }
   return {std::move(jobs), nodes_};
 }
@@ -236,8 +244,8 @@ std::string StatusBoard::jobs_json() const {
                            {"step", j.last.step},
                            {"steps", j.last.steps},
                            {"steps_per_second", j.last.steps_per_second},
-                           {"loss", j.last.loss},
-                           {"accuracy", j.last.accuracy},
+                           {"loss", j.has_figures ? nlohmann::json(j.last.loss) : nlohmann::json()},
+                           {"accuracy", j.has_figures ? nlohmann::json(j.last.accuracy) : nlohmann::json()},
                            {"steps_done", j.steps_done},
                            {"last_epoch", j.last_epoch ? nlohmann::json(*j.last_epoch) : nlohmann::json()}});
   }

@@ -92,6 +92,8 @@ class StatusBoard {
   // {"nodes": [{"name","state","detail"}...], "jobs": [job summary...]}; a summary holds
   // id, description, state, message, epoch, epochs, step, steps, steps_per_second, loss and
   // accuracy of the last step, steps_done, and last_epoch (the newest epoch record or null).
+  // A job that ended (failed, cancelled) keeps the figures of its last step or epoch; loss
+  // and accuracy are null while it has none (never a 0 it did not reach).
   std::string jobs_json() const;
   // {"job": id, "epochs": [records as metrics.jsonl], "steps": {"stride": k, "samples": n,
   //  "loss": [[x, y]...], "accuracy": [...], "steps_per_second": [...]}}; x is the job's
@@ -109,6 +111,7 @@ class StatusBoard {
     JobState state = JobState::preparing;
     std::string message;
     JobProgress last;  // the newest event (its metrics pointer is never kept)
+    bool has_figures = false;  // a step or an epoch was published: `last` has a loss
     int epochs = 0;
     int64_t steps_done = 0;
     Series loss, accuracy, rate;  // per step
@@ -122,6 +125,7 @@ class StatusBoard {
     std::string id, description, message;
     JobState state;
     JobProgress last;
+    bool has_figures;
     int epochs;
     int64_t steps_done;
     std::optional<EpochMetrics> last_epoch;

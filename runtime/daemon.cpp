@@ -261,6 +261,7 @@ void run_daemon(const DaemonOptions& options, ActorTypeRegistry registry,
       head_options.runs_dir = options.runs_dir;
       head_options.driver_command = options.driver_command;
       head_options.max_running_jobs = options.max_jobs;
+      head_options.on_job_report = options.on_job_report;
       head = spawn_head(system, head_options);
       main = caf::actor_cast<caf::actor>(head);
       stop = [main] { caf::anon_send_exit(main, caf::exit_reason::user_shutdown); };

@@ -47,6 +47,9 @@ struct DaemonOptions {
   // `partita daemon --head --dashboard`). A status the head does not give within the
   // period is skipped. It must not block for long: shutdown waits for it to return.
   std::function<void(const ClusterStatus&)> on_cluster_status;
+  // With `head`: HeadOptions::on_job_report (every accepted report of a job's driver, with
+  // its steps), called on the head's actor thread.
+  std::function<void(const JobStatus&)> on_job_report;
   ActorSystemOptions system;
   // From the shutdown request to the end of run_daemon. Past it the process exits with
   // status 1 (std::_Exit): an actor that ignores its exit message must not keep a daemon

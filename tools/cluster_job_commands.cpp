@@ -190,8 +190,10 @@ class HeadReporter {
       : system_(system), head_(std::move(head)), where_(std::move(where)), id_(std::move(id)), token_(std::move(token)) {}
 
   // Updates the status under the lock and sends it: at once (`now` or a new state, waiting
-  // for the head's answer), or if the last send is kReportEvery old (without waiting: a
-  // step report may be lost; the next one carries the same fields).
+  // for the head's answer), or if the last send is kReportEvery old or the steps it holds
+  // (JobStatus::new_steps, which `change` appends to) reach kMaxStepsPerReport (without
+  // waiting). Each report carries the steps since the previous one; they go over the
+  // head's connection in order, so only a lost connection loses any.
   // Returns false when a report sent at once was not taken (the head is gone, or did not
   // answer within `timeout`).
   template <typename Update>
@@ -203,9 +205,11 @@ class HeadReporter {
       change(status_);
       now = now || status_.state != before;  // a state change goes at once
       const auto t = std::chrono::steady_clock::now();
-      if (!now && t - last_ < kReportEvery) return true;
+      const bool full = status_.new_steps.size() >= runtime::kMaxStepsPerReport;
+      if (!now && !full && t - last_ < kReportEvery) return true;
       last_ = t;
       copy = status_;
+      status_.new_steps.clear();
     }
     if (!now) {
       caf::anon_send(head_, runtime::job_report_atom::value, id_, token_, copy);
@@ -498,6 +502,7 @@ void drive(const DriverArgs& args, const GlobalOptions& global) {
           s.steps_per_second = p.steps_per_second;
           s.loss = p.loss;
           s.accuracy = p.accuracy;
+          if (!epoch_end) s.new_steps.push_back({p.epoch, p.step, p.steps, p.loss, p.accuracy, p.seconds});
         },
         epoch_end);
     // The job's driver logs each epoch's line itself (training/job_driver.h): one line an epoch.

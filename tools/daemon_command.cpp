@@ -185,6 +185,7 @@ void run_daemon_command(DaemonArgs& o, const GlobalOptions& global,
       board->set_nodes(dashboard::cluster_nodes(status));
       jobs->update(status);
     };
+    options.on_job_report = [jobs](const runtime::JobStatus& report) { jobs->on_report(report); };
   }
   runtime::ActorTypeRegistry types = job_actor_types();
   options.cache_dir = o.cache;

@@ -51,13 +51,23 @@ struct NodeLoad {
   // The keys of the units in its staging cache (runtime/staging/stage_cache.h), at most
   // kMaxReportedCachedUnits: placement prefers a node that has a job's part already.
   std::vector<std::string> cached_units;
+  // The node daemon's process (base/process_stats.h): its CPU time so far, resident memory,
+  // threads, the bytes its network namespace's interfaces received and sent so far, and the
+  // bytes of its staging cache's units (0 without a cache).
+  double cpu_seconds = 0;
+  int64_t resident_bytes = 0;
+  int64_t threads = 0;
+  int64_t network_received_bytes = 0;
+  int64_t network_sent_bytes = 0;
+  int64_t staging_cache_bytes = 0;
 };
 inline constexpr size_t kMaxReportedCachedUnits = 4096;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeLoad& x) {
   return f(caf::meta::type_name("partita.NodeLoad"), x.memory_available_bytes, x.disk_free_bytes, x.actor_types,
-           x.actor_jobs, x.cached_units);
+           x.actor_jobs, x.cached_units, x.cpu_seconds, x.resident_bytes, x.threads, x.network_received_bytes,
+           x.network_sent_bytes, x.staging_cache_bytes);
 }
 
 // One member as the head sees it.
@@ -76,6 +86,25 @@ typename Inspector::result_type inspect(Inspector& f, NodeStatus& x) {
            x.ms_since_heartbeat);
 }
 
+// One training step of a job, as its driver saw it (training/job_types.h: JobProgress):
+// what the status page's per-step curves and step counters are made of.
+struct StepSample {
+  int32_t epoch = 0;     // 1-based
+  int64_t step = 0;      // 1..steps within the epoch
+  int64_t steps = 0;     // steps the epoch runs
+  double loss = 0, accuracy = 0;
+  double seconds = 0;    // since the epoch started
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StepSample& x) {
+  return f(caf::meta::type_name("partita.StepSample"), x.epoch, x.step, x.steps, x.loss, x.accuracy, x.seconds);
+}
+
+// The most steps one driver's report carries: a driver whose steps outrun its reports
+// sends one as soon as it holds this many.
+inline constexpr size_t kMaxStepsPerReport = 1024;
+
 // A job the head knows of. Submitted jobs (`partita submit JOB --address HEAD`) are run by
 // a driver process the head starts; the driver reports its progress with this struct (the
 // head fills in id, nodes and actors). Jobs of `partita submit --daemons` on the cluster's
@@ -85,6 +114,7 @@ struct JobStatus {
   // Submitted jobs: "starting", "running", "recovering", "done", "failed", "cancelled".
   std::string state;
   std::vector<std::string> nodes;  // names of the nodes its actors run on
+  std::vector<int64_t> node_actors;  // how many of its actors run on each of `nodes`
   int64_t actors = 0;
   bool submitted = false;          // run by a driver of the head's
   std::string message;             // why it failed or was cancelled; what it recovers from
@@ -96,6 +126,10 @@ struct JobStatus {
   int64_t step = 0, steps = 0;
   double steps_per_second = 0, loss = 0, accuracy = 0;
   int32_t restarts = 0;
+  // A driver's report: every step since its previous report, at most kMaxStepsPerReport, in
+  // order. The head hands them to HeadOptions::on_job_report and keeps none: a status has
+  // none.
+  std::vector<StepSample> new_steps;
   bool finished() const { return finished_state(state); }
   // "done", "failed" or "cancelled": the states a job ends in.
   static bool finished_state(const std::string& state) {
@@ -107,7 +141,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, JobStatus& x) {
   return f(caf::meta::type_name("partita.JobStatus"), x.id, x.state, x.nodes, x.actors, x.submitted, x.message,
            x.output, x.owner, x.partitions, x.partition_bytes, x.epoch, x.epochs, x.step, x.steps, x.steps_per_second, x.loss,
-           x.accuracy, x.restarts);
+           x.accuracy, x.restarts, x.node_actors, x.new_steps);
 }
 
 // The largest job file the head accepts, and the most log bytes one `logs` answer carries.
@@ -171,7 +205,8 @@ using node_agent_actor = caf::typed_actor<caf::reacts_to<stop_node_atom>>;
 //   (job_report, job id, token, status) -> true, false for a job the head does not run (or
 //       runs no more) | error for a token that is not the job's (head.h) or a status no
 //       driver sends (an unknown state, sizes over kMaxReportBytes): from the job's
-//       driver, at every step (throttled) and state change
+//       driver, at every step (throttled; the report carries the steps since the last
+//       one) and state change
 //   (job_logs, job id, offset) -> (bytes of the job's log from offset, at most
 //       kMaxLogChunkBytes; the next offset; the job's state) | error for an unknown job
 //   (cancel_job, job id) -> the job's state | error for an unknown job: asks its driver to

@@ -161,6 +161,7 @@ std::vector<JobStatus> jobs_of(const HeadState& s) {
   for (const auto& [id, job] : s.jobs) {
     JobStatus status = job.status;
     status.nodes.clear();
+    status.node_actors.clear();
     status.actors = 0;
     std::string key = std::to_string(job.order);
     key = "0-" + std::string(20 - key.size(), '0') + key;  // submission order first
@@ -180,8 +181,12 @@ std::vector<JobStatus> jobs_of(const HeadState& s) {
         job.state = "running";
       }
       ++job.actors;
-      if (std::find(job.nodes.begin(), job.nodes.end(), m.status.info.name) == job.nodes.end()) {
+      const auto at = std::find(job.nodes.begin(), job.nodes.end(), m.status.info.name);
+      if (at == job.nodes.end()) {
         job.nodes.push_back(m.status.info.name);
+        job.node_actors.push_back(1);
+      } else {
+        ++job.node_actors[static_cast<size_t>(at - job.nodes.begin())];
       }
     }
   }
@@ -409,6 +414,9 @@ std::string invalid_report(const JobStatus& r) {
   static const std::set<std::string> states = {"starting", "running", "recovering", "done", "failed", "cancelled"};
   if (!states.count(r.state)) return "unknown state '" + r.state.substr(0, 40) + "'";
   if (r.partition_bytes.size() > r.partitions.size()) return "more partition sizes than partitions";
+  if (r.new_steps.size() > kMaxStepsPerReport) {
+    return std::to_string(r.new_steps.size()) + " steps in one report; at most " + std::to_string(kMaxStepsPerReport);
+  }
   size_t bytes = r.message.size() + r.owner.size() + r.id.size() + r.output.size();
   for (const auto& p : r.partitions) bytes += p.size() + 1;
   for (const auto& n : r.nodes) bytes += n.size() + 1;
@@ -648,6 +656,14 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
         report.id = status.id;
         report.output = status.output;
         report.submitted = true;
+        if (self->state.options.on_job_report) {
+          try {
+            self->state.options.on_job_report(report);
+          } catch (const std::exception& e) {
+            spdlog::warn("head: a listener of job {}'s reports failed: {}", id, e.what());
+          }
+        }
+        report.new_steps.clear();
         status = std::move(report);
         return true;
       },

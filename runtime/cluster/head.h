@@ -89,6 +89,10 @@ struct HeadOptions {
   std::chrono::milliseconds cancel_deadline{15000};
   // How long a rendezvous group may wait for its last rank after its first arrived.
   std::chrono::milliseconds rendezvous_deadline{300000};
+  // Called in the head's actor with every report of a driver the head accepts (its id
+  // set), steps included (JobStatus::new_steps), before the head drops the steps: what a
+  // status page of the head's process records every step from. It must not block.
+  std::function<void(const JobStatus&)> on_job_report;
 };
 
 // Throws UsageError unless 0 < period < timeout <= 1 hour.

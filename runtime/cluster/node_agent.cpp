@@ -9,6 +9,8 @@
 
 #include <thread>
 
+#include "base/error.h"
+#include "base/process_stats.h"
 #include "base/system_memory.h"
 #include "runtime/staging/stage_cache.h"
 #include "runtime/errors.h"
@@ -142,7 +144,20 @@ void heartbeat(AgentPointer self) {
             load.disk_free_bytes = disk_free_bytes(st.options.data_dir);
             load.actor_types = std::move(types);
             load.actor_jobs = std::move(jobs);
-            if (!st.options.cache_dir.empty()) load.cached_units = list_cached_units(st.options.cache_dir, kMaxReportedCachedUnits);
+            if (!st.options.cache_dir.empty()) {
+              load.cached_units = list_cached_units(st.options.cache_dir, kMaxReportedCachedUnits);
+              load.staging_cache_bytes = static_cast<int64_t>(cached_unit_bytes(st.options.cache_dir));
+            }
+            try {
+              const ProcessStats p = read_process_stats();
+              load.cpu_seconds = p.cpu_seconds;
+              load.resident_bytes = p.resident_bytes;
+              load.threads = p.threads;
+              load.network_received_bytes = p.network_received_bytes;
+              load.network_sent_bytes = p.network_sent_bytes;
+            } catch (const Error& e) {
+              spdlog::debug("node agent: no process figures in this heartbeat: {}", e.what());
+            }
             self->request(st.head, st.deadline, heartbeat_atom::value, st.member, std::move(load))
                 .then(
                     [self, generation](bool known) {

@@ -198,10 +198,12 @@ std::vector<std::string> list_cached_units(const std::string& dir, size_t limit)
   return keys;
 }
 
-uint64_t StageCache::cached_bytes() const {
+uint64_t StageCache::cached_bytes() const { return cached_unit_bytes(options_.dir); }
+
+uint64_t cached_unit_bytes(const std::string& dir) {
   uint64_t total = 0;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(fs::path(options_.dir) / "units", ec)) {
+  for (const auto& entry : fs::directory_iterator(fs::path(dir) / "units", ec)) {
     if (entry.path().filename().string().find(kTemporary) == std::string::npos) total += unit_bytes(entry.path());
   }
   return total;

@@ -55,6 +55,9 @@ struct StageOutcome {
 // The keys of the complete units in the cache at `dir` (at most `limit`; none when it does
 // not exist): what a node reports to its head. Reads the folder's names, not the files.
 std::vector<std::string> list_cached_units(const std::string& dir, size_t limit);
+// The bytes of the units in the cache at `dir` (0 when it does not exist), as
+// StageCache::cached_bytes: what a node reports to its head.
+uint64_t cached_unit_bytes(const std::string& dir);
 
 class StageCache {
  public:

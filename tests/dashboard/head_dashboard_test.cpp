@@ -67,7 +67,7 @@ TEST(HeadDashboardTest, ThePageShowsTheMembershipAsTheHeadKeepsIt) {
 }
 
 // A job submitted to the head is on its page: its epochs as its metrics.jsonl holds them,
-// and its end.
+// every step of it (the driver's reports carry each one), and its end.
 TEST(HeadDashboardTest, ThePageShowsTheJobsSubmittedToTheHead) {
   testing::TempDir tmp;
   ASSERT_EQ(testing::run_partita({"generate", "sbm", "--nodes", "2000", "--classes", "4", "--features", "8", "-o",
@@ -101,7 +101,24 @@ TEST(HeadDashboardTest, ThePageShowsTheJobsSubmittedToTheHead) {
   httplib::Client client("127.0.0.1", port);
   httplib::Result metrics = client.Get("/api/jobs/paged-1/metrics");
   ASSERT_TRUE(metrics);
-  EXPECT_EQ(nlohmann::json::parse(metrics->body)["epochs"].size(), 3u) << metrics->body;
+  const nlohmann::json curves = nlohmann::json::parse(metrics->body);
+  ASSERT_EQ(curves["epochs"].size(), 3u) << metrics->body;
+  // Every step of every epoch, as the epochs' records count them: x = 1..total, once each.
+  int64_t total = 0;
+  for (const auto& e : curves["epochs"]) total += e["steps"].get<int64_t>();
+  ASSERT_GT(total, 3);
+  EXPECT_EQ(curves["steps"]["samples"], total) << metrics->body;
+  EXPECT_EQ(job["steps_done"], total);
+  ASSERT_EQ(curves["steps"]["stride"], 1) << "fewer steps than the page's bound: none merged";
+  ASSERT_EQ(curves["steps"]["loss"].size(), static_cast<size_t>(total)) << metrics->body;
+  for (int64_t i = 0; i < total; ++i) {
+    EXPECT_EQ(curves["steps"]["loss"][i][0].get<double>(), static_cast<double>(i + 1)) << "step " << i + 1;
+  }
+  httplib::Result scrape = client.Get("/metrics");
+  ASSERT_TRUE(scrape);
+  EXPECT_NE(scrape->body.find("partita_job_steps_total{job=\"paged-1\"} " + std::to_string(total) + "\n"),
+            std::string::npos)
+      << scrape->body;
 }
 
 TEST(HeadDashboardTest, OnlyAHeadServesTheClusterPage) {

@@ -450,5 +450,66 @@ TEST(ClusterJobsFeedTest, ForgetsTheJobsTheHeadNoLongerLists) {
   EXPECT_EQ(feed.jobs_tracked(), 3u);
 }
 
+// A driver's reports carry every step since the previous one: the page has each, however
+// the reports and the head's status reads interleave; a job that fails keeps its last
+// step's figures.
+TEST(ClusterJobsFeedTest, EveryReportedStepIsOnThePageAndAFailedJobKeepsItsFigures) {
+  auto board = std::make_shared<StatusBoard>();
+  ClusterJobsFeed feed(board);
+  testing::TempDir tmp;
+  runtime::JobStatus report;
+  report.id = "job-1";
+  report.submitted = true;
+  report.output = tmp.path();
+  report.state = "running";
+  report.epochs = 2;
+  int64_t sent = 0;
+  for (int r = 0; r < 7; ++r) {  // 7 reports of 0..6 steps: 21 steps, the first report none
+    report.new_steps.clear();
+    for (int k = 0; k < r; ++k) {
+      ++sent;
+      const int epoch = sent <= 12 ? 1 : 2;
+      const int64_t step = epoch == 1 ? sent : sent - 12;
+      report.new_steps.push_back({epoch, step, 12, 1.0 / static_cast<double>(sent), 0.5, 0.1 * static_cast<double>(step)});
+    }
+    report.epoch = report.new_steps.empty() ? 0 : report.new_steps.back().epoch;
+    feed.on_report(report);
+    runtime::ClusterStatus status;
+    runtime::JobStatus listed = report;
+    listed.new_steps.clear();
+    status.jobs = {listed};
+    feed.update(status);
+  }
+  ASSERT_EQ(sent, 21);
+  nlohmann::json curves = nlohmann::json::parse(*board->metrics_json("job-1"));
+  EXPECT_EQ(curves["steps"]["samples"], 21);
+  ASSERT_EQ(curves["steps"]["loss"].size(), 21u);
+  for (int i = 0; i < 21; ++i) EXPECT_EQ(curves["steps"]["loss"][i][0].get<double>(), i + 1.0);
+
+  runtime::ClusterStatus status;
+  runtime::JobStatus failed = report;
+  failed.new_steps.clear();
+  failed.state = "failed";
+  failed.message = "trainer 1 lost";
+  status.jobs = {failed};
+  feed.update(status);
+  const nlohmann::json job = nlohmann::json::parse(board->jobs_json())["jobs"][0];
+  EXPECT_EQ(job["state"], "failed");
+  EXPECT_EQ(job["steps_done"], 21);
+  EXPECT_DOUBLE_EQ(job["loss"].get<double>(), 1.0 / 21);
+  EXPECT_EQ(job["epoch"], 2);
+  EXPECT_EQ(job["step"], 9);
+}
+
+// A job that never reached a step shows no figures, not a loss of 0.
+TEST(StatusBoardTest, AJobWithoutAStepHasNoLoss) {
+  StatusBoard board;
+  board.add_job("early", "", 3);
+  board.set_state("early", JobState::failed, "no data");
+  const nlohmann::json job = nlohmann::json::parse(board.jobs_json())["jobs"][0];
+  EXPECT_TRUE(job["loss"].is_null()) << job.dump();
+  EXPECT_TRUE(job["accuracy"].is_null()) << job.dump();
+}
+
 }  // namespace
 }  // namespace partita::dashboard
