@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 #include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
@@ -10,6 +11,8 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/process_stats.h"
+#include "dashboard/prometheus_text.h"
 #include "training/metrics_record.h"
 
 namespace partita::dashboard {
@@ -45,41 +48,6 @@ nlohmann::json points_json(const Series& series) {
   return out;
 }
 
-// A sample value as the exposition format spells it (Go's float syntax).
-std::string prometheus_number(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  return fmt::format("{}", v);
-}
-
-// A label value: backslash, double quote and line feed escaped.
-std::string prometheus_label(const std::string& value) {
-  std::string out;
-  for (char c : value) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
-}
-
-// One metric family: its HELP and TYPE lines, then its samples.
-class Family {
- public:
-  Family(std::ostringstream& out, const std::string& name, const std::string& type, const std::string& help)
-      : out_(out), name_(name) {
-    out_ << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
-  }
-  void sample(const std::string& labels, double value) {
-    out_ << name_ << '{' << labels << "} " << prometheus_number(value) << '\n';
-  }
-
- private:
-  std::ostringstream& out_;
-  std::string name_;
-};
-
 }  // namespace
 
 const char* to_string(JobState state) {
@@ -101,6 +69,22 @@ std::vector<NodeStatus> cluster_nodes(const runtime::ClusterStatus& status) {
   for (const runtime::NodeStatus& n : status.nodes) {
     NodeStatus node;
     node.name = n.info.name;
+    if (n.alive) {
+      NodeResources r;
+      r.cores = n.info.cores;
+      r.memory_bytes = n.info.memory_bytes;
+      r.memory_available_bytes = n.load.memory_available_bytes;
+      r.disk_free_bytes = n.load.disk_free_bytes;
+      r.cpu_seconds = n.load.cpu_seconds;
+      r.resident_bytes = n.load.resident_bytes;
+      r.threads = n.load.threads;
+      r.network_received_bytes = n.load.network_received_bytes;
+      r.network_sent_bytes = n.load.network_sent_bytes;
+      r.staging_cache_bytes = n.load.staging_cache_bytes;
+      r.actors = static_cast<int64_t>(n.load.actor_types.size());
+      r.heartbeat_age_seconds = static_cast<double>(n.ms_since_heartbeat) / 1000.0;
+      node.resources = r;
+    }
     node.state = n.alive ? "up" : "lost";
     node.detail = n.alive ? fmt::format("{}, {} cores, {:.1f} GiB free, {} actors", n.info.address, n.info.cores,
                                         static_cast<double>(n.load.memory_available_bytes) / (1 << 30),
@@ -157,6 +141,7 @@ void StatusBoard::add_job(const std::string& id, const std::string& description,
     order_.erase(oldest);
   }
   Job job(limits_.points_per_series);
+  job.duration_counts.assign(step_duration_bounds().size() + 1, 0);
   job.description = description;
   job.epochs = epochs;
   jobs_.emplace(id, std::move(job));
@@ -167,6 +152,7 @@ void StatusBoard::publish(const std::string& id, const JobProgress& progress) {
   std::lock_guard<std::mutex> lock(mutex_);
   Job& job = job_locked(id);
   if (job.state == JobState::preparing) job.state = JobState::running;
+  const JobProgress previous = job.last;
   // An epoch's record may come after the next epoch's first steps (a head reads it from the
   // metrics file): it does not take the newer step's place as the job's position.
   const bool older = progress.event == JobProgress::Event::epoch && job.has_figures &&
@@ -178,6 +164,17 @@ void StatusBoard::publish(const std::string& id, const JobProgress& progress) {
   job.has_figures = true;
   job.epochs = progress.epochs;
   if (progress.event == JobProgress::Event::step) {
+    // The step's duration, when the previous step is the one before it in the same epoch
+    // (or it is an epoch's first); after a gap (a resumed run), none.
+    const bool follows = progress.step == 1 || (previous.event == JobProgress::Event::step && previous.epoch == progress.epoch &&
+                                                previous.step + 1 == progress.step);
+    if (follows) {
+      const double seconds = std::max(0.0, progress.step == 1 ? progress.seconds : progress.seconds - previous.seconds);
+      const std::vector<double>& bounds = step_duration_bounds();
+      const size_t bucket = static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), seconds) - bounds.begin());
+      ++job.duration_counts[bucket];
+      job.duration_sum += seconds;
+    }
     const double x = static_cast<double>(progress.epoch - 1) * static_cast<double>(progress.steps) +
                      static_cast<double>(progress.step);
     job.loss.add(x, progress.loss);
@@ -224,8 +221,8 @@ std::pair<std::vector<StatusBoard::Summary>, std::vector<NodeStatus>> StatusBoar
     const Job& job = jobs_.at(id);
     std::optional<EpochMetrics> last_epoch;
     if (!job.records.empty()) last_epoch = job.records.back();
-    jobs.push_back(
-        {id, job.description, job.message, job.state, job.last, job.has_figures, job.epochs, job.steps_done, last_epoch});
+    jobs.push_back({id, job.description, job.message, job.state, job.last, job.has_figures, job.epochs, job.steps_done,
+                    job.duration_counts, job.duration_sum, last_epoch});
   }
   return {std::move(jobs), nodes_};
 }
@@ -269,37 +266,52 @@ std::optional<std::string> StatusBoard::metrics_json(const std::string& id) cons
   return out.dump();
 }
 
+const std::vector<double>& StatusBoard::step_duration_bounds() {
+  static const std::vector<double> bounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                             0.5,   1,      2.5,   5,    10,    30,    60};
+  return bounds;
+}
+
 std::string StatusBoard::prometheus_text() const {
   const auto snap = snapshot();  // not a structured binding: the lambdas below capture it
   const std::vector<Summary>& jobs = snap.first;
   const std::vector<NodeStatus>& nodes = snap.second;
-  std::ostringstream out;
-  auto label = [](const std::string& id) { return "job=\"" + prometheus_label(id) + "\""; };
-  {
-    Family f(out, "partita_job_state", "gauge", "1 for the job's current state, 0 for the others.");
+  using Type = PrometheusText::Type;
+  PrometheusText out;
+  auto job_label = [](const Summary& j) { return PrometheusLabels{{"job_id", j.id}}; };
+  out.family("partita_job_state", Type::gauge, "1 for the job's current state, 0 for the others.");
+  for (const Summary& job : jobs) {
+    for (JobState s : kStates) out.sample({{"job_id", job.id}, {"state", to_string(s)}}, s == job.state ? 1 : 0);
+  }
+  // Per job; `has` false: the job has no such figure yet (no sample rather than a 0 it never had).
+  auto per_job = [&](const std::string& name, Type type, const std::string& help, auto value, auto has) {
+    out.family(name, type, help);
     for (const Summary& job : jobs) {
-      for (JobState s : kStates) f.sample(label(job.id) + ",state=\"" + to_string(s) + "\"", s == job.state ? 1 : 0);
+      if (has(job)) out.sample(job_label(job), value(job));
     }
-  }
-  auto gauge = [&](const std::string& name, const std::string& help, auto value) {
-    Family f(out, name, "gauge", help);
-    for (const Summary& job : jobs) f.sample(label(job.id), value(job));
   };
-  gauge("partita_job_epoch", "The epoch the job is in or last finished (1-based; 0 before the first step).",
-        [](const Summary& j) { return j.last.epoch; });
-  gauge("partita_job_epochs", "The job's last epoch.", [](const Summary& j) { return j.epochs; });
-  gauge("partita_job_step", "Steps done in the current epoch.", [](const Summary& j) { return static_cast<double>(j.last.step); });
-  gauge("partita_job_epoch_steps", "Steps the current epoch runs.", [](const Summary& j) { return static_cast<double>(j.last.steps); });
-  gauge("partita_job_steps_per_second", "Steps per second over the current epoch so far.",
-        [](const Summary& j) { return j.last.steps_per_second; });
-  gauge("partita_job_loss", "The last step's mean loss over its seeds (after an epoch: its train loss).",
-        [](const Summary& j) { return j.last.loss; });
-  gauge("partita_job_accuracy", "The last step's accuracy over its seeds (after an epoch: its train accuracy).",
-        [](const Summary& j) { return j.last.accuracy; });
-  {
-    Family f(out, "partita_job_steps_total", "counter", "Steps every trainer has done since the job started.");
-    for (const Summary& job : jobs) f.sample(label(job.id), static_cast<double>(job.steps_done));
-  }
+  auto always = [](const Summary&) { return true; };
+  auto figures = [](const Summary& j) { return j.has_figures; };
+  per_job("partita_job_epoch", Type::gauge, "The epoch the job is in or last finished (1-based; 0 before the first step).",
+          [](const Summary& j) { return j.last.epoch; }, always);
+  per_job("partita_job_planned_epochs", Type::gauge, "The job's last epoch (train.epochs).",
+          [](const Summary& j) { return j.epochs; }, always);
+  per_job("partita_job_epoch_step", Type::gauge, "Steps done in the current epoch.",
+          [](const Summary& j) { return static_cast<double>(j.last.step); }, always);
+  per_job("partita_job_epoch_steps", Type::gauge, "Steps the current epoch runs.",
+          [](const Summary& j) { return static_cast<double>(j.last.steps); }, always);
+  per_job("partita_job_steps_per_second", Type::gauge, "Steps per second over the current epoch so far.",
+          [](const Summary& j) { return j.last.steps_per_second; }, figures);
+  per_job("partita_job_loss", Type::gauge, "The last step's mean loss over its seeds (after an epoch: its train loss).",
+          [](const Summary& j) { return j.last.loss; }, figures);
+  per_job("partita_job_accuracy_ratio", Type::gauge,
+          "The last step's accuracy over its seeds, 0..1 (after an epoch: its train accuracy).",
+          [](const Summary& j) { return j.last.accuracy; }, figures);
+  per_job("partita_job_steps_total", Type::counter, "Steps the job's trainers have done together since it started.",
+          [](const Summary& j) { return static_cast<double>(j.steps_done); }, always);
+  out.family("partita_job_step_duration_seconds", Type::histogram,
+             "Seconds from one step's end to the next one's (an epoch's first step: from the epoch's start).");
+  for (const Summary& job : jobs) out.histogram(job_label(job), step_duration_bounds(), job.duration_counts, job.duration_sum);
   // The last epoch's record, one gauge per metrics.jsonl field (their names are the file's).
   std::map<std::string, std::vector<std::pair<std::string, double>>> fields;
   for (const Summary& job : jobs) {
@@ -310,12 +322,72 @@ std::string StatusBoard::prometheus_text() const {
     }
   }
   for (const auto& [field, samples] : fields) {
-    Family f(out, "partita_epoch_" + field, "gauge", "Field '" + field + "' of the job's last metrics.jsonl line (. and @ as _ and _at_).");
-    for (const auto& [id, value] : samples) f.sample(label(id), value);
+    // The record's own number is the family's name itself: partita_job_last_epoch.
+    const std::string name = field == "epoch" ? "partita_job_last_epoch" : "partita_job_last_epoch_" + field;
+    out.family(name, Type::gauge, "Field '" + field + "' of the job's last metrics.jsonl line (. and @ as _ and _at_).");
+    for (const auto& [id, value] : samples) out.sample({{"job_id", id}}, value);
   }
-  {
-    Family f(out, "partita_node_up", "gauge", "1 if the node is up, 0 if it was lost.");
-    for (const NodeStatus& n : nodes) f.sample("node=\"" + prometheus_label(n.name) + "\"", n.state == "up" ? 1 : 0);
+
+  out.family("partita_node_up", Type::gauge, "1 if the node is up, 0 if it was lost.");
+  for (const NodeStatus& n : nodes) out.sample({{"node", n.name}}, n.state == "up" ? 1 : 0);
+  auto per_node = [&](const std::string& name, Type type, const std::string& help, auto value) {
+    out.family(name, type, help);
+    for (const NodeStatus& n : nodes) {
+      if (n.resources) out.sample({{"node", n.name}}, static_cast<double>(value(*n.resources)));
+    }
+  };
+  per_node("partita_node_cores", Type::gauge, "Cores the node's daemon may use (its CPU affinity).",
+           [](const NodeResources& r) { return r.cores; });
+  per_node("partita_node_memory_bytes", Type::gauge, "Physical memory of the node's machine.",
+           [](const NodeResources& r) { return r.memory_bytes; });
+  per_node("partita_node_memory_available_bytes", Type::gauge, "MemAvailable on the node's machine, net of placed jobs.",
+           [](const NodeResources& r) { return r.memory_available_bytes; });
+  per_node("partita_node_disk_free_bytes", Type::gauge, "Free bytes in the node daemon's data folder.",
+           [](const NodeResources& r) { return r.disk_free_bytes; });
+  per_node("partita_node_cpu_seconds_total", Type::counter, "CPU time (user + system) of the node's daemon.",
+           [](const NodeResources& r) { return r.cpu_seconds; });
+  per_node("partita_node_resident_memory_bytes", Type::gauge, "Resident memory of the node's daemon.",
+           [](const NodeResources& r) { return r.resident_bytes; });
+  per_node("partita_node_threads", Type::gauge, "Threads of the node's daemon.", [](const NodeResources& r) { return r.threads; });
+  per_node("partita_node_network_receive_bytes_total", Type::counter,
+           "Bytes received by the interfaces of the node daemon's network namespace.",
+           [](const NodeResources& r) { return r.network_received_bytes; });
+  per_node("partita_node_network_transmit_bytes_total", Type::counter,
+           "Bytes sent by the interfaces of the node daemon's network namespace.",
+           [](const NodeResources& r) { return r.network_sent_bytes; });
+  per_node("partita_node_staging_cache_bytes", Type::gauge, "Bytes of the units in the node's staging cache.",
+           [](const NodeResources& r) { return r.staging_cache_bytes; });
+  per_node("partita_node_actors", Type::gauge, "Actors the node's host runs.", [](const NodeResources& r) { return r.actors; });
+  per_node("partita_node_heartbeat_age_seconds", Type::gauge, "Seconds since the node's last heartbeat reached the head.",
+           [](const NodeResources& r) { return r.heartbeat_age_seconds; });
+
+  // This process (the head, or the process of `run --dashboard`), as Prometheus's clients
+  // name a process's figures.
+  try {
+    const ProcessStats p = read_process_stats();
+    auto process = [&](const std::string& name, Type type, const std::string& help, double value) {
+      out.family(name, type, help);
+      out.sample({}, value);
+    };
+    process("process_cpu_seconds_total", Type::counter, "Total user and system CPU time spent in seconds.", p.cpu_seconds);
+    process("process_resident_memory_bytes", Type::gauge, "Resident memory size in bytes.",
+            static_cast<double>(p.resident_bytes));
+    process("process_virtual_memory_bytes", Type::gauge, "Virtual memory size in bytes.", static_cast<double>(p.virtual_bytes));
+    process("process_open_fds", Type::gauge, "Number of open file descriptors.", static_cast<double>(p.open_fds));
+    if (p.max_fds >= 0) {
+      process("process_max_fds", Type::gauge, "Maximum number of open file descriptors.", static_cast<double>(p.max_fds));
+    }
+    process("process_start_time_seconds", Type::gauge, "Start time of the process since unix epoch in seconds.",
+            p.start_time_seconds);
+    process("process_threads", Type::gauge, "Number of OS threads of the process.", static_cast<double>(p.threads));
+    process("process_network_receive_bytes_total", Type::counter,
+            "Number of bytes received by the process's network namespace over all interfaces.",
+            static_cast<double>(p.network_received_bytes));
+    process("process_network_transmit_bytes_total", Type::counter,
+            "Number of bytes sent by the process's network namespace over all interfaces.",
+            static_cast<double>(p.network_sent_bytes));
+  } catch (const Error& e) {
+    spdlog::debug("status page: no process metrics: {}", e.what());
   }
   return out.str();
 }

@@ -47,14 +47,33 @@ namespace partita::dashboard {
 enum class JobState { preparing, running, done, failed, cancelled };
 const char* to_string(JobState state);
 
+// What a cluster's node reported in its last heartbeat (runtime/cluster/cluster_protocol.h:
+// NodeInfo and NodeLoad): its machine and its daemon's process.
+struct NodeResources {
+  int32_t cores = 0;
+  int64_t memory_bytes = 0, memory_available_bytes = 0, disk_free_bytes = 0;
+  double cpu_seconds = 0;  // the daemon's CPU time so far
+  int64_t resident_bytes = 0, threads = 0;
+  int64_t network_received_bytes = 0, network_sent_bytes = 0;  // its network namespace's, so far
+  int64_t staging_cache_bytes = 0;
+  int64_t actors = 0;
+  double heartbeat_age_seconds = 0;  // since that heartbeat
+};
+
 struct NodeStatus {
   std::string name;     // "in-process", or the daemon's HOST:PORT
   std::string state;    // "up" or "lost"
   std::string detail;   // why it is lost, or what runs there ("partitions 0, 2")
+  std::optional<NodeResources> resources;  // a live cluster node's; none in-process
+
+  NodeStatus() = default;
+  NodeStatus(std::string name, std::string state, std::string detail, std::optional<NodeResources> resources = {})
+      : name(std::move(name)), state(std::move(state)), detail(std::move(detail)), resources(std::move(resources)) {}
 };
 
 // The nodes of a cluster as its head knows them (runtime/cluster/): alive ones "up" with
-// their address, cores, free memory and actor count; dead ones "lost" with the reason.
+// their address, cores, free memory and actor count, and their resources; dead ones "lost"
+// with the reason.
 std::vector<NodeStatus> cluster_nodes(const runtime::ClusterStatus& status);
 
 // A job id as URLs and Prometheus labels carry it: 1-64 characters of [A-Za-z0-9._-].
@@ -99,11 +118,16 @@ class StatusBoard {
   //  "loss": [[x, y]...], "accuracy": [...], "steps_per_second": [...]}}; x is the job's
   // step count since its first epoch ((epoch - 1) * steps + step). nullopt: unknown job.
   std::optional<std::string> metrics_json(const std::string& id) const;
-  // The Prometheus text exposition format 0.0.4: HELP and TYPE lines, then per job
-  // (label job="ID") its state, position, last step and last epoch record (one gauge per
-  // metrics.jsonl field, partita_epoch_<field>), and per node (label node="NAME") whether
-  // it is up.
+  // The Prometheus text exposition format 0.0.4 (dashboard/prometheus_text.h): per job
+  // (label job_id="ID") its state, position, last step's figures, steps done (a counter),
+  // step durations (a histogram) and last epoch record (one gauge per metrics.jsonl field,
+  // partita_job_last_epoch_<field>); per node (label node="NAME") whether it is up and, for
+  // a live cluster node, its resources; and this process's figures (process_*). The names
+  // are listed in docs/cluster.md.
   std::string prometheus_text() const;
+
+  // The upper bounds (seconds) of the step-duration histogram's buckets.
+  static const std::vector<double>& step_duration_bounds();
 
  private:
   struct Job {
@@ -112,6 +136,10 @@ class StatusBoard {
     std::string message;
     JobProgress last;  // the newest event (its metrics pointer is never kept)
     bool has_figures = false;  // a step or an epoch was published: `last` has a loss
+    // Step durations: seconds between a step's end and the previous one's (the first step
+    // of an epoch: from the epoch's start), by bucket of step_duration_bounds() (+Inf last).
+    std::vector<uint64_t> duration_counts;
+    double duration_sum = 0;
     int epochs = 0;
     int64_t steps_done = 0;
     Series loss, accuracy, rate;  // per step
@@ -128,6 +156,8 @@ class StatusBoard {
     bool has_figures;
     int epochs;
     int64_t steps_done;
+    std::vector<uint64_t> duration_counts;
+    double duration_sum;
     std::optional<EpochMetrics> last_epoch;
   };
   // Every job's summary and the nodes, in one lock.

@@ -28,6 +28,9 @@ PACKAGES=(
   libplplot-dev plplot-driver-cairo
   # The status page's browser test (tests/dashboard/browser_test.sh): headless Chromium.
   chromium
+  # The status page's /metrics checked as Prometheus reads it: `promtool check metrics`, and
+  # a real Prometheus server that the scrape test runs on loopback.
+  prometheus
   # `ip netns`, veth and bridges: the cluster tests' separate hosts (netns/netns_cluster.h).
   iproute2
   # `partita start --slurm`'s end-to-end test (tests/slurm/slurm_test.sh): Debian's Slurm

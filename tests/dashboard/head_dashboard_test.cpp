@@ -116,7 +116,7 @@ TEST(HeadDashboardTest, ThePageShowsTheJobsSubmittedToTheHead) {
   }
   httplib::Result scrape = client.Get("/metrics");
   ASSERT_TRUE(scrape);
-  EXPECT_NE(scrape->body.find("partita_job_steps_total{job=\"paged-1\"} " + std::to_string(total) + "\n"),
+  EXPECT_NE(scrape->body.find("partita_job_steps_total{job_id=\"paged-1\"} " + std::to_string(total) + "\n"),
             std::string::npos)
       << scrape->body;
 }

@@ -250,11 +250,11 @@ struct Sample {
 // before its samples, once each. Fails the test on anything else.
 std::vector<Sample> parse_scrape(const std::string& text) {
   static const std::regex help(R"(# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) .+)");
-  static const std::regex type(R"(# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|untyped))");
-  static const std::regex sample(R"(([a-zA-Z_:][a-zA-Z0-9_:]*)\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*",?)*)\} (\S+))");
+  static const std::regex type(R"(# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|untyped))");
+  static const std::regex sample(R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*",?)*)\})? (\S+))");
   static const std::regex label(R"(([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)\")");
   std::vector<Sample> samples;
-  std::set<std::string> helped, typed, seen_families;
+  std::set<std::string> helped, typed, seen_families, histograms;
   std::string current;
   std::istringstream in(text);
   std::string line;
@@ -270,11 +270,18 @@ std::vector<Sample> parse_scrape(const std::string& text) {
     } else if (std::regex_match(line, m, type)) {
       EXPECT_TRUE(typed.insert(m[1]).second) << "line " << number << ": second TYPE for " << m[1];
       EXPECT_EQ(m[1], current) << "line " << number << ": TYPE of another family than its HELP";
+      if (m[2] == "histogram") histograms.insert(m[1]);
+      if (m[2] == "counter") {
+        EXPECT_TRUE(std::regex_search(std::string(m[1]), std::regex("_total$"))) << "line " << number << ": a counter without _total";
+      }
     } else if (std::regex_match(line, m, sample)) {
       Sample s;
       s.name = m[1];
-      EXPECT_EQ(s.name, current) << "line " << number << ": a sample outside its family";
-      EXPECT_TRUE(helped.count(s.name) && typed.count(s.name)) << "line " << number << ": no HELP/TYPE before " << s.name;
+      // A histogram's samples are its family's name with _bucket, _sum or _count.
+      const bool of_histogram = histograms.count(current) &&
+                                (s.name == current + "_bucket" || s.name == current + "_sum" || s.name == current + "_count");
+      EXPECT_TRUE(s.name == current || of_histogram) << "line " << number << ": a sample outside its family";
+      EXPECT_TRUE(helped.count(current) && typed.count(current)) << "line " << number << ": no HELP/TYPE before " << s.name;
       const std::string labels = m[2];
       for (std::sregex_iterator it(labels.begin(), labels.end(), label), end; it != end; ++it) {
         s.labels[(*it)[1]] = (*it)[2];
@@ -309,22 +316,96 @@ TEST(StatusBoardTest, PrometheusScrapeParsesLineByLineWithTheSameFigures) {
   fill_two_epochs(board);
   board.add_job("other", "", 1);
   const std::vector<Sample> samples = parse_scrape(board.prometheus_text());
-  const std::map<std::string, std::string> sbm = {{"job", "sbm"}};
-  EXPECT_EQ(value_of(samples, "partita_job_state", {{"job", "sbm"}, {"state", "running"}}), 1);
-  EXPECT_EQ(value_of(samples, "partita_job_state", {{"job", "sbm"}, {"state", "done"}}), 0);
-  EXPECT_EQ(value_of(samples, "partita_job_state", {{"job", "other"}, {"state", "preparing"}}), 1);
+  const std::map<std::string, std::string> sbm = {{"job_id", "sbm"}};
+  EXPECT_EQ(value_of(samples, "partita_job_state", {{"job_id", "sbm"}, {"state", "running"}}), 1);
+  EXPECT_EQ(value_of(samples, "partita_job_state", {{"job_id", "sbm"}, {"state", "done"}}), 0);
+  EXPECT_EQ(value_of(samples, "partita_job_state", {{"job_id", "other"}, {"state", "preparing"}}), 1);
   EXPECT_EQ(value_of(samples, "partita_job_epoch", sbm), 3);
-  EXPECT_EQ(value_of(samples, "partita_job_step", sbm), 2);
+  EXPECT_EQ(value_of(samples, "partita_job_planned_epochs", sbm), 3);
+  EXPECT_EQ(value_of(samples, "partita_job_epoch_step", sbm), 2);
   EXPECT_EQ(value_of(samples, "partita_job_steps_total", sbm), 10);
   EXPECT_DOUBLE_EQ(value_of(samples, "partita_job_loss", sbm), 0.2);
+  EXPECT_DOUBLE_EQ(value_of(samples, "partita_job_accuracy_ratio", sbm), 0.8);
   EXPECT_DOUBLE_EQ(value_of(samples, "partita_job_steps_per_second", sbm), 12.0);
+  // A job without a step has no loss sample (not a 0 it never had).
+  EXPECT_EQ(std::count_if(samples.begin(), samples.end(),
+                          [](const Sample& x) { return x.name == "partita_job_loss" && x.labels.at("job_id") == "other"; }),
+            0);
+  // No label named "job": Prometheus sets that one on every series it scrapes.
+  for (const Sample& x : samples) EXPECT_EQ(x.labels.count("job"), 0u) << x.name;
   // Every field of the last metrics.jsonl line, with its value.
   const nlohmann::json line = epoch_record(2);
   for (const auto& [field, value] : line.items()) {
-    EXPECT_DOUBLE_EQ(value_of(samples, "partita_epoch_" + field, sbm), value.get<double>()) << field;
+    const std::string name = field == "epoch" ? "partita_job_last_epoch" : "partita_job_last_epoch_" + field;
+    EXPECT_DOUBLE_EQ(value_of(samples, name, sbm), value.get<double>()) << field;
   }
   EXPECT_EQ(value_of(samples, "partita_node_up", {{"node", "127.0.0.1:4000"}}), 1);
   EXPECT_EQ(value_of(samples, "partita_node_up", {{"node", "127.0.0.1:4001"}}), 0);
+  // This process's own figures.
+  EXPECT_GT(value_of(samples, "process_cpu_seconds_total", {}), 0);
+  EXPECT_GT(value_of(samples, "process_resident_memory_bytes", {}), 1 << 20);
+  EXPECT_GT(value_of(samples, "process_open_fds", {}), 2);
+  EXPECT_GT(value_of(samples, "process_start_time_seconds", {}), 1.5e9);
+}
+
+// Step durations: each step's seconds since the previous one, in cumulative buckets.
+TEST(StatusBoardTest, StepDurationsAreAHistogram) {
+  StatusBoard board;
+  board.add_job("h", "", 2);
+  // Epoch 1: steps end at 0.002, 0.005, 0.5 s (durations 0.002, 0.003, 0.495); epoch 2: 3 s.
+  const double ends[] = {0.002, 0.005, 0.5};
+  for (int s = 1; s <= 3; ++s) {
+    JobProgress p = step_event(1, s, 3, 1, 0.5, 1);
+    p.seconds = ends[s - 1];
+    board.publish("h", p);
+  }
+  JobProgress p = step_event(2, 1, 3, 1, 0.5, 1);
+  p.seconds = 3;
+  board.publish("h", p);
+  const std::vector<Sample> samples = parse_scrape(board.prometheus_text());
+  auto bucket = [&](const std::string& le) {
+    return value_of(samples, "partita_job_step_duration_seconds_bucket", {{"job_id", "h"}, {"le", le}});
+  };
+  EXPECT_EQ(bucket("0.001"), 0);
+  EXPECT_EQ(bucket("0.0025"), 1);
+  EXPECT_EQ(bucket("0.005"), 2);
+  EXPECT_EQ(bucket("0.25"), 2);
+  EXPECT_EQ(bucket("0.5"), 3);
+  EXPECT_EQ(bucket("2.5"), 3);
+  EXPECT_EQ(bucket("5"), 4);
+  EXPECT_EQ(bucket("+Inf"), 4);
+  EXPECT_EQ(value_of(samples, "partita_job_step_duration_seconds_count", {{"job_id", "h"}}), 4);
+  EXPECT_NEAR(value_of(samples, "partita_job_step_duration_seconds_sum", {{"job_id", "h"}}), 3.5, 1e-9);
+}
+
+// A live cluster node's resources, from its heartbeat, as gauges and counters per node.
+TEST(StatusBoardTest, ANodesResourcesAreExposedPerNode) {
+  runtime::ClusterStatus status;
+  runtime::NodeStatus n;
+  n.member = 1;
+  n.alive = true;
+  n.info.name = "node-a";
+  n.info.cores = 4;
+  n.load.cpu_seconds = 12.5;
+  n.load.resident_bytes = 300 << 20;
+  n.load.threads = 17;
+  n.load.network_received_bytes = 1000;
+  n.load.network_sent_bytes = 2000;
+  n.load.staging_cache_bytes = 4096;
+  n.ms_since_heartbeat = 250;
+  status.nodes = {n};
+  StatusBoard board;
+  board.set_nodes(cluster_nodes(status));
+  const std::vector<Sample> samples = parse_scrape(board.prometheus_text());
+  const std::map<std::string, std::string> a = {{"node", "node-a"}};
+  EXPECT_EQ(value_of(samples, "partita_node_cores", a), 4);
+  EXPECT_EQ(value_of(samples, "partita_node_cpu_seconds_total", a), 12.5);
+  EXPECT_EQ(value_of(samples, "partita_node_resident_memory_bytes", a), 300 << 20);
+  EXPECT_EQ(value_of(samples, "partita_node_threads", a), 17);
+  EXPECT_EQ(value_of(samples, "partita_node_network_receive_bytes_total", a), 1000);
+  EXPECT_EQ(value_of(samples, "partita_node_network_transmit_bytes_total", a), 2000);
+  EXPECT_EQ(value_of(samples, "partita_node_staging_cache_bytes", a), 4096);
+  EXPECT_EQ(value_of(samples, "partita_node_heartbeat_age_seconds", a), 0.25);
 }
 
 TEST(StatusBoardTest, PrometheusLabelValuesAreEscaped) {
@@ -385,8 +466,8 @@ TEST(StatusBoardTest, LinkPredictionRecordsRoundTripAndScrapeUnderValidNames) {
   board.add_job("fb", "", 1);
   board.publish("fb", epoch_event(m));
   const std::vector<Sample> samples = parse_scrape(board.prometheus_text());
-  EXPECT_DOUBLE_EQ(value_of(samples, "partita_epoch_test_hits_at_10", {{"job", "fb"}}), 0.5);
-  EXPECT_DOUBLE_EQ(value_of(samples, "partita_epoch_test_mrr", {{"job", "fb"}}), 0.3);
+  EXPECT_DOUBLE_EQ(value_of(samples, "partita_job_last_epoch_test_hits_at_10", {{"job_id", "fb"}}), 0.5);
+  EXPECT_DOUBLE_EQ(value_of(samples, "partita_job_last_epoch_test_mrr", {{"job_id", "fb"}}), 0.3);
 }
 
 // A node that came back is a newer member under its old name: the page and /metrics show
