@@ -26,7 +26,7 @@ set(PARTITA_PUBLIC_HEADERS
 
 # Bottom up; each exported as Partita::<layer>. Static: a host links what it uses into its
 # own binary, and nothing has to be found at run time but the Debian libraries.
-set(_partita_layers base graph partitioner messages runtime actors embeddings models training)
+set(_partita_layers base graph partitioner datasets messages runtime actors embeddings models training)
 foreach(_layer IN LISTS _partita_layers)
   set_target_properties(partita_${_layer} PROPERTIES EXPORT_NAME ${_layer})
   # The same names for a project that adds this tree with add_subdirectory.

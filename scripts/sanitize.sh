@@ -4,7 +4,7 @@
 #
 #   scripts/sanitize.sh          # the fast, torch-free binaries (what CI runs):
 #                                # partita_core_tests, partita_messages_tests, partita_runtime_tests,
-#                                # partita_embeddings_tests
+#                                # partita_embeddings_tests, partita_datasets_tests
 #   scripts/sanitize.sh all      # the whole suite (the CLI and every test binary, libtorch code included)
 #
 # The fast binaries are built in the fuzz tree (clang, build-fuzz/ or PARTITA_FUZZ_BUILD_DIR,
@@ -52,12 +52,12 @@ cd "$TREE"
 if [ "$WHICH" = all ]; then
   # What the suite runs: every test binary and the CLI (benchmarks and the fuzzers are not
   # tests). The libtorch units compiled with ASan take most of this build's time.
-  binaries=(partita partita_core_tests partita_messages_tests partita_runtime_tests partita_embeddings_tests partita_actors_tests
+  binaries=(partita partita_core_tests partita_messages_tests partita_runtime_tests partita_embeddings_tests partita_datasets_tests partita_actors_tests
             partita_dashboard_tests partita_torch_tests partita_training_tests)
   cmake --build . -j"$(nproc)" --target "${binaries[@]}"
   ctest --output-on-failure --timeout 900 -j2 "$@"
 else
-  binaries=(partita_core_tests partita_messages_tests partita_runtime_tests partita_embeddings_tests)
+  binaries=(partita_core_tests partita_messages_tests partita_runtime_tests partita_embeddings_tests partita_datasets_tests)
   cmake --build . -j"$(nproc)" --target "${binaries[@]}"
   # Their tests carry the label torch_free (tests/CMakeLists.txt); the others are not built.
   ctest --output-on-failure --timeout 900 -j2 -L torch_free "$@"

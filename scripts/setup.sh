@@ -15,6 +15,9 @@ PACKAGES=(
   zlib1g-dev
   # TLS on every port (runtime/tls/): OpenSSL 3's C API.
   libssl-dev
+  # `partita datasets download` (datasets/): HTTP(S) with redirects, resumed ranges and
+  # deadlines (libcurl), and the zip / tar.gz archives publishers serve (libarchive).
+  libcurl4-openssl-dev libarchive-dev
   # The baseline of `partita bench allreduce` only.
   libgloo-dev
   # Debian's libtorch calls the reference BLAS unless OpenBLAS provides libblas.so.3:
