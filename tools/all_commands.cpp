@@ -22,6 +22,7 @@ void add_commands(CLI::App& app, const GlobalOptions& global) {
   add_logs_command(app, global);
   add_job_driver_command(app, global);
   add_cluster_command(app, global);
+  add_datasets_command(app, global);
 }
 
 std::string binary_for_other_commands() { return ""; }

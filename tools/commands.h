@@ -55,6 +55,7 @@ void add_start_command(CLI::App& app, const GlobalOptions& global);
 void add_logs_command(CLI::App& app, const GlobalOptions& global);
 void add_job_driver_command(CLI::App& app, const GlobalOptions& global);
 void add_cluster_command(CLI::App& app, const GlobalOptions& global);
+void add_datasets_command(CLI::App& app, const GlobalOptions& global);
 
 // `partita job submit JOB`: submits the job to the head at `address` (head_address.h: ""
 // for the default), then (unless `detach`) prints its log until it ends; Ctrl-C detaches.

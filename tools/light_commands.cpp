@@ -17,6 +17,7 @@ void add_commands(CLI::App& app, const GlobalOptions& global) {
   add_stop_command(app, global);
   add_down_command(app, global);
   add_cluster_command(app, global);
+  add_datasets_command(app, global);
 }
 
 std::string binary_for_other_commands() {

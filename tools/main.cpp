@@ -5,8 +5,8 @@
 //
 // Two binaries share this main. Loading libtorch costs a process ~1 s at start-up (some 300
 // shared libraries and its operator registry; a binary without it starts in ~0.02 s), which
-// the commands that never train (partition, generate, inspect, status, stop, down, cluster)
-// need not pay: `partita` has only those (tools/light_commands.cpp) and hands every other
+// the commands that never train (partition, generate, inspect, status, stop, down, cluster,
+// datasets) need not pay: `partita` has only those (tools/light_commands.cpp) and hands every other
 // command, and help, to `partita-full` (tools/all_commands.cpp: every command), replacing
 // itself with it (execv: same process id, same arguments).
 #include <spdlog/spdlog.h>
@@ -38,7 +38,7 @@ std::string one_line(std::string text) {
 [[noreturn]] void forward(const std::string& binary, char** argv) {
   ::execv(binary.c_str(), argv);
   throw partita::Error("cannot run " + binary + " (every command but partition, generate, inspect, status, stop, "
-                       "down and cluster runs there): " + std::strerror(errno));
+                       "down, cluster and datasets runs there): " + std::strerror(errno));
 }
 
 }  // namespace

@@ -317,7 +317,7 @@ TEST(CliTest, CommandsThatNeverTrainStartWithoutLibtorch) {
   const ProcessResult r = run_process({alone, "run", "job.yaml"}, 60);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("partita: error: cannot run " + tmp.path() + "/../libexec/partita/partita-full (every command "
-                       "but partition, generate, inspect, status, stop, down and cluster runs there): No such file or directory"),
+                       "but partition, generate, inspect, status, stop, down, cluster and datasets runs there): No such file or directory"),
             std::string::npos)
       << r.err;
   const ProcessResult light = run_process({alone, "inspect", tmp / "nothing"}, 60);
