@@ -3,6 +3,8 @@
 //   DIR/META.json            format version, graph summary, per-part statistics
 //   DIR/partition_book.bin   int64 [k+1]: part p owns global ids [book[p], book[p+1])
 //   DIR/node_map.bin         int64 [N]: original node id -> global id
+//   DIR/node_names.tsv       optional: `id<TAB>name` per original node id, the token an edge
+//                            list read with remap_ids had for it (partitioner/id_map.h)
 //   DIR/part<p>/*.bin        the part's CSC topology, ids, features, labels, splits
 //
 // Every .bin is an array file (base/array_file.h): mappable, self-describing, checksummed.

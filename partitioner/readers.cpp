@@ -14,9 +14,10 @@ Dataset read_dataset(const std::string& format, const std::string& path, const R
   if (format == "npy") return read_npy_folder(path);
   if (format == "triples") return read_triples(path);
   if (format == "movielens") return read_movielens(path);
+  if (format == "movielens100k") return read_movielens_100k(path);
   if (format == "ntriples") return read_ntriples(path, options);
   throw UsageError("unknown dataset format '" + format +
-                   "' (expected one of: linqs, npy, edgelist, triples, movielens, ntriples)");
+                   "' (expected one of: linqs, npy, edgelist, triples, movielens, movielens100k, ntriples)");
 }
 
 }  // namespace partita

@@ -78,6 +78,18 @@ Dataset read_triples(const std::string& dir);
 // file and line.
 Dataset read_movielens(const std::string& dir);
 
+// MovieLens 100K (ml-100k) as GroupLens ships it: a folder with u.data (`user id<TAB>item
+// id<TAB>rating<TAB>timestamp`), u.item (`movie id|title|release date|video release
+// date|IMDb URL|` then a 0/1 flag per genre; Latin-1 titles) and u.genre (`name|index`,
+// the indices 0, 1, ... in the order of u.item's flags). The graph is read_movielens's:
+// node types `user` (those who rated, by id) then `movie` (every movie of u.item, by id),
+// the two edge types of each rating with its rating and timestamp, the same feature
+// columns (genres multi-hot over the sorted genre names, the release year's columns from
+// the release date, else from the title, then the users' column). A malformed line, a
+// genre index out of order, a flag that is not 0 or 1, a rating of an item u.item lacks:
+// an Error naming the file and line.
+Dataset read_movielens_100k(const std::string& dir);
+
 // A movie's release year, from its title as movies.csv writes it ("Toy Story (1995)"):
 // the four digits of a final "(YYYY)", trailing spaces (and the closing quote of a quoted
 // field) ignored; 0 (no year) for any other title: none at the end ("Black Mirror"), a
@@ -117,7 +129,8 @@ void movielens_year_columns(int year, float* columns);
 // that is not in the graph or is labelled twice.
 Dataset read_ntriples(const std::string& dir, const ReadOptions& options = {});
 
-// Dispatches on format: "linqs", "npy", "edgelist", "triples", "movielens", "ntriples".
+// Dispatches on format: "linqs", "npy", "edgelist", "triples", "movielens", "movielens100k",
+// "ntriples".
 // Unknown format: UsageError.
 Dataset read_dataset(const std::string& format, const std::string& path,
                      const ReadOptions& options = {});

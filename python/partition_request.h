@@ -13,7 +13,7 @@ namespace partita::python {
 
 struct PartitionRequest {
   std::string input;            // a dataset file or folder
-  std::string format = "npy";   // linqs, npy, edgelist, triples, movielens, ntriples
+  std::string format = "npy";   // linqs, npy, edgelist, triples, movielens, movielens100k, ntriples
   std::string output;           // the partition folder to write
   int num_parts = 2;
   std::string method = "metis";  // or "random"

@@ -7,6 +7,7 @@
 #include "base/staging_dir.h"
 #include "base/stopwatch.h"
 #include "partitioner/feature_transforms.h"
+#include "partitioner/id_map.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_format.h"
 #include "partitioner/partition_report.h"
@@ -67,7 +68,9 @@ void run(const PartitionCommand& c, const GlobalOptions& global) {
   WriteOptions write_options;
   write_options.overwrite = c.overwrite;
   write_options.threads = global.threads;
-  PartitionMeta meta = partition_dataset(dataset, options, c.output, write_options);
+  // Remapped ids: their map kept beside the partitions.
+  PartitionMeta meta = c.remap_ids ? partition_dataset_keeping_ids(dataset, options, c.output, write_options)
+                                   : partition_dataset(dataset, options, c.output, write_options);
   spdlog::info("partitioned and wrote {} in {:.2f}s", c.output, watch.seconds());
   std::cout << (c.json ? format_report_json(meta) : format_report_table(meta));
 }
@@ -78,8 +81,8 @@ void add_partition_command(CLI::App& app, const GlobalOptions& global) {
   auto c = std::make_shared<PartitionCommand>();
   CLI::App* cmd = app.add_subcommand("partition", "partition a dataset into a partition folder");
   cmd->add_option("-i,--input", c->input, "dataset file or folder")->required();
-  cmd->add_option("-f,--format", c->format, "dataset format: linqs, npy, edgelist, triples, movielens, ntriples")
-      ->check(CLI::IsMember({"linqs", "npy", "edgelist", "triples", "movielens", "ntriples"}))
+  cmd->add_option("-f,--format", c->format, "dataset format: linqs, npy, edgelist, triples, movielens, movielens100k, ntriples")
+      ->check(CLI::IsMember({"linqs", "npy", "edgelist", "triples", "movielens", "movielens100k", "ntriples"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", c->output, "partition folder to write")->required();
   cmd->add_option("-k,--parts", c->parts, "number of partitions")->check(cli::positive())->capture_default_str();
@@ -92,9 +95,9 @@ void add_partition_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--transform", c->transforms,
                   "feature transform applied before partitioning, recorded in META.json; repeat for several, applied "
                   "in order: normalize_features, standardize, multi_hot:COLUMNS");
-  cmd->add_flag("--remap-ids", c->remap_ids,
+  cmd->add_flag("--remap,--remap-ids", c->remap_ids,
                 "edge lists: node ids are any tokens (sparse integers, names), numbered 0..N-1 in order of first "
-                "appearance");
+                "appearance; the map is kept in OUTPUT/node_names.tsv");
   cmd->add_flag("--undirected", c->undirected,
                 "edge lists: every pair in both directions, once (repeated pairs merge)");
   cmd->add_flag("--no-balance-train", c->no_balance_train,

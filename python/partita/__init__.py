@@ -137,7 +137,7 @@ def partition(source, output, num_parts=2, *, format=None, method="metis", seed=
     `source` is a PyTorch Geometric ``Data`` (edge_index, and x, y, train_mask, val_mask,
     test_mask where present; node ids are its rows), or a path: an npy folder (x.npy,
     edge_index.npy, y.npy, train_idx.npy, ...; `format` "npy", the default) or another
-    format ``partita partition`` reads ("linqs", "edgelist", "triples", "movielens",
+    format ``partita partition`` reads ("linqs", "edgelist", "triples", "movielens", "movielens100k",
     "ntriples"). An existing `output` is replaced only with `overwrite`.
 
     `holdout={"val": 0.05, "test": 0.1}` holds out those fractions of the links for link

@@ -358,5 +358,28 @@ TEST(CliTest, EveryCorpusInputFailsCleanly) {
   EXPECT_GE(checked, 38);
 }
 
+// An edge list of PubMed-like ids, remapped and made undirected by `partition`: the id map
+// is kept beside the partitions, one line per original node id.
+TEST(CliTest, PartitionRemapKeepsTheIdMapBesideThePartitions) {
+  TempDir tmp;
+  testing::write_text(tmp / "pmids.txt", "19127292 17363749\n17363749 9000000000000000\nalice 19127292\n");
+  auto r = run_partita({"--log-level", "error", "partition", "-f", "edgelist", "-i", tmp / "pmids.txt", "-o",
+                        tmp / "parts", "--remap", "--undirected", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["num_nodes"], 4);
+  EXPECT_EQ(report["num_edges"], 6);  // 3 pairs, both ways
+  EXPECT_EQ(testing::read_text(tmp / "parts/node_names.tsv"),
+            "# id\tname: the original node id and the token the input had for it\n"
+            "0\t19127292\n1\t17363749\n2\t9000000000000000\n3\talice\n");
+  auto check = run_partita({"--log-level", "error", "inspect", "--verify", tmp / "parts"});
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  // Without remapping there is no map to keep.
+  testing::write_text(tmp / "dense.txt", "0 1\n1 2\n");
+  r = run_partita({"--log-level", "error", "partition", "-f", "edgelist", "-i", tmp / "dense.txt", "-o", tmp / "dense"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "dense/node_names.tsv"));
+}
+
 }  // namespace
 }  // namespace partita

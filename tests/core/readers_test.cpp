@@ -946,7 +946,7 @@ TEST(ReaderTest, UnknownFormatIsAUsageErrorListingTheFormats) {
     FAIL() << "expected a UsageError";
   } catch (const UsageError& e) {
     EXPECT_CONTAINS(e.what(), "unknown dataset format 'csv'");
-    EXPECT_CONTAINS(e.what(), "linqs, npy, edgelist, triples, movielens, ntriples");
+    EXPECT_CONTAINS(e.what(), "linqs, npy, edgelist, triples, movielens, movielens100k, ntriples");
   }
 }
 
