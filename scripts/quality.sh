@@ -26,6 +26,12 @@ if [ "${PARTITA_QUALITY_CTEST:-1}" != 0 ] && [ $# -eq 0 ]; then
   (cd "$BUILD_DIR" && ctest --output-on-failure -L quality)
 fi
 PARTITA="$BUILD_DIR/tools/partita"
+# The examples name their datasets (data.dataset: cora): they read the tree's copies (CMake's
+# PARTITA_DATA_DIR, docs/datasets.md "Mirrors and local copies") instead of downloading them.
+if [ -z "${PARTITA_DATA_DIR:-}" ]; then
+  PARTITA_DATA_DIR="$(sed -n 's/^PARTITA_DATA_DIR:PATH=//p' "$BUILD_DIR/CMakeCache.txt")"
+  export PARTITA_DATA_DIR
+fi
 OUT="${PARTITA_QUALITY_DIR:-$BUILD_DIR/quality}"
 SEEDS="${PARTITA_QUALITY_SEEDS:-1 2 3}"
 mkdir -p "$OUT"

@@ -35,6 +35,16 @@ TempDir::~TempDir() {
   fs::remove_all(path_, ec);
 }
 
+namespace {
+// A job naming a dataset (data.dataset: cora) reads the local copy in $PARTITA_DATA_DIR
+// (datasets/dataset_cache.h): exported here from the tree's option when unset, so a test
+// binary run by hand, and the partita processes it starts, read the same copies as under ctest.
+const bool kDataDirExported = [] {
+  if (std::getenv("PARTITA_DATA_DIR") == nullptr && kDataDir[0] != '\0') ::setenv("PARTITA_DATA_DIR", kDataDir, 0);
+  return true;
+}();
+}  // namespace
+
 std::string dataset_path(const std::string& name) {
   const char* env = std::getenv("PARTITA_DATA_DIR");
   std::string root = env != nullptr ? env : kDataDir;

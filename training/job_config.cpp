@@ -1,5 +1,6 @@
 #include "training/job_config.h"
 
+#include <spdlog/spdlog.h>
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
@@ -18,6 +19,8 @@
 
 #include "base/error.h"
 #include "base/file_util.h"
+#include "datasets/dataset_cache.h"
+#include "datasets/registry.h"
 #include "partitioner/feature_transforms.h"
 #include "partitioner/partition_format.h"
 
@@ -238,11 +241,24 @@ std::string absolute(const std::string& path, const std::string& base_dir) {
   return p.lexically_normal().string();
 }
 
-void read_data(Section s, JobConfig& job, const std::string& base_dir) {
+// `dataset_name`: set to data.dataset when that is a name of the dataset registry.
+void read_data(Section s, JobConfig& job, const std::string& base_dir, std::string& dataset_name) {
   std::string partitions, dataset;
   s.read("partitions", partitions, "a folder");
-  s.read("dataset", dataset, "a path");
-  s.read_choice("format", job.format, {"linqs", "npy", "edgelist", "triples", "movielens", "ntriples"});
+  s.read("dataset", dataset, "a path or a dataset's name (partita datasets list)");
+  s.read_choice("format", job.format, {"linqs", "npy", "edgelist", "triples", "movielens", "movielens100k", "ntriples"});
+  // A bare name of the registry is that dataset (`./cora` is a folder named cora).
+  if (const datasets::NamedDataset* named = dataset.find('/') == std::string::npos ? datasets::find_dataset(dataset) : nullptr) {
+    if (named->format.empty()) {
+      s.fail(s.field("dataset"), dataset + " has no reader yet: `partita datasets download " + dataset +
+                                     "` gives its files, to convert into a format a job reads (docs/datasets.md)");
+    }
+    if (s.has("format") && job.format != named->format) {
+      s.fail(s.field("format"), job.format + ", but the dataset " + dataset + " is format " + named->format);
+    }
+    job.format = named->format;
+    dataset_name = named->name;
+  }
   if (s.has("generate")) {
     job.generate = true;
     Section g = s.sub("generate");
@@ -350,7 +366,14 @@ void read_data(Section s, JobConfig& job, const std::string& base_dir) {
                                         " is already partitioned (its META.json lists the transforms it was made with)");
     }
   }
-  if (!dataset.empty()) {
+  if (!dataset_name.empty()) {
+    // Not downloaded here (load_job does): parsing stays free of side effects.
+    try {
+      job.dataset = datasets::named_dataset_dir(datasets::dataset_or_throw(dataset_name), "");
+    } catch (const UsageError& e) {
+      s.fail(s.field("dataset"), e.what());
+    }
+  } else if (!dataset.empty()) {
     job.dataset = absolute(dataset, base_dir);
     std::error_code error;
     if (!fs::exists(job.dataset, error)) {
@@ -665,7 +688,9 @@ std::string JobConfig::partition_dir() const {
   return partitions.empty() ? (fs::path(output) / "partitions").string() : partitions;
 }
 
-JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const std::string& name) {
+// parse_job, also naming the registry's dataset data.dataset names (else "").
+static JobConfig parse_job_naming(const std::string& yaml, const std::string& base_dir, const std::string& name,
+                                  std::string& dataset_name) {
   if (yaml.size() > JobLimits::kMaxJobBytes) throw UsageError(too_large(name, yaml.size()));
   YAML::Node root;
   try {
@@ -685,7 +710,7 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
     job.learning_rate = 0.1;
   }
   if (!top.has("data")) top.fail("data", "missing: say which graph to train on");
-  read_data(top.sub("data"), job, base_dir);
+  read_data(top.sub("data"), job, base_dir, dataset_name);
   if (job.link_prediction()) {
     read_link_model(top.sub("model"), job);
     read_negatives(top.sub("negatives"), job);
@@ -752,6 +777,11 @@ JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const 
   return job;
 }
 
+JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const std::string& name) {
+  std::string dataset_name;
+  return parse_job_naming(yaml, base_dir, name, dataset_name);
+}
+
 JobConfig load_job(const std::string& path) {
   std::error_code error;
   const auto status = fs::status(path, error);
@@ -765,7 +795,21 @@ JobConfig load_job(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   const fs::path base = fs::absolute(fs::path(path)).parent_path();
-  return parse_job(text.str(), base.string(), path);
+  std::string dataset_name;
+  JobConfig job = parse_job_naming(text.str(), base.string(), path, dataset_name);
+  if (!dataset_name.empty()) {
+    const datasets::NamedDataset& named = datasets::dataset_or_throw(dataset_name);
+    if (datasets::local_copy(named).empty() && !datasets::is_cached(named, "")) {
+      spdlog::info("{}: data.dataset {} is not downloaded yet; downloading it into {} (licence: {}; cite: {})", path,
+                   named.name, job.dataset, named.licence, named.citation);
+      try {
+        job.dataset = datasets::fetch_dataset(named);
+      } catch (const Error& e) {
+        throw Error(path + ": data.dataset " + named.name + ": " + e.what());
+      }
+    }
+  }
+  return job;
 }
 
 std::string job_to_yaml(const JobConfig& job) {

@@ -11,7 +11,9 @@
 //   data:
 //     partitions: DIR          # a folder written by `partita partition`, or else:
 //     dataset: PATH            # a dataset, partitioned when the job starts into
-//     format: npy              #   OUTPUT/partitions (linqs, npy, edgelist, triples, movielens, ntriples)
+//     format: npy              #   OUTPUT/partitions (linqs, npy, edgelist, triples, movielens,
+//                              #   movielens100k, ntriples); or a named dataset (dataset: cora,
+//                              #   datasets/registry.h) with its format, downloaded if missing
 //     remap_ids: false         # edgelist: sparse or named ids numbered 0..N-1 by first appearance
 //     undirected: false        # edgelist: every pair in both directions, once
 //     generate: {kind: sbm, nodes: 100000, classes: 8, features: 32, avg_degree: 10,
@@ -251,7 +253,7 @@ struct JobConfig {
   LinkPredictionSpec link;  // link prediction only
   // data
   std::string partitions;  // absolute; empty when the job partitions a dataset itself
-  std::string dataset;     // absolute; empty unless given
+  std::string dataset;     // absolute; empty unless given (a named dataset: its folder)
   std::string format = "npy";
   // data.remap_ids, data.undirected: how an edge list is read (partitioner/readers.h
   // ReadOptions): sparse or named ids numbered in order of first appearance; the graph
@@ -364,6 +366,8 @@ struct JobConfig {
 // Parses and validates a job file. Throws UsageError naming the file and the field: an
 // unknown field, a wrong type, a value out of range, a missing or contradictory data
 // source, fanouts that do not match the layers, a path that does not exist.
+// A named dataset (data.dataset: cora) missing from the cache is downloaded here, with a
+// message saying so; parse_job only resolves the name to its folder.
 JobConfig load_job(const std::string& path);
 // The same from YAML text; `base_dir` resolves relative paths, `name` names the source.
 JobConfig parse_job(const std::string& yaml, const std::string& base_dir, const std::string& name = "job");

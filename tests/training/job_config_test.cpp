@@ -10,6 +10,8 @@
 
 #include "actors/actor_types.h"
 #include "base/error.h"
+#include "datasets/dataset_cache.h"
+#include "datasets/loopback_http.h"
 #include "graph/neighbor_sampler.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition_stores.h"
@@ -575,6 +577,79 @@ TEST_F(JobConfigTest, HugeFilesAreRefusedBeforeParsing) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("missing.yaml: no such file"), std::string::npos) << e.what();
   }
+}
+
+// Restores an environment variable on scope exit.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      ::setenv(name_, old_.c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+TEST_F(JobConfigTest, ANamedDatasetIsItsLocalCopyOrCacheFolderWithItsFormat) {
+  testing::TempDir cache;
+  ScopedEnv cache_dir(datasets::kCacheEnv, cache.path());
+  // The tests' PARTITA_DATA_DIR holds a copy of cora (test_util.cpp).
+  const JobConfig cora = parse("data: {dataset: cora}\n");
+  EXPECT_EQ(cora.format, "linqs");
+  EXPECT_EQ(cora.dataset, fs::absolute(testing::dataset_path("cora")).lexically_normal().string());
+  EXPECT_EQ(parse("data: {dataset: cora, format: linqs}\n").format, "linqs");
+  // None here: its cache folder, not downloaded while parsing.
+  const JobConfig wn = parse("data: {dataset: wn18rr}\n");
+  EXPECT_EQ(wn.dataset, cache / "wn18rr");
+  EXPECT_EQ(wn.format, "triples");
+  EXPECT_FALSE(fs::exists(cache / "wn18rr"));
+  EXPECT_CONTAINS(error_of("data: {dataset: cora, format: npy}\n"),
+                  "job.yaml: data.format: npy, but the dataset cora is format linqs");
+  EXPECT_CONTAINS(error_of("data: {dataset: pubmed}\n"), "job.yaml: data.dataset: pubmed has no reader yet");
+  // A path, however it is spelt, is a path.
+  EXPECT_CONTAINS(error_of("data: {dataset: ./cora, format: linqs}\n"), "cora does not exist");
+}
+
+TEST_F(JobConfigTest, LoadingAJobDownloadsItsNamedDatasetWhenMissing) {
+  testing::TempDir cache;
+  testing::LoopbackHttpServer server;
+  server.serve("/cora/cora.tgz", {testing::cora_tgz()});
+  ScopedEnv no_copies(datasets::kLocalCopiesEnv, "");
+  ScopedEnv cache_dir(datasets::kCacheEnv, cache.path());
+  ScopedEnv mirror(datasets::kMirrorEnv, server.base_url());
+  testing::write_text(dir_ / "cora.yaml", "data: {dataset: cora, num_partitions: 2}\n");
+  testing::LogCapture log(spdlog::level::info);
+  const JobConfig job = load_job(dir_ / "cora.yaml");
+  EXPECT_EQ(job.dataset, cache / "cora");
+  EXPECT_TRUE(fs::is_regular_file(cache / "cora/cora.content"));
+  EXPECT_CONTAINS(log.text(), "data.dataset cora is not downloaded yet; downloading it into " + (cache / "cora"));
+  EXPECT_CONTAINS(log.text(), "cite: P. Sen");
+  // Downloaded once.
+  load_job(dir_ / "cora.yaml");
+  EXPECT_EQ(server.ranges_asked("/cora/cora.tgz").size(), 1u);
+  // A failed download names the job file and the dataset.
+  server.stop();
+  testing::TempDir empty;
+  ScopedEnv other_cache(datasets::kCacheEnv, empty.path());
+  try {
+    load_job(dir_ / "cora.yaml");
+    ADD_FAILURE() << "loaded without its dataset";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), (dir_ / "cora.yaml") + ": data.dataset cora: cannot download " + server.base_url());
+  }
+  EXPECT_FALSE(fs::exists(empty / "cora"));
 }
 
 }  // namespace
