@@ -73,6 +73,9 @@ bool ClusterJobsFeed::ensure_job(const runtime::JobStatus& j) {
 
 void ClusterJobsFeed::update_job(const runtime::JobStatus& j) {
   if (!ensure_job(j)) return;
+  std::vector<std::pair<std::string, int64_t>> nodes;
+  for (size_t i = 0; i < j.nodes.size(); ++i) nodes.emplace_back(j.nodes[i], i < j.node_actors.size() ? j.node_actors[i] : 0);
+  board_->set_job_nodes(j.id, std::move(nodes));
   // Epochs whose metrics line is written: each with its record, in order.
   int& published = epochs_published_[j.id];
   if (j.epoch > published || j.finished()) {

@@ -26,7 +26,7 @@ class ClusterJobsFeed {
   explicit ClusterJobsFeed(std::shared_ptr<StatusBoard> board) : board_(std::move(board)) {}
 
   // Publishes what changed in `status` since the last call: new jobs (once their epoch
-  // count is known, or ended), new epochs, ends. Jobs the board no longer keeps
+  // count is known, or ended), new epochs, where their actors run, ends. Jobs the board no longer keeps
   // (Limits::jobs) are not added again. Thread-safe with on_report.
   void update(const runtime::ClusterStatus& status);
 

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "base/error.h"
@@ -45,6 +47,12 @@ bool id_char(char c) {
 nlohmann::json points_json(const Series& series) {
   nlohmann::json out = nlohmann::json::array();
   for (const Point& p : series.points()) out.push_back({p.x, p.y});
+  return out;
+}
+
+nlohmann::json actors_by_node(const std::vector<std::pair<std::string, int64_t>>& nodes) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [node, actors] : nodes) out.push_back({{"node", node}, {"actors", actors}});
   return out;
 }
 
@@ -114,7 +122,9 @@ std::string make_job_id(const std::string& name) {
 
 StatusBoard::StatusBoard(Limits limits) : limits_(limits) {
   if (limits.points_per_series < 2) throw UsageError("the status board keeps at least 2 points per series");
-  if (limits.epochs_per_job < 1 || limits.jobs < 1) throw UsageError("the status board keeps at least 1 epoch and 1 job");
+  if (limits.epochs_per_job < 1 || limits.jobs < 1 || limits.nodes < 1) {
+    throw UsageError("the status board keeps at least 1 epoch, 1 job and 1 node");
+  }
 }
 
 StatusBoard::Job& StatusBoard::job_locked(const std::string& id) {
@@ -200,8 +210,84 @@ void StatusBoard::set_state(const std::string& id, JobState state, const std::st
 }
 
 void StatusBoard::set_nodes(std::vector<NodeStatus> nodes) {
+  const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - made_).count();
   std::lock_guard<std::mutex> lock(mutex_);
   nodes_ = std::move(nodes);
+  std::set<std::string> named;
+  for (const NodeStatus& n : nodes_) named.insert(n.name);
+  for (auto it = history_.begin(); it != history_.end();) it = named.count(it->first) ? std::next(it) : history_.erase(it);
+  for (const NodeStatus& n : nodes_) {
+    if (!n.resources) continue;
+    auto it = history_.find(n.name);
+    if (it == history_.end()) {
+      if (history_.size() >= limits_.nodes) continue;
+      it = history_.emplace(n.name, NodeHistory(limits_.points_per_series)).first;
+    }
+    NodeHistory& h = it->second;
+    const NodeResources& r = *n.resources;
+    const double span = at - h.at;
+    // Rates need a previous point of the same life (counters that went back: a new daemon).
+    if (h.at >= 0 && span > 0 && r.cpu_seconds >= h.cpu_seconds) {
+      h.cpu.add(at, (r.cpu_seconds - h.cpu_seconds) / span);
+      h.received.add(at, static_cast<double>(std::max<int64_t>(0, r.network_received_bytes - h.received_bytes)) / span);
+      h.sent.add(at, static_cast<double>(std::max<int64_t>(0, r.network_sent_bytes - h.sent_bytes)) / span);
+    }
+    h.resident.add(at, static_cast<double>(r.resident_bytes));
+    h.threads.add(at, static_cast<double>(r.threads));
+    h.cache.add(at, static_cast<double>(r.staging_cache_bytes));
+    h.at = at;
+    h.cpu_seconds = r.cpu_seconds;
+    h.received_bytes = r.network_received_bytes;
+    h.sent_bytes = r.network_sent_bytes;
+  }
+}
+
+void StatusBoard::set_job_nodes(const std::string& id, std::vector<std::pair<std::string, int64_t>> nodes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = jobs_.find(id);
+  if (it != jobs_.end()) it->second.nodes = std::move(nodes);
+}
+
+std::string StatusBoard::nodes_json() const {
+  std::vector<NodeStatus> nodes;
+  std::map<std::string, NodeHistory> history;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    nodes = nodes_;
+    history = history_;
+  }
+  nlohmann::json out = {{"nodes", nlohmann::json::array()}};
+  for (const NodeStatus& n : nodes) {
+    nlohmann::json node = {{"name", n.name}, {"state", n.state}, {"detail", n.detail}, {"resources", nullptr},
+                           {"history", nullptr}};
+    if (n.resources) {
+      const NodeResources& r = *n.resources;
+      node["resources"] = {{"cores", r.cores},
+                           {"memory_bytes", r.memory_bytes},
+                           {"memory_available_bytes", r.memory_available_bytes},
+                           {"disk_free_bytes", r.disk_free_bytes},
+                           {"cpu_seconds", r.cpu_seconds},
+                           {"resident_bytes", r.resident_bytes},
+                           {"threads", r.threads},
+                           {"network_received_bytes", r.network_received_bytes},
+                           {"network_sent_bytes", r.network_sent_bytes},
+                           {"staging_cache_bytes", r.staging_cache_bytes},
+                           {"actors", r.actors},
+                           {"heartbeat_age_seconds", r.heartbeat_age_seconds}};
+    }
+    auto h = history.find(n.name);
+    if (h != history.end()) {
+      node["history"] = {{"stride", h->second.resident.stride()},
+                         {"cpu_cores", points_json(h->second.cpu)},
+                         {"resident_bytes", points_json(h->second.resident)},
+                         {"threads", points_json(h->second.threads)},
+                         {"network_receive_bytes_per_second", points_json(h->second.received)},
+                         {"network_transmit_bytes_per_second", points_json(h->second.sent)},
+                         {"staging_cache_bytes", points_json(h->second.cache)}};
+    }
+    out["nodes"].push_back(std::move(node));
+  }
+  return out.dump();
 }
 
 bool StatusBoard::has_job(const std::string& id) const {
@@ -222,7 +308,7 @@ std::pair<std::vector<StatusBoard::Summary>, std::vector<NodeStatus>> StatusBoar
     std::optional<EpochMetrics> last_epoch;
     if (!job.records.empty()) last_epoch = job.records.back();
     jobs.push_back({id, job.description, job.message, job.state, job.last, job.has_figures, job.epochs, job.steps_done,
-                    job.duration_counts, job.duration_sum, last_epoch});
+                    job.duration_counts, job.duration_sum, job.nodes, last_epoch});
   }
   return {std::move(jobs), nodes_};
 }
@@ -244,6 +330,7 @@ std::string StatusBoard::jobs_json() const {
                            {"loss", j.has_figures ? nlohmann::json(j.last.loss) : nlohmann::json()},
                            {"accuracy", j.has_figures ? nlohmann::json(j.last.accuracy) : nlohmann::json()},
                            {"steps_done", j.steps_done},
+                           {"actors_by_node", actors_by_node(j.nodes)},
                            {"last_epoch", j.last_epoch ? nlohmann::json(*j.last_epoch) : nlohmann::json()}});
   }
   return out.dump();

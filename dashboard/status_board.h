@@ -9,6 +9,12 @@
 // metrics.jsonl line (so /api/jobs/ID/metrics, /metrics and metrics.jsonl name every
 // figure alike).
 //
+// Nodes over time: each time the node list is replaced (a head: once per heartbeat
+// period), a node with resources (a live cluster node) adds a point to each of its curves
+// (cores busy, resident memory, threads, network bytes/s in and out, staging cache bytes),
+// Series of at most Limits::points_per_series points like a job's, for at most
+// Limits::nodes nodes (those the latest list names).
+//
 // Bounded memory, whatever runs: per job, each per-step curve (loss, accuracy, steps/s) is
 // a Series of at most Limits::points_per_series points (downsampled: the whole run at
 // decreasing resolution, dashboard/series.h), and the last Limits::epochs_per_job epoch
@@ -28,6 +34,7 @@
 //   run_job(runtime, job, options);  // then board->set_state(id, JobState::done), or failed
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -87,6 +94,7 @@ class StatusBoard {
     size_t points_per_series = 1000;  // per-step curve; >= 2
     size_t epochs_per_job = 1000;     // epoch records kept per job; >= 1
     size_t jobs = 32;                 // jobs kept; >= 1
+    size_t nodes = 256;               // nodes whose curves are kept; >= 1
   };
 
   explicit StatusBoard(Limits limits);
@@ -102,8 +110,13 @@ class StatusBoard {
   void publish(const std::string& id, const JobProgress& progress);
   // The job's state and, for failed or cancelled jobs, why (the error's message).
   void set_state(const std::string& id, JobState state, const std::string& message = "");
-  // Replaces the node list.
+  // Replaces the node list, and adds a point to the curves of each node with resources
+  // (rates from the previous point of the same node). Forgets the curves of nodes it does
+  // not name.
   void set_nodes(std::vector<NodeStatus> nodes);
+  // Where a job's actors run: (node name, actors there) pairs, as the head counts them.
+  // Ignored for an unknown job (the head lists jobs the board may not keep).
+  void set_job_nodes(const std::string& id, std::vector<std::pair<std::string, int64_t>> nodes);
 
   bool has_job(const std::string& id) const;
   std::vector<std::string> job_ids() const;  // in the order they were added
@@ -112,12 +125,19 @@ class StatusBoard {
   // id, description, state, message, epoch, epochs, step, steps, steps_per_second, loss and
   // accuracy of the last step, steps_done, and last_epoch (the newest epoch record or null).
   // A job that ended (failed, cancelled) keeps the figures of its last step or epoch; loss
-  // and accuracy are null while it has none (never a 0 it did not reach).
+  // and accuracy are null while it has none (never a 0 it did not reach). "actors_by_node":
+  // [{"node", "actors"}...] as set_job_nodes last said (empty: none known).
   std::string jobs_json() const;
   // {"job": id, "epochs": [records as metrics.jsonl], "steps": {"stride": k, "samples": n,
   //  "loss": [[x, y]...], "accuracy": [...], "steps_per_second": [...]}}; x is the job's
   // step count since its first epoch ((epoch - 1) * steps + step). nullopt: unknown job.
   std::optional<std::string> metrics_json(const std::string& id) const;
+  // {"nodes": [{"name", "state", "detail", "resources": {NodeResources' fields} or null,
+  //  "history": {"stride": k, "cpu_cores": [[x, y]...], "resident_bytes", "threads",
+  //  "network_receive_bytes_per_second", "network_transmit_bytes_per_second",
+  //  "staging_cache_bytes"}}...]}; x is seconds since the board was made. cpu_cores is
+  // the cores the node's daemon kept busy since the previous point (CPU seconds / seconds).
+  std::string nodes_json() const;
   // The Prometheus text exposition format 0.0.4 (dashboard/prometheus_text.h): per job
   // (label job_id="ID") its state, position, last step's figures, steps done (a counter),
   // step durations (a histogram) and last epoch record (one gauge per metrics.jsonl field,
@@ -144,10 +164,20 @@ class StatusBoard {
     int64_t steps_done = 0;
     Series loss, accuracy, rate;  // per step
     std::deque<EpochMetrics> records;  // without their per-step vectors
+    std::vector<std::pair<std::string, int64_t>> nodes;  // set_job_nodes
 
     explicit Job(size_t points) : loss(points), accuracy(points), rate(points) {}
   };
   Job& job_locked(const std::string& id);
+  // A node's curves, and its previous point (for the rates).
+  struct NodeHistory {
+    Series cpu, resident, threads, received, sent, cache;
+    double at = -1;  // seconds since the board was made; -1: no point yet
+    double cpu_seconds = 0;
+    int64_t received_bytes = 0, sent_bytes = 0;
+    explicit NodeHistory(size_t points)
+        : cpu(points), resident(points), threads(points), received(points), sent(points), cache(points) {}
+  };
   // A job's scalars, copied under the lock for a rendering.
   struct Summary {
     std::string id, description, message;
@@ -158,6 +188,7 @@ class StatusBoard {
     int64_t steps_done;
     std::vector<uint64_t> duration_counts;
     double duration_sum;
+    std::vector<std::pair<std::string, int64_t>> nodes;
     std::optional<EpochMetrics> last_epoch;
   };
   // Every job's summary and the nodes, in one lock.
@@ -168,6 +199,8 @@ class StatusBoard {
   std::vector<std::string> order_;  // ids, oldest first
   std::map<std::string, Job> jobs_;
   std::vector<NodeStatus> nodes_;
+  std::map<std::string, NodeHistory> history_;  // by node name
+  std::chrono::steady_clock::time_point made_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace partita::dashboard

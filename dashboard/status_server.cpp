@@ -168,6 +168,9 @@ StatusServer::StatusServer(std::shared_ptr<const StatusBoard> board, const runti
   http.Get("/api/jobs", [b](const httplib::Request&, httplib::Response& res) {
     res.set_content(b->jobs_json(), "application/json");
   });
+  http.Get("/api/nodes", [b](const httplib::Request&, httplib::Response& res) {
+    res.set_content(b->nodes_json(), "application/json");
+  });
   http.Get(R"(/api/jobs/([^/]+)/metrics)", [b](const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
     if (std::optional<std::string> json = b->metrics_json(id)) {

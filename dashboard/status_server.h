@@ -7,6 +7,7 @@
 //   GET /static/NAME             the page's script and d3
 //   GET /api/jobs                StatusBoard::jobs_json
 //   GET /api/jobs/ID/metrics     StatusBoard::metrics_json; 404 {"error": ...} if unknown
+//   GET /api/nodes               StatusBoard::nodes_json: the nodes' resources over time
 //   GET /metrics                 StatusBoard::prometheus_text (text format 0.0.4)
 //
 // Loopback only: the page has no authentication (a browser has no certificate of the

@@ -1,6 +1,7 @@
-// Partita's status page: polls /api/jobs (nodes, jobs) and the selected job's
-// /api/jobs/ID/metrics every second, and draws the curves with d3 (Debian's libjs-d3, v3
-// API). The selected job is the one in the URL (/jobs/ID), else the newest.
+// Partita's status page: polls /api/jobs (nodes, jobs), the selected job's
+// /api/jobs/ID/metrics and the nodes' resources over time (/api/nodes) every second, and
+// draws the curves with d3 (Debian's libjs-d3, v3 API). The selected job is the one in the
+// URL (/jobs/ID), else the newest.
 // Every chart's <svg> carries data-series (its name) and data-points (how many points it
 // draws), which the browser test reads.
 (function () {
@@ -35,13 +36,14 @@
     });
   }
 
-  // A line chart of one or more series: [{name, color, points: [[x, y]...]}].
-  function chart(id, title, xLabel, series, dots) {
+  // A line chart of one or more series: [{name, color, points: [[x, y]...]}], in the
+  // element `parent` ("charts" unless given).
+  function chart(id, title, xLabel, series, dots, parent) {
     var all = [];
     series.forEach(function (s) { all = all.concat(s.points); });
     var svg = d3.select("#chart-" + id);
     if (svg.empty()) {
-      svg = d3.select("#charts").append("svg").attr("id", "chart-" + id).attr("class", "chart")
+      svg = d3.select("#" + (parent || "charts")).append("svg").attr("id", "chart-" + id).attr("class", "chart")
         .attr("width", WIDTH).attr("height", HEIGHT).attr("data-series", id);
     }
     svg.attr("data-points", all.length);
@@ -103,6 +105,37 @@
             points: epochs.map(function (e) { return [e.epoch, e.batches_per_second]; })}], true);
   }
 
+  // One curve per node, in the colours of d3's category10 (the same node, the same colour).
+  var NODE_COLORS = d3.scale.category10();
+  function nodeSeries(nodes, field, scale) {
+    return nodes.filter(function (n) { return n.history; }).map(function (n) {
+      return {name: n.name, color: NODE_COLORS(n.name),
+              points: n.history[field].map(function (p) { return [p[0], p[1] * scale]; })};
+    });
+  }
+
+  function drawNodes(data) {
+    var nodes = data.nodes;
+    var any = nodes.some(function (n) { return n.history; });
+    d3.select("#node-charts-title").style("display", any ? null : "none");
+    if (!any) { return; }
+    var MiB = 1 / (1 << 20);
+    chart("node-cpu", "CPU (cores busy)", "seconds", nodeSeries(nodes, "cpu_cores", 1), false, "node-charts");
+    chart("node-memory", "Resident memory (MiB)", "seconds", nodeSeries(nodes, "resident_bytes", MiB), false, "node-charts");
+    chart("node-threads", "Threads", "seconds", nodeSeries(nodes, "threads", 1), false, "node-charts");
+    chart("node-received", "Network in (KiB/s)", "seconds",
+          nodeSeries(nodes, "network_receive_bytes_per_second", 1 / 1024), false, "node-charts");
+    chart("node-sent", "Network out (KiB/s)", "seconds",
+          nodeSeries(nodes, "network_transmit_bytes_per_second", 1 / 1024), false, "node-charts");
+    chart("node-cache", "Staging cache (MiB)", "seconds", nodeSeries(nodes, "staging_cache_bytes", MiB), false, "node-charts");
+  }
+
+  function actorsByNode(j) {
+    return (j.actors_by_node || []).map(function (a) {
+      return escapeHtml(a.node) + ": " + a.actors;
+    }).join(", ");
+  }
+
   function showError(text) { d3.select("#error").text(text); }
 
   function poll() {
@@ -123,6 +156,7 @@
                 {html: fmt(j.loss, 4), cls: "num"},
                 {html: fmt(j.accuracy, 4), cls: "num"},
                 {html: fmt(val, 4), cls: "num"},
+                {html: actorsByNode(j), cls: "actors"},
                 {html: escapeHtml(j.message)}];
       }, function (j) { return j.id === selected ? "selected" : null; });
       if (!selected) { d3.select("#curves-title").text("Curves (no job yet)"); return; }
@@ -134,6 +168,14 @@
     });
   }
 
+  function pollNodes() {
+    d3.json("/api/nodes", function (error, data) {
+      if (!error) { drawNodes(data); }
+    });
+  }
+
   poll();
+  pollNodes();
   setInterval(poll, POLL_MS);
+  setInterval(pollNodes, POLL_MS);
 })();

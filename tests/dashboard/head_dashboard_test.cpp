@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <regex>
@@ -54,6 +55,23 @@ TEST(HeadDashboardTest, ThePageShowsTheMembershipAsTheHeadKeepsIt) {
     return state_of(p, "node-a") == "up" && state_of(p, "node-b") == "up";
   });
   EXPECT_NE(page.dump().find("cores"), std::string::npos) << page.dump();
+
+  // node-a's resources from its heartbeats, over time.
+  httplib::Client api("127.0.0.1", port);
+  nlohmann::json nodes;
+  for (int i = 0; i < 100; ++i) {
+    httplib::Result r = api.Get("/api/nodes");
+    ASSERT_TRUE(r);
+    nodes = nlohmann::json::parse(r->body)["nodes"];
+    const auto a = std::find_if(nodes.begin(), nodes.end(), [](const nlohmann::json& n) { return n["name"] == "node-a"; });
+    if (a != nodes.end() && (*a)["history"].is_object() && (*a)["history"]["cpu_cores"].size() >= 2) {
+      EXPECT_GT((*a)["resources"]["resident_bytes"].get<int64_t>(), 1 << 20);
+      EXPECT_GT((*a)["resources"]["threads"].get<int64_t>(), 1);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_LT(i, 99) << "node-a's resources never had two points: " << nodes.dump();
+  }
 
   b.process->kill();
   page = wait_for_page(port, [](const nlohmann::json& p) { return state_of(p, "node-b") == "lost"; });

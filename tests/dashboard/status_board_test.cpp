@@ -594,3 +594,45 @@ TEST(StatusBoardTest, AJobWithoutAStepHasNoLoss) {
 
 }  // namespace
 }  // namespace partita::dashboard
+
+namespace partita::dashboard {
+namespace {
+
+// /api/nodes: each live node's resources now and over time, rates from consecutive
+// heartbeats; a job's actors by node.
+TEST(StatusBoardTest, NodesOverTimeAndAJobsActorsByNode) {
+  StatusBoard board;
+  runtime::ClusterStatus status;
+  runtime::NodeStatus n;
+  n.member = 1;
+  n.alive = true;
+  n.info.name = "node-a";
+  for (int beat = 1; beat <= 3; ++beat) {
+    n.load.cpu_seconds = beat;
+    n.load.resident_bytes = beat << 20;
+    n.load.threads = 10 + beat;
+    status.nodes = {n};
+    board.set_nodes(cluster_nodes(status));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const nlohmann::json nodes = nlohmann::json::parse(board.nodes_json())["nodes"];
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0]["resources"]["threads"], 13);
+  EXPECT_EQ(nodes[0]["history"]["resident_bytes"].size(), 3u);
+  EXPECT_EQ(nodes[0]["history"]["threads"][2][1], 13);
+  ASSERT_EQ(nodes[0]["history"]["cpu_cores"].size(), 2u) << "a rate from each heartbeat after the first";
+  EXPECT_GT(nodes[0]["history"]["cpu_cores"][0][1].get<double>(), 0);
+  board.set_nodes({});
+  EXPECT_TRUE(nlohmann::json::parse(board.nodes_json())["nodes"].empty());
+
+  board.add_job("j", "", 1);
+  board.set_job_nodes("j", {{"node-a", 3}, {"node-b", 2}});
+  board.set_job_nodes("unknown", {{"node-a", 1}});  // ignored
+  const nlohmann::json job = nlohmann::json::parse(board.jobs_json())["jobs"][0];
+  ASSERT_EQ(job["actors_by_node"].size(), 2u);
+  EXPECT_EQ(job["actors_by_node"][1]["node"], "node-b");
+  EXPECT_EQ(job["actors_by_node"][1]["actors"], 2);
+}
+
+}  // namespace
+}  // namespace partita::dashboard
