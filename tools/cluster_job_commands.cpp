@@ -401,7 +401,10 @@ void drive_python(const DriverArgs& args, const GlobalOptions& global, const std
   const std::string& id = args.id;
   link.reporter.update([](runtime::JobStatus& s) { s.state = "starting"; }, true);
   spdlog::info("job {}: driver (pid {}) of the Python job {} in {} (head {}), output {}", id, ::getpid(),
-               job.command.size() > 1 ? job.command[1] : "", job.workdir, link.where, output);
+               job.command.size() > 2 && job.command[1] == "-m" ? "-m " + job.command[2]
+               : job.command.size() > 1                         ? job.command[1]
+                                                                : "",
+               job.workdir, link.where, output);
   PythonJobOptions options;
   options.id = id;
   options.head = link.where;
@@ -588,7 +591,8 @@ void submit_python_to_head(const std::string& address, const PythonJob& given, b
                        " live node(s), " + std::to_string(job.slots_per_node) + " slot(s) each (--slots-per-node)");
     }
   }
-  const std::string name = fs::path(job.command[1]).stem().string();
+  // The job's name: the script's ("train" for train.py) or the module's ("pkg.train").
+  const std::string name = job.command[1] == "-m" ? job.command[2] : fs::path(job.command[1]).stem().string();
   const std::string id = runtime::submit_job(c.system, c.head, c.where, name, python_job_json(job), kHeadTimeout);
   std::cout << "job " << id << " submitted to " << c.where << std::endl;
   follow_or_detach(c, address, id, detach, 0);

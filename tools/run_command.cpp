@@ -150,7 +150,7 @@ void add_job_options(CLI::App* cmd, JobOptions& o, bool job_required = true) {
 
 // The flags of a Python job (`submit -- python3 SCRIPT ARGS`), on submit and job submit.
 void add_python_options(CLI::App* cmd, JobOptions& o) {
-  cmd->add_option("command", o.command, "a Python job: after --, the rest of PYTHON SCRIPT [ARGS...]");
+  cmd->add_option("command", o.command, "a Python job: after --, PYTHON SCRIPT [ARGS...] or PYTHON -m MODULE [ARGS...]");
   cmd->add_option("--ranks", o.python.ranks, "a Python job's world size (0: one rank per trainer slot)")
       ->check(cli::in_range(0, kMaxPythonRanks))
       ->capture_default_str();

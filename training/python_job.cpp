@@ -330,9 +330,36 @@ PythonJob python_job_from_json(const std::string& text) {
   return job;
 }
 
+namespace {
+
+// `python3 -m MODULE`: a file of the module inside the (canonical) working folder, within
+// the depth that is staged.
+void check_module(const PythonJob& job) {
+  if (job.command.size() < 3) throw UsageError("the command has '-m' but no module after it, e.g. -- python3 -m pkg.train");
+  std::vector<std::string> files;
+  try {
+    files = runtime::python_module_files(job.command[2]);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  for (const std::string& file : files) {
+    const fs::path path(file);
+    if (!fs::is_regular_file(fs::path(job.workdir) / path)) continue;
+    if (std::distance(path.begin(), path.end()) > 2) {
+      throw UsageError("the module " + job.command[2] + " (" + file + ") is more than one folder down the working folder " +
+                       job.workdir + "; a Python job stages its files and those one folder down");
+    }
+    return;
+  }
+  throw UsageError("no module " + job.command[2] + " in the working folder " + job.workdir + " (looked for " + files[0] +
+                   " and " + files[1] + ")");
+}
+
+}  // namespace
+
 PythonJob checked_python_job(PythonJob job) {
   if (job.command.size() < 2) {
-    throw UsageError("a Python job's command is PYTHON SCRIPT [ARGS...], e.g. -- python3 train.py --epochs 3");
+    throw UsageError("a Python job's command is PYTHON SCRIPT [ARGS...] or PYTHON -m MODULE [ARGS...], e.g. -- python3 train.py --epochs 3");
   }
   if (job.command.size() > runtime::kMaxArgs) {
     throw UsageError("a Python job's command has " + std::to_string(job.command.size()) + " words; at most " +
@@ -351,6 +378,11 @@ PythonJob checked_python_job(PythonJob job) {
   std::error_code ec;
   const fs::path workdir = fs::canonical(job.workdir, ec);
   if (ec || !fs::is_directory(workdir)) throw UsageError("the working folder " + job.workdir + " does not exist");
+  job.workdir = workdir.string();
+  if (job.command[1] == "-m") {
+    check_module(job);
+    return job;
+  }
   const fs::path given(job.command[1]);
   const fs::path script = given.is_absolute() ? given : workdir / given;
   const fs::path real = fs::weakly_canonical(script, ec);
@@ -364,7 +396,6 @@ PythonJob checked_python_job(PythonJob job) {
     throw UsageError("the script " + job.command[1] + " is more than one folder down the working folder " +
                      workdir.string() + "; a Python job stages its files and those one folder down");
   }
-  job.workdir = workdir.string();
   job.command[1] = relative.string();
   return job;
 }

@@ -46,7 +46,7 @@
 namespace partita {
 
 struct PythonJob {
-  std::vector<std::string> command;  // [PYTHON, SCRIPT, ARGS...]; SCRIPT relative to workdir
+  std::vector<std::string> command;  // [PYTHON, SCRIPT, ARGS...] (SCRIPT relative to workdir) or [PYTHON, -m, MODULE, ARGS...]
   std::string workdir;               // absolute, on the head's machine
   int ranks = 0;                     // the world size; 0: every slot of the first attempt
   int slots_per_node = 1;
@@ -64,8 +64,9 @@ PythonJob python_job_from_json(const std::string& text);
 bool is_python_job(const std::string& text);
 
 // Checks the job where it is submitted and where its driver runs: the working folder
-// exists, the command is an interpreter and a script inside it (no path leaving it), the
-// counts are in range. Throws UsageError naming the problem. Returns the job with the
+// exists, the command is an interpreter and a script inside it (no path leaving it) or `-m`
+// and a module whose file is inside it, within the depth that is staged, the counts are in
+// range. Throws UsageError naming the problem. Returns the job with the
 // script relative to the working folder.
 PythonJob checked_python_job(PythonJob job);
 

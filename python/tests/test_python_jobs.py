@@ -181,11 +181,30 @@ def test_a_failing_script_fails_the_job_with_its_status_and_stderr(cluster, cora
     assert "fails on purpose" in status["message"], status
 
 
+def test_a_module_of_the_working_folder_runs_with_dash_m(cluster, tmp_path):  # noqa: F811
+    head, tls, _ = cluster
+    wait_for_nodes(head, tls, 2)
+    work = tmp_path / "work"
+    (work / "pkg").mkdir(parents=True)
+    (work / "pkg" / "__init__.py").write_text("")
+    (work / "pkg" / "hello.py").write_text(
+        "import os, sys\nprint('rank', os.environ['PARTITA_RANK'], 'ran', __name__, sys.argv[1:])\n")
+    submit = partita_cli(tls, "submit", "--address", head, "--ranks", "2", "--", "/usr/bin/python3", "-m", "pkg.hello",
+                         "--greeting", "hi", cwd=work)
+    assert submit.returncode == 0, submit.stdout + submit.stderr
+    job = submitted_id(submit)
+    assert f"job {job} done" in submit.stdout
+    for rank in (0, 1):
+        assert f"[rank {rank}] rank {rank} ran __main__ ['--greeting', 'hi']" in submit.stdout, submit.stdout
+
+
 def test_bad_python_jobs_are_refused_naming_the_problem(cluster, tmp_path):  # noqa: F811
     head, tls, _ = cluster
     wait_for_nodes(head, tls, 2)
     work = workdir(tmp_path)
     (tmp_path / "outside.py").write_text("print('not staged')\n")
+    (work / "a" / "b").mkdir(parents=True)
+    (work / "a" / "b" / "deep.py").write_text("print('not staged')\n")
     cases = [
         (["--", "python3", "missing.py"], "no script missing.py in the working folder"),
         (["--", "python3", "../outside.py"], "is outside the working folder"),
@@ -194,6 +213,10 @@ def test_bad_python_jobs_are_refused_naming_the_problem(cluster, tmp_path):  # n
          "world size 3 (--ranks) is larger than the cluster's 2 trainer slot(s): 2 live node(s), 1 slot(s) each"),
         (["--", "bash", "job_script.py"], "'bash' is not a Python interpreter"),
         (["--", "python3"], "a Python job's command is PYTHON SCRIPT"),
+        (["--", "python3", "-m"], "the command has '-m' but no module after it"),
+        (["--", "python3", "-m", "no.such"], "no module no.such in the working folder"),
+        (["--", "python3", "-m", "no/such"], "'no/such' is not a module name"),
+        (["--", "python3", "-m", "a.b.deep"], "the module a.b.deep (a/b/deep.py) is more than one folder down"),
     ]
     for args, message in cases:
         out = partita_cli(tls, "submit", "--address", head, *args, cwd=work, timeout=60)

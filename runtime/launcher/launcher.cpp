@@ -101,6 +101,23 @@ void check_script(const std::string& script, const std::string& cwd, const Launc
   }
 }
 
+// `-m MODULE`: one of the module's files is a regular file inside `cwd`.
+void check_module(const std::string& module, const std::string& cwd, const LauncherOptions& options) {
+  std::vector<std::string> files;
+  try {
+    files = python_module_files(module);
+  } catch (const Error& e) {
+    throw bad(e.what());
+  }
+  const fs::path cache = fs::weakly_canonical(options.cache_dir);
+  for (const std::string& file : files) {
+    std::error_code ec;
+    const fs::path real = fs::canonical(fs::path(cwd) / file, ec);
+    if (!ec && fs::is_regular_file(real) && within(real, cache)) return;
+  }
+  throw bad("no module '" + module + "' in the staged working folder (looked for " + files[0] + " and " + files[1] + ")");
+}
+
 struct Launch {
   int32_t index = 0;
   ProcessSpec process;
@@ -154,7 +171,12 @@ Launch parse_launch(const std::string& text, const LauncherOptions& options) {
   if (bytes > kMaxArgvBytes) throw bad("'argv' is " + std::to_string(bytes) + " bytes; at most " + std::to_string(kMaxArgvBytes));
   launch.process.program = interpreter_path(launch.process.argv[0]);
   launch.process.cwd = checked_cwd(in["cwd"], options);
-  check_script(launch.process.argv[1], launch.process.cwd, options);
+  if (launch.process.argv[1] == "-m") {
+    if (launch.process.argv.size() < 3) throw bad("'argv' has '-m' but no module after it");
+    check_module(launch.process.argv[2], launch.process.cwd, options);
+  } else {
+    check_script(launch.process.argv[1], launch.process.cwd, options);
+  }
   const json& env = in["env"];
   if (!env.is_object() || env.size() > kMaxEnv) throw bad("'env' must be an object of at most " + std::to_string(kMaxEnv) + " variables");
   std::map<std::string, std::string> wanted;
@@ -234,6 +256,24 @@ bool is_python_interpreter_name(const std::string& name) {
   if (name == "python" || name == "python3") return true;
   return name.size() > 8 && name.rfind("python3.", 0) == 0 &&
          std::all_of(name.begin() + 8, name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+std::vector<std::string> python_module_files(const std::string& module) {
+  if (module.empty() || module.size() > 255) throw Error("a module name is 1 to 255 bytes, not " + std::to_string(module.size()));
+  std::string path;
+  size_t start = 0;
+  for (;;) {
+    const size_t end = std::min(module.find('.', start), module.size());
+    const std::string part = module.substr(start, end - start);
+    const bool identifier =
+        !part.empty() && !std::isdigit(static_cast<unsigned char>(part[0])) &&
+        std::all_of(part.begin(), part.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    if (!identifier) throw Error("'" + module + "' is not a module name (dotted identifiers, e.g. pkg.train)");
+    path += (path.empty() ? "" : "/") + part;
+    if (end == module.size()) break;
+    start = end + 1;
+  }
+  return {path + ".py", path + "/__main__.py"};
 }
 
 void add_launcher_type(ActorTypeRegistry& registry, LauncherOptions options) {

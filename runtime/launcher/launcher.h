@@ -24,7 +24,8 @@
 // together) without NUL bytes; argv[0] is a Python interpreter (`python`, `python3` or
 // `python3.N`: by name, found on the daemon's PATH, or an absolute path to one); argv[1],
 // the script, is a relative path without '.' or '..' components that names a regular file
-// inside `cwd`, symbolic links resolved; `cwd` is a folder staged in this daemon's cache
+// inside `cwd`, symbolic links resolved, or argv[1] is "-m" and argv[2] a module name one of
+// whose files (python_module_files) is such a file; `cwd` is a folder staged in this daemon's cache
 // (CACHE/folders/KEY); env names only PARTITA_ variables (at most kMaxEnv, values of at most
 // kMaxArgBytes), and none of the daemon's own (PARTITA_TLS_DIR).
 //
@@ -41,6 +42,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "runtime/host.h"
 
@@ -68,5 +70,11 @@ void add_launcher_type(ActorTypeRegistry& registry, LauncherOptions options);
 
 // Whether `name` is a Python interpreter's file name as above.
 bool is_python_interpreter_name(const std::string& name);
+
+// The files, relative to the folder it runs in, that `python3 -m MODULE` may run: for
+// "pkg.train", "pkg/train.py" and then "pkg/train/__main__.py" (a package). MODULE is
+// dotted Python identifiers (ASCII letters, digits, '_'; not starting with a digit), at most
+// 255 bytes; throws Error naming the problem otherwise.
+std::vector<std::string> python_module_files(const std::string& module);
 
 }  // namespace partita::runtime

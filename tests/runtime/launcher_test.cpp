@@ -201,6 +201,36 @@ TEST_F(LauncherTest, RunsTheScriptInTheStagedFolderAndStreamsItsOutputAndEnd) {
   EXPECT_NE(out.find("tls /etc/node-credentials"), std::string::npos) << out;
 }
 
+TEST_F(LauncherTest, RunsAModuleOfTheStagedFolderWithDashM) {
+  fs::create_directories(staged_ / "pkg");
+  std::ofstream(staged_ / "pkg" / "job.py") << "import sys\nprint('module', __name__, sys.argv[1:])\n";
+  caf::scoped_actor sink{system_->get()};
+  json req = request();
+  req["argv"] = json::array({"python3", "-m", "pkg.job", "--epochs", "2"});
+  const std::string launched = launch(req, sink);
+  ASSERT_EQ(launched.rfind("pid ", 0), 0u) << launched;
+  std::string out;
+  int32_t code = -1;
+  for (bool ended = false, timed_out = false; !ended;) {
+    sink->receive([&](launch_output_atom, int32_t, const std::string& lines) { out += lines; return true; },
+                  [&](launch_exit_atom, int32_t, int32_t status, const std::string&) { code = status; ended = true; return true; },
+                  caf::after(kTimeout) >> [&] { timed_out = true; });
+    ASSERT_FALSE(timed_out) << out;
+  }
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("module __main__ ['--epochs', '2']"), std::string::npos) << out;
+}
+
+TEST(PythonModuleFilesTest, MapsDottedNamesToTheFilesPythonRuns) {
+  EXPECT_EQ(python_module_files("train"), (std::vector<std::string>{"train.py", "train/__main__.py"}));
+  EXPECT_EQ(python_module_files("pkg.sub.train_2"),
+            (std::vector<std::string>{"pkg/sub/train_2.py", "pkg/sub/train_2/__main__.py"}));
+  for (const char* bad : {"", ".train", "train.", "pkg..train", "2pkg.train", "pkg/train", "pkg.tr-ain", "-m"}) {
+    EXPECT_THROW(python_module_files(bad), Error) << bad;
+  }
+  EXPECT_THROW(python_module_files(std::string(256, 'a')), Error);
+}
+
 TEST_F(LauncherTest, RefusesWhatARequestMayNotAsk) {
   caf::scoped_actor sink{system_->get()};
   const auto refused = [&](const std::function<void(json&)>& change, const std::string& why) {
@@ -214,6 +244,11 @@ TEST_F(LauncherTest, RefusesWhatARequestMayNotAsk) {
   refused([](json& r) { r["argv"][1] = "../outside.py"; }, "has a '..' component");
   refused([](json& r) { r["argv"][1] = (fs::path("/") / "etc" / "passwd").string(); }, "must be a path inside the working folder");
   refused([](json& r) { r["argv"][1] = "missing.py"; }, "no script 'missing.py' in the staged working folder");
+  refused([](json& r) { r["argv"] = json::array({"python3", "-m"}); }, "'argv' has '-m' but no module after it");
+  refused([](json& r) { r["argv"] = json::array({"python3", "-m", "no.such"}); },
+          "no module 'no.such' in the staged working folder (looked for no/such.py and no/such/__main__.py)");
+  refused([](json& r) { r["argv"] = json::array({"python3", "-m", "../outside"}); }, "is not a module name");
+  refused([](json& r) { r["argv"] = json::array({"python3", "-m", "pkg..train"}); }, "is not a module name");
   refused([&](json& r) { r["cwd"] = root_.string(); }, "is not a folder staged on this node");
   refused([&](json& r) { r["cwd"] = staged_.string() + "/../0123456789abcdef"; }, "is not an absolute, normal path");
   refused([](json& r) { r["env"]["LD_PRELOAD"] = "x.so"; }, "may set PARTITA_ variables only");
