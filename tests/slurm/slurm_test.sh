@@ -59,7 +59,10 @@ cleanup() {
   local status=$?
   set +e
   # What the hosts still run (a failed step's slurmstepd and partita processes), then the daemons.
-  for pid in $(host_processes slurmstepd) $(host_partitas); do kill -9 "$pid" 2>/dev/null; done
+  for pid in $(host_processes slurmstepd) $(host_processes srun) $(host_partitas); do kill -9 "$pid" 2>/dev/null; done
+  # A batch script and its srun outlive their slurmd when it is killed: anything that runs
+  # from this test's folder (a mktemp name no other process uses).
+  [ -n "${work:-}" ] && for pid in $(pgrep -f -- "$work/"); do kill -9 "$pid" 2>/dev/null; done
   for pid in "${daemons[@]}"; do kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
   [ -n "${hand_home:-}" ] && [ -f "$hand_home/.partita/head.pid" ] && hand_down
   for n in "${ns[@]}"; do ip netns del "$n" 2>/dev/null; rm -rf "/etc/netns/$n"; done
