@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,18 @@ inline Daemon start_daemon(const std::vector<std::string>& extra = {}) {
     ADD_FAILURE() << e.what();
     return {};
   }
+}
+
+// The port of the status page a daemon started with `--dashboard` printed ("status page on
+// http://127.0.0.1:PORT/"); fails the test and returns 0 if it printed none.
+inline int status_page_port(Daemon& daemon) {
+  std::smatch m;
+  const std::string out = daemon.process ? daemon.process->output_so_far() : "";
+  if (!std::regex_search(out, m, std::regex(R"(status page on http://127\.0\.0\.1:(\d+)/)"))) {
+    ADD_FAILURE() << "no status page address in the daemon's output:\n" << out;
+    return 0;
+  }
+  return std::stoi(m[1]);
 }
 
 }  // namespace partita::testing

@@ -43,10 +43,8 @@ TEST(HeadDashboardTest, ThePageShowsTheMembershipAsTheHeadKeepsIt) {
   testing::Daemon head = testing::start_daemon(
       {"--head", "--dashboard", "0", "--heartbeat-ms", "200", "--heartbeat-timeout-ms", "1000"});
   ASSERT_FALSE(head.address.empty());
-  std::smatch m;
-  const std::string out = head.process->output_so_far();
-  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(status page on http://127\.0\.0\.1:(\d+)/)"))) << out;
-  const int port = std::stoi(m[1]);
+  const int port = testing::status_page_port(head);
+  ASSERT_NE(port, 0);
 
   testing::Daemon a = testing::start_daemon({"--join", head.address, "--name", "node-a"});
   testing::Daemon b = testing::start_daemon({"--join", head.address, "--name", "node-b"});
@@ -96,10 +94,8 @@ TEST(HeadDashboardTest, ThePageShowsTheJobsSubmittedToTheHead) {
                                               "train: {epochs: 3}\n");
   testing::Daemon head = testing::start_daemon({"--head", "--dashboard", "0", "--runs", tmp / "runs"});
   ASSERT_FALSE(head.address.empty());
-  std::smatch m;
-  const std::string out = head.process->output_so_far();
-  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(status page on http://127\.0\.0\.1:(\d+)/)"))) << out;
-  const int port = std::stoi(m[1]);
+  const int port = testing::status_page_port(head);
+  ASSERT_NE(port, 0);
   // Each with a staging cache of its own (not the working folder's, shared by other tests).
   testing::Daemon a = testing::start_daemon({"--join", head.address, "--name", "node-a", "--cache", tmp / "cache-a"});
   testing::Daemon b = testing::start_daemon({"--join", head.address, "--name", "node-b", "--cache", tmp / "cache-b"});

@@ -82,10 +82,8 @@ TEST(PrometheusScrapeTest, APrometheusServerScrapesTheHeadsStepsAndFigures) {
                                               "train: {epochs: 2}\n");
   testing::Daemon head = testing::start_daemon({"--head", "--dashboard", "0", "--runs", tmp / "runs"});
   ASSERT_FALSE(head.address.empty());
-  std::smatch m;
-  const std::string out = head.process->output_so_far();
-  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(status page on http://127\.0\.0\.1:(\d+)/)"))) << out;
-  const int page = std::stoi(m[1]);
+  const int page = testing::status_page_port(head);
+  ASSERT_NE(page, 0);
   testing::Daemon node = testing::start_daemon({"--join", head.address, "--name", "node-a", "--cache", tmp / "cache"});
   ASSERT_FALSE(node.address.empty());
 
