@@ -3,8 +3,8 @@
 //   DIR/META.json            format version, graph summary, per-part statistics
 //   DIR/partition_book.bin   int64 [k+1]: part p owns global ids [book[p], book[p+1])
 //   DIR/node_map.bin         int64 [N]: original node id -> global id
-//   DIR/node_names.tsv       optional: `id<TAB>name` per original node id, the token an edge
-//                            list read with remap_ids had for it (partitioner/id_map.h)
+//   DIR/node_names.tsv       optional (WriteOptions::keep_node_names): a `#` header line, then
+//                            `id<TAB>name` per original node id, the token the input had for it
 //   DIR/part<p>/*.bin        the part's CSC topology, ids, features, labels, splits
 //
 // Every .bin is an array file (base/array_file.h): mappable, self-describing, checksummed.
@@ -75,7 +75,12 @@ struct PartitionMeta {
 struct WriteOptions {
   bool overwrite = false;
   int threads = 0;
+  // Also write DIR/kNodeNamesFile from Dataset::node_names (none when they are empty), inside
+  // the same atomic folder write: the id map of an input whose ids were remapped
+  // (ReadOptions::remap_ids: PubMed's PMIDs, names), so results name the input's tokens.
+  bool keep_node_names = false;
 };
+constexpr const char* kNodeNamesFile = "node_names.tsv";
 
 // Every node's in-edges in original ids, each column in original-edge-id order: what the
 // writer slices parts from (and the in-memory topology of a whole dataset).

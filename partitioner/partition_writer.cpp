@@ -10,7 +10,6 @@
 #include "base/progress.h"
 #include "base/staging_dir.h"
 #include "base/stopwatch.h"
-#include "partitioner/id_map.h"
 #include "partitioner/meta_json.h"
 #include "partitioner/partition_format.h"
 
@@ -217,12 +216,9 @@ PartStats write_part(const WriteContext& c, int p, const std::string& part_dir) 
 
 }  // namespace
 
-namespace {
-
-// write_partitions, also writing DIR/node_names.tsv when `keep_names` (id_map.h).
-PartitionMeta write_partitions_naming(const Dataset& d, const std::vector<int32_t>& part_of_node,
-                                      const PartitionOptions& partition_options, const std::string& dir,
-                                      const WriteOptions& options, const InEdges* in_edges, bool keep_names) {
+PartitionMeta write_partitions(const Dataset& d, const std::vector<int32_t>& part_of_node,
+                               const PartitionOptions& partition_options, const std::string& dir,
+                               const WriteOptions& options, const InEdges* in_edges) {
   const int k = partition_options.num_parts;
   if (static_cast<int64_t>(part_of_node.size()) != d.num_nodes) {
     throw Error("partition assignment covers " + std::to_string(part_of_node.size()) +
@@ -269,7 +265,7 @@ PartitionMeta write_partitions_naming(const Dataset& d, const std::vector<int32_
   });
   write_array(staging.path() + "/partition_book.bin", book);
   write_array(staging.path() + "/node_map.bin", new_id);
-  if (keep_names && !d.node_names.empty()) {
+  if (options.keep_node_names && !d.node_names.empty()) {
     std::string names = "# id\tname: the original node id and the token the input had for it\n";
     for (size_t v = 0; v < d.node_names.size(); ++v) names += std::to_string(v) + "\t" + d.node_names[v] + "\n";
     write_file_atomically(staging.path() + "/" + kNodeNamesFile, names);
@@ -280,8 +276,8 @@ PartitionMeta write_partitions_naming(const Dataset& d, const std::vector<int32_
   return meta;
 }
 
-PartitionMeta partition_dataset_naming(const Dataset& d, const PartitionOptions& partition_options,
-                                       const std::string& dir, const WriteOptions& options, bool keep_names) {
+PartitionMeta partition_dataset(const Dataset& d, const PartitionOptions& partition_options,
+                                const std::string& dir, const WriteOptions& options) {
   StagingDir::check_target(dir, options.overwrite, kMetaFile);
   Stopwatch watch;
   std::vector<int32_t> parts = assign_partitions(d, partition_options);
@@ -290,25 +286,7 @@ PartitionMeta partition_dataset_naming(const Dataset& d, const PartitionOptions&
   // Built after METIS, not beside it: METIS is memory-bound, and this counting sort on the
   // other core slowed it by more (2-3 s on RMAT 1M/21M) than the sort costs alone.
   InEdges index = build_in_edges(d, options.threads);
-  return write_partitions_naming(d, parts, partition_options, dir, options, &index, keep_names);
-}
-
-}  // namespace
-
-PartitionMeta write_partitions(const Dataset& d, const std::vector<int32_t>& part_of_node,
-                               const PartitionOptions& partition_options, const std::string& dir,
-                               const WriteOptions& options, const InEdges* in_edges) {
-  return write_partitions_naming(d, part_of_node, partition_options, dir, options, in_edges, false);
-}
-
-PartitionMeta partition_dataset_keeping_ids(const Dataset& d, const PartitionOptions& partition_options,
-                                            const std::string& dir, const WriteOptions& options) {
-  return partition_dataset_naming(d, partition_options, dir, options, true);
-}
-
-PartitionMeta partition_dataset(const Dataset& d, const PartitionOptions& partition_options,
-                                const std::string& dir, const WriteOptions& options) {
-  return partition_dataset_naming(d, partition_options, dir, options, false);
+  return write_partitions(d, parts, partition_options, dir, options, &index);
 }
 
 }  // namespace partita

@@ -7,7 +7,6 @@
 #include "base/staging_dir.h"
 #include "base/stopwatch.h"
 #include "partitioner/feature_transforms.h"
-#include "partitioner/id_map.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_format.h"
 #include "partitioner/partition_report.h"
@@ -68,9 +67,8 @@ void run(const PartitionCommand& c, const GlobalOptions& global) {
   WriteOptions write_options;
   write_options.overwrite = c.overwrite;
   write_options.threads = global.threads;
-  // Remapped ids: their map kept beside the partitions.
-  PartitionMeta meta = c.remap_ids ? partition_dataset_keeping_ids(dataset, options, c.output, write_options)
-                                   : partition_dataset(dataset, options, c.output, write_options);
+  write_options.keep_node_names = c.remap_ids;  // remapped ids: their map kept beside the partitions
+  PartitionMeta meta = partition_dataset(dataset, options, c.output, write_options);
   spdlog::info("partitioned and wrote {} in {:.2f}s", c.output, watch.seconds());
   std::cout << (c.json ? format_report_json(meta) : format_report_table(meta));
 }

@@ -23,7 +23,6 @@
 #include "embeddings/embedding_shard.h"
 #include "partitioner/feature_transforms.h"
 #include "partitioner/generators.h"
-#include "partitioner/id_map.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_format.h"
 #include "partitioner/readers.h"
@@ -960,11 +959,8 @@ void prepare_data(const JobConfig& job, int threads) {
   WriteOptions write;
   write.overwrite = true;
   write.threads = threads;
-  if (job.remap_ids) {
-    partition_dataset_keeping_ids(dataset, options, dir.string(), write);  // the id map, beside the partitions
-  } else {
-    partition_dataset(dataset, options, dir.string(), write);
-  }
+  write.keep_node_names = job.remap_ids;  // the id map, beside the partitions
+  partition_dataset(dataset, options, dir.string(), write);
   write_file_atomically((dir / kSourceFile).string(), source);
 }
 
