@@ -77,6 +77,11 @@ void Allreduce::sum(float* data, size_t n) {
         [&](allreduce_failed_atom, uint64_t s, std::string& why) {
           if (s == seq) failure = Error(why);
         },
+        [&](allreduce_stopped_atom, uint64_t s, std::string& why) {
+          if (s != seq) return;
+          failure = Error(why);
+          stopped = true;
+        },
         [&](caf::down_msg& msg) {
           stopped = msg.reason == caf::exit_reason::user_shutdown;
           const std::string why = stopped ? "it was stopped" : describe(system_, msg.reason);

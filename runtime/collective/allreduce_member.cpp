@@ -25,10 +25,19 @@ using std::chrono::milliseconds;
 //   (ring, job, why): its worker finished a job (0: the wiring, else an operation's seq),
 //       "" on success
 //   (timeout, seq): the deadline of an operation still waiting for the wiring
+//   (grace, seq): the end of the hold on a running operation's failure (see hold)
 using allreduce_ring_atom = caf::atom_constant<caf::atom("ar_ring")>;
 using allreduce_timeout_atom = caf::atom_constant<caf::atom("ar_timeout")>;
+using allreduce_grace_atom = caf::atom_constant<caf::atom("ar_grace")>;
 using member_actor = allreduce_member::extend<caf::reacts_to<allreduce_ring_atom, uint64_t, std::string>,
-                                              caf::reacts_to<allreduce_timeout_atom, uint64_t>>;
+                                              caf::reacts_to<allreduce_timeout_atom, uint64_t>,
+                                              caf::reacts_to<allreduce_grace_atom, uint64_t>>;
+
+// When a running operation fails without a member's down message (a neighbour closed its
+// connection, another member's abort), the member holds the failure this long for the down
+// message that tells why: a member stopped on purpose ends the operation as stopped, a lost
+// one fails it. Well within the caller's reply grace, so the caller hears the outcome.
+constexpr milliseconds kStopGrace = kAllreduceReplyGrace / 2;
 
 // Reasons from other members are shown to users: keep them to one readable line.
 constexpr size_t kMaxReasonBytes = 1000;
@@ -55,6 +64,7 @@ struct Operation {
   std::vector<char> bytes;     // a remote caller's floats, summed in place and sent back
   AllreduceLocalBuffer local;  // or a caller's buffer in this process
   bool running = false;
+  bool ring_done = false;  // its worker reported a failure (the outcome may still be held)
 };
 
 struct MemberState {
@@ -64,6 +74,9 @@ struct MemberState {
   std::unique_ptr<Listener> listener;
   caf::typed_response_promise<bool> wired_promise;
   std::string failure;  // why the group failed; empty while it works
+  bool stopped = false;  // the failure is a member stopped on purpose
+  std::string held;      // a running operation's failure held for its cause (see hold)
+  bool held_tell_others = false;
   uint64_t next_seq = 1;
   std::optional<Operation> op;
   std::shared_ptr<Ring> ring;
@@ -83,6 +96,10 @@ void finish(MemberPointer self, const std::string& why) {
   Operation& op = *s.op;
   if (why.empty()) {
     caf::anon_send(op.caller, allreduce_done_atom::value, op.seq, std::move(op.bytes));
+  } else if (s.stopped) {
+    caf::anon_send(op.caller, allreduce_stopped_atom::value, op.seq,
+                   "allreduce operation " + std::to_string(op.seq) + " stopped on rank " +
+                       std::to_string(s.config.rank) + ": " + why);
   } else {
     caf::anon_send(op.caller, allreduce_failed_atom::value, op.seq,
                    "allreduce operation " + std::to_string(op.seq) + " failed on rank " +
@@ -119,7 +136,9 @@ void fail_group(MemberPointer self, const std::string& why, bool tell_others) {
   s.failure = why;
   // Between operations this is usually the job stopping its members; it matters (and is
   // reported to the caller as well) when an operation is under way.
-  if (s.op) {
+  if (s.op && s.stopped) {
+    spdlog::info("{}: the group stopped: {}", me(s), why);
+  } else if (s.op) {
     spdlog::warn("{}: the group failed: {}", me(s), why);
   } else {
     spdlog::debug("{}: the group failed: {}", me(s), why);
@@ -135,6 +154,26 @@ void fail_group(MemberPointer self, const std::string& why, bool tell_others) {
   }
   if (s.op && !s.op->running) finish(self, why);
   self->become(failed(self));
+}
+
+// Ends a running operation once both its worker reported and the group's fate is known.
+void settle(MemberPointer self) {
+  auto& s = self->state;
+  if (s.op && s.op->running && s.op->ring_done && !s.failure.empty()) finish(self, s.failure);
+}
+
+// A failure that names no cause (a connection closed, another member's abort): while an
+// operation runs, stop the ring and wait up to kStopGrace for a member's down message,
+// which decides between stopped and failed; otherwise fail the group at once.
+void hold(MemberPointer self, const std::string& why, bool tell_others) {
+  auto& s = self->state;
+  if (!s.failure.empty() || !s.held.empty()) return;
+  if (!s.op || !s.op->running) return fail_group(self, why, tell_others);
+  spdlog::debug("{}: operation {} broke ({}); waiting for the cause", me(s), s.op->seq, why);
+  s.held = why;
+  s.held_tell_others = tell_others;
+  s.ring->abort(why);
+  self->delayed_send(self, kStopGrace, allreduce_grace_atom::value, s.op->seq);
 }
 
 // Validates an operation and makes it the current one; returns why it is refused (the
@@ -185,7 +224,12 @@ void run_now(MemberPointer self, Operation op) {
 }
 
 void refuse_failed(MemberPointer self, Operation op) {
-  tell_refused(self, op, "the group failed earlier: " + self->state.failure);
+  auto& s = self->state;
+  if (!s.stopped) return tell_refused(self, op, "the group failed earlier: " + s.failure);
+  spdlog::info("{}: refused a sum: the group stopped earlier: {}", me(s), s.failure);
+  caf::anon_send(op.caller, allreduce_stopped_atom::value, op.seq,
+                 "allreduce operation " + std::to_string(op.seq) + " refused by rank " + std::to_string(s.config.rank) +
+                     ": the group stopped earlier: " + s.failure);
 }
 
 // A phase's behaviour: its own answers to listen, wire and its worker's reports, what it
@@ -221,11 +265,18 @@ member_actor::behavior_type phase(MemberPointer self, Take take, Listen listen, 
         for (size_t r = 0; r < s.members.size(); ++r) {
           if (s.members[r].address() == self->current_sender()) from = rank_name(static_cast<int>(r));
         }
-        fail_group(self, from + " failed operation " + std::to_string(seq) + ": " + clip(why), false);
+        hold(self, from + " failed operation " + std::to_string(seq) + ": " + clip(why), false);
+        settle(self);
       },
       [self](allreduce_timeout_atom, uint64_t seq) {
         auto& s = self->state;
         if (s.op && s.op->seq == seq && !s.op->running) finish(self, "not wired into a group within the deadline");
+      },
+      [self](allreduce_grace_atom, uint64_t) {
+        auto& s = self->state;
+        if (s.held.empty() || !s.failure.empty()) return;
+        fail_group(self, s.held, s.held_tell_others);
+        settle(self);
       },
   };
 }
@@ -259,9 +310,11 @@ auto operation_report(MemberPointer self) {
       return;
     }
     if (!s.op || !s.op->running || s.op->seq != job) return;  // a stale report
-    if (!why.empty()) fail_group(self, why, true);
+    if (why.empty()) return finish(self, "");
+    s.op->ring_done = true;
+    hold(self, why, true);
     // The group's first failure is the cause; the ring's own error may just be "aborted".
-    finish(self, why.empty() ? "" : s.failure);
+    settle(self);
   };
 }
 
@@ -371,9 +424,12 @@ member_actor::behavior_type member(MemberPointer self, AllreduceConfig config) {
     auto& s = self->state;
     for (size_t r = 0; r < s.members.size(); ++r) {
       if (s.members[r].address() == msg.source) {
-        const std::string why =
-            msg.reason == caf::exit_reason::user_shutdown ? "it was stopped" : describe(self->system(), msg.reason);
-        fail_group(self, rank_name(static_cast<int>(r)) + " was lost (" + why + ")", true);
+        const bool on_purpose = msg.reason == caf::exit_reason::user_shutdown;
+        if (on_purpose && s.failure.empty()) s.stopped = true;
+        const std::string why = on_purpose ? "it was stopped" : describe(self->system(), msg.reason);
+        fail_group(self, rank_name(static_cast<int>(r)) + (on_purpose ? " was stopped" : " was lost (" + why + ")"),
+                   true);
+        settle(self);
         return;
       }
     }

@@ -39,6 +39,7 @@ using allreduce_sum_atom = caf::atom_constant<caf::atom("ar_sum")>;
 using allreduce_done_atom = caf::atom_constant<caf::atom("ar_done")>;
 using allreduce_failed_atom = caf::atom_constant<caf::atom("ar_failed")>;
 using allreduce_abort_atom = caf::atom_constant<caf::atom("ar_abort")>;
+using allreduce_stopped_atom = caf::atom_constant<caf::atom("ar_stopped")>;
 
 // A caller's buffer in the member's own process, summed in place (no copy). The member
 // holds `mutex` while it uses the buffer and skips one marked `abandoned`, so a caller that
@@ -61,7 +62,8 @@ struct AllreduceLocalBuffer {
 //       once both ring connections are up | refused
 //   (sum, seq, deadline ms, float32 bytes)  => the sender gets (done, seq, float32 bytes)
 //   (sum, seq, deadline ms, local buffer)   => the sender gets (done, seq, empty bytes)
-//       either way (failed, seq, why) instead when the operation fails
+//       either way (failed, seq, why) instead when the operation fails, or (stopped, seq, why)
+//       when it ended because a member was stopped on purpose (exit reason user_shutdown)
 //   (abort, group, seq, why): another member failed; the group is broken
 using allreduce_member = caf::typed_actor<
     caf::replies_to<allreduce_info_atom>::with<int32_t, int32_t, uint64_t>,

@@ -25,6 +25,7 @@
 #include "runtime/actor_system.h"
 #include "runtime/client.h"
 #include "runtime/collective/allreduce_client.h"
+#include "runtime/collective/allreduce_stopped.h"
 #include "runtime/collective/allreduce_group.h"
 #include "runtime/collective/allreduce_member.h"
 #include "runtime/collective/ring.h"
@@ -70,6 +71,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 struct Outcome {
   std::vector<float> data;
   std::string error;  // empty if the sum succeeded
+  bool stopped = false;  // the error is an AllreduceStopped
 };
 
 // Every client sums its own input at once, each on a thread of its own (sum blocks until
@@ -83,6 +85,9 @@ std::vector<Outcome> sum_on_all(std::vector<std::unique_ptr<Allreduce>>& clients
     threads.emplace_back([&, r] {
       try {
         clients[r]->sum(outcomes[r].data.data(), outcomes[r].data.size());
+      } catch (const AllreduceStopped& e) {
+        outcomes[r].error = e.what();
+        outcomes[r].stopped = true;
       } catch (const std::exception& e) {
         outcomes[r].error = e.what();
       }
@@ -231,6 +236,39 @@ TEST_F(AllreduceTest, AStoppedMemberFailsEveryonesSumNamingIt) {
     EXPECT_NE(outcomes[r].error.find("rank 1"), std::string::npos) << "rank " << r << ": " << outcomes[r].error;
     EXPECT_EQ(outcomes[r].error.find("timed out"), std::string::npos) << "noticed only at the deadline: "
                                                                        << outcomes[r].error;
+  }
+}
+
+// Rank 1 sits the operation out, so the others' sums are under way when it ends.
+std::vector<Outcome> end_rank_one_during_a_sum(LocalGroup& group, caf::exit_reason reason) {
+  std::vector<std::unique_ptr<Allreduce>> without_one;
+  without_one.push_back(std::move(group.clients[0]));
+  without_one.push_back(nullptr);
+  without_one.push_back(std::move(group.clients[2]));
+  std::vector<Outcome> outcomes;
+  std::thread summing([&] { outcomes = sum_on_all(without_one, random_inputs(3, 100000, 4)); });
+  std::this_thread::sleep_for(50ms);  // the sums are (most likely) running now
+  caf::anon_send_exit(group.members[1], reason);
+  summing.join();
+  return outcomes;
+}
+
+TEST_F(AllreduceTest, AMemberStoppedOnPurposeDuringASumEndsTheOthersAsStopped) {
+  LocalGroup group(system_, 3, 60s);
+  std::vector<Outcome> outcomes = end_rank_one_during_a_sum(group, caf::exit_reason::user_shutdown);
+  for (int r : {0, 2}) {
+    EXPECT_TRUE(outcomes[r].stopped) << "rank " << r << " failed instead: " << outcomes[r].error;
+    EXPECT_NE(outcomes[r].error.find("rank 1"), std::string::npos) << "rank " << r << ": " << outcomes[r].error;
+  }
+}
+
+TEST_F(AllreduceTest, AMemberKilledDuringASumFailsTheOthers) {
+  LocalGroup group(system_, 3, 60s);
+  std::vector<Outcome> outcomes = end_rank_one_during_a_sum(group, caf::exit_reason::kill);
+  for (int r : {0, 2}) {
+    EXPECT_NE(outcomes[r].error, "") << "rank " << r;
+    EXPECT_FALSE(outcomes[r].stopped) << "rank " << r << " ended as stopped: " << outcomes[r].error;
+    EXPECT_NE(outcomes[r].error.find("rank 1"), std::string::npos) << "rank " << r << ": " << outcomes[r].error;
   }
 }
 
