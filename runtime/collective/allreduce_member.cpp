@@ -426,9 +426,8 @@ member_actor::behavior_type member(MemberPointer self, AllreduceConfig config) {
       if (s.members[r].address() == msg.source) {
         const bool on_purpose = msg.reason == caf::exit_reason::user_shutdown;
         if (on_purpose && s.failure.empty()) s.stopped = true;
-        const std::string why = on_purpose ? "it was stopped" : describe(self->system(), msg.reason);
-        fail_group(self, rank_name(static_cast<int>(r)) + (on_purpose ? " was stopped" : " was lost (" + why + ")"),
-                   true);
+        const std::string what = on_purpose ? " was stopped" : " was lost (" + describe(self->system(), msg.reason) + ")";
+        fail_group(self, rank_name(static_cast<int>(r)) + what, true);
         settle(self);
         return;
       }
