@@ -11,11 +11,12 @@
 # host applications include them the same way ("runtime/runtime.h").
 include(CMakePackageConfigHelpers)
 
-# The embedding API (docs/embedding.md), the registry of a host's own models and the
-# partition format reader.
+# The embedding API (docs/embedding.md), the registry of a host's own models, the TLS
+# credentials a host proves itself to daemons with, and the partition format reader.
 set(PARTITA_PUBLIC_HEADERS
   runtime/runtime.h
   runtime/daemon.h
+  runtime/tls/credentials.h
   models/model_registry.h
   actors/protocol.h
   training/job_config.h

@@ -3,10 +3,15 @@
 // trains its own libtorch module instead (--own-model), registered under "embed_mean".
 //
 //   partita_embed [--own-model] [--output DIR]       every actor in this process
-//   partita_embed --daemons H1:P1,H2:P2 [--own-model] [--output DIR]
+//   partita_embed --daemons H1:P1,H2:P2 [--own-model] [--output DIR] [--tls-dir DIR]
 //                                                    on running daemons
-//   partita_embed --serve HOST:PORT                  a daemon of this application: it knows
+//   partita_embed --serve HOST:PORT [--tls-dir DIR]  a daemon of this application: it knows
 //                                                    embed_mean, which `partita daemon` does not
+//
+// Daemons speak TLS (runtime/tls/credentials.h): --tls-dir names the credentials folder of a
+// node of their cluster (`partita cluster cert NAME --role node`), which this process then
+// proves itself with, as a client and as a daemon. Without it the process speaks plaintext,
+// which only daemons started with `partita --insecure` accept, on loopback.
 //
 // The job is a YAML string, as a host would build it. With daemons, partition i and its
 // trainer run on daemon i mod D and read the partition folder this process writes, so the
@@ -32,6 +37,7 @@
 #include "models/model_registry.h"
 #include "runtime/daemon.h"
 #include "runtime/runtime.h"
+#include "runtime/tls/credentials.h"
 #include "training/job_config.h"
 #include "training/job_driver.h"
 #include "training/job_actor_types.h"
@@ -80,6 +86,7 @@ struct Arguments {
   std::string output = "embed-run";
   bool own_model = false;
   std::string serve;  // HOST:PORT: run as a daemon instead
+  std::string tls_dir;  // empty: plaintext (daemons started with --insecure)
 };
 
 std::vector<std::string> split(const std::string& text, char separator) {
@@ -97,21 +104,27 @@ Arguments parse_arguments(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag == "--own-model") {
       a.own_model = true;
-    } else if ((flag == "--daemons" || flag == "--output" || flag == "--serve") && i + 1 < argc) {
+    } else if ((flag == "--daemons" || flag == "--output" || flag == "--serve" || flag == "--tls-dir") &&
+               i + 1 < argc) {
       const std::string value = argv[++i];
       if (flag == "--daemons") {
         a.daemons = split(value, ',');
         if (a.daemons.empty()) throw partita::UsageError("--daemons: expected HOST:PORT[,HOST:PORT...]");
       } else if (flag == "--serve") {
         a.serve = value;
+      } else if (flag == "--tls-dir") {
+        a.tls_dir = value;
       } else {
         a.output = value;
       }
     } else {
       throw partita::UsageError("unknown or incomplete argument '" + flag +
-                                "' (usage: partita_embed [--daemons H:P,...] [--own-model] [--output DIR] | "
-                                "--serve HOST:PORT)");
+                                "' (usage: partita_embed [--daemons H:P,...] [--own-model] [--output DIR] "
+                                "[--tls-dir DIR] | --serve HOST:PORT [--tls-dir DIR])");
     }
+  }
+  if (!a.tls_dir.empty() && a.daemons.empty() && a.serve.empty()) {
+    throw partita::UsageError("--tls-dir is for --daemons or --serve: in process nothing is connected");
   }
   return a;
 }
@@ -150,6 +163,13 @@ int serve(const std::string& listen) {
 
 int run(const Arguments& a) {
   using namespace partita;
+  if (!a.tls_dir.empty()) {
+    // Before any actor system is made: every listener and connection after this uses them.
+    runtime::tls::set_process_credentials(runtime::tls::Credentials::load(a.tls_dir));
+    // Both modes run actors of the cluster (on the daemons, or as one): a node's certificate.
+    runtime::tls::require_node_role(a.serve.empty() ? "partita_embed --daemons: it runs its job's actors on the daemons"
+                                                    : "partita_embed --serve: it serves the cluster's actors");
+  }
   if (!a.serve.empty()) return serve(a.serve);
   // Relative paths in the job (output) resolve against the working directory.
   JobConfig job = parse_job(job_yaml(a.own_model), std::filesystem::current_path().string(), "the embedded job");

@@ -8,8 +8,11 @@
 # fresh build folder), checks that no include path points into the source tree, then runs
 # the example in-process (mode 1) and on two `partita daemon`s of the installed prefix on
 # loopback (mode 2), then with its own registered model (--own-model) in process and on two
-# daemons of the example itself (--serve), and checks each printed its progress lines and
-# final metrics, exited 0, and that each pair ended with the same metrics. Every step has a deadline; the daemons are killed on any exit. No network.
+# daemons of the example itself (--serve); the daemons and the example speak TLS, with
+# credentials of a cluster made by the installed `partita cluster init` and `cluster cert`.
+# It checks that each printed its progress lines and final metrics, exited 0, and that each
+# pair ended with the same metrics. Every step has a deadline; the daemons are killed on any
+# exit. No network.
 # The temporary folder is removed on success and kept (its path printed) on failure.
 set -euo pipefail
 
@@ -119,9 +122,13 @@ start_daemons() {
   done
 }
 
-# Mode 2: two daemons of the installed binary.
-start_daemons daemon 'partita daemon listening on' "$prefix/bin/partita" --insecure daemon --listen 127.0.0.1:0
-run_step daemons 120 "$work/build/partita_embed" --daemons "${addresses[0]},${addresses[1]}" --output "$work/run-daemons"
+# Mode 2: two daemons of the installed binary, over TLS: a cluster CA with the daemons'
+# certificate (cluster init), and a node's certificate for the application (cluster cert).
+run_step cluster-init 60 "$prefix/bin/partita" cluster init "$work/tls"
+run_step cluster-cert 60 "$prefix/bin/partita" cluster cert embed --role node --dir "$work/tls" -o "$work/tls-embed"
+start_daemons daemon 'partita daemon listening on' "$prefix/bin/partita" --tls-dir "$work/tls" daemon --listen 127.0.0.1:0
+run_step daemons 120 "$work/build/partita_embed" --daemons "${addresses[0]},${addresses[1]}" --tls-dir "$work/tls-embed" \
+  --output "$work/run-daemons"
 check_output daemons
 grep -q '^runtime: 2 node(s) (daemons)' "$work/daemons.log" || fail "mode 2 did not run on the two daemons"
 # Batches do not depend on where partitions live: the same job, the same metrics.
@@ -132,9 +139,9 @@ grep -q '^runtime: 2 node(s) (daemons)' "$work/daemons.log" || fail "mode 2 did 
 # application itself (--serve), which registered it as `partita daemon` has not.
 run_step own-in-process 120 "$work/build/partita_embed" --own-model --output "$work/run-own"
 check_output own-in-process
-start_daemons serve 'partita_embed serving on' "$work/build/partita_embed" --serve 127.0.0.1:0
+start_daemons serve 'partita_embed serving on' "$work/build/partita_embed" --serve 127.0.0.1:0 --tls-dir "$work/tls"
 run_step own-daemons 120 "$work/build/partita_embed" --own-model --daemons "${addresses[0]},${addresses[1]}" \
-  --output "$work/run-own-daemons"
+  --tls-dir "$work/tls-embed" --output "$work/run-own-daemons"
 check_output own-daemons
 [ "$(grep '^final:' "$work/own-in-process.log")" = "$(grep '^final:' "$work/own-daemons.log")" ] ||
   fail "the application's daemons' final metrics with its own model differ from the in-process run's"
