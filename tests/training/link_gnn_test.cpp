@@ -179,6 +179,24 @@ TEST_F(GnnLinkJobTest, AJobCancelledMidEpochResumesFromItsStepCheckpoint) {
   EXPECT_EQ(resumed.epochs[0].ranking, uninterrupted.epochs[1].ranking);
 }
 
+// A cancel stops the trainers' allreduce group while they are in a step: they end the epoch
+// as stopped, logged at info, not as a failure.
+TEST_F(GnnLinkJobTest, ACancelledJobsTrainersStopWithoutAnError) {
+  JobConfig j = small_job(2, "graphsage", "cancelled");
+  j.epochs = 1000;
+  RunOptions options;
+  options.cancel = std::make_shared<CancelToken>();
+  options.on_progress = [&](const JobProgress& p) {
+    if (p.event == JobProgress::Event::step && p.epoch == 2 && p.step == 1) options.cancel->cancel();
+  };
+  testing::LogCapture log(spdlog::level::info);
+  EXPECT_THROW(run_in_process(j, options), JobCancelled);
+  for (const std::string& line : log.lines()) {
+    EXPECT_NE(line.rfind("error", 0), 0u) << line;
+    EXPECT_EQ(line.find("failed"), std::string::npos) << line;
+  }
+}
+
 TEST_F(GnnLinkJobTest, TwoDaemonsGiveTheSameLossesAsOneProcess) {
   JobConfig j = small_job(2, "graphsage", "local");
   const JobReport local = run_in_process(j);
