@@ -5,10 +5,10 @@
 // What a user relies on: the job runs where the head put it and ends with the weights of
 // the same job run in one process (the parameter hash its driver logs, and its metrics);
 // submit streams the log and can be left and re-attached; status shows the job; stop
-// cancels it and keeps its checkpoint; two jobs at once do not disturb each other; a job
-// that cannot be placed is refused saying what is missing; a node killed mid-epoch (three
-// times in one job) costs restarts, not results; a lost head fails its jobs with a message
-// while the nodes keep running and join it again.
+// cancels it, logged as no error anywhere, and keeps its checkpoint; two jobs at once do
+// not disturb each other; a job that cannot be placed is refused saying what is missing; a
+// node killed mid-epoch (three times in one job) costs restarts, not results; a lost head
+// fails its jobs with a message while the nodes keep running and join it again.
 //
 // Waits are bounded only to end a hang; what is checked is the state reached.
 #include <gtest/gtest.h>
@@ -324,6 +324,12 @@ TEST_F(ClusterJobTest, SubmitDetachesOnCtrlCLogsReattachesStopCancels) {
   EXPECT_EQ(followed.exit_code, 1) << "a followed job that was cancelled is not a success";
   EXPECT_CONTAINS(followed.out, "epoch 1/200");
   EXPECT_CONTAINS(followed.err, "job long-1 cancelled");
+  // The cancel is no error, neither in the followed log nor in the daemons' own.
+  EXPECT_EQ(followed.out.find("[error]"), std::string::npos) << followed.out;
+  for (testing::Daemon* d : {&head, &a, &b}) {
+    const std::string log = d->process->output_so_far() + d->process->errors_so_far();
+    EXPECT_EQ(log.find("[error]"), std::string::npos) << log;
+  }
   s = wait_for(head.address, [](const json& s) { return actors_on_live_nodes(s) == 0; });
   EXPECT_EQ(actors_on_live_nodes(s), 0u) << "its actors stop everywhere: " << s.dump(2);
   EXPECT_TRUE(fs::exists(run_dir(id) + "/checkpoint.json")) << "its output keeps the last checkpoint";
