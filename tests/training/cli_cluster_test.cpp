@@ -196,6 +196,7 @@ TEST_F(CliClusterTest, RaysCommandsRunStopAndResumeAJobToTheWeightsOfAnUninterru
   EXPECT_CONTAINS(r.out, "stopped the cluster of " + head + ": 2 node(s) and the head");
   const std::string head_log = log_of("head");
   EXPECT_EQ(head_log.find("is dead"), std::string::npos) << head_log;
+  EXPECT_EQ(head_log.find("[warning] head: member"), std::string::npos) << "nodes that leave as asked: " << head_log;
   EXPECT_EQ(count_lines(head_log, "left: the cluster is stopping"), 2u) << head_log;
 }
 
