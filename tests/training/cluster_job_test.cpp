@@ -324,6 +324,17 @@ TEST_F(ClusterJobTest, SubmitDetachesOnCtrlCLogsReattachesStopCancels) {
   EXPECT_EQ(followed.exit_code, 1) << "a followed job that was cancelled is not a success";
   EXPECT_CONTAINS(followed.out, "epoch 1/200");
   EXPECT_CONTAINS(followed.err, "job long-1 cancelled");
+  // Each finished epoch's summary line once (the poll asks from where the last chunk ended).
+  int last = 0;
+  for (int e = 1; e <= 200; ++e) {
+    const std::regex line("epoch " + std::to_string(e) + "/200: [0-9.]+s, ");
+    const auto n = std::distance(std::sregex_iterator(followed.out.begin(), followed.out.end(), line),
+                                 std::sregex_iterator());
+    if (n == 0) break;
+    EXPECT_EQ(n, 1) << "epoch " << e << " followed " << n << " times:\n" << followed.out;
+    last = e;
+  }
+  EXPECT_GE(last, 1) << followed.out;
   // The cancel is no error, neither in the followed log nor in the daemons' own.
   EXPECT_EQ(followed.out.find("[error]"), std::string::npos) << followed.out;
   for (testing::Daemon* d : {&head, &a, &b}) {
