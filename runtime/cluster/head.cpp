@@ -91,6 +91,12 @@ struct HeadState {
   // The stop was answered; the head goes once the client acknowledges the answer.
   bool answered = false;
   std::map<std::string, Job> jobs;  // by id
+  // The owner keys (runtime/host.h) of the jobs that ended, with when. A node's heartbeat
+  // from before a job's end still lists the actors that stop with it: the status leaves
+  // them out of that node's listing, so that a job that ended runs nowhere from then on; a
+  // heartbeat after the end lists what still runs. Kept for a heartbeat timeout, by when
+  // every live node has sent a newer one.
+  std::map<std::string, Clock::time_point> ended_owners;
   uint64_t submitted = 0;
   std::string address;  // where drivers reach the head; "" until the daemon told it
   std::map<std::string, RendezvousGroup> groups;  // incomplete rendezvous groups, by name
@@ -153,6 +159,38 @@ void declare_dead(HeadPointer self, Member& m, const std::string& why) {
   forget_old_dead(self->state);
 }
 
+// Records the end of `job`'s current attempt (its owner key) for listed_load.
+void note_end(HeadState& s, const Job& job) {
+  if (!job.status.owner.empty()) s.ended_owners.emplace(job.status.owner, Clock::now());
+}
+
+// The ended jobs' entries that no live node's listing can hold any more.
+void forget_old_ends(HeadState& s) {
+  const auto old = Clock::now() - s.options.heartbeat_timeout;
+  for (auto it = s.ended_owners.begin(); it != s.ended_owners.end();) {
+    it = it->second < old ? s.ended_owners.erase(it) : std::next(it);
+  }
+}
+
+// What `m`'s last heartbeat lists, without the actors of the jobs that ended after it.
+NodeLoad listed_load(const HeadState& s, const Member& m) {
+  const NodeLoad& load = m.status.load;
+  NodeLoad kept = load;
+  if (s.ended_owners.empty()) return kept;
+  kept.actor_types.clear();
+  kept.actor_jobs.clear();
+  const size_t n = std::max(load.actor_types.size(), load.actor_jobs.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (i < load.actor_jobs.size()) {
+      auto ended = s.ended_owners.find(load.actor_jobs[i]);
+      if (ended != s.ended_owners.end() && ended->second > m.last_heartbeat) continue;
+      kept.actor_jobs.push_back(load.actor_jobs[i]);
+    }
+    if (i < load.actor_types.size()) kept.actor_types.push_back(load.actor_types[i]);
+  }
+  return kept;
+}
+
 std::vector<JobStatus> jobs_of(const HeadState& s) {
   // Submitted jobs by the key of their driver's actors, then the jobs known only by their
   // actors (partita submit --daemons).
@@ -170,7 +208,7 @@ std::vector<JobStatus> jobs_of(const HeadState& s) {
   }
   for (const auto& [id, m] : s.members) {
     if (!m.status.alive) continue;
-    const NodeLoad& load = m.status.load;
+    const NodeLoad load = listed_load(s, m);
     for (size_t i = 0; i < load.actor_jobs.size(); ++i) {
       if (load.actor_jobs[i].empty()) continue;
       auto owned = submitted_owner.find(load.actor_jobs[i]);
@@ -257,6 +295,7 @@ void reap_drivers(HeadState& s) {
     const int code = job.driver->exit_code();
     job.driver.reset();
     if (!job.status.finished()) {
+      note_end(s, job);
       job.status.state = job.cancel_by ? "cancelled" : code == 0 ? "done" : "failed";
       job.status.message = job.killed ? "cancelled; its driver did not stop within " +
                                             std::to_string(s.options.cancel_deadline.count()) + " ms and was killed"
@@ -618,6 +657,7 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
         const auto now = Clock::now();
         for (auto& [id, m] : s.members) {
           NodeStatus node = m.status;
+          node.load = listed_load(s, m);
           node.ms_since_heartbeat = std::chrono::duration_cast<milliseconds>(now - m.last_heartbeat).count();
           if (node.alive) node.load.memory_available_bytes -= reserved_on(s, node);
           status.nodes.push_back(std::move(node));
@@ -665,6 +705,7 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
         }
         report.new_steps.clear();
         status = std::move(report);
+        if (status.finished()) note_end(self->state, job);
         return true;
       },
       [self](job_logs_atom, const std::string& id, int64_t offset) -> caf::result<std::string, int64_t, std::string> {
@@ -740,6 +781,7 @@ head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
                                      std::to_string(s.options.rendezvous_deadline.count()) + " ms");
         }
         reap_drivers(s);
+        forget_old_ends(s);
         continue_stop(self);
         self->delayed_send(self, std::max(milliseconds(1), s.options.heartbeat_period / 2), check_atom::value);
       },

@@ -162,6 +162,27 @@ class ClusterJobTest : public ::testing::Test {
     }
     return n;
   }
+  // A status in which every live node runs no actor, each by a heartbeat the head took
+  // after this call (the head lists an ended job's actors on no node, from its end until a
+  // node's next heartbeat says what still runs); the last status asked when none comes.
+  json wait_until_no_actors(const std::string& head) {
+    const auto since = std::chrono::steady_clock::now();
+    const auto until = since + kBound;
+    json s;
+    for (;;) {
+      const auto asked = std::chrono::steady_clock::now();
+      s = status(head);
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(asked - since).count();
+      bool heard = s.is_object();
+      if (heard) {
+        for (const auto& node : s["nodes"]) {
+          if (node["state"] == "alive" && node["ms_since_heartbeat"].get<int64_t>() >= waited) heard = false;
+        }
+      }
+      if ((heard && actors_on_live_nodes(s) == 0) || asked >= until) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
   static size_t actors_on_live_nodes(const json& s) {
     size_t n = 0;
     for (const auto& node : s["nodes"]) {
@@ -257,7 +278,7 @@ TEST_F(ClusterJobTest, TheHeadRunsASubmittedJobAndStatusAndLogsShowIt) {
   ASSERT_EQ(j["partitions"].size(), 2u);
   EXPECT_NE(j["partitions"][0], j["partitions"][1]) << "one partition per node (cluster.partitions_per_node: 1)";
   // The nodes report what they run at their next heartbeat.
-  const json later = wait_for(head.address, [](const json& s) { return actors_on_live_nodes(s) == 0; });
+  const json later = wait_until_no_actors(head.address);
   EXPECT_EQ(actors_on_live_nodes(later), 0u) << "a finished job leaves no actor: " << later.dump(2);
 
   ProcessResult logs = run_process({kPartitaBinary, "logs", id, "--address", head.address}, kProcessSeconds);
@@ -341,7 +362,7 @@ TEST_F(ClusterJobTest, SubmitDetachesOnCtrlCLogsReattachesStopCancels) {
     const std::string log = d->process->output_so_far() + d->process->errors_so_far();
     EXPECT_EQ(log.find("[error]"), std::string::npos) << log;
   }
-  s = wait_for(head.address, [](const json& s) { return actors_on_live_nodes(s) == 0; });
+  s = wait_until_no_actors(head.address);
   EXPECT_EQ(actors_on_live_nodes(s), 0u) << "its actors stop everywhere: " << s.dump(2);
   EXPECT_TRUE(fs::exists(run_dir(id) + "/checkpoint.json")) << "its output keeps the last checkpoint";
 }
@@ -370,7 +391,7 @@ TEST_F(ClusterJobTest, ADriverThatDiesFailsItsJobNotTheHead) {
   s = wait_for(head.address, [&](const json& s) { return job_of(s, id)["state"] == "failed"; });
   EXPECT_EQ(job_of(s, id)["state"], "failed") << s.dump(2);
   EXPECT_CONTAINS(job_of(s, id)["message"].get<std::string>(), "its driver exited with status 137");
-  s = wait_for(head.address, [](const json& s) { return actors_on_live_nodes(s) == 0; });
+  s = wait_until_no_actors(head.address);
   EXPECT_EQ(actors_on_live_nodes(s), 0u) << "the nodes stop the actors of a driver that is gone: " << s.dump(2);
   EXPECT_TRUE(head.process->running());
   EXPECT_EQ(alive(s), 2u);
@@ -770,7 +791,7 @@ TEST_F(ClusterJobTest, NodesTrainOnStagedCopiesOfOnlyTheirPartsCachedAcrossJobs)
   ProcessResult stop = run_process({kPartitaBinary, "stop", "again-1", "--address", head.address}, kProcessSeconds);
   EXPECT_EQ(stop.exit_code, 0) << stop.err;
   second.wait(kProcessSeconds);
-  s = wait_for(head.address, [](const json& s) { return actors_on_live_nodes(s) == 0; });
+  s = wait_until_no_actors(head.address);
 
   // A flipped byte in a cached file: named, fetched again, and the job's result unchanged.
   const std::string cache = cache_of.at(placed[0].get<std::string>());

@@ -3,7 +3,8 @@
 // and a cancelled job; a driver ended by the cancel's SIGTERM before it reported is cancelled,
 // not failed; a cluster stop waits for its jobs' drivers before anything else and refuses
 // submissions meanwhile; reports need the driver's token and a sane status; submissions wait
-// for the head's address and stop at --max-jobs; a driver that cannot start leaves no folder.
+// for the head's address and stop at --max-jobs; a driver that cannot start leaves no folder;
+// an ended job's actors are listed on no node until a heartbeat after its end lists them.
 // The real driver across processes: tests/training/cluster_job_test.cpp.
 //
 // Waits are bounded only to end a hang; what is checked is the state reached.
@@ -309,6 +310,49 @@ TEST_F(HeadJobsTest, PlacedJobsReserveTheirMemoryUntilTheNodesHeartbeatListsThem
   EXPECT_EQ(available(), 600) << "an ended job reserves nothing";
   cancel_job(system_, head, "head", first, kAsk);
   wait_until_finished(head, first);
+  caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
+}
+
+// A node's heartbeat from before a job ended still lists the actors that stop with the job:
+// the status lists them on no node from the job's end on (a cancelled job runs nowhere),
+// and a heartbeat after the end lists what the node still runs.
+TEST_F(HeadJobsTest, AnEndedJobsActorsAreListedOnlyByAHeartbeatAfterItsEnd) {
+  const head_actor head = start("exec sleep 60");
+  caf::scoped_actor self{system_};
+  auto agent = system_.get().spawn([]() -> caf::behavior { return {[](stop_node_atom) {}}; });
+  uint64_t member = 0;
+  NodeInfo info{"node-a", "127.0.0.1:5001", "test", 2, int64_t{1} << 30};
+  self->request(head, kAsk, join_atom::value, info, caf::actor_cast<caf::actor>(agent))
+      .receive([&](uint64_t id, int64_t, int64_t) { member = id; }, [&](caf::error& e) { FAIL() << system_.get().render(e); });
+  auto beat = [&](std::vector<std::string> jobs) {
+    NodeLoad load;
+    load.actor_types.assign(jobs.size(), "trainer");
+    load.actor_jobs = std::move(jobs);
+    self->request(head, kAsk, heartbeat_atom::value, member, load).receive([](bool) {}, [](caf::error&) {});
+  };
+  auto listed = [&] { return cluster_status(system_, head, "head", kAsk).nodes.at(0).load.actor_jobs; };
+  const std::string id = submit(head, "cancelled");
+  driver_pid(id);
+  const DriverLaunch d = launch(0);
+  JobStatus r;
+  r.state = "running";
+  r.owner = "owner-1";
+  r.partitions = {info.address};
+  EXPECT_TRUE(report_job(system_, head, "head", d.id, d.token, r, kAsk));
+  beat({"owner-1", "owner-1", "other"});
+  EXPECT_EQ(job(head, id)->actors, 2);
+  EXPECT_EQ(job(head, id)->nodes, std::vector<std::string>{"node-a"});
+
+  cancel_job(system_, head, "head", id, kAsk);
+  EXPECT_EQ(wait_until_finished(head, id).state, "cancelled");
+  EXPECT_EQ(listed(), std::vector<std::string>{"other"}) << "the job's actors are no node's from its end on";
+  EXPECT_EQ(job(head, id)->actors, 0);
+  EXPECT_TRUE(job(head, id)->nodes.empty());
+  beat({"owner-1", "other"});
+  EXPECT_EQ(listed(), (std::vector<std::string>{"owner-1", "other"})) << "a heartbeat after the end is what runs";
+  EXPECT_EQ(job(head, id)->actors, 1);
+  beat({"other"});
+  EXPECT_EQ(listed(), std::vector<std::string>{"other"});
   caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
 }
 
