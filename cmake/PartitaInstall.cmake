@@ -1,4 +1,6 @@
 # Install rules and the CMake package (included by the top-level CMakeLists after the layers).
+# Each rule names its install component, which is its Debian package (cmake/PartitaDebian.cmake):
+# partita (the command line), dev (the rest: libpartita-dev); python/ adds its own.
 #
 #   bin/partita                          the command line
 #   include/partita/<layer>/*.h          the public headers (below) and what they include
@@ -35,18 +37,18 @@ foreach(_layer IN LISTS _partita_layers)
   list(APPEND _partita_targets partita_${_layer})
 endforeach()
 
-install(TARGETS partita RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS partita RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT partita)
 # What `partita` runs for the commands that train (tools/light_commands.cpp finds it there).
-install(TARGETS partita-full RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/partita)
-install(TARGETS ${_partita_targets} EXPORT PartitaTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS partita-full RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/partita COMPONENT partita)
+install(TARGETS ${_partita_targets} EXPORT PartitaTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
 install(CODE "
   set(PARTITA_SOURCE_DIR \"${PROJECT_SOURCE_DIR}\")
   set(PARTITA_PUBLIC_HEADERS \"${PARTITA_PUBLIC_HEADERS}\")
   set(PARTITA_HEADER_DESTINATION \"${PARTITA_INSTALL_INCLUDEDIR}\")
-  include(\"${PROJECT_SOURCE_DIR}/cmake/InstallPublicHeaders.cmake\")")
+  include(\"${PROJECT_SOURCE_DIR}/cmake/InstallPublicHeaders.cmake\")" COMPONENT dev)
 
 set(_partita_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/Partita)
-install(EXPORT PartitaTargets NAMESPACE Partita:: DESTINATION ${_partita_cmake_dir})
+install(EXPORT PartitaTargets NAMESPACE Partita:: DESTINATION ${_partita_cmake_dir} COMPONENT dev)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/PartitaConfig.cmake.in
   ${PROJECT_BINARY_DIR}/PartitaConfig.cmake INSTALL_DESTINATION ${_partita_cmake_dir})
 # 0.x: a minor version may change the API.
@@ -57,4 +59,4 @@ install(FILES
   ${PROJECT_BINARY_DIR}/PartitaConfigVersion.cmake
   ${PROJECT_SOURCE_DIR}/cmake/FindCAF.cmake
   ${PROJECT_SOURCE_DIR}/cmake/FindMETIS.cmake
-  DESTINATION ${_partita_cmake_dir})
+  DESTINATION ${_partita_cmake_dir} COMPONENT dev)
