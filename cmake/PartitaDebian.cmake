@@ -1,7 +1,10 @@
 # The Debian packages: `cpack -G DEB` in the build folder (after the build) packs what
 # `cmake --install` installs, under /usr, split by install component into
 #
-#   partita          component partita: /usr/bin/partita, /usr/libexec/partita/partita-full
+#   partita          component partita: /usr/bin/partita, /usr/libexec/partita/partita-full,
+#                    partita(1), and the partita service: /lib/systemd/system/partita.service
+#                    (`partita start --block` as the system user partita, which the postinst
+#                    creates) with its conffile /etc/partita/partita.conf
 #   libpartita-dev   component dev: the public headers, the static libraries and the CMake
 #                    package (find_package(Partita)), for host applications (docs/embedding.md)
 #   python3-partita  component python, when python/ builds the extension: `import partita`
@@ -9,12 +12,15 @@
 # Depends: dpkg-shlibdeps names the run-time library of every shared library a package's
 # binaries link (libssl3, libtorch1.13, libcaf-io0.17, ...); added by hand is what is loaded
 # without being linked: OpenBLAS, which libtorch would otherwise find as the reference BLAS,
-# 15-25x slower in training; PLplot's cairo driver, which `partita plot` loads. libpartita-dev links nothing: it depends on the -dev packages a host compiles
+# 15-25x slower in training; PLplot's cairo driver, which `partita plot` loads; adduser, for
+# the postinst. libpartita-dev links nothing: it depends on the -dev packages a host compiles
 # against (PartitaConfig.cmake finds them again).
 #
 # Each package carries usr/share/doc/<package>/copyright (DEP-5, packaging/debian/copyright.in)
 # and changelog.Debian.gz (packaging/debian/changelog.in, whose version must be this
-# project's).
+# project's). The man page is made from `partita --help` by help2man when it is installed;
+# tests/package/deb_test.sh builds the packages, checks them with lintian and runs the
+# service's command line from the unpacked package.
 
 set(PARTITA_DEB_MAINTAINER "Partita maintainers <maintainers@partita.invalid>" CACHE STRING
     "The Maintainer field of the Debian packages (Name <address>): whoever answers for the build")
@@ -82,6 +88,30 @@ foreach(_component IN LISTS _deb_components)
           COMPONENT ${_component} EXCLUDE_FROM_ALL)
 endforeach()
 
+# The service: absolute paths, which only the package installs (a prefix has no /etc).
+install(FILES ${_deb_dir}/partita.service DESTINATION /lib/systemd/system COMPONENT partita EXCLUDE_FROM_ALL)
+install(FILES ${_deb_dir}/partita.conf DESTINATION /etc/partita COMPONENT partita EXCLUDE_FROM_ALL)
+
+# partita(1) from `partita --help` (which partita-full answers). Not in a sanitizer or fuzz
+# tree: its instrumented binaries are for the tests, and their leak reports at exit would
+# fail the build.
+find_program(PARTITA_HELP2MAN help2man DOC "help2man, which makes the man page partita(1) from --help")
+if(PARTITA_HELP2MAN AND NOT PARTITA_SANITIZE AND NOT PARTITA_FUZZ)
+  set(_man ${PROJECT_BINARY_DIR}/man/partita.1)
+  add_custom_command(OUTPUT ${_man}.gz
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+    COMMAND ${PARTITA_HELP2MAN} --no-info --section 1
+            --name "distributed GNN training on partitioned graphs"
+            --include ${_deb_dir}/partita.h2m --output ${_man} $<TARGET_FILE:partita>
+    COMMAND gzip -9nf ${_man}
+    DEPENDS partita partita-full ${_deb_dir}/partita.h2m
+    COMMENT "Making the man page partita(1) with help2man")
+  add_custom_target(partita_man ALL DEPENDS ${_man}.gz)
+  install(FILES ${_man}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT partita)
+elseif(NOT PARTITA_HELP2MAN)
+  message(STATUS "help2man not found: no man page partita(1) (the Debian package then lacks it)")
+endif()
+
 set(CPACK_GENERATOR DEB)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL ${_deb_components})
@@ -108,12 +138,15 @@ replica of the model, and the replicas' gradients are averaged every step.")
 
 set(CPACK_DEBIAN_PARTITA_PACKAGE_NAME partita)
 set(CPACK_DEBIAN_PARTITA_PACKAGE_SECTION science)
-set(CPACK_DEBIAN_PARTITA_DESCRIPTION "distributed GNN training runtime - command line
+set(CPACK_DEBIAN_PARTITA_DESCRIPTION "distributed GNN training runtime - command line and service
 ${_deb_about}
 
-This package holds the partita command and its node daemon.")
-set(CPACK_DEBIAN_PARTITA_PACKAGE_DEPENDS "libopenblas0-pthread, plplot-driver-cairo")
+This package holds the partita command, its node daemon and the partita
+systemd service, which runs a cluster's head or one of its nodes.")
+set(CPACK_DEBIAN_PARTITA_PACKAGE_DEPENDS "adduser, libopenblas0-pthread, plplot-driver-cairo")
 set(CPACK_DEBIAN_PARTITA_PACKAGE_SUGGESTS "python3-partita")
+set(CPACK_DEBIAN_PARTITA_PACKAGE_CONTROL_EXTRA
+    ${_deb_dir}/postinst ${_deb_dir}/prerm ${_deb_dir}/postrm ${_deb_dir}/conffiles)
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libpartita-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)

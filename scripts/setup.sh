@@ -49,6 +49,9 @@ PACKAGES=(
   python3-psutil python3-fsspec python3-aiohttp
   # The fuzz targets (scripts/fuzz.sh): clang and its libFuzzer, ASan and UBSan runtimes.
   clang libclang-rt-14-dev
+  # The Debian packages (cmake/PartitaDebian.cmake): the man page made from --help, and the
+  # checks of tests/package/deb_test.sh.
+  help2man lintian
 )
 
 missing=()
