@@ -143,7 +143,7 @@ ${_deb_about}
 
 This package holds the partita command, its node daemon and the partita
 systemd service, which runs a cluster's head or one of its nodes.")
-set(CPACK_DEBIAN_PARTITA_PACKAGE_DEPENDS "adduser, libopenblas0-pthread, plplot-driver-cairo")
+set(CPACK_DEBIAN_PARTITA_PACKAGE_DEPENDS "adduser (>= 3.134), libopenblas0-pthread, plplot-driver-cairo")
 set(CPACK_DEBIAN_PARTITA_PACKAGE_SUGGESTS "python3-partita")
 set(CPACK_DEBIAN_PARTITA_PACKAGE_CONTROL_EXTRA
     ${_deb_dir}/postinst ${_deb_dir}/prerm ${_deb_dir}/postrm ${_deb_dir}/conffiles)
