@@ -21,6 +21,7 @@ std::shared_ptr<GnnModel> make_model(const ModelConfig& config, uint64_t seed) {
                                     : config.kind == "gcn"         ? make_gcn(config)
                                     : config.kind == "rgcn"        ? make_rgcn(config)
                                     : config.kind == "hetero_sage" ? make_hetero_sage(config)
+                                    : config.kind == "mf"          ? make_matrix_factorisation(config)
                                                                    : make_gat(config);
   model->reset_parameters(seed);
   return model;

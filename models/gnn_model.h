@@ -2,7 +2,8 @@
 // (forward over a batch's tensors), what its optimiser and the allreduce read (the
 // module's parameters), what a checkpoint holds (its parameters and buffers by name). The
 // built-in kinds (GraphSAGE, GCN, GAT, R-GCN, heterogeneous GraphSAGE) are stacks of layers
-// (models/layered_model.h); a host application's own module comes in through the registry
+// (models/layered_model.h), but for mf, biased matrix factorisation (a learnt row and bias
+// per node, models/matrix_factorisation.cpp); a host application's own module comes in through the registry
 // (models/model_registry.h). Parameters, in registration order, are the fixed order in which
 // gradients are flattened for the allreduce and weights are hashed and checkpointed.
 #pragma once

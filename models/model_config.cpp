@@ -14,11 +14,20 @@ namespace {
 
 void ModelConfig::validate() const {
   if (kind != "graphsage" && kind != "gcn" && kind != "gat" && kind != "rgcn" && kind != "hetero_sage" &&
-      kind != "registered") {
-    bad("kind", "must be graphsage, gcn, gat, rgcn, hetero_sage or registered (got \"" + kind + "\")");
+      kind != "mf" && kind != "registered") {
+    bad("kind", "must be graphsage, gcn, gat, rgcn, hetero_sage, mf or registered (got \"" + kind + "\")");
   }
   if (is_registered() && name.empty()) bad("name", "kind registered needs the name its model was registered under");
   if (!is_registered() && !name.empty()) bad("name", "applies to kind registered only, not " + kind);
+  if (is_matrix_factorisation()) {
+    // A row per node and nothing else: the layer fields do not apply.
+    if (num_nodes <= 0) bad("num_nodes", "mf learns a row per node and needs the node count");
+    if (out_dim <= 0) bad("out_dim", "must be positive (got " + std::to_string(out_dim) + ")");
+    if (in_dim != 0) bad("in_dim", "mf reads no features, so in_dim must be 0 (got " + std::to_string(in_dim) + ")");
+    if (!type_inputs.empty()) bad("type_inputs", "applies to the relational kinds (rgcn, hetero_sage) only");
+    if (!(init_std >= 0)) bad("init_std", "must be at least 0 (got " + std::to_string(init_std) + ")");
+    return;
+  }
   const bool relational = is_relational();
   if (in_dim < 0 || (in_dim == 0 && !relational)) {
     bad("in_dim", "must be positive (got " + std::to_string(in_dim) + ")");
@@ -115,6 +124,7 @@ bool ModelConfig::has_shared_input() const {
 }
 
 std::string ModelConfig::structure() const {
+  if (is_matrix_factorisation()) return "mf rows=" + std::to_string(num_nodes) + " dim=" + std::to_string(out_dim);
   std::string s = (is_registered() ? kind + ":" + name : kind) + " in=" + std::to_string(in_dim);
   if (num_layers > 1) s += " hidden=" + std::to_string(hidden_dim);
   s += " out=" + std::to_string(out_dim) + " layers=" + std::to_string(num_layers);

@@ -9,8 +9,10 @@
 namespace partita {
 
 struct ModelConfig {
-  // "graphsage", "gcn", "gat", "rgcn", "hetero_sage", or "registered": the host
-  // application's module registered under `name` (models/model_registry.h).
+  // "graphsage", "gcn", "gat", "rgcn", "hetero_sage", "mf" (biased matrix factorisation: a
+  // learnt row of out_dim factors and a bias per node of num_nodes, no input, no layers; its
+  // output is out_dim + 1 wide), or "registered": the host application's module registered
+  // under `name` (models/model_registry.h).
   std::string kind = "graphsage";
   std::string name;  // kind "registered" only
   // Input features per node. 0 (featureless graphs, relational kinds only): the input is
@@ -25,6 +27,7 @@ struct ModelConfig {
   // features, so hidden_dim must be a multiple) and averaged in the last.
   int heads = 1;
   double dropout = 0.5;  // after the ReLU of every layer but the last, in training
+  double init_std = 0.1;  // mf: its factors start N(0, init_std), its biases 0
   // The relational kinds (rgcn, hetero_sage) run on heterogeneous graphs: one weight per
   // relation (edge type), per-relation means.
   int num_relations = 0;
@@ -58,6 +61,7 @@ struct ModelConfig {
 
   bool is_relational() const { return kind == "rgcn" || kind == "hetero_sage"; }
   bool is_registered() const { return kind == "registered"; }
+  bool is_matrix_factorisation() const { return kind == "mf"; }
   // type_inputs[type], or the default for every type ("features", or "learnt" for in_dim 0).
   std::string input_of(int32_t type) const;
   // What an input of type_inputs reads: its node's features ("features", "features+learnt"),

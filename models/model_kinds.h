@@ -18,6 +18,7 @@ std::shared_ptr<GnnModel> make_gcn(const ModelConfig& config);
 std::shared_ptr<GnnModel> make_gat(const ModelConfig& config);
 std::shared_ptr<GnnModel> make_rgcn(const ModelConfig& config);
 std::shared_ptr<GnnModel> make_hetero_sage(const ModelConfig& config);
+std::shared_ptr<GnnModel> make_matrix_factorisation(const ModelConfig& config);
 // The module registered under config.name (models/model_registry.h), its parameters drawn
 // with torch's default generator seeded from `seed`.
 std::shared_ptr<GnnModel> make_registered(const ModelConfig& config, uint64_t seed);

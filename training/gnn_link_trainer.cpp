@@ -94,6 +94,11 @@ std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
   config.heads = r->job.model.model_heads();
   config.dropout = r->job.model.dropout;
   config.trim = r->job.model.trim;
+  if (r->job.model.matrix_factorisation()) {
+    config.in_dim = 0;
+    config.num_nodes = meta.num_nodes;
+    config.init_std = r->job.link.init_std;
+  }
   if (relational) {
     set_relations(config, meta);
     config.type_inputs = find_type_inputs(meta.node_types, r->job.link.type_inputs, meta.feature_dim, folder.dir());
@@ -125,7 +130,17 @@ std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
 struct Scores {
   at::Tensor positive;  // [P]
   at::Tensor negative;  // [P, k]; undefined without negatives (rating regression)
+  // mf with train.regularizer: l2: per positive, the squared norms of its ends' rows (factors
+  // and bias); undefined otherwise.
+  at::Tensor penalty;  // [P]
 };
+
+// mf's score of rows [factors | bias] (the encoder's out_dim + 1 columns): the factors' dot
+// product plus both biases. `a` [..., d + 1] against `b` of the same shape.
+at::Tensor biased_dot(const at::Tensor& a, const at::Tensor& b) {
+  const int64_t d = a.size(-1) - 1;
+  return (a.narrow(-1, 0, d) * b.narrow(-1, 0, d)).sum(-1) + a.select(-1, d) + b.select(-1, d);
+}
 
 // The encoder's output for the batch's nodes; `local` the row of each seed, in seed order.
 at::Tensor encode(LinkReplica& r, MiniBatch&& sampled, bool train, uint64_t dropout_key, at::Tensor& local) {
@@ -153,14 +168,20 @@ Scores score(LinkReplica& r, MiniBatch&& sampled, const LinkStep& step, bool tra
   const at::Tensor src = h.index_select(0, local.slice(0, 0, p));
   const at::Tensor dst = h.index_select(0, local.slice(0, p, 2 * p));
   const at::Tensor neg = h.index_select(0, local.slice(0, 2 * p)).view({p, k, h.size(1)});
+  if (r.model->config().is_matrix_factorisation()) {
+    Scores scores{biased_dot(src, dst), k == 0 ? at::Tensor() : biased_dot(src.unsqueeze(1), neg), at::Tensor()};
+    if (r.job.link.regularizer == Regularizer::kL2) scores.penalty = src.pow(2).sum(1) + dst.pow(2).sum(1);
+    return scores;
+  }
   at::Tensor relation;
   if (r.relations.defined()) {
     relation = r.relations.index_select(0, torch::tensor(std::vector<int64_t>(step.relation.begin(), step.relation.end()),
                                                          torch::kLong));
   }
   const at::Tensor query = kg_query(r.decoder, KgSide::kTail, src, relation);
-  if (k == 0) return {kg_score_pairs(r.decoder, query, dst), at::Tensor()};
-  return {kg_score_pairs(r.decoder, query, dst), kg_score_groups(r.decoder, query.unsqueeze(1), neg).squeeze(1)};
+  if (k == 0) return {kg_score_pairs(r.decoder, query, dst), at::Tensor(), at::Tensor()};
+  return {kg_score_pairs(r.decoder, query, dst), kg_score_groups(r.decoder, query.unsqueeze(1), neg).squeeze(1),
+          at::Tensor()};
 }
 
 // Strict negatives: false where a negative destination makes a training edge with the
@@ -187,7 +208,8 @@ std::array<double, 3> train_step(LinkReplica& r, uint64_t epoch, int64_t s) {
     // Squared error of each positive's predicted value, summed; "correct": within 0.5.
     const Scores scores = score(r, std::move(sampled), step, true, step_key(r.job.seed, epoch, s, r.index));
     const at::Tensor error = scores.positive + r.mean_value - torch::tensor(step.value, torch::kFloat);
-    const at::Tensor loss = error.pow(2).sum();
+    at::Tensor loss = error.pow(2).sum();
+    if (scores.penalty.defined()) loss = loss + r.job.link.regularization * scores.penalty.sum();
     loss.backward();
     result.loss_sum = loss.item<double>();
     result.seeds = step.size();
@@ -195,7 +217,8 @@ std::array<double, 3> train_step(LinkReplica& r, uint64_t epoch, int64_t s) {
   } else if (step.size() > 0) {
     const Scores scores = score(r, std::move(sampled), step, true, step_key(r.job.seed, epoch, s, r.index));
     const at::Tensor keep = r.negatives.strict ? strict_mask(r, step) : at::Tensor();
-    const at::Tensor loss = kg_loss_sum(r.loss, scores.positive, scores.negative, keep, r.job.link.margin);
+    at::Tensor loss = kg_loss_sum(r.loss, scores.positive, scores.negative, keep, r.job.link.margin);
+    if (scores.penalty.defined()) loss = loss + r.job.link.regularization * scores.penalty.sum();
     loss.backward();
     result.loss_sum = loss.item<double>();
     result.seeds = step.size();
@@ -393,7 +416,9 @@ void check_held_out_history(const JobConfig& job, const PartitionMeta& meta, con
 
 int32_t check_link_encoder_fits(const JobConfig& job, const PartitionMeta& meta, const std::string& dir) {
   const std::string encoder = job.model.description();
-  if (job.model.relational()) {
+  if (job.model.matrix_factorisation()) {
+    // A learnt row per node: any graph (fanout_setting names one without edge types).
+  } else if (job.model.relational()) {
     require_relational_graph(meta, encoder, "model.encoder", dir);
     find_type_inputs(meta.node_types, job.link.type_inputs, meta.feature_dim, dir);
   } else if (meta.feature_dim <= 0) {

@@ -56,6 +56,14 @@
 // training mean, and the destination's training mean: the per-movie mean), and the driver
 // reports their RMSEs (training/rating_metrics.h).
 //
+// Biased matrix factorisation (model.encoder: mf, models/matrix_factorisation.cpp): the
+// encoder is a learnt row [p | b] per node and the sampler draws no neighbours (one hop with
+// fanout 0 for every edge type), so a step's batch is its seeds; an edge scores
+// <p_u, q_i> + b_u + b_i (plus the training mean in a rating regression: Koren's biased MF),
+// and train.regularizer: l2 adds regularization * (|p_u|^2 + b_u^2 + |q_i|^2 + b_i^2) per
+// positive to the loss. Everything else (steps, allreduce, evaluation, metrics) is the GNN
+// encoders', so an mf job is the baseline of a GNN job on the same split.
+//
 // Evaluation: the held-out edges of the split (every partition's, in a canonical order by
 // original ids), each against `eval.negatives` sampled destinations keyed by its position;
 // each trainer scores those whose destination its partition owns, in batches of

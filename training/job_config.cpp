@@ -39,6 +39,7 @@ const char* name_of(ModelKind kind) {
     case ModelKind::kGat: return "gat";
     case ModelKind::kRgcn: return "rgcn";
     case ModelKind::kHeteroSage: return "hetero_sage";
+    case ModelKind::kMf: return "mf";
     case ModelKind::kRegistered: return "registered";
   }
   return "?";
@@ -511,11 +512,13 @@ void read_features(Section s, JobConfig& job) {
 void read_link_model(Section s, JobConfig& job) {
   LinkPredictionSpec& link = job.link;
   std::string encoder = "none";
-  s.read_choice("encoder", encoder, {"none", "graphsage", "gcn", "gat", "rgcn", "hetero_sage", "registered"});
+  s.read_choice("encoder", encoder, {"none", "graphsage", "gcn", "gat", "rgcn", "hetero_sage", "mf", "registered"});
   link.gnn_encoder = encoder != "none";
   if (job.link_gnn()) {
     // A GNN over sampled subgraphs, trained as node classifiers are; its own defaults.
-    job.model.kind = encoder == "registered" ? ModelKind::kRegistered : model_kind_named(encoder, s.field("encoder"));
+    job.model.kind = encoder == "registered" ? ModelKind::kRegistered
+                     : encoder == "mf"         ? ModelKind::kMf
+                                               : model_kind_named(encoder, s.field("encoder"));
     link.decoder = LinkDecoder::kDot;
     link.loss = LinkLoss::kBce;
     link.negatives = 1;
@@ -524,6 +527,7 @@ void read_link_model(Section s, JobConfig& job) {
     job.optimizer = Optimizer::kAdam;
     job.learning_rate = 0.01;
     read_gnn_shape(s, job.model, "encoder: rgcn");
+    if (job.model.matrix_factorisation()) link.init_std = 0.1;  // a row's factors start N(0, 0.1)
     if (s.has("target_edge")) {
       const YAML::Node list = s.get("target_edge");
       if (!list.IsSequence() || list.size() != 3) {
@@ -554,6 +558,9 @@ void read_link_model(Section s, JobConfig& job) {
     } else {
       s.read_choice("input", link.input, {"features", "learnt"});
     }
+    if (job.model.matrix_factorisation() && (link.learnt_input() || !link.type_inputs.empty())) {
+      s.fail(s.field("input"), "mf reads its own learnt row per node and nothing else: leave model.input out");
+    }
     if (link.learnt_input() && !job.model.relational()) {
       s.fail(s.field("input"), std::string("a learnt input row per node is for encoder: rgcn or hetero_sage, not ") +
                                    name_of(job.model.kind));
@@ -569,6 +576,10 @@ void read_link_model(Section s, JobConfig& job) {
   s.read("reciprocal", link.reciprocal, "true or false");
   s.read_real("init_std", link.init_std, 0, 10);
   s.reject_unknown();
+  if (job.model.matrix_factorisation() && job.link_gnn() && link.decoder != LinkDecoder::kDot) {
+    s.fail(s.field("decoder"), std::string("mf scores an edge as the dot product of its ends' factors plus their "
+                                           "biases: decoder dot only, not ") + name_of(link.decoder));
+  }
   if (link.decoder == LinkDecoder::kComplEx && link.dim % 2 != 0) {
     s.fail(s.field("dim"), "ComplEx needs an even dimension (real and imaginary halves), got " + std::to_string(link.dim));
   }
@@ -619,7 +630,9 @@ void read_train(Section s, JobConfig& job) {
                               "model.encoder (graphsage, gcn, gat, rgcn or hetero_sage)");
     }
     s.read_real("margin", job.link.margin, 0, 1e6);
-    if (job.link_gnn()) {
+    if (job.link_gnn() && job.model.matrix_factorisation()) {
+      s.read_enum("regularizer", job.link.regularizer, {Regularizer::kNone, Regularizer::kL2});  // of its rows
+    } else if (job.link_gnn()) {
       s.read_enum("regularizer", job.link.regularizer, {Regularizer::kNone});  // of embedding rows: none here
     } else {
       s.read_enum("regularizer", job.link.regularizer, {Regularizer::kNone, Regularizer::kL2, Regularizer::kN3});
@@ -762,7 +775,11 @@ static JobConfig parse_job_naming(const std::string& yaml, const std::string& ba
                                      "(data.holdout.by: time) with sampling.temporal: {time: edge}, which bounds "
                                      "every seed strictly before its link's time");
   }
-  if (!job.link_prediction() || job.link_gnn()) {
+  if (job.link_gnn() && job.model.matrix_factorisation() && job.link.eval_negatives == 0) {
+    top.fail("eval.negatives", "'all' ranks against an encoding table of model.dim columns, and mf's rows carry a "
+                               "bias beside their factors: give a number of sampled negatives");
+  }
+  if (!job.link_prediction() || (job.link_gnn() && !job.model.matrix_factorisation())) {
     const auto check_hops = [&](const std::string& field, size_t hops) {
       if (static_cast<int>(hops) != job.model.layers) {
         top.fail(field, "has " + std::to_string(hops) + " entries but model.layers is " + std::to_string(job.model.layers) +
@@ -982,9 +999,21 @@ std::string fanout_setting(const JobConfig& job, const std::vector<EdgeType>& ed
     for (int64_t f : fanouts) text += (text.empty() ? "" : ",") + std::to_string(f);
     return text;
   };
-  if (job.fanouts_by_type.empty()) return list_text(job.fanouts);
   const auto full_name = [](const EdgeType& t) { return t.src_type + "," + t.relation + "," + t.dst_type; };
   const std::string where = "sampling.fanouts of " + job.partition_dir();
+  if (job.link_gnn() && job.model.matrix_factorisation()) {
+    // One hop with no neighbour of any type: the batch is the seeds alone. A graph of one
+    // edge type has no row list to say 0 with.
+    if (edge_types.size() < 2) {
+      throw UsageError("model.encoder: mf samples no neighbours, which needs a graph with edge types (a user-item "
+                       "graph, MovieLens' rates and rated_by); " + job.partition_dir() + " has " +
+                       std::to_string(edge_types.size()));
+    }
+    std::string text;
+    for (size_t t = 0; t < edge_types.size(); ++t) text += t == 0 ? "0" : ";0";
+    return text;
+  }
+  if (job.fanouts_by_type.empty()) return list_text(job.fanouts);
   if (edge_types.empty()) {
     throw UsageError(where + ": fanouts per edge type need a heterogeneous graph; this one has no edge types");
   }

@@ -73,6 +73,11 @@
 //   model: {encoder: graphsage, decoder: dot, dim: 128, hidden: 128, layers: 2, ...}
 //   negatives: {k: 1, chunk_size: 1}   train: {loss: bce, optimizer: adam, learning_rate: 0.01}
 //   eval: {negatives: 1}                # sampled negatives per held-out edge: AUC, MRR, Hits@k
+// Biased matrix factorisation (examples/movielens_rating_mf.yaml), the rating baseline of
+// the same pipeline: an edge's score is <p_u, q_i> + b_u + b_i from a learnt row and bias per
+// node (plus the training mean with train.loss: mse), L2 on the rows each positive reads:
+//   model: {encoder: mf, target_edge: [user, rates, movie], dim: 64, init_std: 0.1}
+//   train: {loss: mse, regularizer: l2, regularization: 0.05, optimizer: adam, ...}
 #pragma once
 
 #include <cstdint>
@@ -138,7 +143,9 @@ enum class Task { kNodeClassification, kLinkPrediction };  // task:
 // `partita` CLI, a head, a daemon that lacks it: the trainer that builds the model names the
 // problem there), a misspelt built-in kind is still refused by the parser, and a host's name
 // never shadows a built-in kind, present or future.
-enum class ModelKind { kGraphSage, kGcn, kGat, kRgcn, kHeteroSage, kRegistered };
+// kMf: biased matrix factorisation, a link encoder only (model.encoder: mf): a learnt row of
+// link.dim factors and a bias per node, no features, no neighbours (models/model_config.h).
+enum class ModelKind { kGraphSage, kGcn, kGat, kRgcn, kHeteroSage, kMf, kRegistered };
 // train.optimizer: adam or sgd for the dense weights of a GNN (models/optimizer.h); adagrad
 // or sparse_adam for the entity rows of encoder: none (embeddings/row_optimizer.h).
 enum class Optimizer { kAdam, kSgd, kAdagrad, kSparseAdam };
@@ -179,6 +186,9 @@ struct GnnSpec {
   // The heads the model is built with: `heads` for GAT, 1 for the others.
   int model_heads() const { return kind == ModelKind::kGat ? heads : 1; }
   bool registered() const { return kind == ModelKind::kRegistered; }
+  // mf: no layers, no neighbourhood; hidden, layers, heads, dropout and sampling.fanouts do
+  // not apply (the sampler draws no neighbours for it).
+  bool matrix_factorisation() const { return kind == ModelKind::kMf; }
   // The kind as a model names it: "graphsage", ..., or "registered model 'NAME'".
   std::string description() const;
 };
@@ -210,7 +220,8 @@ struct LinkPredictionSpec {
   // train
   LinkLoss loss = LinkLoss::kSoftmax;  // mse: GNN encoders only (rating regression)
   double margin = 1.0;
-  Regularizer regularizer = Regularizer::kNone;  // of embedding rows: encoder none only
+  // Of embedding rows: encoder none, and mf (its rows' squared norms and biases, per positive).
+  Regularizer regularizer = Regularizer::kNone;
   double regularization = 0.0;   // its weight, per positive
   // eval
   int64_t eval_negatives = 0;    // 0: rank against all entities; K: against K sampled
