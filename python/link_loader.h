@@ -15,6 +15,15 @@
 // Under temporal sampling every seed carries its positive's time (a negative pair j of a
 // binary batch that of positive j mod positives, as PyG repeats the times), and the
 // sampler keeps edges at or before it.
+//
+// Heterogeneous graphs (MovieLens' users and movies): the positives are the edges of one
+// edge type (options.edge_type, an index into the folder's edge types), each source of its
+// source type and each destination of its destination type. A negative source is drawn
+// among the source type's nodes and a negative destination among the destination type's
+// (uniformly over that type's original ids in ascending order, so again the same draws on
+// any number of parts), as PyG's heterogeneous negative sampling does. Neighbourhoods are
+// sampled over every edge type; a batch carries each node's and edge's type (the layout of
+// HeteroData.to_homogeneous()).
 #pragma once
 
 #include <cstdint>
@@ -40,9 +49,11 @@ struct EdgeList {
 // A folder's link split: "train" every edge of the graph that trains (by original edge id;
 // without held-out history, every edge), "val" and "test" its held-out edges (partitioner/
 // splits.h), ordered by (source, destination) in original ids, so the same on any number of
-// parts. Throws UsageError naming the split for another name, or for "val"/"test" of a
-// folder without held-out edges.
-EdgeList read_edge_split(const GraphHandle& graph, const std::string& split);
+// parts. `edge_type` >= 0 keeps the edges of that type alone (an index into the folder's edge
+// types); -1 keeps all. Throws UsageError naming the split for another name, or for
+// "val"/"test" of a folder without held-out edges, and naming the edge type when it is
+// outside the folder's.
+EdgeList read_edge_split(const GraphHandle& graph, const std::string& split, int32_t edge_type = -1);
 
 enum class NegativeMode { kNone, kBinary, kTriplet };
 
@@ -56,6 +67,9 @@ struct LinkLoaderOptions {
   // binary: ceil(amount * positives) negative pairs a batch (amount > 0); triplet: `amount`
   // negative destinations per positive (a whole number >= 1).
   double amount = 1;
+  // The positives' edge type (an index into the folder's edge types): required on a
+  // heterogeneous graph, -1 (none) on a homogeneous one.
+  int32_t edge_type = -1;
 };
 
 // A link batch as Python receives it. The ends' local indices are into batch.n_id.
@@ -73,7 +87,9 @@ class LinkLoader {
   // `edges`: the positives (original ids; times required, and only allowed, when
   // options.session.temporal is on). Throws UsageError naming the problem (an id outside
   // the graph, a missing or extra time, batch_size < 1, a bad amount, temporal sampling
-  // without disjoint or on a folder without edge times, a heterogeneous graph),
+  // without disjoint or on a folder without edge times; on a heterogeneous graph no edge
+  // type or one outside the folder's, an end not of the edge type's node type; an edge
+  // type on a homogeneous graph, or a node type with no node to draw negatives from),
   // RuntimeClosed when the runtime is not running, Error when the actors fail.
   LinkLoader(std::shared_ptr<const GraphHandle> graph, EdgeList edges, const LinkLoaderOptions& options);
 
@@ -97,6 +113,9 @@ class LinkLoader {
   std::shared_ptr<const GraphHandle> graph_;
   LinkLoaderOptions options_;
   EdgeList edges_;  // global ids, checked before any actor is spawned
+  // Heterogeneous: the original ids of the edge type's source and destination node types,
+  // ascending, the pools negatives are drawn from; empty (every node) on a homogeneous graph.
+  std::vector<int64_t> src_pool_, dst_pool_;
   int64_t num_batches_ = 0;
   std::mutex mutex_;  // held by start_epoch and next, while waiting for a batch
   SamplerSession session_;

@@ -325,12 +325,12 @@ PYBIND11_MODULE(_partita, m) {
 
   m.def(
       "_edge_split",
-      [](std::shared_ptr<GraphHandle> graph, const std::string& split) {
+      [](std::shared_ptr<GraphHandle> graph, const std::string& split, int32_t edge_type) {
         if (!graph) throw UsageError("edge split: graph is None");
         EdgeList edges;
         {
           py::gil_scoped_release release;
-          edges = read_edge_split(*graph, split);
+          edges = read_edge_split(*graph, split, edge_type);
         }
         const auto n = static_cast<py::ssize_t>(edges.src.size());
         std::vector<int64_t> index(std::move(edges.src));
@@ -340,8 +340,9 @@ PYBIND11_MODULE(_partita, m) {
         d["time"] = edges.time.empty() ? py::object(py::none()) : py::object(adopt(std::move(edges.time), {n}));
         return d;
       },
-      py::arg("graph"), py::arg("split"),
-      "A folder's link split (train, val, test) as {edge_index: [2, k] original ids, time: [k] or None}.");
+      py::arg("graph"), py::arg("split"), py::arg("edge_type") = -1,
+      "A folder's link split (train, val, test) as {edge_index: [2, k] original ids, time: [k] or None}; "
+      "edge_type >= 0 (an index into graph.edge_types) keeps that type's edges alone.");
 
   py::class_<LinkLoader>(m, "LinkLoader")
       .def(py::init([](std::shared_ptr<GraphHandle> graph, py::array_t<int64_t, py::array::c_style> src,
@@ -349,7 +350,7 @@ PYBIND11_MODULE(_partita, m) {
                        const std::vector<int>& num_neighbors, int64_t batch_size, bool shuffle, bool drop_last,
                        uint64_t seed, bool replace, bool disjoint, int prefetch, double timeout,
                        const std::string& features, const std::string& neg_sampling, double amount,
-                       const std::string& temporal_strategy) {
+                       const std::string& temporal_strategy, int32_t edge_type) {
              if (!graph) throw UsageError("LinkNeighborLoader: graph is None");
              EdgeList edges;
              edges.src = id_vector(src, "LinkNeighborLoader: edge_label_index[0]");
@@ -367,13 +368,14 @@ PYBIND11_MODULE(_partita, m) {
              options.seed = seed;
              options.negatives = negative_mode(neg_sampling);
              options.amount = amount;
+             options.edge_type = edge_type;
              py::gil_scoped_release release;
              return std::make_unique<LinkLoader>(std::move(graph), std::move(edges), options);
            }),
            py::arg("graph"), py::arg("src"), py::arg("dst"), py::arg("time"), py::arg("num_neighbors"),
            py::arg("batch_size"), py::arg("shuffle"), py::arg("drop_last"), py::arg("seed"), py::arg("replace"),
            py::arg("disjoint"), py::arg("prefetch"), py::arg("timeout"), py::arg("features"),
-           py::arg("neg_sampling"), py::arg("amount"), py::arg("temporal_strategy"))
+           py::arg("neg_sampling"), py::arg("amount"), py::arg("temporal_strategy"), py::arg("edge_type") = -1)
       .def("__len__", &LinkLoader::num_batches)
       .def_property_readonly("num_edges", &LinkLoader::num_edges)
       .def("start_epoch", &LinkLoader::start_epoch, py::arg("epoch"), py::call_guard<py::gil_scoped_release>())

@@ -136,6 +136,11 @@ class LinkNeighborLoader(_Loader):
     edge_label_index: the edges, in the dataset's own node ids: None (the folder's training
         edges: every edge of the graph), a split name ("train", "val", "test": the edges
         partita.partition held out with `holdout`), or a [2, num_edges] tensor or array.
+        On a heterogeneous graph, (edge type, edges) with the edge type one of
+        ``graph.edge_types`` (source type, relation, destination type) and the edges as
+        above, of that type alone (a tensor's in the dataset's own ids, which number every
+        type's nodes in one range, as n_id does: each source of the source type, each
+        destination of the destination type); an edge type alone is (edge type, None).
     edge_label: one label per edge (a tensor), or None. With binary negatives, positives get
         edge_label (plus one when its smallest label is 0, as PyG does) or 1, negatives 0.
     edge_label_time: one time per edge: temporal sampling, each end sees the edges at or
@@ -143,7 +148,9 @@ class LinkNeighborLoader(_Loader):
         brings its own times when the folder has them.
     neg_sampling: None, "binary", "triplet", a dict {"mode": ..., "amount": ...} or PyG's
         NegativeSampling; neg_sampling_ratio: PyG's older spelling of binary's amount.
-        Negatives are drawn uniformly over all nodes, keyed by (seed, epoch, batch).
+        Negatives are drawn uniformly over all nodes, keyed by (seed, epoch, batch); on a
+        heterogeneous graph a negative source over the source type's nodes and a negative
+        destination over the destination type's, as PyG's.
     time_attr: "time" turns temporal sampling on (the folder's edge times);
         temporal_strategy "uniform" or "last".
     seed: the shuffles, negatives and neighbour draws: epoch e gives the same batches every
@@ -151,6 +158,12 @@ class LinkNeighborLoader(_Loader):
 
     Each batch's seeds are its edges' ends, each node once unless disjoint, in the order
     sources then destinations (PyG sorts them instead: the same nodes, in another order).
+
+    A heterogeneous graph's batches are Data in the layout of HeteroData.to_homogeneous(),
+    as NeighborLoader's: node_type and edge_type index ``graph.node_types`` and
+    ``graph.edge_types``, the neighbourhoods span every edge type, and edge_label_index
+    (or src_index, dst_pos_index, dst_neg_index) holds positions in the batch's nodes.
+    ``edge_type`` is the loader's edge type (None on a homogeneous graph).
     """
 
     def __init__(self, data, num_neighbors, edge_label_index=None, edge_label=None, edge_label_time=None,
@@ -168,7 +181,7 @@ class LinkNeighborLoader(_Loader):
         if seed < 0:
             raise UsageError(f"LinkNeighborLoader: seed {seed} (must be 0 or more)")
         mode, amount = _negative_sampling(neg_sampling, neg_sampling_ratio)
-        src, dst, split_time = _label_edges(data, edge_label_index)
+        edge_type, src, dst, split_time = _label_edges(data, edge_label_index)
         if time_attr is not None and time_attr != "time":
             raise UsageError(f"LinkNeighborLoader: time_attr {time_attr!r}: a partition folder's edge times are "
                              f"its 'time'")
@@ -194,6 +207,7 @@ class LinkNeighborLoader(_Loader):
                 edge_label = edge_label + 1
             self.edge_label = edge_label
         self.data = data
+        self.edge_type = None if edge_type < 0 else data.edge_types[edge_type]
         self.neg_sampling = mode
         self.disjoint = bool(disjoint)
         self.edge_label_time = None if edge_label_time is None else torch.from_numpy(edge_label_time)
@@ -202,7 +216,7 @@ class LinkNeighborLoader(_Loader):
         self._loader = _partita.LinkLoader(data, src, dst, edge_label_time, fanouts, self.batch_size,
                                            bool(shuffle), bool(drop_last), int(seed), bool(replace), bool(disjoint),
                                            int(prefetch), float(timeout), str(features), mode or "none",
-                                           float(amount), str(temporal_strategy))
+                                           float(amount), str(temporal_strategy), edge_type)
 
     def __repr__(self):
         return f"LinkNeighborLoader({self._loader.num_edges} edges, batch_size={self.batch_size}, {len(self)} batches)"
@@ -323,14 +337,40 @@ def _int_array(values, name, length):
     return np.ascontiguousarray(values, dtype=np.int64)
 
 
+def _is_edge_type(value):
+    return isinstance(value, (tuple, list)) and len(value) == 3 and all(isinstance(v, str) for v in value)
+
+
+def _edge_type_index(graph, edge_type):
+    """The index of `edge_type` (source type, relation, destination type) in graph.edge_types."""
+    types = [tuple(t) for t in graph.edge_types]
+    if tuple(edge_type) not in types:
+        raise UsageError(f"LinkNeighborLoader: edge type {tuple(edge_type)!r} is not one of the graph's: "
+                         f"{', '.join(map(repr, types))}")
+    return types.index(tuple(edge_type))
+
+
 def _label_edges(graph, edge_label_index):
-    """(src, dst, times or None) of the loader's edges as int64 arrays of original ids."""
-    if edge_label_index is None or isinstance(edge_label_index, str):
-        split = _partita._edge_split(graph, edge_label_index or "train")
-        index = split["edge_index"]
-        return np.ascontiguousarray(index[0]), np.ascontiguousarray(index[1]), split["time"]
+    """(edge type index or -1, src, dst, times or None) of the loader's edges, the ends as
+    int64 arrays of original ids."""
+    edge_type = -1
     if isinstance(edge_label_index, tuple):
-        raise TypeError("LinkNeighborLoader: edge_label_index as (edge type, edges) is for heterogeneous graphs")
+        if not graph.is_hetero:
+            raise TypeError("LinkNeighborLoader: edge_label_index as (edge type, edges) is for heterogeneous graphs")
+        if _is_edge_type(edge_label_index):  # an edge type alone: its training edges
+            edge_label_index = (edge_label_index, None)
+        if len(edge_label_index) != 2 or not _is_edge_type(edge_label_index[0]):
+            raise TypeError(f"LinkNeighborLoader: edge_label_index as a tuple must be (edge type, edges), the edge "
+                            f"type a (source type, relation, destination type) of strings, not {edge_label_index!r}")
+        edge_type = _edge_type_index(graph, edge_label_index[0])
+        edge_label_index = edge_label_index[1]
+    elif graph.is_hetero:
+        raise UsageError(f"LinkNeighborLoader: the graph is heterogeneous: give edge_label_index as (edge type, "
+                         f"edges), the edge type one of {', '.join(repr(tuple(t)) for t in graph.edge_types)}")
+    if edge_label_index is None or isinstance(edge_label_index, str):
+        split = _partita._edge_split(graph, edge_label_index or "train", edge_type)
+        index = split["edge_index"]
+        return edge_type, np.ascontiguousarray(index[0]), np.ascontiguousarray(index[1]), split["time"]
     if isinstance(edge_label_index, torch.Tensor):
         edge_label_index = edge_label_index.detach().cpu().numpy()
     if not isinstance(edge_label_index, np.ndarray):
@@ -343,7 +383,7 @@ def _label_edges(graph, edge_label_index):
         raise TypeError(f"LinkNeighborLoader: edge_label_index must hold integer node ids, "
                         f"not {edge_label_index.dtype}")
     index = edge_label_index.astype(np.int64)
-    return np.ascontiguousarray(index[0]), np.ascontiguousarray(index[1]), None
+    return edge_type, np.ascontiguousarray(index[0]), np.ascontiguousarray(index[1]), None
 
 
 def _is_int(value):
