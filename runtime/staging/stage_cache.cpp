@@ -7,9 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <filesystem>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -83,16 +87,130 @@ void remove_abandoned(const fs::path& dir) {
   }
 }
 
+// The checks and file writes of arriving bytes, on a thread of their own: the receiving
+// thread decrypts the next piece while this one checksums and writes the last. The copy
+// into the page cache costs more CPU than any other step of a staging (fresh pages; perf,
+// BENCHMARKS.md "Data staging"), and it ran on the network's thread. Pieces go through a
+// few buffers in turn, in order.
+class PieceWriter {
+ public:
+  PieceWriter(size_t buffers, size_t bytes) : storage_(buffers) {
+    for (auto& b : storage_) {
+      b.resize(bytes);
+      free_.push_back(b.data());
+    }
+    thread_ = std::thread([this] { run(); });
+  }
+  ~PieceWriter() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  PieceWriter(const PieceWriter&) = delete;
+  PieceWriter& operator=(const PieceWriter&) = delete;
+
+  size_t buffer_bytes() const { return storage_.front().size(); }
+
+  // A buffer to receive the next piece into, once one is free. Throws the writer's error.
+  char* next_buffer() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return !free_.empty() || failure_; });
+    if (failure_) std::rethrow_exception(failure_);
+    char* b = free_.back();
+    free_.pop_back();
+    return b;
+  }
+  // Checks the `bytes` at `buffer` (from next_buffer) with `check` and appends them to `fd`
+  // (`path` names it in errors), after the pieces given before.
+  void write(char* buffer, size_t bytes, int fd, const std::string& path, FileCheck& check) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back({buffer, bytes, fd, &path, &check});
+    }
+    changed_.notify_all();
+  }
+  // Waits until every piece given is written. Throws the writer's error.
+  void drain() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return (queue_.empty() && !busy_) || failure_; });
+    if (failure_) std::rethrow_exception(failure_);
+  }
+  // Drops the pieces not yet written and waits for the one being written: after it, no
+  // file, path or check given before is used. The writer takes no more pieces.
+  void abandon() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    queue_.clear();
+    if (!failure_) failure_ = std::make_exception_ptr(Error("staging: the writer was abandoned"));
+    changed_.wait(lock, [this] { return !busy_; });
+  }
+
+ private:
+  struct Piece {
+    char* buffer;
+    size_t bytes;
+    int fd;
+    const std::string* path;
+    FileCheck* check;
+  };
+
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      changed_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+      if (queue_.empty()) return;
+      const Piece p = queue_.front();
+      queue_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      std::exception_ptr failure;
+      try {
+        p.check->update(p.buffer, p.bytes);
+        write_all(p.fd, *p.path, p.buffer, p.bytes);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      lock.lock();
+      busy_ = false;
+      free_.push_back(p.buffer);
+      if (failure && !failure_) failure_ = failure;
+      changed_.notify_all();
+    }
+  }
+
+  std::vector<std::vector<char>> storage_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<char*> free_;
+  std::deque<Piece> queue_;
+  bool busy_ = false, stopping_ = false;
+  std::exception_ptr failure_;
+  std::thread thread_;  // last: starts once the rest is there
+};
+
 // Fetches the files of `unit` into `into`, checking each.
 void fetch_unit(RequestClient& client, const StagedUnit& unit, uint32_t first_file, const fs::path& into,
                 std::chrono::milliseconds deadline, StageOutcome& outcome) {
-  std::vector<char> head, buffer;
+  // 3 buffers: one being received, one being written, one ready for either.
+  constexpr size_t kPiece = size_t{4} << 20;
+  PieceWriter writer(3, kPiece);
+  std::vector<char> head;
   for (size_t i = 0; i < unit.files.size(); ++i) {
     const StagedFile& f = unit.files[i];
     const std::string path = (into / f.name).string();
     FileCheck check;  // as the bytes arrive: the file is not read again
     {
       ScopedFd out = open_for_writing(path);
+      // On an error, before `out` and `check` go: the writer may still hold their pieces.
+      struct Abandon {
+        PieceWriter& writer;
+        bool done = false;
+        ~Abandon() {
+          if (!done) writer.abandon();
+        }
+      } abandon{writer};
       for (uint64_t offset = 0; offset < f.bytes;) {
         wire::StageRequest request{first_file + static_cast<uint32_t>(i), offset,
                                    std::min(f.bytes - offset, wire::kMaxStageChunkBytes)};
@@ -110,18 +228,18 @@ void fetch_unit(RequestClient& client, const StagedUnit& unit, uint32_t first_fi
           throw Error("staging " + path + ": the server sent " + std::to_string(body) + " bytes for a range of " +
                       std::to_string(request.bytes));
         }
-        constexpr uint64_t kPiece = uint64_t{4} << 20;
-        if (buffer.size() < std::min(body, kPiece)) buffer.resize(static_cast<size_t>(std::min(body, kPiece)));
         for (uint64_t got = 0; got < body;) {
-          const uint64_t n = std::min<uint64_t>(body - got, buffer.size());
-          client.receive_body(buffer.data(), n, deadline);
-          check.update(buffer.data(), static_cast<size_t>(n));
-          write_all(out.get(), path, buffer.data(), static_cast<size_t>(n));
+          const uint64_t n = std::min<uint64_t>(body - got, writer.buffer_bytes());
+          char* buffer = writer.next_buffer();
+          client.receive_body(buffer, n, deadline);
+          writer.write(buffer, static_cast<size_t>(n), out.get(), path, check);
           got += n;
         }
         offset += body;
         outcome.bytes_copied += body;
       }
+      writer.drain();  // before the file is closed and checked
+      abandon.done = true;
       out.close_or_throw(path);
     }
     check.check(path, f);  // a mismatch names the file; the temporary unit is dropped
