@@ -1,6 +1,7 @@
 #include "bench/tls_bench.h"
 
 #include <cstdio>
+#include <ctime>
 #include <memory>
 #include <random>
 #include <thread>
@@ -20,8 +21,19 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kDeadline = std::chrono::seconds(120);
 
-// Seconds to stream `bytes` from one thread to another over one transport connection.
-double transfer_seconds(int64_t bytes) {
+struct Transfer {
+  double seconds = 0;      // wall time, the receiver's first byte asked for to its last got
+  double cpu_seconds = 0;  // the process's CPU time over the same span (both ends)
+};
+
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Streams `bytes` from one thread to another over one transport connection.
+Transfer transfer(int64_t bytes) {
   runtime::Listener listener("127.0.0.1");
   const uint64_t token = 42;
   constexpr size_t kChunk = 1 << 20;
@@ -43,16 +55,17 @@ double transfer_seconds(int64_t bytes) {
   });
   const auto until = Clock::now() + kDeadline;
   runtime::Connection c = listener.accept(token, 1, 0, "sender", until, nullptr);
+  const double cpu_start = process_cpu_seconds();
   Stopwatch watch;
   for (int64_t left = bytes; left > 0; left -= static_cast<int64_t>(kChunk)) {
     c.recv_all(in.data(), static_cast<size_t>(std::min<int64_t>(left, kChunk)), until, nullptr, "receiving");
   }
-  const double seconds = watch.seconds();
+  const Transfer result{watch.seconds(), process_cpu_seconds() - cpu_start};
   const char done = 1;
   c.send_all(&done, 1, until, nullptr, "acknowledging");
   sender.join();
   if (!error.empty()) throw Error("bench tls: " + error);
-  return seconds;
+  return result;
 }
 
 // Milliseconds per allreduce of `floats` among `members` rings on threads of this process.
@@ -100,25 +113,34 @@ void run_tls_bench(const TlsBenchOptions& o) {
               "%d rounds per mode, alternating (TLS 1.3, TLS_AES_128_GCM_SHA256)\n",
               static_cast<long long>(o.transfer_mb), o.operations, static_cast<long long>(o.floats), o.members,
               o.rounds);
-  std::printf("%-6s %-6s %12s %14s\n", "round", "mode", "GB/s", "ms/allreduce");
-  std::vector<double> plain_rate, tls_rate, plain_ms, tls_ms;
+  std::printf("%-6s %-6s %12s %12s %14s %12s\n", "round", "mode", "GB/s", "CPU s/GB", "ms/allreduce", "TLS/plain");
+  std::vector<double> plain_rate, tls_rate, plain_cpu, tls_cpu, plain_ms, tls_ms, ratio;
   const int64_t bytes = o.transfer_mb << 20;
   for (int round = 1; round <= o.rounds; ++round) {
     for (bool secure : {false, true}) {
       runtime::tls::set_process_credentials(secure ? tls : nullptr);
-      const double rate = static_cast<double>(bytes) / transfer_seconds(bytes) / 1e9;
+      const Transfer t = transfer(bytes);
+      const double rate = static_cast<double>(bytes) / t.seconds / 1e9;
+      const double cpu = t.cpu_seconds / (static_cast<double>(bytes) / 1e9);
       const double ms = allreduce_ms(o.floats, o.members, o.operations);
       (secure ? tls_rate : plain_rate).push_back(rate);
+      (secure ? tls_cpu : plain_cpu).push_back(cpu);
       (secure ? tls_ms : plain_ms).push_back(ms);
-      std::printf("%-6d %-6s %12.2f %14.1f\n", round, secure ? "TLS" : "plain", rate, ms);
+      if (secure) ratio.push_back(rate / plain_rate.back());
+      std::printf("%-6d %-6s %12.2f %12.3f %14.1f", round, secure ? "TLS" : "plain", rate, cpu, ms);
+      if (secure) std::printf(" %12.2f", ratio.back());
+      std::printf("\n");
       std::fflush(stdout);
     }
   }
   runtime::tls::set_process_credentials(tls);
-  std::printf("\nmedians         %12s %14s\n", "GB/s", "ms/allreduce");
-  std::printf("plaintext       %12.2f %14.1f\n", median(plain_rate), median(plain_ms));
-  std::printf("TLS             %12.2f %14.1f\n", median(tls_rate), median(tls_ms));
-  std::printf("TLS / plaintext %12.2f %14.2f\n", median(tls_rate) / median(plain_rate), median(tls_ms) / median(plain_ms));
+  // The ratio column is each round's TLS rate over the plaintext rate of the same round; its
+  // median is the figure to read on a shared machine.
+  std::printf("\nmedians         %12s %12s %14s\n", "GB/s", "CPU s/GB", "ms/allreduce");
+  std::printf("plaintext       %12.2f %12.3f %14.1f\n", median(plain_rate), median(plain_cpu), median(plain_ms));
+  std::printf("TLS             %12.2f %12.3f %14.1f\n", median(tls_rate), median(tls_cpu), median(tls_ms));
+  std::printf("TLS / plaintext %12.2f %12.2f %14.2f   (transport: median of the rounds' ratios)\n", median(ratio),
+              median(tls_cpu) / median(plain_cpu), median(tls_ms) / median(plain_ms));
 }
 
 }  // namespace partita::bench
