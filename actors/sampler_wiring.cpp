@@ -170,9 +170,16 @@ void on_down(Pointer self, const caf::down_msg& msg) {
                (msg.reason == caf::exit_reason::user_shutdown ? std::string("it shut down")
                                                                : self->system().render(msg.reason));
     }
-    spdlog::warn("sampler of partition {}: {}", s.part, p.lost);
     bool busy = false;
     for (auto& [id, flight] : s.flights) busy = busy || (!flight->dead && flight->generation == s.generation);
+    // A partition stopped on purpose (user_shutdown: its job ends, done or cancelled) is no
+    // fault of the cluster: info. Any other reason is a lost partition: a warning. Either way
+    // a batch still waiting on it fails its epoch.
+    if (msg.reason == caf::exit_reason::user_shutdown) {
+      spdlog::info("sampler of partition {}: {}", s.part, p.lost);
+    } else {
+      spdlog::warn("sampler of partition {}: {}", s.part, p.lost);
+    }
     if (busy) {
       int64_t first = s.next_to_start;
       for (auto& [id, flight] : s.flights) {

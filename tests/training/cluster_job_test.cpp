@@ -280,6 +280,11 @@ TEST_F(ClusterJobTest, TheHeadRunsASubmittedJobAndStatusAndLogsShowIt) {
   // The nodes report what they run at their next heartbeat.
   const json later = wait_until_no_actors(head.address);
   EXPECT_EQ(actors_on_live_nodes(later), 0u) << "a finished job leaves no actor: " << later.dump(2);
+  for (testing::Daemon* d : {&a, &b}) {
+    // Its actors stopped as it ended: no warning about a partition that shut down.
+    const std::string log = d->process->output_so_far() + d->process->errors_so_far();
+    EXPECT_EQ(log.find("[warning] sampler"), std::string::npos) << log;
+  }
 
   ProcessResult logs = run_process({kPartitaBinary, "logs", id, "--address", head.address}, kProcessSeconds);
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
