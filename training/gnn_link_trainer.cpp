@@ -64,6 +64,9 @@ struct LinkReplica : LinkPlanner {
   // The decoder's relations [R, dim] (DistMult, ComplEx, TransE; undefined for dot): a
   // parameter of the model's module, so allreduced, stepped and checkpointed with it.
   at::Tensor relations;
+  // model.node_bias: a learnt bias per node [num_nodes] (0 at first), also a parameter of the
+  // model's module; undefined without.
+  at::Tensor node_bias;
   // eval.negatives: all: the encoder's output per entity, sharded by owner (set up by the
   // driver), and which weights it holds: the count of weight changes (steps, restores) when
   // it was last written, so that valid and test rank against one encoding.
@@ -122,6 +125,9 @@ std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
                                  {num_relations, r->job.link.dim}, generator);
     r->relations = r->model->register_parameter("decoder_relations", init);
   }
+  if (r->job.link.node_bias) {
+    r->node_bias = r->model->register_parameter("decoder_node_bias", at::zeros({meta.num_nodes}));
+  }
   r->optimizer = make_optimizer(name_of(r->job.optimizer), r->model->parameters(), r->job.learning_rate, r->job.weight_decay,
                                 r->job.momentum);
   return r;
@@ -179,9 +185,20 @@ Scores score(LinkReplica& r, MiniBatch&& sampled, const LinkStep& step, bool tra
                                                          torch::kLong));
   }
   const at::Tensor query = kg_query(r.decoder, KgSide::kTail, src, relation);
-  if (k == 0) return {kg_score_pairs(r.decoder, query, dst), at::Tensor(), at::Tensor()};
-  return {kg_score_pairs(r.decoder, query, dst), kg_score_groups(r.decoder, query.unsqueeze(1), neg).squeeze(1),
-          at::Tensor()};
+  Scores scores{kg_score_pairs(r.decoder, query, dst),
+                k == 0 ? at::Tensor() : kg_score_groups(r.decoder, query.unsqueeze(1), neg).squeeze(1), at::Tensor()};
+  if (r.node_bias.defined()) {
+    const at::Tensor src_bias = r.node_bias.index_select(0, torch::tensor(step.src, torch::kLong));
+    const at::Tensor dst_bias = r.node_bias.index_select(0, torch::tensor(step.dst, torch::kLong));
+    scores.positive = scores.positive + src_bias + dst_bias;
+    if (k > 0) {
+      const at::Tensor neg_bias =
+          r.node_bias.index_select(0, torch::tensor(step.negatives, torch::kLong)).view({p, k});
+      scores.negative = scores.negative + src_bias.unsqueeze(1) + neg_bias;
+    }
+    if (r.job.link.regularizer == Regularizer::kL2) scores.penalty = src_bias.pow(2) + dst_bias.pow(2);
+  }
+  return scores;
 }
 
 // Strict negatives: false where a negative destination makes a training edge with the

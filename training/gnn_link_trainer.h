@@ -64,6 +64,10 @@
 // positive to the loss. Everything else (steps, allreduce, evaluation, metrics) is the GNN
 // encoders', so an mf job is the baseline of a GNN job on the same split.
 //
+// model.node_bias: true adds a learnt bias per node to a GNN encoder's scores, b_src + b_dst
+// (mf's biases without its factors; a parameter of the model's module, allreduced and
+// checkpointed with it), with train.regularizer: l2 on the biases each positive reads.
+//
 // Evaluation: the held-out edges of the split (every partition's, in a canonical order by
 // original ids), each against `eval.negatives` sampled destinations keyed by its position;
 // each trainer scores those whose destination its partition owns, in batches of

@@ -574,6 +574,11 @@ void read_link_model(Section s, JobConfig& job) {
   if (link.transe_norm > 2) s.fail(s.field("transe_norm"), "must be 1 or 2, got " + std::to_string(link.transe_norm));
   s.read_int("dim", link.dim, 1, JobLimits::kMaxWidth);
   s.read("reciprocal", link.reciprocal, "true or false");
+  s.read("node_bias", link.node_bias, "true or false");
+  if (link.node_bias && (!job.link_gnn() || job.model.matrix_factorisation())) {
+    s.fail(s.field("node_bias"), job.link_gnn() ? "mf's rows carry a bias each already"
+                                                : "a learnt bias per node is for GNN encoders; encoder: none learns rows");
+  }
   s.read_real("init_std", link.init_std, 0, 10);
   s.reject_unknown();
   if (job.model.matrix_factorisation() && job.link_gnn() && link.decoder != LinkDecoder::kDot) {
@@ -630,8 +635,9 @@ void read_train(Section s, JobConfig& job) {
                               "model.encoder (graphsage, gcn, gat, rgcn or hetero_sage)");
     }
     s.read_real("margin", job.link.margin, 0, 1e6);
-    if (job.link_gnn() && job.model.matrix_factorisation()) {
-      s.read_enum("regularizer", job.link.regularizer, {Regularizer::kNone, Regularizer::kL2});  // of its rows
+    if (job.link_gnn() && (job.model.matrix_factorisation() || job.link.node_bias)) {
+      // Of mf's rows, or of the node biases.
+      s.read_enum("regularizer", job.link.regularizer, {Regularizer::kNone, Regularizer::kL2});
     } else if (job.link_gnn()) {
       s.read_enum("regularizer", job.link.regularizer, {Regularizer::kNone});  // of embedding rows: none here
     } else {
@@ -847,6 +853,7 @@ std::string job_to_yaml(const JobConfig& job) {
     out << YAML::Key << "transe_norm" << YAML::Value << link.transe_norm;
     out << YAML::Key << "dim" << YAML::Value << link.dim;
     out << YAML::Key << "reciprocal" << YAML::Value << link.reciprocal;
+    if (link.node_bias) out << YAML::Key << "node_bias" << YAML::Value << true;
     out << YAML::Key << "init_std" << YAML::Value << link.init_std;
   }
   if (job.link_gnn()) {

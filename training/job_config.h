@@ -78,6 +78,7 @@
 // node (plus the training mean with train.loss: mse), L2 on the rows each positive reads:
 //   model: {encoder: mf, target_edge: [user, rates, movie], dim: 64, init_std: 0.1}
 //   train: {loss: mse, regularizer: l2, regularization: 0.05, optimizer: adam, ...}
+// A GNN encoder takes the same biases with model.node_bias: true (and l2 on them alone).
 #pragma once
 
 #include <cstdint>
@@ -206,6 +207,12 @@ struct LinkPredictionSpec {
   // prediction (?, r, t) is tail prediction (t, r', ?) with a relation r' of its own.
   bool reciprocal = false;
   double init_std = 1e-3;        // embeddings start N(0, init_std)
+  // model.node_bias (GNN encoders but mf, whose rows carry theirs): a learnt bias per node,
+  // 0 at first, added to an edge's score (b_src + b_dst): in a rating regression the user's
+  // and the movie's offsets from the training mean, which a dot product of encodings
+  // cannot add on its own. train.regularizer: l2 adds regularization * (b_src^2 + b_dst^2)
+  // per positive.
+  bool node_bias = false;
   // negatives
   int64_t negatives = 256;       // k per chunk
   int64_t chunk_size = 256;      // positives sharing one set of negatives

@@ -1,7 +1,7 @@
 // Biased matrix factorisation (model.encoder: mf): on ratings drawn from a low-rank model
 // (mu + b_u + b_i + <p_u, q_i> + noise) a rating-regression job recovers the held-out
 // ratings to about the noise, far below the per-movie mean it reports beside them; the
-// fields mf does not take are named.
+// fields mf does not take are named, and a GNN encoder takes mf's biases alone.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,7 +100,7 @@ TEST(MatrixFactorisationTest, FieldsMfDoesNotTakeAreNamed) {
   refused([&] { parse("decoder: distmult", ""); }, "model.decoder: mf scores an edge as the dot product");
   refused([&] { parse("input: learnt", ""); }, "model.input: mf reads its own learnt row per node");
   refused([&] { parse("dim: 8", "eval: {negatives: all}\n"); }, "eval.negatives: 'all'");
-  // L2 on rows is mf's own: the GNN encoders' rows are their layers' weights.
+  // L2 is on mf's rows or on node biases: a GNN encoder without them has none to regularise.
   refused(
       [&] {
         parse_job("task: link_prediction\ndata: {dataset: low_rank, format: movielens, holdout: {test: 0.1}}\n"
@@ -119,6 +119,16 @@ TEST(MatrixFactorisationTest, FieldsMfDoesNotTakeAreNamed) {
   EXPECT_DOUBLE_EQ(job.link.regularization, 0.02);
   EXPECT_DOUBLE_EQ(parse_job(mf_job_text("low_rank", "dim: 8", "loss: mse", "mf"), tmp.path(), "mf job").link.init_std,
                    0.1);
+  // A GNN encoder takes mf's biases alone (model.node_bias), and l2 on them.
+  const std::string gnn = "task: link_prediction\ndata: {dataset: low_rank, format: movielens, holdout: {test: 0.1}}\n"
+                          "model: {encoder: hetero_sage, target_edge: [user, rates, movie], input: learnt, ";
+  const JobConfig biased =
+      parse_job(gnn + "node_bias: true}\ntrain: {loss: mse, regularizer: l2, regularization: 0.1}\noutput: gnn\n",
+                tmp.path(), "gnn job");
+  EXPECT_TRUE(biased.link.node_bias);
+  EXPECT_EQ(biased.link.regularizer, Regularizer::kL2);
+  EXPECT_NE(job_to_yaml(biased).find("node_bias: true"), std::string::npos);
+  refused([&] { parse("node_bias: true", ""); }, "model.node_bias: mf's rows carry a bias each already");
 }
 
 }  // namespace
