@@ -10,6 +10,12 @@
 
 namespace partita {
 
+namespace {
+
+constexpr uint64_t kInputDropoutSalt = 0x1b7a3d5e9c2f4068ULL;
+
+}  // namespace
+
 at::Tensor LayeredModel::forward(const GraphBatch& batch, bool train, uint64_t dropout_key) {
   return run_layers(batch, train, dropout_key, nullptr);
 }
@@ -29,7 +35,10 @@ at::Tensor LayeredModel::run_layers(const GraphBatch& batch, bool train, uint64_
   }
   const AggregatePath path = c.csc_aggregation ? AggregatePath::kCsc : AggregatePath::kIndexAdd;
   const int layers = c.num_layers;
-  at::Tensor h = batch.x;
+  // The input's mask has a key of its own: the layers' are mix64(dropout_key, i), i < layers.
+  at::Tensor h = train && c.input_dropout > 0
+                     ? keyed_dropout(batch.x, c.input_dropout, mix64(dropout_key, kInputDropoutSalt))
+                     : batch.x;
   Activation pending;  // the previous layer's ReLU and dropout, for the next layer to apply
   for (int i = 0; i < layers; ++i) {
     if (embeddings != nullptr && i + 1 == layers) *embeddings = activate(h, pending).narrow(0, 0, batch.batch_size);

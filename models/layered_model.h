@@ -1,6 +1,7 @@
 // Internal to models/: the built-in kinds as a stack of layers, which GnnModel's forward
-// runs one after the other: ReLU between layers, keyed dropout after every ReLU in
-// training, hierarchical trimming (each layer computes only the rows later layers read).
+// runs one after the other: keyed dropout of the input features in training (when
+// input_dropout > 0), ReLU between layers, keyed dropout after every ReLU in training,
+// hierarchical trimming (each layer computes only the rows later layers read).
 // A kind gives its layers and their initialisation; the stack is the same for all.
 #pragma once
 

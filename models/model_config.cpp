@@ -101,6 +101,9 @@ void ModelConfig::validate() const {
   if (!(dropout >= 0 && dropout < 1)) {
     bad("dropout", "must be in [0, 1) (got " + std::to_string(dropout) + ")");
   }
+  if (!(input_dropout >= 0 && input_dropout < 1)) {
+    bad("input_dropout", "must be in [0, 1) (got " + std::to_string(input_dropout) + ")");
+  }
 }
 
 std::string ModelConfig::input_of(int32_t type) const {

@@ -27,6 +27,10 @@ struct ModelConfig {
   // features, so hidden_dim must be a multiple) and averaged in the last.
   int heads = 1;
   double dropout = 0.5;  // after the ReLU of every layer but the last, in training
+  // Dropout of the input features before the first layer, in training (Kipf & Welling's
+  // GCN and Velickovic et al.'s GAT drop the bag-of-words input as well as the hidden
+  // features). 0: none. A featureless (one-hot) input has no features to drop.
+  double input_dropout = 0;
   double init_std = 0.1;  // mf: its factors start N(0, init_std), its biases 0
   // The relational kinds (rgcn, hetero_sage) run on heterogeneous graphs: one weight per
   // relation (edge type), per-relation means.

@@ -96,6 +96,7 @@ std::unique_ptr<LinkReplica> make_replica(const runtime::Settings& settings) {
   config.num_layers = r->job.model.layers;
   config.heads = r->job.model.model_heads();
   config.dropout = r->job.model.dropout;
+  config.input_dropout = r->job.model.input_dropout;
   config.trim = r->job.model.trim;
   if (r->job.model.matrix_factorisation()) {
     config.in_dim = 0;

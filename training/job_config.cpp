@@ -398,12 +398,16 @@ void read_gnn_shape(Section& s, GnnSpec& model, const std::string& rgcn) {
   s.read_int("layers", model.layers, 1, JobLimits::kMaxLayers);
   s.read_int("heads", model.heads, 1, JobLimits::kMaxHeads);
   s.read_real("dropout", model.dropout, 0.0, 0.99);
+  s.read_real("input_dropout", model.input_dropout, 0.0, 0.99);
   s.read("trim", model.trim, "true or false");
   s.read_choice("decomposition", model.decomposition, {"none", "basis", "block"});
   s.read_int("bases", model.bases, 0, JobLimits::kMaxWidth);
   s.read_int("blocks", model.blocks, 0, JobLimits::kMaxWidth);
   if (model.decomposition != "none" && model.kind != ModelKind::kRgcn) {
     s.fail(s.field("decomposition"), "applies to " + rgcn + " only, not " + name_of(model.kind));
+  }
+  if (model.registered() && model.input_dropout > 0) {
+    s.fail(s.field("input_dropout"), "applies to the built-in kinds only: a registered model drops what it chooses");
   }
   if (model.decomposition == "basis" && model.bases == 0) s.fail(s.field("bases"), "basis decomposition needs bases > 0");
   if (model.decomposition == "block" && model.blocks == 0) s.fail(s.field("blocks"), "block decomposition needs blocks > 0");
@@ -420,6 +424,7 @@ void write_gnn_shape(YAML::Emitter& out, const GnnSpec& model) {
   out << YAML::Key << "layers" << YAML::Value << model.layers;
   out << YAML::Key << "heads" << YAML::Value << model.heads;
   out << YAML::Key << "dropout" << YAML::Value << model.dropout;
+  out << YAML::Key << "input_dropout" << YAML::Value << model.input_dropout;
   out << YAML::Key << "trim" << YAML::Value << model.trim;
   out << YAML::Key << "decomposition" << YAML::Value << model.decomposition;
   out << YAML::Key << "bases" << YAML::Value << model.bases;

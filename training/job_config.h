@@ -172,6 +172,7 @@ struct GnnSpec {
   int layers = 2;
   int heads = 4;  // GAT only; hidden must be a multiple of it
   double dropout = 0.5;
+  double input_dropout = 0;  // of the input features, before the first layer
   bool trim = true;
   // R-GCN's weight decomposition (none, basis, block) and its size.
   std::string decomposition = "none";

@@ -39,6 +39,7 @@ ModelConfig node_model_config(const JobConfig& job, const PartitionMeta& meta) {
   config.num_layers = job.model.layers;
   config.heads = job.model.model_heads();
   config.dropout = job.model.dropout;
+  config.input_dropout = job.model.input_dropout;
   config.trim = job.model.trim;
   if (config.is_relational()) {
     set_relations(config, meta);

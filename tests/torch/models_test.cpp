@@ -109,6 +109,18 @@ TEST_P(ModelKindTest, DropoutDependsOnTheKeyAlone) {
   EXPECT_TRUE(at::equal(model->forward(batch, false, 1), model->forward(batch, false, 2)));
 }
 
+TEST_P(ModelKindTest, InputDropoutIsKeyedAndOnlyInTraining) {
+  ModelConfig plain = config_of(GetParam()), dropped = plain;
+  dropped.input_dropout = 0.5;
+  auto a = make_model(plain, 8), b = make_model(dropped, 8);
+  const GraphBatch& batch = sampled_batch();
+  EXPECT_TRUE(at::equal(a->forward(batch, false), b->forward(batch, false))) << "evaluation drops nothing";
+  const at::Tensor first = b->forward(batch, true, 42).detach();
+  EXPECT_FALSE(at::equal(first, a->forward(batch, true, 42).detach())) << "the input is dropped in training";
+  EXPECT_TRUE(at::equal(first, b->forward(batch, true, 42).detach()));
+  EXPECT_FALSE(at::equal(first, b->forward(batch, true, 43).detach()));
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, ModelKindTest, ::testing::Values("graphsage", "gcn", "gat"));
 
 // Three nodes, every one a seed: edges 1 -> 0, 2 -> 0, 2 -> 1; no hop counts.
@@ -269,6 +281,9 @@ TEST(ModelConfigTest, BadValuesNameTheField) {
   bad = c;
   bad.dropout = 1;
   expect_usage_error(bad, "model.dropout");
+  bad = c;
+  bad.input_dropout = -0.1;
+  expect_usage_error(bad, "model.input_dropout");
 }
 
 TEST(ModelConfigTest, FeaturesOfTheWrongWidthAreAnError) {

@@ -84,7 +84,7 @@ TEST_F(JobConfigTest, DefaultsAndRelativePaths) {
 
 TEST_F(JobConfigTest, ReadsEveryFieldAndRoundTripsThroughYaml) {
   JobConfig job = parse(job_text(R"(
-model: {kind: gat, hidden: 64, layers: 3, heads: 2, dropout: 0.25, trim: false}
+model: {kind: gat, hidden: 64, layers: 3, heads: 2, dropout: 0.25, input_dropout: 0.6, trim: false}
 sampling: {fanouts: [15, 10, -1], batch_size: 100, prefetch: 3, replace: true, feature_cache_mb: 64,
            feature_cache_policy: sieve}
 features: {storage: mapped}
@@ -101,6 +101,7 @@ output: /tmp/somewhere
   EXPECT_EQ(job.model.hidden, 64);
   EXPECT_EQ(job.model.heads, 2);
   EXPECT_DOUBLE_EQ(job.model.dropout, 0.25);
+  EXPECT_DOUBLE_EQ(job.model.input_dropout, 0.6);
   EXPECT_FALSE(job.model.trim);
   EXPECT_EQ(job.fanouts, (std::vector<int64_t>{15, 10, -1}));
   EXPECT_EQ(job.prefetch, 3);
@@ -407,6 +408,11 @@ TEST_F(JobConfigTest, BadFilesNameTheField) {
   EXPECT_NE(error_of("data: {partitions: parts, generate: {}}\n").find("only one of"), std::string::npos);
   EXPECT_NE(error_of("data: [1, 2]\n").find("data: expected a mapping"), std::string::npos);
   EXPECT_NE(error_of("data: {partitions: parts}\nmodel: {dropout: 1.5}\n").find("model.dropout: must be in"),
+            std::string::npos);
+  EXPECT_NE(error_of("data: {partitions: parts}\nmodel: {input_dropout: 1}\n").find("model.input_dropout: must be in"),
+            std::string::npos);
+  EXPECT_NE(error_of(job_text("model: {kind: registered, name: my_sage, input_dropout: 0.5}\n"))
+                .find("model.input_dropout: applies to the built-in kinds only"),
             std::string::npos);
   EXPECT_NE(error_of("data: {partitions: [parts\n").find("job.yaml: line"), std::string::npos);
   EXPECT_NE(error_of("").find("empty"), std::string::npos);
