@@ -38,6 +38,8 @@ mkdir -p "$OUT"
 
 # job | dataset | model | metric key in metrics.jsonl | anchor (published) | baseline key (optional)
 JOBS="cora|Cora|GraphSAGE|test_accuracy|0.79-0.80 (GraphSAGE in PyG/DGL)
+cora_gcn|Cora|GCN|test_accuracy|0.815 (Kipf & Welling 2017)
+cora_gat|Cora|GAT|test_accuracy|0.830 (Veličković et al. 2018)
 aifb|AIFB|R-GCN|test_accuracy|0.958 (Schlichtkrull et al. 2018)
 cora_link|Cora links|GraphSAGE + dot|test.auc|0.910 (GAE), 0.914 (VGAE)
 fb15k237|FB15k-237|DistMult|test.mrr|0.241 (ConvE paper's DistMult)
