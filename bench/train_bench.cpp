@@ -40,6 +40,8 @@ namespace {
 constexpr double kPygSecondsPerEpoch = 408;
 constexpr double kPygDistributedSecondsPerEpoch = 412;
 constexpr int kWarmupSteps = 2;
+// The memory floor's copy: each of its two buffers, far beyond the caches.
+constexpr int64_t kCopyBufferBytes = int64_t{256} << 20;
 
 
 JobConfig bench_job(const TrainBenchOptions& o, int parts, int trainer_threads, const std::string& dir) {
@@ -109,11 +111,15 @@ runtime::ActorSystemOptions system_options() {
   return options;
 }
 
-// One step of the profile, in seconds per phase, with its batch's size and floor.
+// One step of the profile, in seconds per phase, with its batch's size and floors.
 struct ProfiledStep {
   double layout = 0, forward = 0, backward = 0, optimizer = 0;
-  double floor = 0;  // the step's FLOPs at the GEMM throughput measured right after it
+  double compute_floor = 0;  // the step's FLOPs at the GEMM throughput measured right after it
+  double memory_floor = 0;   // the step's bytes at the copy rate measured right after that
   double flops = 0, product_flops = 0;
+  StepBytes bytes;
+  double copy_rate = 0;  // bytes per second
+  double floor() const { return compute_floor + memory_floor; }  // the roofline floor
   int64_t nodes = 0, edges = 0;
   std::vector<int64_t> layer_rows;
   double compute() const { return layout + forward + backward + optimizer; }
@@ -144,7 +150,8 @@ std::vector<MiniBatch> sample_batches(const std::string& dir, const TrainBenchOp
 }
 
 // The trainer's step (training/trainer.cpp, train_step) on `batches`, one process, no
-// allreduce, each phase timed; after each step, torch::mm of its products.
+// allreduce, each phase timed; after each step, torch::mm of its products, then a copy of a
+// large buffer.
 std::vector<ProfiledStep> profile_steps(const std::string& dir, const TrainBenchOptions& o) {
   std::vector<MiniBatch> batches = sample_batches(dir, o, kWarmupSteps + o.profile_steps);
   const PartitionMeta meta = PartitionFolder(dir).meta();
@@ -180,6 +187,7 @@ std::vector<ProfiledStep> profile_steps(const std::string& dir, const TrainBench
   set_torch_threads(o.threads);
   tune_malloc_for_training();
   GemmClock gemm;
+  MemcpyClock copy(kCopyBufferBytes);
   std::vector<float> gradients;
   std::vector<ProfiledStep> steps;
   for (size_t b = 0; b < batches.size(); ++b) {
@@ -205,7 +213,10 @@ std::vector<ProfiledStep> profile_steps(const std::string& dir, const TrainBench
     const StepCost cost = model->step_cost(batch);
     s.flops = cost.flops();
     s.product_flops = cost.product_flops();
-    s.floor = s.flops * gemm.seconds(cost.products) / s.product_flops;
+    s.compute_floor = s.flops * gemm.seconds(cost.products) / s.product_flops;
+    s.bytes = cost.bytes;
+    s.copy_rate = copy.bytes_per_second();
+    s.memory_floor = s.bytes.step() / s.copy_rate;
     for (int layer = 0; layer < config.num_layers; ++layer) {
       s.layer_rows.push_back(batch.layer_rows(layer, config.num_layers, config.trim));
     }
@@ -221,7 +232,7 @@ double median_of(const std::vector<ProfiledStep>& steps, Field field) {
   return median(values);
 }
 
-// Returns the median step's floor in seconds.
+// Returns the median step's roofline floor in seconds.
 double print_profile(const std::vector<ProfiledStep>& steps, const TrainBenchOptions& o) {
   const ProfiledStep& first = steps.front();
   std::printf("\nstep profile: %zu steps after %d warm-up, 1 process, %d cores (set_torch_threads), no allreduce; medians\n",
@@ -232,8 +243,17 @@ double print_profile(const std::vector<ProfiledStep>& steps, const TrainBenchOpt
   for (int64_t rows : first.layer_rows) std::printf(" %lld", static_cast<long long>(rows));
   const double flops = median_of(steps, [](const ProfiledStep& s) { return s.flops; });
   const double products = median_of(steps, [](const ProfiledStep& s) { return s.product_flops; });
-  std::printf("\nFLOPs per step: %.2f G (dense products %.2f G, aggregation %.2f G)\n\n", flops / 1e9,
+  std::printf("\nFLOPs per step: %.2f G (dense products %.2f G, aggregation %.2f G)\n", flops / 1e9,
               products / 1e9, (flops - products) / 1e9);
+  const auto mb = [&](double (*field)(const ProfiledStep&)) { return median_of(steps, field) / 1e6; };
+  std::printf("bytes per step: %.1f MB (aggregation %.1f, dense products %.1f, activations and loss %.1f, Adam %.1f);"
+              " features gathered before the step, not in it: %.1f MB\n\n",
+              mb([](const ProfiledStep& s) { return s.bytes.step(); }),
+              mb([](const ProfiledStep& s) { return s.bytes.aggregation; }),
+              mb([](const ProfiledStep& s) { return s.bytes.dense; }),
+              mb([](const ProfiledStep& s) { return s.bytes.activations; }),
+              mb([](const ProfiledStep& s) { return s.bytes.optimizer; }),
+              mb([](const ProfiledStep& s) { return s.bytes.features; }));
   const struct {
     const char* name;
     double (*field)(const ProfiledStep&);
@@ -243,15 +263,21 @@ double print_profile(const std::vector<ProfiledStep>& steps, const TrainBenchOpt
       {"backward", [](const ProfiledStep& s) { return s.backward; }},
       {"optimizer (flat gradients, Adam)", [](const ProfiledStep& s) { return s.optimizer; }},
       {"step (sum)", [](const ProfiledStep& s) { return s.compute(); }},
-      {"floor: FLOPs at torch::mm's throughput", [](const ProfiledStep& s) { return s.floor; }},
+      {"compute floor: FLOPs at torch::mm's rate", [](const ProfiledStep& s) { return s.compute_floor; }},
+      {"memory floor: bytes at the copy's rate", [](const ProfiledStep& s) { return s.memory_floor; }},
+      {"roofline floor (compute + memory)", [](const ProfiledStep& s) { return s.floor(); }},
   };
   std::printf("%-46s %10s\n", "phase", "ms");
   for (const auto& phase : phases) std::printf("%-46s %10.1f\n", phase.name, 1e3 * median_of(steps, phase.field));
-  const double floor = median_of(steps, [](const ProfiledStep& s) { return s.floor; });
-  const double ratio = median_of(steps, [](const ProfiledStep& s) { return s.compute() / s.floor; });
-  std::printf("step / floor: %.2f (median of the steps' ratios); GEMM throughput %.1f GFLOP/s; goal <= 1.5: %s\n",
-              ratio, flops / floor / 1e9, ratio <= 1.5 ? "met" : "not met");
-  return floor;
+  const double compute_floor = median_of(steps, [](const ProfiledStep& s) { return s.compute_floor; });
+  const double ratio = median_of(steps, [](const ProfiledStep& s) { return s.compute() / s.compute_floor; });
+  const double roofline = median_of(steps, [](const ProfiledStep& s) { return s.compute() / s.floor(); });
+  const double copy_rate = median_of(steps, [](const ProfiledStep& s) { return s.copy_rate; });
+  std::printf("step / compute floor: %.2f (goal <= 1.5: %s); step / roofline: %.2f (medians of the steps' ratios)\n",
+              ratio, ratio <= 1.5 ? "met" : "not met", roofline);
+  std::printf("GEMM throughput %.1f GFLOP/s; copy %.2f GB/s (%d MB buffer, read + written, %d intra-op thread%s)\n",
+              flops / compute_floor / 1e9, copy_rate / 1e9, static_cast<int>(kCopyBufferBytes >> 20), torch_threads(), torch_threads() == 1 ? "" : "s");
+  return median_of(steps, [](const ProfiledStep& s) { return s.floor(); });
 }
 
 // Configuration (b), secure and plaintext in alternating rounds.
@@ -365,11 +391,11 @@ void run_train_bench(const TrainBenchOptions& o) {
                 static_cast<long long>(a.measured_steps), static_cast<long long>(a.steps));
   }
   std::printf("\n%-52s %10s %7s %8s %13s %8s %11s\n", "configuration", "s/epoch", "steps", "s/step", "median s/step",
-              "/ floor", "PyG / this");
+              "/ roofline", "PyG / this");
   const auto row = [&](const char* name, const EpochTime& t, double pyg, bool against_floor) {
     char ratio[16] = "-";
     if (against_floor && floor > 0) std::snprintf(ratio, sizeof ratio, "%.2f", t.seconds_per_step() / floor);
-    std::printf("%-52s %10.1f %7lld %8.3f %13.3f %8s %11.2f\n", name, t.seconds_per_epoch,
+    std::printf("%-52s %10.1f %7lld %8.3f %13.3f %10s %11.2f\n", name, t.seconds_per_epoch,
                 static_cast<long long>(t.steps), t.seconds_per_step(), t.median_step, ratio, pyg / t.seconds_per_epoch);
   };
   row("(a) 1 partition, 1 trainer, in one process", a, kPygSecondsPerEpoch, true);

@@ -1,6 +1,6 @@
 // `partita bench train`: seconds per training epoch, end to end (sampling, features,
 // forward/backward, allreduce), in one process and with 2 partitions on 2 daemons; and how
-// far one step's compute is from its floor (models/step_cost.h), phase by phase.
+// far one step's compute is from its floors (models/step_cost.h), phase by phase.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +42,11 @@ struct TrainBenchOptions {
 // sampler's algorithm, seeds drawn as an epoch's), then each goes through the trainer's
 // step alone on `threads` torch threads: lay out (to_graph_batch), forward, backward, the
 // optimiser (flat gradients, Adam); each step is followed by torch::mm of its products
-// (models/step_cost.h), which gives its floor. Prints nodes and edges per batch, the rows
-// each layer computes, median milliseconds per phase, the floor and step / floor.
+// (models/step_cost.h), which gives its compute floor, and by a copy of a 256 MB buffer,
+// whose rate puts the step's bytes (StepBytes) at its memory floor; their sum is the
+// roofline floor. Prints nodes and edges per batch, the rows each layer computes, FLOPs and
+// bytes per step, median milliseconds per phase, the floors, step / compute floor and step /
+// roofline, and the two rates.
 //
 // Epochs: seconds per epoch for (a) 1 partition, 1 trainer with `threads` torch threads in
 // this process and (b) 2 partitions on 2 `partita daemon` processes, 1 trainer each with

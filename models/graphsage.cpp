@@ -55,11 +55,16 @@ class GraphSage : public LayeredModel {
   }
 
   // Mirrors layer(): per layer, the products and aggregations forward() runs and those
-  // backward() runs (no input gradients for the first layer, whose input is the features).
+  // backward() runs (no input gradients for the first layer, whose input is the features),
+  // and their bytes (StepBytes): the features of every batch node; each aggregation pass
+  // over the layer's edges into its rows, at the width it runs at; ReLU and dropout on
+  // every layer's output but the last, whose logits the loss reads; Adam on every
+  // parameter.
   StepCost step_cost(const GraphBatch& batch) const override {
     StepCost cost;
     const int layers = config().num_layers;
     int64_t in_rows = batch.num_nodes;
+    cost.bytes.features = 2 * 4 * static_cast<double>(batch.num_nodes) * static_cast<double>(convs_[0]->in_dim);
     for (int i = 0; i < layers; ++i) {
       const SageConv& conv = *convs_[i];
       const int64_t ci = conv.in_dim, co = conv.out_dim;
@@ -68,20 +73,27 @@ class GraphSage : public LayeredModel {
       const bool input_grad = i > 0;
       // A product x [m, k] * W^T: forward, then grad_W = grad^T x and grad_x = grad W.
       auto linear = [&](int64_t m, int64_t k, bool needs_input_grad) {
-        cost.products.push_back({m, k, co, false, true});
-        cost.products.push_back({co, m, k, true, false});
-        if (needs_input_grad) cost.products.push_back({m, co, k, false, false});
+        cost.add({m, k, co, false, true});
+        cost.add({co, m, k, true, false});
+        if (needs_input_grad) cost.add({m, co, k, false, false});
       };
       if (co < ci) {
         linear(in_rows, ci, input_grad);
         cost.aggregation_flops += 2 * 2 * edges * static_cast<double>(co);  // forward and grad
+        cost.bytes.aggregation += 2 * aggregation_bytes(edges, rows, co);
         linear(rows, ci, input_grad);  // lin_r on the layer's own rows
       } else {
         cost.aggregation_flops += (input_grad ? 2 : 1) * 2 * edges * static_cast<double>(ci);
+        cost.bytes.aggregation += (input_grad ? 2 : 1) * aggregation_bytes(edges, rows, ci);
         linear(rows, 2 * ci, input_grad);  // [mean | self] * [lin_l | lin_r]^T
       }
+      cost.bytes.activations += i + 1 < layers ? activation_bytes(rows, co)
+                                               : 2 * 4 * static_cast<double>(batch.batch_size) * static_cast<double>(co);
       in_rows = rows;
     }
+    int64_t parameters = 0;
+    for (const at::Tensor& p : this->parameters()) parameters += p.numel();
+    cost.bytes.optimizer = adam_bytes(parameters);
     return cost;
   }
 

@@ -91,10 +91,18 @@ class Rgcn : public LayeredModel {
   // [means of r] x [W_1; ...; W_R]; each mean is 2 FLOPs per edge and input feature, again
   // for its gradient when the input needs one. A one-hot first layer runs no GEMM (its
   // products are gathers of rows): only its aggregation, over B bases as heads with the
-  // basis decomposition, of out features, forward and backward.
+  // basis decomposition, of out features, forward and backward. Bytes (StepBytes) as
+  // GraphSage::step_cost counts them: the features of every batch node for a dense first
+  // layer; the stacked means written as R target rows per row; a one-hot layer's gather of
+  // its learnt rows ([nodes, B, out], and the roots of its rows) and its aggregation, each
+  // forward and backward; Adam on every parameter, the learnt rows included.
   StepCost step_cost(const GraphBatch& batch) const override {
     StepCost cost;
     const int layers = config().num_layers;
+    const double value = 4;
+    if (!convs_[0]->one_hot) {
+      cost.bytes.features = 2 * value * static_cast<double>(batch.num_nodes) * static_cast<double>(convs_[0]->in_dim);
+    }
     for (int i = 0; i < layers; ++i) {
       const RgcnConv& conv = *convs_[i];
       const int64_t ci = conv.in_dim, co = conv.out_dim, R = conv.relations;
@@ -103,27 +111,43 @@ class Rgcn : public LayeredModel {
       for (const CscEdges& relation : batch.relations) edges += static_cast<double>(relation.edges_before(rows));
       const bool basis = conv.decomposition == "basis";
       const int64_t B = basis ? conv.bases.size(0) : 0;
+      const int64_t heads = (basis ? B : 1) * co;
+      cost.bytes.activations += i + 1 < layers ? activation_bytes(rows, co)
+                                               : 2 * value * static_cast<double>(batch.batch_size) * static_cast<double>(co);
+      // A one-hot conv's learnt rows: gathered (read, written) and aggregated, each way.
+      const auto one_hot_bytes = [&] {
+        const double gathered = static_cast<double>(batch.num_nodes * heads + rows * co);
+        return 2 * (2 * value * gathered + aggregation_bytes(edges, rows, heads));
+      };
       if (conv.one_hot) {
-        cost.aggregation_flops += 2 * 2 * edges * static_cast<double>((basis ? B : 1) * co);
+        cost.aggregation_flops += 2 * 2 * edges * static_cast<double>(heads);
+        cost.bytes.aggregation += one_hot_bytes();
         continue;
       }
-      if (i == 0 && rows_) cost.aggregation_flops += 2 * 2 * edges * static_cast<double>((basis ? B : 1) * co);
+      if (i == 0 && rows_) {
+        cost.aggregation_flops += 2 * 2 * edges * static_cast<double>(heads);
+        cost.bytes.aggregation += one_hot_bytes();
+      }
       if (basis) {
-        cost.products.push_back({R, B, ci * co, false, false});  // W = comp x bases
-        cost.products.push_back({R, ci * co, B, false, true});   // grad comp = grad_W x bases^T
-        cost.products.push_back({B, R, ci * co, true, false});   // grad bases = comp^T x grad_W
+        cost.add({R, B, ci * co, false, false});  // W = comp x bases
+        cost.add({R, ci * co, B, false, true});   // grad comp = grad_W x bases^T
+        cost.add({B, R, ci * co, true, false});   // grad bases = comp^T x grad_W
       }
       const bool input_grad = i > 0;
       // x [m, k] x W [k, co]: forward, grad_W = x^T grad, and grad_x = grad W^T.
       auto linear = [&](int64_t m, int64_t k) {
-        cost.products.push_back({m, k, co, false, false});
-        cost.products.push_back({k, m, co, true, false});
-        if (input_grad) cost.products.push_back({m, co, k, false, true});
+        cost.add({m, k, co, false, false});
+        cost.add({k, m, co, true, false});
+        if (input_grad) cost.add({m, co, k, false, true});
       };
       linear(rows, ci);      // the self-connection (root)
       linear(rows, R * ci);  // the relations' means, stacked
       cost.aggregation_flops += (input_grad ? 2 : 1) * 2 * edges * static_cast<double>(ci);
+      cost.bytes.aggregation += (input_grad ? 2 : 1) * aggregation_bytes(edges, R * rows, ci);
     }
+    int64_t parameters = 0;
+    for (const at::Tensor& p : this->parameters()) parameters += p.numel();
+    cost.bytes.optimizer = adam_bytes(parameters);
     return cost;
   }
 
