@@ -58,13 +58,15 @@ class GraphSage : public LayeredModel {
   // backward() runs (no input gradients for the first layer, whose input is the features),
   // and their bytes (StepBytes): the features of every batch node; each aggregation pass
   // over the layer's edges into its rows, at the width it runs at; ReLU and dropout on
-  // every layer's output but the last, whose logits the loss reads; Adam on every
-  // parameter.
+  // every layer's output but the last, whose logits the loss reads; the input's dropout,
+  // when configured, forward only; Adam on every parameter.
   StepCost step_cost(const GraphBatch& batch) const override {
     StepCost cost;
     const int layers = config().num_layers;
     int64_t in_rows = batch.num_nodes;
     cost.bytes.features = 2 * 4 * static_cast<double>(batch.num_nodes) * static_cast<double>(convs_[0]->in_dim);
+    // Input dropout reads and writes the features; they need no gradient.
+    if (config().input_dropout > 0) cost.bytes.activations += cost.bytes.features;
     for (int i = 0; i < layers; ++i) {
       const SageConv& conv = *convs_[i];
       const int64_t ci = conv.in_dim, co = conv.out_dim;

@@ -102,6 +102,7 @@ class Rgcn : public LayeredModel {
     const double value = 4;
     if (!convs_[0]->one_hot) {
       cost.bytes.features = 2 * value * static_cast<double>(batch.num_nodes) * static_cast<double>(convs_[0]->in_dim);
+      if (config().input_dropout > 0) cost.bytes.activations += cost.bytes.features;  // forward only
     }
     for (int i = 0; i < layers; ++i) {
       const RgcnConv& conv = *convs_[i];

@@ -58,6 +58,18 @@ TEST(StepBytesTest, GraphSageOnATriangleMovesTheHandCountedBytes) {
   EXPECT_DOUBLE_EQ(cost.bytes.step(), 192 + 1112 + 312 + 1504);
 }
 
+TEST(StepBytesTest, InputDropoutReadsAndWritesTheFeaturesOnce) {
+  ModelConfig c;
+  c.kind = "graphsage";
+  c.in_dim = 2;
+  c.hidden_dim = 4;
+  c.out_dim = 3;
+  c.num_layers = 2;
+  const double without = make_model(c, 0)->step_cost(triangle(2)).bytes.activations;
+  c.input_dropout = 0.2;
+  EXPECT_DOUBLE_EQ(make_model(c, 0)->step_cost(triangle(2)).bytes.activations, without + 4.0 * 2 * 3 * 2);
+}
+
 TEST(StepBytesTest, ACopyBufferBelowAMegabyteIsRefused) { EXPECT_THROW(MemcpyClock(1000), Error); }
 
 }  // namespace
