@@ -269,7 +269,7 @@ bool EmbeddingShard::settled() const {
 }
 
 void EmbeddingShard::check_running() const {
-  if (stopped_) throw Error(shard_name(config_.part) + " stopped (its job ended)");
+  if (stopped_) throw EmbeddingShardStopped(shard_name(config_.part) + " stopped (its job ended)");
 }
 
 void EmbeddingShard::stop() {

@@ -39,6 +39,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/error.h"
 #include "base/span.h"
 #include "embeddings/row_optimizer.h"
 #include "runtime/host.h"
@@ -46,6 +47,14 @@
 #include "runtime/transport/wire_format.h"
 
 namespace partita {
+
+// What a call on a stopped shard throws (stop(), below): the shard's job ended, done,
+// cancelled or failed elsewhere, so a trainer logs it as the end of its epoch, not as a
+// failure of its own.
+class EmbeddingShardStopped : public Error {
+ public:
+  using Error::Error;
+};
 
 struct EmbeddingShardConfig {
   int part = 0;
@@ -89,8 +98,7 @@ class EmbeddingShard {
   std::vector<char> save(std::chrono::milliseconds deadline);
   void load(const std::vector<char>& bytes);
 
-  // Wakes every wait and fails it, and every later call, with an Error saying the shard
-  // stopped: the shard's actor calls it when it exits (its job ended or failed), so that
+  // Wakes every wait and fails it, and every later call, with EmbeddingShardStopped: the shard's actor calls it when it exits (its job ended or failed), so that
   // no trainer waits out its deadline for a step that will never be applied.
   void stop();
 

@@ -13,6 +13,7 @@
 #include "base/random.h"
 #include "embeddings/bucket_epoch.h"
 #include "embeddings/embedding_partitions.h"
+#include "embeddings/embedding_shard.h"
 #include "embeddings/kg_triples.h"
 #include "embeddings/partition_buffer.h"
 #include "embeddings/sharded_embedding.h"
@@ -555,7 +556,8 @@ kg_trainer_actor::behavior_type kg_trainer(kg_trainer_actor::pointer self, std::
             r->state = KgReplica::kNoState;
             if (!unsaved.empty()) what += " (and writing the buffer back failed: " + unsaved + ")";
           }
-          if (dynamic_cast<const runtime::AllreduceStopped*>(&e) != nullptr) {
+          if (dynamic_cast<const runtime::AllreduceStopped*>(&e) != nullptr ||
+              dynamic_cast<const EmbeddingShardStopped*>(&e) != nullptr) {
             spdlog::info("trainer {}: epoch {} stopped: {}", r->index, epoch, what);  // by the driver
           } else {
             spdlog::error("trainer {}: epoch {} failed: {}", r->index, epoch, what);
