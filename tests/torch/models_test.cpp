@@ -123,16 +123,8 @@ TEST_P(ModelKindTest, InputDropoutIsKeyedAndOnlyInTraining) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, ModelKindTest, ::testing::Values("graphsage", "gcn", "gat"));
 
-// Three nodes, every one a seed: edges 1 -> 0, 2 -> 0, 2 -> 1; no hop counts.
 GraphBatch triangle(std::vector<float> x, int64_t dim) {
-  MiniBatch b;
-  b.node_ids = {0, 1, 2};
-  b.row = {1, 2, 2};
-  b.col = {0, 0, 1};
-  b.batch_size = 3;
-  b.feature_dim = dim;
-  b.x = std::move(x);
-  return to_graph_batch(std::move(b));
+  return to_graph_batch(testing::triangle_batch(std::move(x), dim));
 }
 
 void set(at::Tensor p, std::vector<float> values) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "graph/mini_batch.h"
@@ -13,6 +14,19 @@
 #include "partitioner/partition_stores.h"
 
 namespace partita::testing {
+
+// Three nodes, every one a seed: edges 1 -> 0, 2 -> 0, 2 -> 1; no hop counts, so every
+// layer computes all 3 rows. `x`: 3 rows of `dim` features.
+inline MiniBatch triangle_batch(std::vector<float> x, int64_t dim) {
+  MiniBatch b;
+  b.node_ids = {0, 1, 2};
+  b.row = {1, 2, 2};
+  b.col = {0, 0, 1};
+  b.batch_size = 3;
+  b.feature_dim = dim;
+  b.x = std::move(x);
+  return b;
+}
 
 inline Dataset small_sbm(int64_t num_nodes = 2000, int64_t feature_dim = 16, uint64_t seed = 7) {
   SbmOptions options;

@@ -9,21 +9,25 @@
 #include "models/batch_tensors.h"
 #include "models/gnn_model.h"
 #include "models/step_cost.h"
+#include "sampled_batch.h"
 
 namespace partita {
 namespace {
 
-// Three nodes, every one a seed: edges 1 -> 0, 2 -> 0, 2 -> 1; no hop counts, so every
-// layer computes all 3 rows.
+// A 2-layer GraphSAGE 2 -> 4 -> 3.
+ModelConfig small_graphsage() {
+  ModelConfig c;
+  c.kind = "graphsage";
+  c.in_dim = 2;
+  c.hidden_dim = 4;
+  c.out_dim = 3;
+  c.num_layers = 2;
+  return c;
+}
+
+// testing::triangle_batch with every feature 1.
 GraphBatch triangle(int64_t dim) {
-  MiniBatch b;
-  b.node_ids = {0, 1, 2};
-  b.row = {1, 2, 2};
-  b.col = {0, 0, 1};
-  b.batch_size = 3;
-  b.feature_dim = dim;
-  b.x.assign(3 * static_cast<size_t>(dim), 1.0f);
-  return to_graph_batch(std::move(b));
+  return to_graph_batch(testing::triangle_batch(std::vector<float>(3 * static_cast<size_t>(dim), 1.0f), dim));
 }
 
 TEST(StepBytesTest, EachPassReadsAndWritesItsTensorsOnce) {
@@ -34,12 +38,7 @@ TEST(StepBytesTest, EachPassReadsAndWritesItsTensorsOnce) {
 }
 
 TEST(StepBytesTest, GraphSageOnATriangleMovesTheHandCountedBytes) {
-  ModelConfig c;
-  c.kind = "graphsage";
-  c.in_dim = 2;
-  c.hidden_dim = 4;
-  c.out_dim = 3;
-  c.num_layers = 2;
+  ModelConfig c = small_graphsage();
   const StepCost cost = make_model(c, 0)->step_cost(triangle(2));
   // Features: 3 rows of 2, read and written.
   EXPECT_DOUBLE_EQ(cost.bytes.features, 4.0 * 2 * 3 * 2);
@@ -59,12 +58,7 @@ TEST(StepBytesTest, GraphSageOnATriangleMovesTheHandCountedBytes) {
 }
 
 TEST(StepBytesTest, InputDropoutReadsAndWritesTheFeaturesOnce) {
-  ModelConfig c;
-  c.kind = "graphsage";
-  c.in_dim = 2;
-  c.hidden_dim = 4;
-  c.out_dim = 3;
-  c.num_layers = 2;
+  ModelConfig c = small_graphsage();
   const double without = make_model(c, 0)->step_cost(triangle(2)).bytes.activations;
   c.input_dropout = 0.2;
   EXPECT_DOUBLE_EQ(make_model(c, 0)->step_cost(triangle(2)).bytes.activations, without + 4.0 * 2 * 3 * 2);

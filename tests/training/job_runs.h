@@ -14,6 +14,7 @@
 #include "actors/protocol.h"
 #include "base/error.h"
 #include "daemon_process.h"
+#include "test_util.h"
 #include "runtime/runtime.h"
 #include "training/job_driver.h"
 #include "training/job_actor_types.h"
@@ -31,6 +32,23 @@ inline JobReport run_in_process(const JobConfig& job, const RunOptions& options 
   auto rt = runtime::Runtime::in_process(job_system_options(), job_actor_types());
   prepare_data(job, 2);
   return run_job(*rt, job, options);
+}
+
+// Runs `job` in this process and cancels it at the first step of its second epoch, while its
+// trainers are in a step: the run ends cancelled, and no line it logs is an error or says
+// "failed" (a trainer whose group or shard the driver stopped ends its epoch at info).
+inline void expect_cancel_mid_epoch_logs_no_error(const JobConfig& job) {
+  RunOptions options;
+  options.cancel = std::make_shared<CancelToken>();
+  options.on_progress = [&](const JobProgress& p) {
+    if (p.event == JobProgress::Event::step && p.epoch == 2 && p.step == 1) options.cancel->cancel();
+  };
+  LogCapture log(spdlog::level::info);
+  EXPECT_THROW(run_in_process(job, options), JobCancelled);
+  for (const std::string& line : log.lines()) {
+    EXPECT_NE(line.rfind("error", 0), 0u) << line;
+    EXPECT_EQ(line.find("failed"), std::string::npos) << line;
+  }
 }
 
 // Two daemons started for a test (`partita daemon` child processes on loopback named node-0
