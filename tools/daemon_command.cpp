@@ -573,27 +573,33 @@ DaemonArgs slurm_node_args(const DaemonArgs& given, const runtime::SlurmAllocati
 int run_slurm_head(const DaemonArgs& o, const DaemonArgs& node, const runtime::SlurmAllocation& a,
                    const runtime::Endpoint& head, const fs::path& dir, const SlurmArgs& s, const GlobalOptions& global) {
   std::atomic<bool> finishing{false};
-  // The step's end while the job runs: the daemons stop (the signal forwarded them
-  // SIGTERM), the credentials go, and the task exits as a signalled one.
-  std::thread watcher([&] {
-    while (g_slurm_signal.load() == 0) {
-      if (finishing.load()) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    if (finishing.exchange(true)) return;
+  // The step's end: the daemons stop (the signal forwarded them SIGTERM), the credentials
+  // go, and the task exits as a signalled one.
+  const auto end_on_signal = [&] {
     spdlog::info("partita on Slurm: signal {}: stopping the head and this node", g_slurm_signal.load());
     reap_slurm_children(std::chrono::seconds(20));
     std::error_code ec;
     fs::remove_all(dir, ec);
     std::cout << std::flush;
     std::_Exit(128 + g_slurm_signal.load());
+  };
+  // The step's end while the job runs.
+  std::thread watcher([&] {
+    while (g_slurm_signal.load() == 0) {
+      if (finishing.load()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!finishing.exchange(true)) end_on_signal();
   });
+  // The end of the job or of the head; also the step's end where the signal came first
+  // (the other tasks' nodes stop on it too, which can end the job before the watcher looks).
   const auto finish = [&](int code) {
     if (finishing.exchange(true)) {
       watcher.join();  // the watcher exits the process
       return code;
     }
     watcher.join();
+    if (g_slurm_signal.load() != 0) end_on_signal();
     reap_slurm_children(std::chrono::seconds(20));
     std::error_code ec;
     fs::remove_all(dir, ec);
