@@ -64,12 +64,65 @@ GraphHandle::GraphHandle(const std::string& dir) : dir_(checked_dir(dir)), folde
     }
   }
   for (std::vector<int64_t>* split : {&train_, &val_, &test_}) std::sort(split->begin(), split->end());
-  if (folder_.meta().is_hetero) node_type_of_ = global_node_types(folder_);
   if (static_cast<int64_t>(original_edge_of_.size()) != folder_.meta().num_edges) {
     throw file_error(dir_ + "/" + kMetaFile, "num_edges " + std::to_string(folder_.meta().num_edges) +
                                                  " disagrees with the parts' " + std::to_string(original_edge_of_.size()) +
                                                  " edges");
   }
+  if (folder_.meta().is_hetero) {
+    node_type_of_ = global_node_types(folder_);
+    index_types();
+  }
+}
+
+void GraphHandle::index_types() {
+  const PartitionMeta& meta = folder_.meta();
+  const size_t n = static_cast<size_t>(meta.num_nodes), m = static_cast<size_t>(meta.num_edges);
+  const size_t node_types = meta.node_types.size(), edge_types = meta.edge_types.size();
+  original_node_type_.resize(n);
+  for (size_t v = 0; v < n; ++v) original_node_type_[v] = node_type_of_[static_cast<size_t>(global_of_[v])];
+  // Rows: a running count per type over the original ids, in order.
+  type_node_offsets_.assign(node_types + 1, 0);
+  node_index_in_type_.resize(n);
+  {
+    std::vector<int64_t> next(node_types, 0);
+    for (size_t v = 0; v < n; ++v) node_index_in_type_[v] = next[static_cast<size_t>(original_node_type_[v])]++;
+    for (size_t t = 0; t < node_types; ++t) type_node_offsets_[t + 1] = type_node_offsets_[t] + next[t];
+  }
+  nodes_by_type_.resize(n);
+  for (size_t v = 0; v < n; ++v) {
+    const auto t = static_cast<size_t>(original_node_type_[v]);
+    nodes_by_type_[static_cast<size_t>(type_node_offsets_[t] + node_index_in_type_[v])] = static_cast<int64_t>(v);
+  }
+
+  original_edge_type_.assign(m, 0);
+  std::vector<uint8_t> labelled(node_types, 0);
+  int64_t global_edge = 0;
+  for (int p = 0; p < meta.num_parts; ++p) {
+    const PartitionData part = folder_.load_part(p);
+    if (edge_types > 0) {
+      if (!part.edge_type) throw Error(dir_ + ": part " + std::to_string(p) + " has no edge types");
+      for (int32_t t : part.edge_type->as<int32_t>()) {
+        original_edge_type_[static_cast<size_t>(original_edge_of_[static_cast<size_t>(global_edge++)])] = t;
+      }
+    }
+    if (part.y && part.node_type) {
+      const Span<const int64_t> y = part.y->as<int64_t>();
+      const Span<const int32_t> type = part.node_type->as<int32_t>();
+      for (size_t k = 0; k < y.size(); ++k) {
+        if (y[k] >= 0) labelled[static_cast<size_t>(type[k])] = 1;
+      }
+    }
+  }
+  for (size_t t = 0; t < node_types; ++t) {
+    if (labelled[t]) labelled_node_types_.push_back(static_cast<int32_t>(t));
+  }
+  type_num_edges_.assign(edge_types, 0);
+  edge_index_in_type_.resize(edge_types > 0 ? m : 0);
+  for (size_t e = 0; e < edge_index_in_type_.size(); ++e) {
+    edge_index_in_type_[e] = type_num_edges_[static_cast<size_t>(original_edge_type_[e])]++;
+  }
+  if (edge_types == 0) original_edge_type_.clear();
 }
 
 const std::vector<int64_t>& GraphHandle::split(const std::string& name) const {

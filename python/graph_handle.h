@@ -34,6 +34,26 @@ class GraphHandle {
   // for a homogeneous one.
   const std::vector<int32_t>& node_type_of() const { return node_type_of_; }
 
+  // A heterogeneous graph by type, as a PyG HeteroData holds it: each node type's nodes
+  // numbered 0, 1, ... in the order of their original ids (the row a node has in
+  // HeteroData[node type]; a HeteroData's to_homogeneous() lays the types out in blocks,
+  // so that is its original id less the block's start), and each edge type's edges
+  // likewise in original edge id order. All empty for a homogeneous graph.
+  //   original_node_type()[v], node_index_in_type()[v]: original node v's type and row;
+  //   nodes_by_type(): the original ids of type 0's nodes in row order, then type 1's, ...
+  //     (type t's from type_node_offsets()[t] to type_node_offsets()[t + 1]);
+  //   original_edge_type()[e], edge_index_in_type()[e]: original edge e's type and row;
+  //   type_num_edges()[t]: the edges of edge type t in the graph (held-out edges aside).
+  const std::vector<int32_t>& original_node_type() const { return original_node_type_; }
+  const std::vector<int64_t>& node_index_in_type() const { return node_index_in_type_; }
+  const std::vector<int64_t>& nodes_by_type() const { return nodes_by_type_; }
+  const std::vector<int64_t>& type_node_offsets() const { return type_node_offsets_; }
+  const std::vector<int32_t>& original_edge_type() const { return original_edge_type_; }
+  const std::vector<int64_t>& edge_index_in_type() const { return edge_index_in_type_; }
+  const std::vector<int64_t>& type_num_edges() const { return type_num_edges_; }
+  // Node types of which some node has a label (y >= 0): those a HeteroData gives a y.
+  const std::vector<int32_t>& labelled_node_types() const { return labelled_node_types_; }
+
   // The nodes of split "train", "val" or "test" in original ids, sorted. Throws UsageError
   // naming the split for any other name.
   const std::vector<int64_t>& split(const std::string& name) const;
@@ -47,6 +67,12 @@ class GraphHandle {
   PartitionFolder folder_;
   std::vector<int64_t> global_of_, original_of_, original_edge_of_;
   std::vector<int32_t> node_type_of_;
+  std::vector<int32_t> original_node_type_, original_edge_type_, labelled_node_types_;
+  std::vector<int64_t> node_index_in_type_, nodes_by_type_, type_node_offsets_, edge_index_in_type_,
+      type_num_edges_;
+
+  // Fills the by-type arrays above from the parts' node_type.bin, edge_type.bin and y.bin.
+  void index_types();
   std::vector<int64_t> train_, val_, test_;
 };
 

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -128,9 +129,11 @@ NegativeMode negative_mode(const std::string& mode) {
   throw UsageError("LinkNeighborLoader: neg_sampling mode '" + mode + "' is not one of: binary, triplet");
 }
 
-// A read-only numpy view of `values`, which `owner` keeps alive.
-py::array view_of(const std::vector<int64_t>& values, py::object owner) {
-  py::array_t<int64_t> a({static_cast<py::ssize_t>(values.size())}, values.data(), owner);
+// A read-only numpy view of values[begin, end), which `owner` keeps alive.
+template <class T>
+py::array view_of(const std::vector<T>& values, py::object owner, size_t begin = 0, size_t end = SIZE_MAX) {
+  end = std::min(end, values.size());
+  py::array_t<T> a({static_cast<py::ssize_t>(end - begin)}, values.data() + begin, owner);
   a.attr("flags").attr("writeable") = false;
   return a;
 }
@@ -284,7 +287,56 @@ PYBIND11_MODULE(_partita, m) {
           py::arg("name"), "The split's nodes (\"train\", \"val\", \"test\") in original ids, sorted (read-only).")
       .def(
           "global_ids", [](py::object self) { return view_of(self.cast<const GraphHandle&>().global_of(), self); },
-          "Original id -> global id (the partitioner's numbering; each part a contiguous range), read-only.");
+          "Original id -> global id (the partitioner's numbering; each part a contiguous range), read-only.")
+      // A heterogeneous graph by type (python/graph_handle.h), what partita.pyg's HeteroData
+      // batches and stores are made of: views of the handle's arrays, no copies.
+      .def_property_readonly(
+          "num_nodes_by_type",
+          [](const GraphHandle& g) {
+            std::vector<int64_t> counts;
+            const std::vector<int64_t>& offsets = g.type_node_offsets();
+            for (size_t t = 0; t + 1 < offsets.size(); ++t) counts.push_back(offsets[t + 1] - offsets[t]);
+            return counts;
+          },
+          "A heterogeneous graph's node count of each type, by node type index ([] for a homogeneous one).")
+      .def_property_readonly(
+          "num_edges_by_type", [](const GraphHandle& g) { return g.type_num_edges(); },
+          "A heterogeneous graph's edge count of each type, by edge type index ([] for a homogeneous one).")
+      .def_property_readonly(
+          "labelled_node_types",
+          [](const GraphHandle& g) {
+            std::vector<std::string> names;
+            for (int32_t t : g.labelled_node_types()) names.push_back(g.meta().node_types[static_cast<size_t>(t)]);
+            return names;
+          },
+          "The node types of which some node has a label.")
+      .def(
+          "_node_types", [](py::object self) { return view_of(self.cast<const GraphHandle&>().original_node_type(), self); },
+          "Original id -> node type index, read-only (empty for a homogeneous graph).")
+      .def(
+          "_node_index_in_type",
+          [](py::object self) { return view_of(self.cast<const GraphHandle&>().node_index_in_type(), self); },
+          "Original id -> the node's row among its type's nodes (HeteroData[type]), read-only.")
+      .def(
+          "_nodes_of_type",
+          [](py::object self, int32_t type) {
+            const GraphHandle& g = self.cast<const GraphHandle&>();
+            const std::vector<int64_t>& offsets = g.type_node_offsets();
+            if (type < 0 || static_cast<size_t>(type) + 1 >= offsets.size()) {
+              throw UsageError("node type " + std::to_string(type) + " is not one of the graph's " +
+                               std::to_string(offsets.empty() ? 0 : offsets.size() - 1) + " node types");
+            }
+            return view_of(g.nodes_by_type(), self, static_cast<size_t>(offsets[static_cast<size_t>(type)]),
+                           static_cast<size_t>(offsets[static_cast<size_t>(type) + 1]));
+          },
+          py::arg("type"), "Row -> original id of node type `type`'s nodes, read-only.")
+      .def(
+          "_edge_types", [](py::object self) { return view_of(self.cast<const GraphHandle&>().original_edge_type(), self); },
+          "Original edge id -> edge type index, read-only (empty for a homogeneous graph).")
+      .def(
+          "_edge_index_in_type",
+          [](py::object self) { return view_of(self.cast<const GraphHandle&>().edge_index_in_type(), self); },
+          "Original edge id -> the edge's row among its type's edges, read-only.");
 
   py::class_<NodeLoader>(m, "NodeLoader")
       .def(py::init([](std::shared_ptr<GraphHandle> graph, py::array_t<int64_t, py::array::c_style> input_nodes,

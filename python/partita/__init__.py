@@ -135,7 +135,10 @@ def partition(source, output, num_parts=2, *, format=None, method="metis", seed=
     does) and returns it opened as a Graph.
 
     `source` is a PyTorch Geometric ``Data`` (edge_index, and x, y, train_mask, val_mask,
-    test_mask where present; node ids are its rows), or a path: an npy folder (x.npy,
+    test_mask where present; node ids are its rows), a ``HeteroData`` (the same fields per
+    node and edge type, x of one width over the types that have it; its nodes numbered as
+    ``HeteroData.to_homogeneous()`` numbers them, and ``NeighborLoader(..., hetero=True)``
+    hands back each type's own rows), or a path: an npy folder (x.npy,
     edge_index.npy, y.npy, train_idx.npy, ...; `format` "npy", the default) or another
     format ``partita partition`` reads ("linqs", "edgelist", "triples", "movielens", "movielens100k",
     "ntriples"). An existing `output` is replaced only with `overwrite`.
@@ -152,11 +155,14 @@ def partition(source, output, num_parts=2, *, format=None, method="metis", seed=
                                overwrite, balance_train, transforms, threads, holdout)
     if format not in (None, "npy"):
         raise UsageError(f"partita.partition: format {format!r} is for a path; a Data object is written as npy")
-    if not hasattr(source, "edge_index"):
+    if not hasattr(source, "edge_index") and not _is_hetero_data(source):
         raise TypeError(f"partita.partition: source must be a torch_geometric.data.Data or a path, "
                         f"not {type(source).__name__}")
     with tempfile.TemporaryDirectory(prefix="partita-npy-") as folder:
-        _write_npy_folder(source, folder)
+        if _is_hetero_data(source):
+            _write_hetero_npy_folder(source, folder)
+        else:
+            _write_npy_folder(source, folder)
         return _partition_path(folder, "npy", output, num_parts, method, seed, split_seed, overwrite,
                                balance_train, transforms, threads, holdout)
 
@@ -244,3 +250,83 @@ def _write_npy_folder(data, folder):
         if mask.dtype != np.bool_ or mask.ndim != 1:
             raise UsageError(f"partita.partition: data.{split}_mask must be a one-dimensional bool mask")
         np.save(os.path.join(folder, f"{split}_idx.npy"), mask)
+
+
+def _is_hetero_data(source):
+    return hasattr(source, "node_types") and hasattr(source, "edge_types") and hasattr(source, "edge_index_dict")
+
+
+def _write_hetero_npy_folder(data, folder):
+    """A HeteroData as an npy folder with node_type, edge_type and types.json, laid out as
+    HeteroData.to_homogeneous() lays it out: each node type's rows as one block, in the
+    order of data.node_types, each edge type's edges likewise, in the order of data.edge_types."""
+    import json
+    node_types, edge_types = list(data.node_types), list(data.edge_types)
+    if not node_types:
+        raise UsageError("partita.partition: the HeteroData has no node types")
+    counts = [int(data[t].num_nodes or 0) for t in node_types]
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    np.save(os.path.join(folder, "node_type.npy"),
+            np.repeat(np.arange(len(node_types), dtype=np.int32), counts))
+    with open(os.path.join(folder, "types.json"), "w") as f:
+        json.dump({"node_types": node_types, "edge_types": [list(t) for t in edge_types]}, f)
+
+    def per_type(stores, name, what):
+        """Each store's `name` as numpy, None where absent; all None or none."""
+        values = [getattr(s, name, None) if name in s else None for s in stores]
+        if all(v is None for v in values):
+            return None
+        missing = [w for w, v in zip(what, values) if v is None]
+        if missing and name != "y" and not name.endswith("_mask"):
+            raise UsageError(f"partita.partition: the HeteroData has {name} for some types but not for "
+                             f"{', '.join(map(repr, missing))}: give every type one, or none")
+        return [None if v is None else _numpy(v, f"[{w!r}].{name}") for w, v in zip(what, values)]
+
+    node_stores = [data[t] for t in node_types]
+    edge_stores = [data[t] for t in edge_types]
+    index, types = [], []
+    for k, (t, store) in enumerate(zip(edge_types, edge_stores)):
+        edges = _numpy(store.edge_index, f"[{t!r}].edge_index")
+        if edges.ndim != 2 or edges.shape[0] != 2 or not np.issubdtype(edges.dtype, np.integer):
+            raise UsageError(f"partita.partition: data[{t!r}].edge_index must be integers of shape (2, E), "
+                             f"not {edges.dtype} of shape {tuple(edges.shape)}")
+        src, dst = node_types.index(t[0]), node_types.index(t[-1])
+        for row, end, name in ((0, src, "source"), (1, dst, "destination")):
+            if edges.shape[1] and (edges[row].min() < 0 or edges[row].max() >= counts[end]):
+                raise UsageError(f"partita.partition: data[{t!r}].edge_index[{row}] holds a {name} outside "
+                                 f"the {counts[end]} nodes of type {node_types[end]!r}")
+        index.append(edges.astype(np.int64) + offsets[[src, dst]][:, None])
+        types.append(np.full(edges.shape[1], k, dtype=np.int32))
+    edge_index = np.concatenate(index, axis=1) if index else np.zeros((2, 0), dtype=np.int64)
+    np.save(os.path.join(folder, "edge_index.npy"), np.ascontiguousarray(edge_index))
+    np.save(os.path.join(folder, "edge_type.npy"), np.concatenate(types) if types else np.zeros(0, np.int32))
+
+    x = per_type(node_stores, "x", node_types)
+    if x is not None:
+        widths = {t: (v.shape[1] if v.ndim == 2 else None) for t, v in zip(node_types, x)}
+        if len(set(widths.values())) != 1 or None in widths.values():
+            raise UsageError(f"partita.partition: a partition folder holds one feature width; the HeteroData's x "
+                             f"have widths {widths} (pad or project them to one)")
+        np.save(os.path.join(folder, "x.npy"), np.ascontiguousarray(np.concatenate(x), dtype=np.float32))
+    y = per_type(node_stores, "y", node_types)
+    if y is not None:
+        rows = []
+        for t, v, n in zip(node_types, y, counts):
+            if v is None:
+                v = np.full(n, -1, dtype=np.int64)
+            if v.ndim != 1 or not np.issubdtype(v.dtype, np.integer):
+                raise UsageError(f"partita.partition: data[{t!r}].y must hold one integer class per node "
+                                 f"(-1: none), not shape {tuple(v.shape)} of {v.dtype}")
+            rows.append(v.astype(np.int64))
+        np.save(os.path.join(folder, "y.npy"), np.concatenate(rows))
+    for name, stores, what, file in (("time", edge_stores, edge_types, "edge_time.npy"),
+                                     ("time", node_stores, node_types, "node_time.npy")):
+        times = per_type(stores, name, what)
+        if times is not None:
+            np.save(os.path.join(folder, file), np.concatenate(times).astype(np.int64))
+    for split in ("train", "val", "test"):
+        masks = per_type(node_stores, f"{split}_mask", node_types)
+        if masks is None:
+            continue
+        ids = [np.flatnonzero(m) + offsets[k] for k, m in enumerate(masks) if m is not None]
+        np.save(os.path.join(folder, f"{split}_idx.npy"), np.concatenate(ids).astype(np.int64))

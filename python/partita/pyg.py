@@ -8,6 +8,14 @@ batch_size, n_id, e_id, input_id, num_sampled_nodes, num_sampled_edges. So a PyG
 edges, with PyG's negative sampling ("binary": edge_label_index and edge_label; "triplet":
 src_index, dst_pos_index, dst_neg_index) and temporal sampling (edge_label_time).
 
+On a heterogeneous partition folder both loaders yield, with ``hetero=True``, the
+``torch_geometric.data.HeteroData`` PyG's own loaders yield on a HeteroData: per node type
+x, y, n_id (the node's row in its type, as in the user's HeteroData), num_sampled_nodes,
+and batch_size and input_id on the input type; per edge type edge_index (rows of the two
+node stores), e_id (the edge's row in its type) and num_sampled_edges. Without it they
+yield the layout of ``HeteroData.to_homogeneous()`` (node_type, edge_type, n_id over all
+types), which relational models such as RGCNConv take.
+
 The batches come from Partita's sampler actors, the pipeline a training job uses, which
 samples ahead of the consumer (``prefetch`` batches in flight). The tensors are views of the
 sampler's own buffers (``torch.from_numpy`` over arrays the native module hands over without
@@ -18,7 +26,7 @@ import os
 
 import numpy as np
 import torch
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 
 from . import Graph, UsageError, _partita
 from .stores import FeatureStore, GraphStore, stores  # noqa: F401 (the remote backend: partita/stores.py)
@@ -62,6 +70,14 @@ class NeighborLoader(_Loader):
     num_neighbors: neighbours sampled per node at each hop, e.g. [25, 10]; -1 takes all.
     input_nodes: the seeds: None (every node), a split name ("train", "val", "test"), a bool
         mask over the nodes, or node ids (a tensor, array or list), in the dataset's own ids.
+        With hetero=True, as PyG's on a HeteroData: a node type (all its nodes) or (node
+        type, nodes), the nodes None, a split name, a mask over the type's nodes or rows of
+        the type; a split name alone when its nodes are all of one type.
+    hetero: on a heterogeneous graph, yield HeteroData (batch[node type].x, .n_id, ...;
+        the module's docstring) instead of the to_homogeneous() layout. Not the default:
+        the folder numbers every type's nodes in one range, and scripts written against
+        that layout (and relational models, which take it) keep working; a HeteroConv or
+        to_hetero() model asks for hetero=True.
     batch_size, shuffle, drop_last: as PyG's loader.
     seed: the epochs' shuffles and neighbour draws: epoch e of a loader with seed s gives the
         same batches every time, whatever the number of partitions.
@@ -74,7 +90,8 @@ class NeighborLoader(_Loader):
     """
 
     def __init__(self, data, num_neighbors, input_nodes=None, batch_size=1, shuffle=False, drop_last=False,
-                 seed=0, replace=False, disjoint=False, prefetch=2, timeout=60.0, features="auto", **kwargs):
+                 seed=0, replace=False, disjoint=False, prefetch=2, timeout=60.0, features="auto", hetero=False,
+                 **kwargs):
         if kwargs:
             raise TypeError(f"NeighborLoader: unsupported arguments: {', '.join(sorted(kwargs))} "
                             f"(the sampler actors do the loading; there are no worker processes)")
@@ -86,16 +103,25 @@ class NeighborLoader(_Loader):
         if seed < 0:
             raise UsageError(f"NeighborLoader: seed {seed} (must be 0 or more)")
         self.data = data
-        self.input_nodes = _input_ids(data, input_nodes)
+        self._types = _hetero_index(data, hetero, "NeighborLoader")
+        if self._types is None:
+            self.input_type = None
+            self.input_nodes = _input_ids(data, input_nodes)
+        else:
+            self.input_type, self.input_nodes = self._types.input_nodes(input_nodes)
         self.batch_size = int(batch_size)
         super().__init__()
         self._loader = _partita.NodeLoader(data, self.input_nodes, fanouts, self.batch_size,
                                            bool(shuffle), bool(drop_last), int(seed), bool(replace), bool(disjoint),
                                            int(prefetch), float(timeout), str(features))
 
-    @staticmethod
-    def _to_data(batch):
-        return to_data(batch)
+    def _to_data(self, batch):
+        if self._types is None:
+            return to_data(batch)
+        data, _ = self._types.to_hetero_data(batch)
+        data[self.input_type].input_id = torch.from_numpy(batch["input_id"])
+        data[self.input_type].batch_size = int(batch["batch_size"])
+        return data
 
     def __repr__(self):
         return f"NeighborLoader({len(self.input_nodes)} input nodes, batch_size={self.batch_size}, {len(self)} batches)"
@@ -140,7 +166,8 @@ class LinkNeighborLoader(_Loader):
         ``graph.edge_types`` (source type, relation, destination type) and the edges as
         above, of that type alone (a tensor's in the dataset's own ids, which number every
         type's nodes in one range, as n_id does: each source of the source type, each
-        destination of the destination type); an edge type alone is (edge type, None).
+        destination of the destination type; with hetero=True, rows of the source type and
+        of the destination type, as PyG's); an edge type alone is (edge type, None).
     edge_label: one label per edge (a tensor), or None. With binary negatives, positives get
         edge_label (plus one when its smallest label is 0, as PyG does) or 1, negatives 0.
     edge_label_time: one time per edge: temporal sampling, each end sees the edges at or
@@ -159,7 +186,12 @@ class LinkNeighborLoader(_Loader):
     Each batch's seeds are its edges' ends, each node once unless disjoint, in the order
     sources then destinations (PyG sorts them instead: the same nodes, in another order).
 
-    A heterogeneous graph's batches are Data in the layout of HeteroData.to_homogeneous(),
+    hetero=True: HeteroData batches, as PyG's on a HeteroData (see NeighborLoader): the
+    edge type's store holds input_id, edge_label_index (rows of the source and destination
+    types' stores), edge_label and edge_label_time; triplets put src_index on the source
+    type and dst_pos_index, dst_neg_index on the destination type, seed_time on both.
+
+    Otherwise a heterogeneous graph's batches are Data in the layout of HeteroData.to_homogeneous(),
     as NeighborLoader's: node_type and edge_type index ``graph.node_types`` and
     ``graph.edge_types``, the neighbourhoods span every edge type, and edge_label_index
     (or src_index, dst_pos_index, dst_neg_index) holds positions in the batch's nodes.
@@ -169,7 +201,7 @@ class LinkNeighborLoader(_Loader):
     def __init__(self, data, num_neighbors, edge_label_index=None, edge_label=None, edge_label_time=None,
                  batch_size=1, shuffle=False, drop_last=False, neg_sampling=None, neg_sampling_ratio=None,
                  time_attr=None, temporal_strategy="uniform", seed=0, replace=False, disjoint=False, prefetch=2,
-                 timeout=60.0, features="auto", **kwargs):
+                 timeout=60.0, features="auto", hetero=False, **kwargs):
         if kwargs:
             raise TypeError(f"LinkNeighborLoader: unsupported arguments: {', '.join(sorted(kwargs))} "
                             f"(the sampler actors do the loading; there are no worker processes)")
@@ -181,7 +213,8 @@ class LinkNeighborLoader(_Loader):
         if seed < 0:
             raise UsageError(f"LinkNeighborLoader: seed {seed} (must be 0 or more)")
         mode, amount = _negative_sampling(neg_sampling, neg_sampling_ratio)
-        edge_type, src, dst, split_time = _label_edges(data, edge_label_index)
+        self._types = _hetero_index(data, hetero, "LinkNeighborLoader")
+        edge_type, src, dst, split_time = _label_edges(data, edge_label_index, self._types)
         if time_attr is not None and time_attr != "time":
             raise UsageError(f"LinkNeighborLoader: time_attr {time_attr!r}: a partition folder's edge times are "
                              f"its 'time'")
@@ -222,6 +255,8 @@ class LinkNeighborLoader(_Loader):
         return f"LinkNeighborLoader({self._loader.num_edges} edges, batch_size={self.batch_size}, {len(self)} batches)"
 
     def _to_data(self, batch):
+        if self._types is not None:
+            return self._to_hetero_data(batch)
         data = to_data(batch)
         del data.batch_size  # PyG's link batches have none
         positives = int(batch["num_positives"])
@@ -252,6 +287,174 @@ class LinkNeighborLoader(_Loader):
         if batch["seed_time"] is not None:
             data.edge_label_time = torch.from_numpy(batch["seed_time"])
         return data
+
+
+    def _to_hetero_data(self, batch):
+        data, row = self._types.to_hetero_data(batch)
+        positives = int(batch["num_positives"])
+        src_type, _, dst_type = self.edge_type
+        store = data[self.edge_type]
+        store.input_id = input_id = torch.from_numpy(batch["input_id"])
+        if self.disjoint:
+            for name in data.node_types:
+                if "batch" in data[name]:
+                    data[name].batch = data[name].batch % positives
+        src_index = torch.from_numpy(row[batch["src_index"]])
+        dst_index = torch.from_numpy(row[batch["dst_index"]])
+        seed_time = None if batch["seed_time"] is None else torch.from_numpy(batch["seed_time"])
+        if self.neg_sampling == "triplet":
+            data[src_type].src_index = src_index
+            data[dst_type].dst_pos_index = dst_index
+            dst_neg = torch.from_numpy(row[batch["dst_neg_index"]])
+            data[dst_type].dst_neg_index = dst_neg.squeeze(-1) if dst_neg.size(1) == 1 else dst_neg
+            if seed_time is not None:
+                data[src_type].seed_time = seed_time
+                data[dst_type].seed_time = seed_time
+            return data
+        store.edge_label_index = torch.stack([src_index, dst_index])
+        pairs = src_index.numel()
+        if self.edge_label is not None:
+            label = self.edge_label[input_id]
+        elif self.neg_sampling == "binary":
+            label = torch.ones(positives)
+        else:
+            label = None
+        if label is not None and pairs > positives:
+            label = torch.cat([label, label.new_zeros((pairs - positives,) + tuple(label.shape[1:]))])
+        if label is not None:
+            store.edge_label = label
+        if seed_time is not None:
+            store.edge_label_time = seed_time
+        return data
+
+
+class _TypeIndex:
+    """A heterogeneous folder's nodes and edges by type, as a HeteroData numbers them (each
+    type's rows in the order of their original ids: python/graph_handle.h), over read-only
+    views of the native graph's arrays, and the conversion of a batch to HeteroData."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.node_types = list(graph.node_types)
+        self.edge_types = [tuple(t) for t in graph.edge_types]
+        self.node_row = graph._node_index_in_type()  # original id -> row in its type
+        self.node_type = graph._node_types()         # original id -> type index
+        self.edge_row = graph._edge_index_in_type()  # original edge id -> row in its type
+        self.num_nodes = list(graph.num_nodes_by_type)
+        self.labelled = set(graph.labelled_node_types)
+
+    def type_index(self, node_type, loader):
+        if not isinstance(node_type, str) or node_type not in self.node_types:
+            raise UsageError(f"{loader}: node type {node_type!r} is not one of the graph's: "
+                             f"{', '.join(map(repr, self.node_types))}")
+        return self.node_types.index(node_type)
+
+    def originals(self, type_index, rows, what):
+        """Rows of node type `type_index` (an int64 array) as original ids; UsageError
+        naming `what` and the first row outside the type."""
+        count = self.num_nodes[type_index]
+        bad = np.flatnonzero((rows < 0) | (rows >= count))
+        if bad.size:
+            raise UsageError(f"{what}: row {int(rows[bad[0]])} (at position {int(bad[0])}) is outside the "
+                             f"{count} nodes of type {self.node_types[type_index]!r}")
+        return np.ascontiguousarray(self.graph._nodes_of_type(type_index)[rows], dtype=np.int64)
+
+    def input_nodes(self, input_nodes):
+        """(input type, seeds as original ids) of NeighborLoader's input_nodes, PyG's way."""
+        loader = "NeighborLoader"
+        if isinstance(input_nodes, str) and input_nodes in self.node_types:
+            input_nodes = (input_nodes, None)
+        if isinstance(input_nodes, str):  # a split alone: its nodes must be of one type
+            ids = np.array(self.graph.split(input_nodes), dtype=np.int64)
+            types = np.unique(self.node_type[ids])
+            if types.size != 1:
+                raise UsageError(f"NeighborLoader: split {input_nodes!r} holds nodes of "
+                                 f"{', '.join(repr(self.node_types[t]) for t in types) or 'no type'}: give "
+                                 f"input_nodes as (node type, {input_nodes!r})")
+            return self.node_types[int(types[0])], ids
+        if not isinstance(input_nodes, tuple) or len(input_nodes) != 2:
+            raise TypeError(f"{loader}: with hetero=True, input_nodes must be a node type or (node type, nodes), "
+                            f"the node type one of {', '.join(map(repr, self.node_types))}, not {input_nodes!r}")
+        name, nodes = input_nodes
+        t = self.type_index(name, loader)
+        if nodes is None:
+            return name, np.ascontiguousarray(self.graph._nodes_of_type(t), dtype=np.int64)
+        if isinstance(nodes, str):
+            ids = np.array(self.graph.split(nodes), dtype=np.int64)
+            return name, ids[self.node_type[ids] == t]
+        if isinstance(nodes, torch.Tensor):
+            nodes = nodes.detach().cpu().numpy()
+        nodes = np.asarray(nodes)
+        if nodes.ndim != 1:
+            raise UsageError(f"{loader}: input_nodes[1] must be one-dimensional, not of shape {nodes.shape}")
+        if nodes.dtype == np.bool_:
+            if nodes.shape[0] != self.num_nodes[t]:
+                raise UsageError(f"{loader}: input_nodes[1] is a mask of {nodes.shape[0]} entries; type {name!r} "
+                                 f"has {self.num_nodes[t]} nodes")
+            nodes = np.flatnonzero(nodes)
+        elif nodes.size == 0:
+            nodes = nodes.astype(np.int64)
+        elif not np.issubdtype(nodes.dtype, np.integer):
+            raise TypeError(f"{loader}: input_nodes[1] must hold rows of type {name!r} or bools, not {nodes.dtype}")
+        return name, self.originals(t, nodes.astype(np.int64), f"{loader}: input_nodes[1]")
+
+    def to_hetero_data(self, batch):
+        """(HeteroData, row): the batch per type, and each batch node's position in its
+        type's store (what the batch's indices into its nodes become)."""
+        node_type = batch["node_type"].astype(np.int64)
+        n, T = node_type.shape[0], len(self.node_types)
+        order = np.argsort(node_type, kind="stable")  # by type, in batch order within each
+        counts = np.bincount(node_type, minlength=T)
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        row = np.empty(n, dtype=np.int64)
+        row[order] = np.arange(n, dtype=np.int64) - np.repeat(starts[:-1], counts)
+        n_id = batch["n_id"]
+        hops = len(batch["num_sampled_nodes"])
+        hop = np.repeat(np.arange(hops), batch["num_sampled_nodes"])
+        per_hop = np.bincount(hop * T + node_type, minlength=hops * T).reshape(hops, T)
+        x = None if batch["x"] is None else torch.from_numpy(batch["x"])
+        y = None if batch["y"] is None else torch.from_numpy(batch["y"])
+        group = None if batch["batch"] is None else torch.from_numpy(batch["batch"])
+        data = HeteroData()
+        for t, name in enumerate(self.node_types):
+            positions = order[starts[t]:starts[t + 1]]
+            store = data[name]
+            store.n_id = torch.from_numpy(self.node_row[n_id[positions]])
+            index = torch.from_numpy(positions)
+            if x is not None:
+                store.x = x.index_select(0, index)
+            if y is not None and name in self.labelled:
+                store.y = y.index_select(0, index)
+            if group is not None:
+                store.batch = group.index_select(0, index)
+            store.num_sampled_nodes = per_hop[:, t].tolist()
+            store.num_nodes = int(positions.size)
+        edge_type = batch["edge_type"].astype(np.int64)
+        E = len(self.edge_types)
+        e_order = np.argsort(edge_type, kind="stable")
+        e_counts = np.bincount(edge_type, minlength=E)
+        e_starts = np.concatenate([[0], np.cumsum(e_counts)])
+        e_hops = len(batch["num_sampled_edges"])
+        e_hop = np.repeat(np.arange(e_hops), batch["num_sampled_edges"])
+        e_per_hop = np.bincount(e_hop * E + edge_type, minlength=e_hops * E).reshape(e_hops, E)
+        edge_index, e_id = batch["edge_index"], batch["e_id"]
+        for k, name in enumerate(self.edge_types):
+            positions = e_order[e_starts[k]:e_starts[k + 1]]
+            store = data[name]
+            store.edge_index = torch.from_numpy(row[edge_index[:, positions]])
+            store.e_id = torch.from_numpy(self.edge_row[e_id[positions]])
+            store.num_sampled_edges = e_per_hop[:, k].tolist()
+        return data, row
+
+
+def _hetero_index(graph, hetero, loader):
+    if not isinstance(hetero, bool):
+        raise TypeError(f"{loader}: hetero must be a bool, not {type(hetero).__name__}")
+    if not hetero:
+        return None
+    if not graph.is_hetero:
+        raise UsageError(f"{loader}: hetero=True is for heterogeneous graphs; {graph.path} is homogeneous")
+    return _TypeIndex(graph)
 
 
 def to_data(batch):
@@ -350,9 +553,10 @@ def _edge_type_index(graph, edge_type):
     return types.index(tuple(edge_type))
 
 
-def _label_edges(graph, edge_label_index):
+def _label_edges(graph, edge_label_index, types=None):
     """(edge type index or -1, src, dst, times or None) of the loader's edges, the ends as
-    int64 arrays of original ids."""
+    int64 arrays of original ids; with `types` (hetero=True) a tensor's are rows of the
+    edge type's source and destination types."""
     edge_type = -1
     if isinstance(edge_label_index, tuple):
         if not graph.is_hetero:
@@ -383,6 +587,12 @@ def _label_edges(graph, edge_label_index):
         raise TypeError(f"LinkNeighborLoader: edge_label_index must hold integer node ids, "
                         f"not {edge_label_index.dtype}")
     index = edge_label_index.astype(np.int64)
+    if types is not None:
+        src_type, _, dst_type = graph.edge_types[edge_type]
+        return (edge_type,
+                types.originals(types.node_types.index(src_type), index[0], "LinkNeighborLoader: edge_label_index[0]"),
+                types.originals(types.node_types.index(dst_type), index[1], "LinkNeighborLoader: edge_label_index[1]"),
+                None)
     return edge_type, np.ascontiguousarray(index[0]), np.ascontiguousarray(index[1]), None
 
 
