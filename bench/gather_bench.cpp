@@ -1,5 +1,8 @@
 #include "bench/gather_bench.h"
 
+#include <sys/resource.h>
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -89,6 +92,37 @@ double seconds_of(Body body) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+long minor_faults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+// One timed pass: wall seconds, the process's CPU seconds over it (on a loaded machine the
+// wall time also counts the time spent waiting for a core; the CPU time does not) and the
+// minor page faults it took.
+struct Pass {
+  double wall = 0, cpu = 0;
+  long faults = 0;
+};
+
+template <typename Body>
+Pass pass_of(Body body) {
+  const long faults = minor_faults();
+  const double cpu = process_cpu_seconds();
+  Pass p;
+  p.wall = seconds_of(body);
+  p.cpu = process_cpu_seconds() - cpu;
+  p.faults = minor_faults() - faults;
+  return p;
+}
+
 }  // namespace
 
 int run_gather_bench(const GatherBenchOptions& o) {
@@ -125,12 +159,30 @@ int run_gather_bench(const GatherBenchOptions& o) {
   // its source comes from memory as the gather's does; one small reused source would sit in
   // the cache and flatter the baseline.
   auto gather_into = [&](const FeatureStore& store, char* dst, int threads) {
-    return seconds_of([&] {
+    return pass_of([&] {
       for (const auto& batch : batches) store.gather("node", "x", batch, dst, batch_bytes, threads);
     });
   };
-  auto copy = [&](int threads) {
-    return seconds_of([&] {
+  // The row copy kernel with plain stores only, split over the threads as the store splits
+  // a gather: what the streaming stores change, in the same runs.
+  const char* x_data = static_cast<const char*>(memory.get("node", "x")->raw_data());
+  auto gather_plain = [&](int threads) {
+    return pass_of([&] {
+      for (const auto& batch : batches) {
+        parallel_for(static_cast<int64_t>(batch.size()), threads, [&](int64_t lo, int64_t hi) {
+          RowSource from;
+          from.data = x_data;
+          from.row_bytes = row_bytes;
+          from.ids = batch.data() + lo;
+          from.rows = static_cast<uint64_t>(o.num_nodes);
+          from.streaming = false;
+          copy_rows(from, nullptr, static_cast<size_t>(hi - lo), out.data() + lo * row_bytes, batch_bytes);
+        });
+      }
+    });
+  };
+  auto copy_pass = [&](int threads) {
+    return pass_of([&] {
       for (int b = 0; b < o.num_batches; ++b) {
         const char* source = matrix + (static_cast<size_t>(b) * batch_bytes) % (matrix_bytes - batch_bytes + 1);
         parallel_for(static_cast<int64_t>(batch_bytes), threads, [&](int64_t begin, int64_t end) {
@@ -139,40 +191,61 @@ int run_gather_bench(const GatherBenchOptions& o) {
       }
     });
   };
-  // Every run times each of the four once, so load from elsewhere falls on all of them;
-  // ratios are taken within a run and their median reported.
+  auto copy = [&](int threads) { return copy_pass(threads).wall; };
+  // Every run times each way once, so load from elsewhere falls on all of them; ratios are
+  // taken within a run and their median reported, by wall time and by CPU time.
+  enum Way { kMapped, kMemory, kUnaligned, kPlain, kWays };
   struct Figures {
-    double memcpy_gbs, mapped_gbs, memory_gbs, unaligned_gbs, mapped_ratio, memory_ratio, unaligned_ratio;
+    double memcpy_gbs = 0;
+    double gbs[kWays] = {}, ratio[kWays] = {}, cpu_ratio[kWays] = {};
+    double faults_per_batch = 0;  // the memory gather's minor page faults per batch
   };
   auto measure = [&](int threads) {
-    std::vector<double> c, m, r, u, mr, rr, ur;
+    std::vector<double> c, gbs[kWays], ratio[kWays], cpu_ratio[kWays], faults;
     for (int i = 0; i < o.warmup_runs + o.runs; ++i) {
-      const double tc = copy(threads), tm = gather_into(mapped, out.data(), threads),
-                   tr = gather_into(memory, out.data(), threads), tu = gather_into(memory, out.data() + 16, threads);
+      Pass p[kWays];
+      const Pass tc = copy_pass(threads);
+      p[kMapped] = gather_into(mapped, out.data(), threads);
+      p[kMemory] = gather_into(memory, out.data(), threads);
+      p[kUnaligned] = gather_into(memory, out.data() + 16, threads);
+      p[kPlain] = gather_plain(threads);
       if (i < o.warmup_runs) continue;
-      c.push_back(run_bytes / tc / 1e9);
-      m.push_back(run_bytes / tm / 1e9);
-      r.push_back(run_bytes / tr / 1e9);
-      u.push_back(run_bytes / tu / 1e9);
-      mr.push_back(tc / tm);
-      rr.push_back(tc / tr);
-      ur.push_back(tc / tu);
+      c.push_back(run_bytes / tc.wall / 1e9);
+      for (int w = 0; w < kWays; ++w) {
+        gbs[w].push_back(run_bytes / p[w].wall / 1e9);
+        ratio[w].push_back(tc.wall / p[w].wall);
+        cpu_ratio[w].push_back(tc.cpu / p[w].cpu);
+      }
+      faults.push_back(static_cast<double>(p[kMemory].faults) / o.num_batches);
     }
-    return Figures{median(c), median(m), median(r), median(u), median(mr), median(rr), median(ur)};
+    Figures f;
+    f.memcpy_gbs = median(c);
+    for (int w = 0; w < kWays; ++w) {
+      f.gbs[w] = median(gbs[w]);
+      f.ratio[w] = median(ratio[w]);
+      f.cpu_ratio[w] = median(cpu_ratio[w]);
+    }
+    f.faults_per_batch = median(faults);
+    return f;
   };
 
   std::printf(
       "\nFeature gather: %lld x %lld float32 (%.0f MiB), %d batches x %lld distinct "
-      "random ids (%.1f MiB of rows each); medians of %d interleaved runs (each times all four) after %d warm-up; "
-      "ratios: medians of the runs\' ratios\n\n",
+      "random ids (%.1f MiB of rows each); medians of %d interleaved runs (each times every way) after %d warm-up; "
+      "ratios to memcpy (the floor): medians of the runs\' ratios, by wall time / by CPU time\n\n",
       (long long)o.num_nodes, (long long)o.dim, static_cast<double>(o.num_nodes) * row_bytes / (1 << 20),
       o.num_batches, (long long)o.batch_nodes, static_cast<double>(batch_bytes) / (1 << 20), o.runs, o.warmup_runs);
-  std::printf("%7s | %11s | %11s %7s | %11s %7s | %15s %7s\n", "threads", "memcpy GB/s", "mapped GB/s", "ratio",
-              "memory GB/s", "ratio", "unaligned GB/s", "ratio");
+  std::printf("%7s | %11s | %11s %11s | %11s %11s | %14s %11s | %13s %11s | %12s\n", "threads", "memcpy GB/s",
+              "memory GB/s", "ratio", "mapped GB/s", "ratio", "unaligned GB/s", "ratio", "plain st GB/s", "ratio",
+              "faults/batch");
   for (int threads : o.threads) {
     const Figures f = measure(threads);
-    std::printf("%7d | %11.2f | %11.2f %7.2f | %11.2f %7.2f | %15.2f %7.2f\n", threads, f.memcpy_gbs, f.mapped_gbs,
-                f.mapped_ratio, f.memory_gbs, f.memory_ratio, f.unaligned_gbs, f.unaligned_ratio);
+    std::printf("%7d | %11.2f |", threads, f.memcpy_gbs);
+    for (Way w : {kMemory, kMapped, kUnaligned, kPlain}) {
+      const int width = w == kUnaligned ? 14 : w == kPlain ? 13 : 11;
+      std::printf(" %*.2f %5.2f/%5.2f |", width, f.gbs[w], f.ratio[w], f.cpu_ratio[w]);
+    }
+    std::printf(" %12.1f\n", f.faults_per_batch);
     std::fflush(stdout);
   }
   if (!o.prefetch_sweep.empty()) {
@@ -212,7 +285,9 @@ int run_gather_bench(const GatherBenchOptions& o) {
       "memory, split over the same threads. mapped: FeatureStore::gather from the array file mapped (4 KB pages, "
       "every page in the page cache); memory: from the copy in huge-page memory (base/resident_array.h), as a "
       "partition that fits in memory keeps its features; both into a 64-byte aligned buffer (as a torch "
-      "tensor's); unaligned: memory into a buffer 16 bytes past that alignment (as a large malloc's).\n");
+      "tensor's); unaligned: memory into a buffer 16 bytes past that alignment (as a large malloc's); plain st: "
+      "memory, aligned, with the row copy kernel's plain stores only (no streaming stores). faults/batch: minor "
+      "page faults per batch of the memory gather (its output buffer is reused).\n");
   return 0;
 }
 

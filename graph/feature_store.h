@@ -73,8 +73,8 @@ class FeatureStore {
   // (one thread: its parallelism is the device's queue), whose errors name the file and
   // offset. In memory, gathers of more than 1 MiB use up to `threads`
   // threads (0: all cores). Gathers of 16 MiB or more of rows of at least 64 bytes write
-  // with streaming stores where the CPU has AVX-512 (BW): they bypass the cache, which an
-  // output that large would overflow anyway, and so leave the output uncached.
+  // with streaming stores on x86-64: they bypass the cache, which an output that large
+  // would overflow anyway, and so leave the output uncached.
   void gather(const std::string& group, const std::string& name, Span<const int64_t> global_ids,
               void* out, size_t out_bytes, int threads = 1) const;
 

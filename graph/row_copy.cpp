@@ -67,10 +67,22 @@ size_t gather_wide(const RowSource& from, size_t n, char* out) {
 char* align_down(char* p) { return p - reinterpret_cast<uintptr_t>(p) % 64; }
 char* align_up(char* p) { return align_down(p + 63); }
 
-bool cpu_has_avx512f() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
+// One whole 64-byte output line from 64 bytes at `from` (any alignment) by streaming stores.
+// SSE2's 16-byte streams, which every x86-64 CPU has: the four stores of a line go out
+// back to back and fill one write-combining buffer, so the line leaves as one write, as a
+// single 64-byte AVX-512 store would (the loop is bound by the random row reads, not by
+// instructions: 8 per line against ~20 cycles of memory time per line).
+[[gnu::always_inline]] inline void stream_line(char* line, const char* from) {
+  const auto* in = reinterpret_cast<const __m128i*>(from);
+  const __m128i a = _mm_loadu_si128(in), b = _mm_loadu_si128(in + 1), c = _mm_loadu_si128(in + 2),
+                d = _mm_loadu_si128(in + 3);
+  auto* out = reinterpret_cast<__m128i*>(line);
+  _mm_stream_si128(out, a);
+  _mm_stream_si128(out + 1, b);
+  _mm_stream_si128(out + 2, c);
+  _mm_stream_si128(out + 3, d);
 }
+
 // Whole output lines by streaming stores: no line is read before being overwritten (no
 // read-for-ownership), which frees memory bandwidth and fill buffers for the random row
 // reads. Wherever a row ends inside a line, that line is assembled in a 64-byte buffer on
@@ -78,11 +90,10 @@ bool cpu_has_avx512f() {
 // output alignment stream whole lines. (Assembling it with masked loads from `next - tail`
 // measured 0.47-0.57 of memcpy into a buffer 16 bytes off alignment, against 0.72-0.73
 // this way, in a stand-alone test of both: a masked load still fetches the line before
-// `next`, another row's, one more random miss per row. 32-byte AVX2 streams reached 0.7 of
-// memcpy before prefetching; streaming only the lines inside each row and storing the
-// partial ones plainly gained nothing.) Only the slice's first and last partial lines,
-// which it may share with a neighbouring slice, use plain stores.
-__attribute__((target("avx512f"))) size_t gather_streaming(const RowSource& from, size_t n, char* out) {
+// `next`, another row's, one more random miss per row. Streaming only the lines inside each
+// row and storing the partial ones plainly gained nothing.) Only the slice's first and last
+// partial lines, which it may share with a neighbouring slice, use plain stores.
+size_t gather_streaming(const RowSource& from, size_t n, char* out) {
   if (n == 0) return 0;
   const size_t row_bytes = from.row_bytes;
   const size_t ahead = from.ids == nullptr ? 0 : from.prefetch_rows;
@@ -94,9 +105,7 @@ __attribute__((target("avx512f"))) size_t gather_streaming(const RowSource& from
     if (ahead) prefetch_row(from, k + ahead, n);
     char* to = out + k * row_bytes;
     char* lines_end = align_down(to + row_bytes);
-    for (char* line = align_up(to); line < lines_end; line += 64) {
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(line), _mm512_loadu_si512(row + (line - to)));
-    }
+    for (char* line = align_up(to); line < lines_end; line += 64) stream_line(line, row + (line - to));
     const size_t tail = static_cast<size_t>(to + row_bytes - lines_end);
     const char* next = k + 1 < n ? from.row(k + 1) : nullptr;
     if (next == nullptr) {  // the last row, or the next id is out of range
@@ -109,7 +118,7 @@ __attribute__((target("avx512f"))) size_t gather_streaming(const RowSource& from
       alignas(64) char line[64];
       std::memcpy(line, row + row_bytes - tail, tail);
       std::memcpy(line + tail, next, 64 - tail);
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(lines_end), _mm512_load_si512(line));
+      stream_line(lines_end, line);
     }
     row = next;
   }
@@ -129,7 +138,7 @@ size_t gather(const RowSource& from, size_t n, char* out, size_t total_bytes) {
   }
 #if defined(__x86_64__)
   // From 64 bytes on, a line holds parts of at most two rows.
-  if (from.row_bytes >= 64 && total_bytes >= kGatherStreamMinBytes && cpu_has_avx512f()) {
+  if (from.streaming && from.row_bytes >= 64 && total_bytes >= kGatherStreamMinBytes) {
     return gather_streaming(from, n, out);
   }
 #else
@@ -157,8 +166,7 @@ size_t place_plain(const RowSource& from, const int64_t* positions, size_t n, ch
 // The whole 64-byte lines of each destination row by streaming stores; the partial lines
 // at either end of a row (batch buffers are not 64-byte aligned) by plain stores, since
 // the neighbouring rows that share them are written at other times.
-__attribute__((target("avx512f"))) size_t place_streaming(const RowSource& from, const int64_t* positions, size_t n,
-                                                          char* out) {
+size_t place_streaming(const RowSource& from, const int64_t* positions, size_t n, char* out) {
   const size_t row_bytes = from.row_bytes;
   const size_t ahead = from.ids == nullptr ? 0 : from.prefetch_rows;
   for (size_t j = 0; j < ahead; ++j) prefetch_row(from, j, n);
@@ -171,9 +179,7 @@ __attribute__((target("avx512f"))) size_t place_streaming(const RowSource& from,
     char* lines = align_up(to);
     char* lines_end = align_down(to + row_bytes);
     std::memcpy(to, row, static_cast<size_t>(lines - to));
-    for (char* line = lines; line < lines_end; line += 64) {
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(line), _mm512_loadu_si512(row + (line - to)));
-    }
+    for (char* line = lines; line < lines_end; line += 64) stream_line(line, row + (line - to));
     std::memcpy(lines_end, row + (lines_end - to), static_cast<size_t>(to + row_bytes - lines_end));
   }
   _mm_sfence();
@@ -184,7 +190,7 @@ __attribute__((target("avx512f"))) size_t place_streaming(const RowSource& from,
 size_t place(const RowSource& from, const int64_t* positions, size_t n, char* out, size_t total_bytes) {
 #if defined(__x86_64__)
   // Rows wide enough to hold whole lines, and enough of them to overflow the cache anyway.
-  if (from.row_bytes >= 128 && total_bytes >= kPlaceStreamMinBytes && cpu_has_avx512f()) {
+  if (from.streaming && from.row_bytes >= 128 && total_bytes >= kPlaceStreamMinBytes) {
     return place_streaming(from, positions, n, out);
   }
 #else

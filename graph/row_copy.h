@@ -5,11 +5,11 @@
 // Its cases, chosen per call by row width, destination layout and size:
 //   contiguous destination (a gather):
 //     1-, 4-, 8-byte rows: a fixed-size memcpy per row (one load, one store);
-//     rows of 64 bytes or more, 16 MiB or more in all, AVX-512: whole output lines by
+//     rows of 64 bytes or more, 16 MiB or more in all, x86-64: whole output lines by
 //       streaming stores, a line shared by two rows assembled on the stack;
 //     otherwise a memcpy per row;
 //   scattered destination (a placement):
-//     rows of 128 bytes or more, 1 MiB or more in all, AVX-512: the whole lines inside each
+//     rows of 128 bytes or more, 1 MiB or more in all, x86-64: the whole lines inside each
 //       destination row by streaming stores, its partial end lines plainly (measured on
 //       512-byte rows placed into a 29 MB batch: about twice as fast as a memcpy per row,
 //       which first reads every line it overwrites);
@@ -46,6 +46,9 @@ struct RowSource {
   uint64_t rows = UINT64_MAX;
   // With ids: rows picked this many ids ahead have all their lines prefetched (0: none).
   size_t prefetch_rows = kPrefetchRows;
+  // Whether a copy large enough may write by streaming stores (false: plain stores always,
+  // as `partita bench gather` compares).
+  bool streaming = true;
 
   // Row k, or nullptr when its id is out of range.
   const char* row(size_t k) const {

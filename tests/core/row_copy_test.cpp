@@ -99,5 +99,44 @@ TEST(RowCopy, PrefetchingRowsAheadChangesNoByteAndNoStop) {
   }
 }
 
+
+// A gather large enough for streaming stores gives the same bytes as plain stores whatever
+// the row width (whole lines, a line shared by two rows) and the output's alignment, and
+// writes nothing past its rows.
+TEST(RowCopy, StreamingGatherEqualsPlainStoresAtAnyWidthAndAlignment) {
+  const uint64_t rows = 3000;
+  for (size_t row_bytes : {size_t{64}, size_t{132}, size_t{512}, size_t{516}}) {
+    std::vector<char> table(rows * row_bytes);
+    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<char>(i * 13 + i / row_bytes);
+    const size_t n = (size_t{17} << 20) / row_bytes;  // past the 16 MiB where streaming starts
+    std::vector<int64_t> ids(n);
+    std::mt19937_64 rng(row_bytes);
+    for (auto& id : ids) id = static_cast<int64_t>(rng() % rows);
+    for (size_t offset : {0, 4, 16, 60}) {
+      SCOPED_TRACE("rows of " + std::to_string(row_bytes) + " bytes, offset " + std::to_string(offset));
+      std::vector<std::vector<char>> outs;
+      for (bool streaming : {true, false}) {
+        std::vector<char> storage(n * row_bytes + 192, 'z');
+        char* base = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64 + offset;
+        RowSource from;
+        from.data = table.data();
+        from.row_bytes = row_bytes;
+        from.ids = ids.data();
+        from.rows = rows;
+        from.streaming = streaming;
+        ASSERT_EQ(copy_rows(from, nullptr, n, base), n);
+        for (const char* after = base + n * row_bytes; after < storage.data() + storage.size(); ++after) {
+          ASSERT_EQ(*after, 'z') << "a byte past the rows was written";
+        }
+        outs.emplace_back(base, base + n * row_bytes);
+      }
+      for (size_t k = 0; k < n; k += 997) {
+        ASSERT_EQ(std::memcmp(outs[0].data() + k * row_bytes, table.data() + ids[k] * row_bytes, row_bytes), 0);
+      }
+      EXPECT_TRUE(outs[0] == outs[1]);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace partita
