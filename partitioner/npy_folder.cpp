@@ -256,9 +256,12 @@ std::vector<int64_t> read_labels(const NpyFile& f, int64_t* num_classes) {
 struct Types {
   std::vector<std::string> node_types;
   std::vector<EdgeType> edge_types;
+  std::vector<int32_t> reverse_edge_types;
 };
 
-// {"node_types": ["author", ...], "edge_types": [["author", "writes", "paper"], ...]}
+// {"node_types": ["author", ...], "edge_types": [["author", "writes", "paper"], ...],
+//  "reverse_edge_types": [1, 0, -1]}: optional, per edge type the index of the type that
+// mirrors it edge by edge, -1 for none (Dataset::reverse_edge_type; validate() checks it).
 Types read_types(const std::string& path) {
   std::string text = detail::read_file(path);
   Types types;
@@ -266,8 +269,8 @@ Types read_types(const std::string& path) {
     nlohmann::json json = nlohmann::json::parse(text);
     if (!json.is_object()) throw file_error(path, "expected a JSON object");
     for (const auto& [key, value] : json.items()) {
-      if (key != "node_types" && key != "edge_types") {
-        throw file_error(path, "unknown key \"" + key + "\" (expected node_types, edge_types)");
+      if (key != "node_types" && key != "edge_types" && key != "reverse_edge_types") {
+        throw file_error(path, "unknown key \"" + key + "\" (expected node_types, edge_types, reverse_edge_types)");
       }
     }
     if (json.contains("node_types")) types.node_types = json.at("node_types").get<std::vector<std::string>>();
@@ -279,6 +282,9 @@ Types read_types(const std::string& path) {
         types.edge_types.push_back(EdgeType{triple[0].get<std::string>(), triple[1].get<std::string>(),
                                             triple[2].get<std::string>()});
       }
+    }
+    if (json.contains("reverse_edge_types")) {
+      types.reverse_edge_types = json.at("reverse_edge_types").get<std::vector<int32_t>>();
     }
   } catch (const nlohmann::json::exception& e) {
     throw file_error(path, e.what());
@@ -402,6 +408,7 @@ void apply_types(const Folder& folder, Dataset* d) {
   Types types = read_types(folder.path(kTypesFile));
   d->node_type_names = std::move(types.node_types);
   d->edge_types = std::move(types.edge_types);
+  d->reverse_edge_type = std::move(types.reverse_edge_types);
   if (!d->node_type_names.empty() && d->node_type.empty()) {
     throw file_error(folder.path("node_type.npy"), std::string("missing, but ") + kTypesFile + " declares node types");
   }
@@ -423,6 +430,7 @@ void write_types(const Dataset& d, const std::string& path) {
   json["node_types"] = d.node_type_names;
   json["edge_types"] = nlohmann::json::array();
   for (const EdgeType& t : d.edge_types) json["edge_types"].push_back({t.src_type, t.relation, t.dst_type});
+  if (!d.reverse_edge_type.empty()) json["reverse_edge_types"] = d.reverse_edge_type;
   std::string text = json.dump(2) + "\n";
   detail::ScopedFd fd = detail::open_for_writing(path);
   detail::write_all(fd.get(), path, text.data(), text.size());

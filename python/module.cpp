@@ -223,7 +223,8 @@ PYBIND11_MODULE(_partita, m) {
       "partition",
       [](const std::string& input, const std::string& format, const std::string& output, int num_parts,
          const std::string& method, uint64_t seed, uint64_t split_seed, bool overwrite, bool balance_train,
-         const std::vector<std::string>& transforms, int threads, double holdout_val, double holdout_test) {
+         const std::vector<std::string>& transforms, int threads, double holdout_val, double holdout_test,
+         bool holdout_by_time, bool holdout_keep_history, const std::vector<std::string>& holdout_edge_type) {
         PartitionRequest r;
         r.input = input;
         r.format = format;
@@ -238,12 +239,17 @@ PYBIND11_MODULE(_partita, m) {
         r.threads = threads;
         r.holdout_val = holdout_val;
         r.holdout_test = holdout_test;
+        r.holdout_by_time = holdout_by_time;
+        r.holdout_keep_history = holdout_keep_history;
+        r.holdout_edge_type = holdout_edge_type;
         py::gil_scoped_release release;
         return partita::format_report_json(partition_to_folder(r));
       },
       py::arg("input"), py::arg("format"), py::arg("output"), py::arg("num_parts"), py::arg("method"),
       py::arg("seed"), py::arg("split_seed"), py::arg("overwrite"), py::arg("balance_train"),
       py::arg("transforms"), py::arg("threads"), py::arg("holdout_val") = 0.0, py::arg("holdout_test") = 0.0,
+      py::arg("holdout_by_time") = false, py::arg("holdout_keep_history") = false,
+      py::arg("holdout_edge_type") = std::vector<std::string>{},
       "Reads a dataset, partitions it and writes the partition folder; returns the report as JSON.");
 
   py::class_<GraphHandle, std::shared_ptr<GraphHandle>>(m, "Graph")

@@ -21,7 +21,13 @@ struct PartitionRequest {
   uint64_t split_seed = 0;       // formats without a split of their own (linqs), held-out edges
   // Link prediction's held-out edges (partitioner/splits.h: hold_out_edges, as a job's
   // data.holdout): fractions of the links moved out of the graph into val and test.
+  // by_time: the latest links (edge times) are the test links, the ones before them the
+  // validation links; keep_history (by_time only) leaves them in the graph as history.
+  // holdout_edge_type: empty (every edge type), or [source type, relation, destination
+  // type], the one edge type whose links are held out.
   double holdout_val = 0, holdout_test = 0;
+  bool holdout_by_time = false, holdout_keep_history = false;
+  std::vector<std::string> holdout_edge_type;
   bool overwrite = false;
   bool balance_train = true;
   std::vector<std::string> transforms;  // as --transform: normalize_features, standardize, multi_hot:COLUMNS

@@ -146,8 +146,17 @@ def partition(source, output, num_parts=2, *, format=None, method="metis", seed=
     `holdout={"val": 0.05, "test": 0.1}` holds out those fractions of the links for link
     prediction (drawn with `split_seed`, before partitioning, as PyG's RandomLinkSplit): the
     graph keeps none of them in either direction, and LinkNeighborLoader reads them as
-    ``edge_label_index="val"`` and ``"test"``. A Data's ``time`` of one entry per edge
-    becomes the edge times (one per node: the node times) that temporal sampling reads."""
+    ``edge_label_index="val"`` and ``"test"``. As a job's ``data.holdout``, it may also say
+    ``"by": "time"`` (a time split: the latest links by edge time are the test links, the
+    ones before them the validation links), with ``"history": "keep"`` (a streaming split:
+    the held-out links stay in the graph, as history for the seeds after them; temporal
+    sampling takes edges at or before a seed's time, as PyG's does, so a held-out link's
+    time less one as its edge_label_time keeps the link out of its own neighbourhood), and
+    ``"edge_type": (src, relation, dst)``: only that edge type's links are held out. In a
+    HeteroData, an edge type ``(d, "rev_" + r, s)`` is the reverse of ``(s, r, d)``, as
+    ``ToUndirected`` names it: a held-out link leaves both. A Data's ``time`` of one entry
+    per edge becomes the edge times (one per node: the node times) that temporal sampling
+    reads."""
     output = os.fspath(output)
     holdout = _holdout(holdout)
     if isinstance(source, (str, os.PathLike)):
@@ -167,25 +176,49 @@ def partition(source, output, num_parts=2, *, format=None, method="metis", seed=
                                balance_train, transforms, threads, holdout)
 
 
+_HOLDOUT_EXAMPLE = "{'val': 0.05, 'test': 0.1}"
+
+
 def _holdout(holdout):
-    """(val, test) fractions of a holdout argument; TypeError or UsageError naming the problem."""
+    """The holdout argument checked, as the keyword arguments of _partita.partition;
+    TypeError or UsageError naming the problem."""
+    out = {"holdout_val": 0.0, "holdout_test": 0.0, "holdout_by_time": False, "holdout_keep_history": False,
+           "holdout_edge_type": []}
     if holdout is None:
-        return 0.0, 0.0
+        return out
     if not isinstance(holdout, dict):
-        raise TypeError(f"partita.partition: holdout must be a dict such as {{'val': 0.05, 'test': 0.1}}, "
+        raise TypeError(f"partita.partition: holdout must be a dict such as {_HOLDOUT_EXAMPLE}, "
                         f"not {type(holdout).__name__}")
-    unknown = set(holdout) - {"val", "test"}
+    unknown = set(holdout) - {"val", "test", "by", "history", "edge_type"}
     if unknown:
-        raise UsageError(f"partita.partition: holdout: unknown keys {sorted(unknown)} (val and test are the fractions)")
-    out = []
+        raise UsageError(f"partita.partition: holdout: unknown keys {sorted(unknown)} (val and test are the "
+                         f"fractions; by, history and edge_type say how links are held out)")
     for key in ("val", "test"):
         value = holdout.get(key, 0.0)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"partita.partition: holdout[{key!r}] must be a fraction, not {type(value).__name__}")
         if not 0.0 <= value <= 1.0:
             raise UsageError(f"partita.partition: holdout[{key!r}] is {value} (must be in [0, 1])")
-        out.append(float(value))
-    return tuple(out)
+        out[f"holdout_{key}"] = float(value)
+    by = holdout.get("by", "random")
+    if by not in ("random", "time"):
+        raise UsageError(f"partita.partition: holdout['by'] is {by!r} (expected 'random' or 'time')")
+    out["holdout_by_time"] = by == "time"
+    history = holdout.get("history", "drop")
+    if history not in ("drop", "keep"):
+        raise UsageError(f"partita.partition: holdout['history'] is {history!r} (expected 'drop' or 'keep')")
+    if history == "keep" and by != "time":
+        raise UsageError("partita.partition: holdout['history'] = 'keep' is a streaming time split: it needs "
+                         "holdout['by'] = 'time'")
+    out["holdout_keep_history"] = history == "keep"
+    edge_type = holdout.get("edge_type")
+    if edge_type is not None:
+        if (not isinstance(edge_type, (tuple, list)) or len(edge_type) != 3
+                or not all(isinstance(name, str) for name in edge_type)):
+            raise TypeError(f"partita.partition: holdout['edge_type'] must be (source type, relation, "
+                            f"destination type), not {edge_type!r}")
+        out["holdout_edge_type"] = list(edge_type)
+    return out
 
 
 def _partition_path(path, format, output, num_parts, method, seed, split_seed, overwrite, balance_train,
@@ -193,7 +226,7 @@ def _partition_path(path, format, output, num_parts, method, seed, split_seed, o
     if isinstance(transforms, str):
         transforms = [transforms]
     _partita.partition(path, format, output, int(num_parts), method, int(seed), int(split_seed), bool(overwrite),
-                       bool(balance_train), list(transforms), int(threads), holdout[0], holdout[1])
+                       bool(balance_train), list(transforms), int(threads), **holdout)
     return Graph(output)
 
 
@@ -268,8 +301,15 @@ def _write_hetero_npy_folder(data, folder):
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     np.save(os.path.join(folder, "node_type.npy"),
             np.repeat(np.arange(len(node_types), dtype=np.int32), counts))
+    # ToUndirected names the reverse of (s, r, d) (d, "rev_" + r, s): a held-out link leaves both.
+    reverse = [-1] * len(edge_types)
+    for k, (s, r, d) in enumerate(edge_types):
+        if (d, f"rev_{r}", s) in edge_types:
+            reverse[k] = edge_types.index((d, f"rev_{r}", s))
+            reverse[reverse[k]] = k
     with open(os.path.join(folder, "types.json"), "w") as f:
-        json.dump({"node_types": node_types, "edge_types": [list(t) for t in edge_types]}, f)
+        json.dump({"node_types": node_types, "edge_types": [list(t) for t in edge_types],
+                   **({"reverse_edge_types": reverse} if any(r >= 0 for r in reverse) else {})}, f)
 
     def per_type(stores, name, what):
         """Each store's `name` as numpy, None where absent; all None or none."""

@@ -621,6 +621,7 @@ Dataset hetero_dataset() {
   d.edges.src = {0, 1, 2, 3, 4};
   d.edges.dst = {2, 3, 3, 4, 5};
   d.edges.type = {0, 0, 1, 1, 1};
+  d.reverse_edge_type = {-1, 1};  // citations listed both ways
   d.feature_dim = 2;
   d.x = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11.5f};
   d.y = {-1, -1, 0, 2, 1, 0};
@@ -673,6 +674,7 @@ TEST(NpyFolderTest, HeteroDatasetRoundTripsWithEveryField) {
     EXPECT_EQ(r.edge_types[i].relation, d.edge_types[i].relation);
     EXPECT_EQ(r.edge_types[i].dst_type, d.edge_types[i].dst_type);
   }
+  EXPECT_EQ(r.reverse_edge_type, d.reverse_edge_type);
   EXPECT_EQ(r.train_idx, d.train_idx);
   EXPECT_EQ(r.val_idx, d.val_idx);
   EXPECT_EQ(r.test_idx, d.test_idx);
@@ -848,6 +850,14 @@ TEST(NpyFolderTest, TypesNeedTypesJsonAndMustBeInRange) {
   Dataset d = read_npy_folder(dir.path());
   EXPECT_EQ(d.edges.type, (std::vector<int32_t>{0, 1, 0}));
   EXPECT_EQ(d.node_type_names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(d.reverse_edge_type.empty());
+
+  write_text(dir / "types.json",
+             R"({"node_types": ["a", "b"], "edge_types": [["a", "r", "b"], ["b", "s", "a"]], "reverse_edge_types": [1, 0]})");
+  EXPECT_EQ(read_npy_folder(dir.path()).reverse_edge_type, (std::vector<int32_t>{1, 0}));
+  write_text(dir / "types.json",
+             R"({"node_types": ["a", "b"], "edge_types": [["a", "r", "b"], ["b", "s", "a"]], "reverse_edge_types": [0, -1]})");
+  EXPECT_CONTAINS(folder_error(dir), "reverse_edge_type[0] = 0 is not an edge type that mirrors it");
 
   write_text(dir / "types.json", R"({"node_types": ["a", "b"], "edge_types": [["a", "r"]]})");
   EXPECT_CONTAINS(folder_error(dir), dir / "types.json: edge type [\"a\",\"r\"] is not [src_type, relation, dst_type]");
