@@ -19,7 +19,7 @@ namespace {
 constexpr const char* kName = "FeatureStore";
 
 // The node attributes a partition may hold (partition_stores.h: group "node"), in the
-// order the store lists them. "type" is a heterogeneous graph's, which the stores refuse.
+// order the store lists them. "type" is a heterogeneous graph's, which the stores give as groups instead.
 constexpr const char* kCandidates[] = {"x", "y", "time"};
 
 std::string shape_text(const std::vector<int64_t>& shape) {

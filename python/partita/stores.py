@@ -16,6 +16,12 @@ tensors under a group of that name, where PyG's meaning stands); and a group lef
 Node ids, in and out, are the dataset's own (original) ids, as NeighborLoader's, whatever
 the number of parts.
 
+A heterogeneous folder is served as PyG's stores serve a HeteroData: the partitions'
+attributes under each node type as group (``fs["movie", "x", rows]``; y under the types
+with labels), the edges under each edge type (``gs.get_edge_index(("user", "rates",
+"movie"), "coo")``, size (source type's nodes, destination type's)), ids being rows of
+their type, as NeighborLoader's with hetero=True give them (n_id).
+
 What belongs to the partitions (read-only):
 
 - FeatureStore: the node attributes the parts hold, group_name None: ``x`` (float32
@@ -71,9 +77,18 @@ def _open(graph, who):
     if not isinstance(graph, Graph):
         raise TypeError(f"{who}: graph must be a partita.Graph or a partition folder's path, "
                         f"not {type(graph).__name__} (write a Data with partita.partition first)")
-    if graph.is_hetero:
-        raise UsageError(f"{who}: '{graph.path}' is a heterogeneous graph; the stores serve homogeneous ones")
     return graph
+
+
+def _type_rows(graph, type_index, ids, who):
+    """Rows `ids` of node type `type_index` as original ids; UsageError naming the first
+    row outside the type."""
+    rows = graph._nodes_of_type(type_index)
+    bad = np.flatnonzero((ids < 0) | (ids >= rows.shape[0]))
+    if bad.size:
+        raise UsageError(f"{who}: row {int(ids[bad[0]])} (at position {int(bad[0])}) is outside the "
+                         f"{rows.shape[0]} nodes of type {graph.node_types[type_index]!r}")
+    return np.ascontiguousarray(rows[ids], dtype=np.int64)
 
 
 def _is_int(value):
@@ -207,21 +222,39 @@ class FeatureStore(pyg_data.FeatureStore):
         self.graph = graph
         self._lookup = _partita._FeatureLookup(graph, float(timeout), features)
         # name -> (torch dtype, row shape)
-        self._owned = {name: (getattr(torch, dtype), tuple(row)) for name, dtype, row in self._lookup.attributes()}
+        attributes = {name: (getattr(torch, dtype), tuple(row)) for name, dtype, row in self._lookup.attributes()}
+        # (group, name) -> (torch dtype, row shape): group None on a homogeneous graph, each
+        # node type on a heterogeneous one (y only on the types with labels).
+        if graph.is_hetero:
+            labelled = set(graph.labelled_node_types)
+            self._owned = {(t, name): info for t in graph.node_types for name, info in attributes.items()
+                           if name != "y" or t in labelled}
+        else:
+            self._owned = {(None, name): info for name, info in attributes.items()}
         self._held = {}
 
     # What belongs to the partitions ##########################################
 
     def _is_owned(self, attr):
-        return attr.group_name is None and attr.attr_name in self._owned
+        return (attr.group_name, attr.attr_name) in self._owned
+
+    def _num_rows(self, group):
+        if group is None:
+            return self.graph.num_nodes
+        return self.graph.num_nodes_by_type[self.graph.node_types.index(group)]
+
+    def _original_ids(self, group, ids, who):
+        if group is None:
+            return ids
+        return _type_rows(self.graph, self.graph.node_types.index(group), ids, who)
 
     def _read_only(self, attr, what):
-        return UsageError(f"FeatureStore: cannot {what} (group_name=None, attr_name={attr.attr_name!r}): it belongs "
-                          f"to the partitions of '{self.graph.path}' and is read-only; put your own tensors under "
-                          f"another group_name or attr_name")
+        return UsageError(f"FeatureStore: cannot {what} (group_name={attr.group_name!r}, "
+                          f"attr_name={attr.attr_name!r}): it belongs to the partitions of '{self.graph.path}' and "
+                          f"is read-only; put your own tensors under another group_name or attr_name")
 
     def _describe(self):
-        owned = [f"(None, {name!r})" for name in self._owned]
+        owned = [f"({g!r}, {a!r})" for g, a in self._owned]
         held = [f"({g!r}, {a!r})" for g, a in self._held]
         return ", ".join(owned + held) or "none"
 
@@ -253,8 +286,9 @@ class FeatureStore(pyg_data.FeatureStore):
         if key in self._held:
             return self._held[key].get(attr.index, "FeatureStore.get_tensor")
         if self._is_owned(attr):
-            ids, scalar = _node_ids(attr.index, self.graph.num_nodes, "FeatureStore.get_tensor")
-            rows = torch.from_numpy(self._lookup.get(attr.attr_name, ids))
+            who = "FeatureStore.get_tensor"
+            ids, scalar = _node_ids(attr.index, self._num_rows(attr.group_name), who)
+            rows = torch.from_numpy(self._lookup.get(attr.attr_name, self._original_ids(attr.group_name, ids, who)))
             return rows[0] if scalar else rows
         raise KeyError(f"FeatureStore: no tensor (group_name={attr.group_name!r}, attr_name={attr.attr_name!r}); "
                        f"it has: {self._describe()}")
@@ -286,12 +320,15 @@ class FeatureStore(pyg_data.FeatureStore):
         if key in self._held:
             return self._held[key].get(attr.index, "FeatureStore.get_tensor_size").size()
         if self._is_owned(attr):
-            ids, scalar = _node_ids(attr.index, self.graph.num_nodes, "FeatureStore.get_tensor_size")
-            if ids.size and (ids.min() < 0 or ids.max() >= self.graph.num_nodes):
+            who = "FeatureStore.get_tensor_size"
+            ids, scalar = _node_ids(attr.index, self._num_rows(attr.group_name), who)
+            if attr.group_name is not None:
+                self._original_ids(attr.group_name, ids, who)  # checks the rows
+            elif ids.size and (ids.min() < 0 or ids.max() >= self.graph.num_nodes):
                 bad = int(np.flatnonzero((ids < 0) | (ids >= self.graph.num_nodes))[0])
-                raise UsageError(f"FeatureStore.get_tensor_size: node {int(ids[bad])} (at position {bad}) is outside "
+                raise UsageError(f"{who}: node {int(ids[bad])} (at position {bad}) is outside "
                                  f"the graph's {self.graph.num_nodes} nodes")
-            row = self._owned[attr.attr_name][1]
+            row = self._owned[(attr.group_name, attr.attr_name)][1]
             return torch.Size(row if scalar else (ids.shape[0],) + row)
         return None
 
@@ -308,7 +345,7 @@ class FeatureStore(pyg_data.FeatureStore):
             name, index = key
         else:
             return None
-        if name not in self._owned or any(group == name for group, _ in self._held):
+        if (None, name) not in self._owned or any(group == name for group, _ in self._held):
             return None
         return pyg_data.TensorAttr(group_name=None, attr_name=name, index=index)
 
@@ -329,7 +366,7 @@ class FeatureStore(pyg_data.FeatureStore):
         super().__delitem__(key if attr is None else attr)
 
     def get_all_tensor_attrs(self):
-        owned = [pyg_data.TensorAttr(group_name=None, attr_name=name) for name in self._owned]
+        owned = [pyg_data.TensorAttr(group_name=g, attr_name=a) for g, a in self._owned]
         return owned + [pyg_data.TensorAttr(group_name=g, attr_name=a) for g, a in self._held]
 
     def __len__(self):
@@ -340,8 +377,9 @@ class FeatureStore(pyg_data.FeatureStore):
 
 
 class GraphStore(pyg_data.GraphStore):
-    """The edges of a partition folder (edge_type None, COO, CSC and CSR, original ids),
-    beside the edge indices the user puts (held in this process). See the module's doc.
+    """The edges of a partition folder (edge_type None, COO, CSC and CSR, original ids; on
+    a heterogeneous folder each edge type, in rows of its end types), beside the edge
+    indices the user puts (held in this process). See the module's doc.
 
     graph: a partita.Graph or a partition folder's path."""
 
@@ -349,56 +387,80 @@ class GraphStore(pyg_data.GraphStore):
         super().__init__()
         self.graph = _open(graph, "GraphStore")
         n = self.graph.num_nodes
-        self._size = (n, n)
-        self._layouts = {}  # (layout, is_sorted) -> (tensor, tensor, perm), built when first asked
+        if self.graph.is_hetero:
+            counts = dict(zip(self.graph.node_types, self.graph.num_nodes_by_type))
+            self._sizes = {tuple(t): (counts[t[0]], counts[t[-1]]) for t in self.graph.edge_types}
+        else:
+            self._sizes = {None: (n, n)}
+        self._layouts = {}  # (edge type, layout, is_sorted) -> (tensor, tensor, perm), built when first asked
         self._held = {}
+
+    def _owned_type(self, edge_type):
+        """`edge_type` as one of the partitions' edge types (None on a homogeneous graph,
+        a tuple on a heterogeneous one), or False when it is not one."""
+        key = tuple(edge_type) if isinstance(edge_type, (tuple, list)) else edge_type
+        return key if key in self._sizes else False
 
     @staticmethod
     def _key(attr):
         size = None if attr.size is None else tuple(attr.size)
         return (attr.edge_type, attr.layout.value, attr.is_sorted, size)
 
-    def _read_only(self, what):
-        return UsageError(f"GraphStore: cannot {what} edge_type None: it is the edges of the partitions of "
+    def _read_only(self, edge_type, what):
+        return UsageError(f"GraphStore: cannot {what} edge_type {edge_type!r}: it is the edges of the partitions of "
                           f"'{self.graph.path}' and is read-only; put your own edges under another edge_type")
 
-    def _partition_edges(self, layout, is_sorted=False):
-        """The partitions' edges in `layout` and the permutation from the COO's order (the
-        edge ids) into it (None for the COO itself), built when first asked."""
-        key = (layout, is_sorted and layout == EdgeLayout.COO)
+    def _coo(self, edge_type):
+        """Edge type `edge_type`'s edges, column e its edge e: the dataset's ids on a
+        homogeneous graph; rows of the end types, the type's edges in original edge id
+        order, on a heterogeneous one."""
+        if "all" not in self._layouts:
+            self._layouts["all"] = _partita._edge_index(self.graph)
+        coo = self._layouts["all"]
+        if edge_type is None:
+            return torch.from_numpy(coo[0]), torch.from_numpy(coo[1])
+        k = [tuple(t) for t in self.graph.edge_types].index(edge_type)
+        columns = np.flatnonzero(self.graph._edge_types() == k)
+        rows = self.graph._node_index_in_type()
+        return torch.from_numpy(rows[coo[0, columns]]), torch.from_numpy(rows[coo[1, columns]])
+
+    def _partition_edges(self, edge_type, layout, is_sorted=False):
+        """The partitions' edges of `edge_type` in `layout` and the permutation from the
+        COO's order (the edge ids) into it (None for the COO itself), built when first asked."""
+        key = (edge_type, layout, is_sorted and layout == EdgeLayout.COO)
         if key not in self._layouts:
-            n = self.graph.num_nodes
-            if (EdgeLayout.COO, False) not in self._layouts:
-                coo = torch.from_numpy(_partita._edge_index(self.graph))
-                self._layouts[(EdgeLayout.COO, False)] = (coo[0], coo[1], None)
-            row, col, _ = self._layouts[(EdgeLayout.COO, False)]
-            if key == (EdgeLayout.COO, False):
+            num_src, num_dst = self._sizes[edge_type]
+            if (edge_type, EdgeLayout.COO, False) not in self._layouts:
+                self._layouts[(edge_type, EdgeLayout.COO, False)] = self._coo(edge_type) + (None,)
+            row, col, _ = self._layouts[(edge_type, EdgeLayout.COO, False)]
+            if key == (edge_type, EdgeLayout.COO, False):
                 pass
             elif layout == EdgeLayout.CSR:
                 # Destinations by source, each neighbourhood in edge-id order (a stable sort).
                 perm = torch.from_numpy(np.argsort(row.numpy(), kind="stable"))
-                self._layouts[key] = (_pointers(row, n), col[perm], perm)
+                self._layouts[key] = (_pointers(row, num_src), col[perm], perm)
             else:
                 # Sources by destination, likewise: the sorted COO and the CSC.
                 perm = torch.from_numpy(np.argsort(col.numpy(), kind="stable"))
                 src = row[perm]
-                self._layouts[(EdgeLayout.COO, True)] = (src, col[perm], perm)
-                self._layouts[(EdgeLayout.CSC, False)] = (src, _pointers(col, n), perm)
+                self._layouts[(edge_type, EdgeLayout.COO, True)] = (src, col[perm], perm)
+                self._layouts[(edge_type, EdgeLayout.CSC, False)] = (src, _pointers(col, num_dst), perm)
         return self._layouts[key]
 
     def _edge_to_layout(self, attr, layout, store=False):
         # PyG's conversions (coo(), csr(), csc(), and so its samplers' set-up): the
         # partitions' edges are served in every layout as they are, with the permutation
         # from the edge ids, so there is nothing to convert or to store.
-        if attr.edge_type is None:
-            return self._partition_edges(layout)
+        owned = self._owned_type(attr.edge_type)
+        if owned is not False:
+            return self._partition_edges(owned, layout)
         return super()._edge_to_layout(attr, layout, store)
 
     # PyG's interface #########################################################
 
     def _put_edge_index(self, edge_index, edge_attr):
-        if edge_attr.edge_type is None:
-            raise self._read_only("put")
+        if self._owned_type(edge_attr.edge_type) is not False:
+            raise self._read_only(edge_attr.edge_type, "put")
         if not (isinstance(edge_index, (tuple, list)) and len(edge_index) == 2
                 and all(isinstance(t, torch.Tensor) for t in edge_index)):
             raise TypeError(f"GraphStore.put_edge_index: the edge index must be a pair of tensors (row, col), "
@@ -410,23 +472,25 @@ class GraphStore(pyg_data.GraphStore):
         key = self._key(edge_attr)
         if key in self._held:
             return self._held[key]
-        if edge_attr.edge_type is not None:
+        owned = self._owned_type(edge_attr.edge_type)
+        if owned is False:
             return None
-        if edge_attr.size is not None and tuple(edge_attr.size) != self._size:
-            raise UsageError(f"GraphStore.get_edge_index: size {tuple(edge_attr.size)} for edge_type None, whose "
-                             f"size is {self._size}")
-        row, col, _ = self._partition_edges(edge_attr.layout, edge_attr.is_sorted)
+        size = self._sizes[owned]
+        if edge_attr.size is not None and tuple(edge_attr.size) != size:
+            raise UsageError(f"GraphStore.get_edge_index: size {tuple(edge_attr.size)} for edge_type {owned!r}, "
+                             f"whose size is {size}")
+        row, col, _ = self._partition_edges(owned, edge_attr.layout, edge_attr.is_sorted)
         return row, col
 
     def _remove_edge_index(self, edge_attr):
-        if edge_attr.edge_type is None:
-            raise self._read_only("remove")
+        if self._owned_type(edge_attr.edge_type) is not False:
+            raise self._read_only(edge_attr.edge_type, "remove")
         return self._held.pop(self._key(edge_attr), None) is not None
 
     def get_all_edge_attrs(self):
         # The partitions' first: PyG's conversions of a homogeneous store take the first.
-        owned = [EdgeAttr(None, EdgeLayout.COO, size=self._size), EdgeAttr(None, EdgeLayout.CSC, size=self._size),
-                 EdgeAttr(None, EdgeLayout.CSR, size=self._size)]
+        owned = [EdgeAttr(t, layout, size=size) for t, size in self._sizes.items()
+                 for layout in (EdgeLayout.COO, EdgeLayout.CSC, EdgeLayout.CSR)]
         return owned + [EdgeAttr(*key) for key in self._held]
 
     def __repr__(self):

@@ -294,5 +294,6 @@ def test_bad_input_names_the_problem(movielens, cora_parts, source):
     bad = HeteroData()
     bad["a"].x, bad["b"].x = torch.zeros(2, 3), torch.zeros(2, 4)
     bad["a", "to", "b"].edge_index = torch.tensor([[0], [1]])
-    with pytest.raises(partita.UsageError, match=r"one feature width; the HeteroData's x have widths \{'a': 3, 'b': 4\}"):
+    with pytest.raises(partita.UsageError, match=r"one feature width; the HeteroData's x have widths "
+                                                 r"\{'a': 3, 'b': 4\}"):
         partita.partition(bad, "unused-output")
