@@ -472,7 +472,9 @@ TEST_F(ClusterJobTest, ANodeKilledFiveTimesDuringAJobCostsRestartsNotResults) {
   std::vector<testing::Daemon> nodes;
   for (int i = 0; i < 3; ++i) nodes.push_back(start_node(head.address, "node-" + std::to_string(i)));
   ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 3; })), 3u);
-  const std::string job = write_job("recover.yaml", 80, ", checkpoint_every_steps: 5, max_restarts: " + std::to_string(kKills), 2);
+  // Epochs enough for the kills and recoveries (some 4 epochs each) with room to spare: the
+  // job must still run at the fifth kill.
+  const std::string job = write_job("recover.yaml", 50, ", checkpoint_every_steps: 5, max_restarts: " + std::to_string(kKills), 2);
   ProcessResult r0 = run_process({kPartitaBinary, "submit", job, "--address", head.address, "--detach"}, kProcessSeconds);
   const std::string id = submitted_id(r0.out);
   ASSERT_EQ(id, "recover-1") << r0.out << r0.err;
@@ -530,7 +532,8 @@ TEST_F(ClusterJobTest, AFrozenNodeIsDetectedAndTheJobRecoversWithoutIt) {
   std::vector<testing::Daemon> nodes;
   for (int i = 0; i < 3; ++i) nodes.push_back(start_node(head.address, "node-" + std::to_string(i)));
   ASSERT_EQ(alive(wait_for(head.address, [](const json& s) { return alive(s) == 3; })), 3u);
-  const std::string job = write_job("frozen.yaml", 60, ", checkpoint_every_steps: 5, max_restarts: 1");
+  // The node is frozen in epoch 2 or 3: the job, stalled until the heartbeat timeout, still runs.
+  const std::string job = write_job("frozen.yaml", 30, ", checkpoint_every_steps: 5, max_restarts: 1");
   ProcessResult r0 = run_process({kPartitaBinary, "submit", job, "--address", head.address, "--detach"}, kProcessSeconds);
   const std::string id = submitted_id(r0.out);
   ASSERT_EQ(id, "frozen-1") << r0.out << r0.err;
@@ -942,7 +945,7 @@ TEST_F(ClusterJobTest, OnSeparateHostsAKilledNodeCostsARestartNotResults) {
     return s;
   };
   ASSERT_EQ(alive(wait_there([](const json& s) { return alive(s) == 3; })), 3u);
-  const std::string job = write_job("hosts.yaml", 80, ", checkpoint_every_steps: 5, max_restarts: 1");
+  const std::string job = write_job("hosts.yaml", 30, ", checkpoint_every_steps: 5, max_restarts: 1");
   ProcessResult r0 = run_process(hosts.command(0, {kPartitaBinary, "submit", job, "--address", head_address, "--detach"}),
                                  kProcessSeconds);
   const std::string id = submitted_id(r0.out);
