@@ -11,7 +11,7 @@ import torch
 
 import partita
 import partita.pyg
-from conftest import data_dir
+from conftest import assert_arrays_equal, data_dir
 from partita import _partita
 
 RATES = ("user", "rates", "movie")
@@ -135,7 +135,7 @@ def test_batches_are_the_same_on_one_and_two_parts(movielens):
     for one, two in zip(*epochs):
         assert one.keys() == two.keys()
         for key in one:
-            np.testing.assert_array_equal(one[key], two[key], err_msg=key)
+            assert_arrays_equal(one[key], two[key], err_msg=key)
 
 
 def test_an_edge_type_alone_is_its_training_edges(movielens):

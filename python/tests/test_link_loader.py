@@ -11,6 +11,7 @@ from torch_geometric.sampler import NegativeSampling
 
 import partita
 import partita.pyg
+from conftest import assert_arrays_equal
 from partita import _partita
 
 HOLDOUT = {"val": 0.05, "test": 0.1}
@@ -91,7 +92,7 @@ def test_link_batches_do_not_depend_on_the_number_of_parts(cora_links, split, ne
         assert len(one) == len(two) > 1
         for b, (g, w) in enumerate(zip(one, two)):
             for key in w:
-                np.testing.assert_array_equal(g[key], w[key], err_msg=f"batch {b}, {key}")
+                assert_arrays_equal(g[key], w[key], err_msg=f"batch {b}, {key}")
 
 
 def test_triplet_batches_and_pygs_negative_sampling_object(cora_links):

@@ -9,6 +9,7 @@ import torch
 
 import partita
 import partita.pyg
+from conftest import assert_arrays_equal
 from partita import _partita
 
 FIELDS = ("n_id", "edge_index", "e_id", "x", "y")
@@ -36,7 +37,7 @@ def assert_same_batches(got, want):
         assert g["num_sampled_nodes"] == w["num_sampled_nodes"], f"batch {b}"
         assert g["num_sampled_edges"] == w["num_sampled_edges"], f"batch {b}"
         for k in FIELDS:
-            np.testing.assert_array_equal(g[k], w[k], err_msg=f"batch {b}, {k}")
+            assert_arrays_equal(g[k], w[k], err_msg=f"batch {b}, {k}")
 
 
 def epoch(loader):
@@ -99,7 +100,7 @@ def test_batches_are_laid_out_as_pygs(cora_parts, cora):
         np.testing.assert_array_equal(loader.input_nodes[batch.input_id.numpy()], n_id[:b])
         seen.extend(n_id[:b].tolist())
         # Features, labels and edges are Cora's, in its own ids.
-        np.testing.assert_array_equal(batch.x.numpy(), cora.x[n_id])
+        assert_arrays_equal(batch.x.numpy(), cora.x[n_id])
         np.testing.assert_array_equal(batch.y.numpy(), cora.y[n_id])
         src, dst = batch.edge_index.numpy()
         assert all((n_id[s], n_id[d]) in edges for s, d in zip(src, dst)), "a sampled edge that Cora lacks"
