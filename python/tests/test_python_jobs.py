@@ -63,10 +63,20 @@ def wait_until(what, check):
     pytest.fail(f"{what} within {DEADLINE} s")
 
 
+def listed_job(head, tls, job):
+    """The job's entry in `partita status --json`, None while the head lists no such job: what a
+    wait polls, as that command starts in milliseconds (`job status` loads libtorch first)."""
+    out = partita_cli(tls, "status", "--address", head, "--json")
+    assert out.returncode == 0, out.stderr
+    return next((j for j in json.loads(out.stdout)["jobs"] if j["id"] == job), None)
+
+
 def wait_for_end(head, tls, job):
-    return wait_until(f"job {job} did not end",
-                      lambda: (lambda s: s if s["state"] in ("done", "failed", "cancelled") else None)(
-                          job_status(head, tls, job)))
+    """The job's `partita job status` once the head lists it as ended."""
+    wait_until(f"job {job} did not end",
+               lambda: (lambda j: j is not None and j["state"] in ("done", "failed", "cancelled"))(
+                   listed_job(head, tls, job)))
+    return job_status(head, tls, job)
 
 
 def alive(pid):
