@@ -1,4 +1,5 @@
-// partita bench ...: the benchmarks of BENCHMARKS.md.
+// partita bench ...: the benchmarks of BENCHMARKS.md, one registration function each (its
+// flags and its options next to each other).
 #include <cstdlib>
 
 #include "bench/aggregate_bench.h"
@@ -26,24 +27,10 @@
 
 namespace partita::cli {
 
+namespace {
 
-void add_bench_command(CLI::App& app, const GlobalOptions& global) {
-  CLI::App* bench = app.add_subcommand("bench", "run a benchmark (see BENCHMARKS.md)");
-  bench->require_subcommand(1);
-  // Benchmarks start daemons of their own: they share a CA made for this run (TLS, as a
-  // cluster runs), or run plaintext with --insecure.
-  // The hidden subcommands (a benchmark's child processes) find the parent's CA in
-  // PARTITA_TLS_DIR.
-  bench->parse_complete_callback([&global] {
-    static std::unique_ptr<runtime::tls::TemporaryCluster> cluster;
-    const char* env = std::getenv("PARTITA_TLS_DIR");
-    if (global.insecure || !global.tls_dir.empty() || (env != nullptr && *env != '\0')) {
-      install_credentials(global);
-    } else {
-      cluster = std::make_unique<runtime::tls::TemporaryCluster>();
-    }
-  });
-
+// `bench tls`: TLS next to plaintext.
+void add_tls_bench(CLI::App* bench) {
   auto tb = std::make_shared<bench::TlsBenchOptions>();
   CLI::App* tls = bench->add_subcommand(
       "tls", "bulk transfer and ring allreduce over TLS next to plaintext, interleaved rounds");
@@ -53,7 +40,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   tls->add_option("--operations", tb->operations, "allreduces per round")->check(cli::positive())->capture_default_str();
   tls->add_option("--rounds", tb->rounds, "rounds per mode (medians are reported)")->check(cli::positive())->capture_default_str();
   tls->callback([tb] { bench::run_tls_bench(*tb); });
+}
 
+// `bench dashboard`: a job with its status page served and polled.
+void add_dashboard_bench(CLI::App* bench) {
   auto db = std::make_shared<bench::DashboardBenchOptions>();
   CLI::App* dash = bench->add_subcommand(
       "dashboard", "seconds per training step with the status page served and polled, next to without it");
@@ -67,7 +57,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   dash->add_option("--workdir", db->work_dir, "keep the generated partitions here and reuse them");
   dash->add_option("--seed", db->seed, "graph, weights and sampling seed")->capture_default_str();
   dash->callback([db] { bench::run_dashboard_bench(*db); });
+}
 
+// `bench recovery`: a lost node, detected and recovered from.
+void add_recovery_bench(CLI::App* bench) {
   auto rb = std::make_shared<bench::RecoveryBenchOptions>();
   CLI::App* recovery = bench->add_subcommand(
       "recovery", "a lost node (SIGKILL, SIGSTOP): time until a submitted job detects it and trains again, steps re-done");
@@ -79,7 +72,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   recovery->add_option("--workdir", rb->work_dir, "keep the generated partitions here and reuse them");
   recovery->add_option("--seed", rb->seed, "graph and job seed")->capture_default_str();
   recovery->callback([rb] { bench::run_recovery_bench(*rb); });
+}
 
+// `bench chaos`: a long job under random faults.
+void add_chaos_bench(CLI::App* bench) {
   auto cb = std::make_shared<bench::ChaosBenchOptions>();
   CLI::App* chaos = bench->add_subcommand(
       "chaos", "a long job on 3 hosts (network namespaces) under random faults of its nodes and head; its final "
@@ -95,7 +91,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   chaos->add_option("--workdir", cb->work_dir, "keep the generated partitions here and reuse them");
   chaos->add_option("--seed", cb->seed, "graph, job and fault seed")->capture_default_str();
   chaos->callback([cb] { bench::run_chaos_bench(*cb); });
+}
 
+// `bench network`: an epoch on separate hosts next to loopback.
+void add_network_bench(CLI::App* bench) {
   auto nb = std::make_shared<bench::NetworkBenchOptions>();
   CLI::App* network = bench->add_subcommand(
       "network", "epoch time of a job on 2 and 3 hosts (network namespaces, 10 Gbit/s, 1 ms delay) next to loopback");
@@ -117,7 +116,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   network->add_option("--workdir", nb->work_dir, "keep the generated partitions here and reuse them");
   network->add_option("--seed", nb->seed, "graph and job seed")->capture_default_str();
   network->callback([nb] { bench::run_network_bench(*nb); });
+}
 
+// `bench partition` and its baseline child `bench bare-metis`.
+void add_partition_bench(CLI::App* bench, const GlobalOptions& global) {
   auto p = std::make_shared<bench::PartitionBenchOptions>();
   CLI::App* partition = bench->add_subcommand(
       "partition", "time and peak memory of `partita partition` next to the bare METIS call");
@@ -133,6 +135,22 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
     bench::run_partition_bench(*p);
   });
 
+  struct BareOptions {
+    std::string input;
+    int parts = 2;
+    uint64_t seed = 1;
+  };
+  auto b = std::make_shared<BareOptions>();
+  CLI::App* bare = bench->add_subcommand(
+      "bare-metis", "(used by bench partition) time METIS_PartGraphKway alone on an npy graph");
+  bare->add_option("--input", b->input, "npy folder")->required();
+  bare->add_option("--parts", b->parts, "parts")->check(cli::positive());
+  bare->add_option("--seed", b->seed, "METIS seed");
+  bare->callback([b, &global] { bench::run_bare_metis(b->input, b->parts, b->seed, global.threads); });
+}
+
+// `bench sample`: neighbour sampling throughput.
+void add_sample_bench(CLI::App* bench) {
   auto s = std::make_shared<bench::SampleBenchOptions>();
   auto fanouts = std::make_shared<std::vector<std::string>>();
   CLI::App* sample = bench->add_subcommand("sample", "neighbour sampling throughput (batches/s, edges/s)");
@@ -164,7 +182,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
       bench::run_sample_bench(*s);
     }
   });
+}
 
+// `bench disk`: features on disk next to the device.
+void add_disk_bench(CLI::App* bench) {
   auto k = std::make_shared<bench::DiskBenchOptions>();
   CLI::App* disk = bench->add_subcommand("disk", "gather of features on disk (io_uring) next to the device's random reads");
   disk->add_option("--input", k->input, "npy folder with x.npy (default: generate RMAT)");
@@ -180,7 +201,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   disk->add_option("--runs", k->runs, "interleaved rounds (medians reported)")->check(cli::positive())->capture_default_str();
   disk->add_option("--memory-limit-mb", k->memory_limit_mb, "run the rounds in a cgroup with this memory limit (root; 0: none)")->check(cli::at_least(0))->capture_default_str();
   disk->callback([k] { bench::run_disk_bench(*k); });
+}
 
+// `bench gather`: the feature gather next to memcpy.
+void add_gather_bench(CLI::App* bench) {
   auto g = std::make_shared<bench::GatherBenchOptions>();
   CLI::App* gather = bench->add_subcommand("gather", "feature gather GB/s next to memcpy of the same bytes");
   gather->add_option("--nodes", g->num_nodes, "rows of the feature matrix")->check(cli::positive())->capture_default_str();
@@ -191,7 +215,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   gather->add_option("--runs", g->runs, "measured runs (medians are reported)")->check(cli::positive())->capture_default_str();
   gather->add_option("--prefetch-sweep", g->prefetch_sweep, "also time the row copy kernel alone at these prefetch distances (rows ahead)")->check(cli::at_least(0));
   gather->callback([g] { bench::run_gather_bench(*g); });
+}
 
+// `bench codec`: the message codec next to memcpy.
+void add_codec_bench(CLI::App* bench) {
   auto c = std::make_shared<bench::CodecBenchOptions>();
   CLI::App* codec = bench->add_subcommand("codec", "Cap'n Proto encode/decode of replies next to memcpy");
   codec->add_option("--feature-rows", c->feature_rows, "rows of the feature reply")->check(cli::positive())->capture_default_str();
@@ -200,7 +227,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   codec->add_option("--fanout", c->fanout, "neighbours per node in the hop reply")->check(cli::positive())->capture_default_str();
   codec->add_option("--runs", c->runs, "measured runs (the median is reported)")->check(cli::positive())->capture_default_str();
   codec->callback([c] { bench::run_codec_bench(*c); });
+}
 
+// `bench checkpoint`: saving the training state next to memcpy and torch.
+void add_checkpoint_bench(CLI::App* bench) {
   auto ck = std::make_shared<bench::CheckpointBenchOptions>();
   CLI::App* checkpoint = bench->add_subcommand("checkpoint", "saving and loading a job's training state next to memcpy and torch's archive");
   checkpoint->add_option("--nodes", ck->num_nodes, "width of the one-hot input (AIFB: 8285)")->check(cli::positive())->capture_default_str();
@@ -209,7 +239,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   checkpoint->add_option("--bases", ck->bases, "bases of the decomposition")->check(cli::positive())->capture_default_str();
   checkpoint->add_option("--rounds", ck->rounds, "interleaved rounds (the median is reported)")->check(cli::positive())->capture_default_str();
   checkpoint->callback([ck] { bench::run_checkpoint_bench(*ck); });
+}
 
+// `bench loader`: the sampling pipeline in-process and on a daemon.
+void add_loader_bench(CLI::App* bench) {
   auto l = std::make_shared<bench::LoaderBenchOptions>();
   auto loader_fanouts = std::make_shared<std::string>("15,10,5");
   CLI::App* loader = bench->add_subcommand("loader", "the sampling pipeline as trainers use it: in-process and with a partition on a daemon");
@@ -232,7 +265,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
     l->fanouts = parse_fanouts(*loader_fanouts, "--fanouts");
     bench::run_loader_bench(*l);
   });
+}
 
+// `bench aggregate`: the aggregation kernels and model steps.
+void add_aggregate_bench(CLI::App* bench) {
   auto a = std::make_shared<bench::AggregateBenchOptions>();
   auto aggregate_fanouts = std::make_shared<std::string>("15,10,5");
   CLI::App* aggregate = bench->add_subcommand(
@@ -257,7 +293,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
     }
     bench::run_aggregate_bench(*a);
   });
+}
 
+// `bench transfer`: remote features next to raw TCP.
+void add_transfer_bench(CLI::App* bench) {
   auto x = std::make_shared<bench::TransferBenchOptions>();
   CLI::App* transfer = bench->add_subcommand(
       "transfer", "remote feature transfer from a daemon next to raw loopback TCP moving the same bytes");
@@ -271,7 +310,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   transfer->add_option("--seed", x->seed, "graph and row seed")->capture_default_str();
   transfer->add_option("--workdir", x->workdir, "keep the generated graph here and reuse it (default: a temporary folder)");
   transfer->callback([x] { bench::run_transfer_bench(*x); });
+}
 
+// `bench staging`: staging a partition folder next to the request channel.
+void add_staging_bench(CLI::App* bench) {
   auto sg = std::make_shared<bench::StagingBenchOptions>();
   CLI::App* staging = bench->add_subcommand(
       "staging", "staging a partition folder to a node's cache next to the request channel moving the same bytes");
@@ -282,7 +324,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   staging->add_option("--seed", sg->seed, "graph seed")->capture_default_str();
   staging->add_option("--workdir", sg->workdir, "keep the generated graph here and reuse it (default: a temporary folder)");
   staging->callback([sg] { bench::run_staging_bench(*sg); });
+}
 
+// `bench allreduce` and its hidden children (one rank each, a CAF echo).
+void add_allreduce_bench(CLI::App* bench) {
   auto ar = std::make_shared<bench::AllreduceBenchOptions>();
   CLI::App* allreduce = bench->add_subcommand(
       "allreduce", "allreduce group vs gloo's ring allreduce, one process per rank over loopback");
@@ -315,8 +360,10 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   bench->add_subcommand("allreduce-echo", "(used by bench allreduce) a CAF echo")->group("")->callback([] {
     bench::run_echo_process();
   });
+}
 
-  auto t = std::make_shared<bench::TrainBenchOptions>();
+// `bench linkpred`: DistMult training and ranking.
+void add_linkpred_bench(CLI::App* bench) {
   auto lp = std::make_shared<bench::LinkpredBenchOptions>();
   CLI::App* linkpred = bench->add_subcommand(
       "linkpred", "DistMult on FB15k-237: training edges/s (1 process, a partition buffer on disk, 2 daemons, a dense libtorch loop) and filtered ranking against its GEMM floor");
@@ -341,7 +388,11 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   linkpred->add_option("--workdir", lp->work_dir, "keep the partitions here and reuse them");
   linkpred->add_option("--seed", lp->seed, "seed")->capture_default_str();
   linkpred->callback([lp] { bench::run_linkpred_bench(*lp); });
+}
 
+// `bench train`: GraphSAGE epochs and a step against its floor.
+void add_train_bench(CLI::App* bench) {
+  auto t = std::make_shared<bench::TrainBenchOptions>();
   auto train_fanouts = std::make_shared<std::string>("15,10,5");
   CLI::App* train = bench->add_subcommand(
       "train", "seconds per GraphSAGE epoch, in one process and with 2 partitions on 2 daemons; a step against its floor");
@@ -379,19 +430,45 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
     for (int f : parse_fanouts(*train_fanouts, "--fanouts")) t->fanouts.push_back(f);
     bench::run_train_bench(*t);
   });
+}
 
-  struct BareOptions {
-    std::string input;
-    int parts = 2;
-    uint64_t seed = 1;
-  };
-  auto b = std::make_shared<BareOptions>();
-  CLI::App* bare = bench->add_subcommand(
-      "bare-metis", "(used by bench partition) time METIS_PartGraphKway alone on an npy graph");
-  bare->add_option("--input", b->input, "npy folder")->required();
-  bare->add_option("--parts", b->parts, "parts")->check(cli::positive());
-  bare->add_option("--seed", b->seed, "METIS seed");
-  bare->callback([b, &global] { bench::run_bare_metis(b->input, b->parts, b->seed, global.threads); });
+}  // namespace
+
+void add_bench_command(CLI::App& app, const GlobalOptions& global) {
+  CLI::App* bench = app.add_subcommand("bench", "run a benchmark (see BENCHMARKS.md)");
+  bench->require_subcommand(1);
+  // Benchmarks start daemons of their own: they share a CA made for this run (TLS, as a
+  // cluster runs), or run plaintext with --insecure.
+  // The hidden subcommands (a benchmark's child processes) find the parent's CA in
+  // PARTITA_TLS_DIR.
+  bench->parse_complete_callback([&global] {
+    static std::unique_ptr<runtime::tls::TemporaryCluster> cluster;
+    const char* env = std::getenv("PARTITA_TLS_DIR");
+    if (global.insecure || !global.tls_dir.empty() || (env != nullptr && *env != '\0')) {
+      install_credentials(global);
+    } else {
+      cluster = std::make_unique<runtime::tls::TemporaryCluster>();
+    }
+  });
+
+  add_tls_bench(bench);
+  add_dashboard_bench(bench);
+  add_recovery_bench(bench);
+  add_chaos_bench(bench);
+  add_network_bench(bench);
+  add_partition_bench(bench, global);
+  add_sample_bench(bench);
+  add_disk_bench(bench);
+  add_gather_bench(bench);
+  add_codec_bench(bench);
+  add_checkpoint_bench(bench);
+  add_loader_bench(bench);
+  add_aggregate_bench(bench);
+  add_transfer_bench(bench);
+  add_staging_bench(bench);
+  add_allreduce_bench(bench);
+  add_linkpred_bench(bench);
+  add_train_bench(bench);
 }
 
 }  // namespace partita::cli
