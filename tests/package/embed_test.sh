@@ -68,6 +68,9 @@ check_output() {
 launcher=()
 if command -v ccache > /dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  # The installed headers' paths are in this run's temporary folder: relative to it, the
+  # compile is the last run's (same headers, same flags), a cache hit instead of a rebuild.
+  export CCACHE_BASEDIR=$work CCACHE_NOHASHDIR=1
 fi
 
 # The package of a sanitizer build (PARTITA_SANITIZE=address,undefined, set by the test from
