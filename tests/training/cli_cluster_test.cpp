@@ -85,12 +85,25 @@ class CliClusterTest : public ::testing::Test {
     if (r.exit_code != 0) return json();
     return json::parse(r.out, nullptr, false);
   }
+  // The job's entry in `partita status --json`; null when it fails or lists no such job. What
+  // the waits poll: status starts in milliseconds, `job status` loads libtorch first (half a
+  // second of CPU a poll, taken from the job's training).
+  json listed(const std::string& id) {
+    ProcessResult r = partita({"status", "--json", "--log-level", "warn"});
+    if (r.exit_code != 0) return json();
+    const json s = json::parse(r.out, nullptr, false);
+    if (!s.is_object() || !s.contains("jobs")) return json();
+    for (const auto& j : s["jobs"]) {
+      if (j.value("id", "") == id) return j;
+    }
+    return json();
+  }
   json wait_for(const std::string& id, const std::function<bool(const json&)>& done) {
     const auto until = std::chrono::steady_clock::now() + kBound;
-    json j = job(id);
+    json j = listed(id);
     while (!(j.is_object() && done(j)) && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      j = job(id);
+      j = listed(id);
     }
     return j;
   }
