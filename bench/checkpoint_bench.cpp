@@ -10,8 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "base/stopwatch.h"
-#include "bench/stats.h"
+#include "bench/harness.h"
 #include "models/checkpoint.h"
 #include "models/gnn_model.h"
 #include "models/optimizer.h"
@@ -60,40 +59,30 @@ void run_checkpoint_bench(const CheckpointBenchOptions& o) {
 
   std::vector<char> state = save_training_state(*model, *optimizer);
   const size_t bytes = state.size();
+  const size_t torch_bytes = torch_archive(*model, *optimizer).size();
   std::vector<char> copy(bytes, 1);
-  std::vector<double> memcpy_s, save_s, load_s, torch_s;
-  size_t torch_bytes = 0;
-  for (int round = 0; round <= o.rounds; ++round) {  // round 0 warms up
-    Stopwatch w;
-    std::memcpy(copy.data(), state.data(), bytes);
-    const double m = w.seconds();
-    w.restart();
-    state = save_training_state(*model, *optimizer);
-    const double s = w.seconds();
-    w.restart();
-    load_training_state(*model, *optimizer, state);
-    const double l = w.seconds();
-    w.restart();
-    torch_bytes = torch_archive(*model, *optimizer).size();
-    const double t = w.seconds();
-    if (round == 0) continue;
-    memcpy_s.push_back(m);
-    save_s.push_back(s);
-    load_s.push_back(l);
-    torch_s.push_back(t);
-  }
-  std::printf("R-GCN state: %lld nodes one-hot, %d relations, %d bases, hidden %lld, with Adam's: %.1f MB "
-              "(torch's archive %.1f MB); median of %d interleaved rounds\n\n",
-              static_cast<long long>(o.num_nodes), o.relations, o.bases, static_cast<long long>(o.hidden), bytes / 1e6,
-              torch_bytes / 1e6, o.rounds);
-  std::printf("%-28s | %9s | %7s | %9s\n", "", "seconds", "GB/s", "x memcpy");
-  const auto row = [&](const char* name, double seconds, size_t n) {
-    std::printf("%-28s | %9.4f | %7.2f | %9.1f\n", name, seconds, n / seconds / 1e9, seconds / median(memcpy_s));
-  };
-  row("memcpy (the floor)", median(memcpy_s), bytes);
-  row("save_training_state", median(save_s), bytes);
-  row("load_training_state", median(load_s), bytes);
-  row("torch archive (format 1)", median(torch_s), torch_bytes);
+  RoundsOptions rounds;
+  char title[256];
+  std::snprintf(title, sizeof title,
+                "R-GCN state: %lld nodes one-hot, %d relations, %d bases, hidden %lld, with Adam's: %.1f MB "
+                "(torch's archive %.1f MB)",
+                static_cast<long long>(o.num_nodes), o.relations, o.bases, static_cast<long long>(o.hidden),
+                bytes / 1e6, torch_bytes / 1e6);
+  rounds.title = title;
+  rounds.rounds = o.rounds;
+  const Results results = run_cases(
+      rounds, {
+                  {"memcpy (the floor)", Role::kFloor,
+                   [&] { return wall_seconds([&] { std::memcpy(copy.data(), state.data(), bytes); }); }},
+                  {"save_training_state", Role::kKernel,
+                   [&] { return wall_seconds([&] { state = save_training_state(*model, *optimizer); }); }},
+                  {"load_training_state", Role::kKernel,
+                   [&] { return wall_seconds([&] { load_training_state(*model, *optimizer, state); }); }},
+                  {"torch archive (format 1)", Role::kBaseline,
+                   [&] { return wall_seconds([&] { torch_archive(*model, *optimizer); }); }},
+              });
+  std::printf("save_training_state: %.2f GB/s, %.1fx faster than torch's archive\n",
+              bytes / results.median("save_training_state") / 1e9, 1 / results.ratio("save_training_state"));
 }
 
 }  // namespace partita::bench

@@ -17,8 +17,9 @@ struct CheckpointBenchOptions {
   int rounds = 7;  // interleaved; the median is reported
 };
 
-// Prints the state's bytes and, per way of saving, the median seconds, GB/s and the
-// distance to memcpy. Throws UsageError for invalid options.
+// Prints the state's bytes and a table of interleaved rounds (bench/harness.h, one warm-up
+// round): seconds of memcpy (the floor), save, load and torch's archive (the baseline), then
+// save's GB/s and speed-up over the archive. Throws UsageError for invalid options.
 void run_checkpoint_bench(const CheckpointBenchOptions& options);
 
 }  // namespace partita::bench

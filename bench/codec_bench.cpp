@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
-#include "base/stopwatch.h"
+#include "bench/harness.h"
+#include "bench/stats.h"
 #include "messages/codec.h"
 
 namespace partita::bench {
@@ -24,63 +26,61 @@ void check_options(const CodecBenchOptions& o) {
   require(o.warmup_runs >= 0 && o.runs > 0, "runs must be positive, warmup_runs not negative");
 }
 
-template <typename Body>
-double median_seconds(const CodecBenchOptions& o, Body body) {
-  for (int i = 0; i < o.warmup_runs; ++i) body();
-  std::vector<double> times;
-  for (int i = 0; i < o.runs; ++i) {
-    Stopwatch watch;
-    body();
-    times.push_back(watch.seconds());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+// One message's table: memcpy of the payload (the floor), encode, and encode + decode, in
+// interleaved rounds, as payload GB/s. The decode's own time (it touches no feature value:
+// GB/s would only measure validation's fixed cost) is printed below it in microseconds.
+void measure(const CodecBenchOptions& o, const std::string& title, size_t payload,
+             const std::function<void()>& copy, const std::function<void()>& encode,
+             const std::function<void()>& decode) {
+  const auto gbs = [payload](double seconds) { return static_cast<double>(payload) / seconds / 1e9; };
+  std::vector<double> decode_seconds;
+  RoundsOptions rounds;
+  rounds.title = title;
+  rounds.unit = "GB/s";
+  rounds.warmup = o.warmup_runs;
+  rounds.rounds = o.runs;
+  run_cases(rounds, {
+      {"memcpy", Role::kFloor, [&] { return gbs(wall_seconds(copy)); }},
+      {"encode", Role::kKernel, [&] { return gbs(wall_seconds(encode)); }},
+      {"encode+decode", Role::kKernel,
+       [&] {
+         const double e = wall_seconds(encode);
+         const double d = wall_seconds(decode);
+         decode_seconds.push_back(d);
+         return gbs(e + d);
+       }},
+  });
+  std::printf("decode (zero-copy: validation only): median %.1f us\n", median(decode_seconds) * 1e6);
 }
 
-struct Row {
-  const char* name;
-  size_t payload_bytes;
-  size_t message_bytes;
-  double encode_s;
-  double decode_s;
-  double memcpy_s;
-};
-
-void print(const Row& r) {
-  auto gbs = [&](double s) { return static_cast<double>(r.payload_bytes) / s / 1e9; };
-  // Decode is reported in microseconds: it does not touch feature values, so GB/s
-  // would only measure the validation's fixed cost.
-  std::printf("%-13s | %8.1f | %11.2f | %9.1f | %13.2f | %11.2f | %13.2f\n", r.name,
-              static_cast<double>(r.message_bytes) / (1 << 20), gbs(r.encode_s),
-              r.decode_s * 1e6, gbs(r.encode_s + r.decode_s), gbs(r.memcpy_s),
-              r.memcpy_s / r.encode_s);
+std::string mib(size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
 }
 
-// A memcpy of `bytes` from `src` into a reused, already touched buffer.
-double memcpy_seconds(const CodecBenchOptions& o, const void* src, size_t bytes) {
-  std::vector<char> dst(bytes, 1);
-  return median_seconds(o, [&] { std::memcpy(dst.data(), src, bytes); });
-}
-
-Row feature_reply_row(const CodecBenchOptions& o) {
+void feature_reply(const CodecBenchOptions& o) {
   std::vector<float> values(static_cast<size_t>(o.feature_rows * o.feature_dim));
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 1000) * 0.5f;
   TensorView view(DType::kFloat32, {o.feature_rows, o.feature_dim}, values.data(),
                   values.size() * sizeof(float));
   Encoder encoder;
   std::vector<char> bytes;
-  Row row{"feature reply", view.bytes, 0, 0, 0, 0};
-  row.encode_s = median_seconds(o, [&] { encoder.feature_reply(1, view, bytes); });
-  row.message_bytes = bytes.size();
-  row.decode_s = median_seconds(o, [&] {
-    DecodedFeatureReply reply = decode_feature_reply(bytes, o.feature_rows);
-    if (reply.values.bytes != view.bytes) throw Error("bench codec: feature reply mismatch");
-  });
-  row.memcpy_s = memcpy_seconds(o, values.data(), view.bytes);
-  return row;
+  encoder.feature_reply(1, view, bytes);
+  std::vector<char> dst(view.bytes, 1);  // a reused, already touched buffer
+  measure(
+      o,
+      "feature reply, " + std::to_string(o.feature_rows) + " x " + std::to_string(o.feature_dim) +
+          " float32: " + mib(bytes.size()),
+      view.bytes, [&] { std::memcpy(dst.data(), values.data(), view.bytes); },
+      [&] { encoder.feature_reply(1, view, bytes); },
+      [&] {
+        DecodedFeatureReply reply = decode_feature_reply(bytes, o.feature_rows);
+        if (reply.values.bytes != view.bytes) throw Error("bench codec: feature reply mismatch");
+      });
 }
 
-Row hop_reply_row(const CodecBenchOptions& o) {
+void hop_reply(const CodecBenchOptions& o) {
   HopOutput out;
   int64_t nodes = (o.hop_neighbors + o.fanout - 1) / o.fanout;
   out.offsets.resize(static_cast<size_t>(nodes) + 1);
@@ -94,39 +94,33 @@ Row hop_reply_row(const CodecBenchOptions& o) {
   size_t payload = (out.offsets.size() + out.neighbors.size() + out.edge_ids.size()) * 8;
   Encoder encoder;
   std::vector<char> bytes;
-  Row row{"hop reply", payload, 0, 0, 0, 0};
-  row.encode_s = median_seconds(o, [&] { encoder.hop_reply(1, out, bytes); });
-  row.message_bytes = bytes.size();
-  row.decode_s = median_seconds(o, [&] {
-    DecodedHopReply reply = decode_hop_reply(bytes, nodes);
-    if (reply.neighbors.size() != out.neighbors.size())
-      throw Error("bench codec: hop reply mismatch");
-  });
-  // The same bytes from three sources, as the encoder copies them.
+  encoder.hop_reply(1, out, bytes);
   std::vector<char> dst(payload, 1);
-  row.memcpy_s = median_seconds(o, [&] {
-    char* p = dst.data();
-    for (const auto* v : {&out.offsets, &out.neighbors, &out.edge_ids}) {
-      std::memcpy(p, v->data(), v->size() * 8);
-      p += v->size() * 8;
-    }
-  });
-  return row;
+  measure(
+      o, "hop reply, " + std::to_string(o.hop_neighbors) + " neighbours + edge ids: " + mib(bytes.size()), payload,
+      [&] {  // the same bytes from three sources, as the encoder copies them
+        char* p = dst.data();
+        for (const auto* v : {&out.offsets, &out.neighbors, &out.edge_ids}) {
+          std::memcpy(p, v->data(), v->size() * 8);
+          p += v->size() * 8;
+        }
+      },
+      [&] { encoder.hop_reply(1, out, bytes); },
+      [&] {
+        DecodedHopReply reply = decode_hop_reply(bytes, nodes);
+        if (reply.neighbors.size() != out.neighbors.size()) throw Error("bench codec: hop reply mismatch");
+      });
 }
 
 }  // namespace
 
 void run_codec_bench(const CodecBenchOptions& o) {
   check_options(o);
-  std::printf("codec: median of %d runs after %d warm-up; GB/s of tensor payload; buffers "
-              "reused across runs\n\n",
-              o.runs, o.warmup_runs);
-  std::printf("%-13s | %8s | %11s | %9s | %13s | %11s | %13s\n", "message", "MiB",
-              "encode GB/s", "decode us", "enc+dec GB/s", "memcpy GB/s", "encode/memcpy");
-  print(feature_reply_row(o));
-  print(hop_reply_row(o));
-  std::printf("\nencode copies the payload once into the output buffer; decode is zero-copy "
-              "(validation only: offsets are scanned, feature values are not).\n");
+  std::printf("codec: GB/s of tensor payload, buffers reused across rounds; encode copies the payload once into "
+              "the output buffer, decode is zero-copy (validation only: offsets are scanned, feature values are "
+              "not)\n");
+  feature_reply(o);
+  hop_reply(o);
 }
 
 }  // namespace partita::bench

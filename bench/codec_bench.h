@@ -15,13 +15,14 @@ struct CodecBenchOptions {
   // hop_neighbors / fanout input nodes.
   int64_t hop_neighbors = 800000;
   int64_t fanout = 15;
-  int warmup_runs = 2;
-  int runs = 9;  // the median is reported
+  int warmup_runs = 2;  // rounds not counted
+  int runs = 9;  // interleaved rounds; the median is reported
 };
 
-// Prints, per message, the encoded size, encode GB/s (tensor payload bytes per second),
-// decode time (zero-copy: validation only) and encode+decode GB/s, next to a memcpy of the
-// payload. Throws UsageError for invalid options.
+// Prints, per message, its encoded size and a table of interleaved rounds (bench/harness.h):
+// memcpy of the payload (the floor), encode and encode+decode GB/s (tensor payload bytes per
+// second), then the decode's median time (zero-copy: validation only). Throws UsageError
+// for invalid options.
 void run_codec_bench(const CodecBenchOptions& options);
 
 }  // namespace partita::bench

@@ -133,7 +133,7 @@ void print_table(const RoundsOptions& options, const Results& results) {
     std::fprintf(out, " / base: median of the rounds' ratios to %s.", results.cases[baseline].name.c_str());
   }
   if (floor >= 0) {
-    std::fprintf(out, " / floor: the same to %s.", results.cases[floor].name.c_str());
+    std::fprintf(out, " / floor: median of the rounds' ratios to %s.", results.cases[floor].name.c_str());
   } else if (has_floor) {
     std::fprintf(out, " / floor: the median over %s %s (%s).", figure(options.floor).c_str(), options.unit.c_str(),
                  options.floor_name.empty() ? "the floor" : options.floor_name.c_str());

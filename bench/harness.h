@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/stopwatch.h"
@@ -40,6 +41,10 @@ enum class Role { kKernel, kBaseline, kFloor };
 // child process's own timing). `setup`, when set, runs before every repetition (warm-up
 // ones too) and is not measured: fresh state a repetition consumes.
 struct Case {
+  Case() = default;
+  Case(std::string name, Role role, std::function<double()> run, std::function<void()> setup = {})
+      : name(std::move(name)), role(role), run(std::move(run)), setup(std::move(setup)) {}
+
   std::string name;
   Role role = Role::kKernel;
   std::function<double()> run;

@@ -14,7 +14,7 @@
 #include "base/staging_dir.h"
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
-#include "bench/stats.h"
+#include "bench/harness.h"
 #include "bench/workdir.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
@@ -79,40 +79,43 @@ void run_partition_bench(const PartitionBenchOptions& o) {
   std::printf("\nRMAT %lld nodes, %.0f directed edges (seed %llu); generation %.1f s\n\n",
               (long long)o.num_nodes, static_cast<double>(o.num_nodes) * o.avg_degree,
               (unsigned long long)o.seed, generate_seconds);
-  std::printf("%5s | %12s %12s | %12s %12s | %10s %10s\n", "parts", "partition s", "peak GB",
-              "bare METIS s", "peak GB", "time ratio", "mem ratio");
   for (int k : o.parts) {
     std::string out_dir = workdir + "/parts" + std::to_string(k);
-    // METIS alone varies by ±15% from run to run on a shared machine: the two are run
-    // alternately, `repeat` times each, and the medians compared.
-    std::vector<double> whole_seconds, metis_seconds;
+    // Each case is a fresh child process (its peak memory is its own), so there is nothing
+    // to warm up; METIS alone varies by ±15% from run to run on a shared machine, hence the
+    // interleaved rounds.
     double whole_rss = 0, bare_rss = 0;
-    for (int r = 0; r < o.repeat; ++r) {
-      ProcessResult whole = run_child({"--log-level", "warn", "--threads", threads, "partition",
-                                       "--input", graph_dir, "--format", "npy", "--parts",
-                                       std::to_string(k), "--seed", std::to_string(o.seed),
-                                       "--output", out_dir, "--overwrite"},
-                                      o.timeout_seconds);
-      ProcessResult bare = run_child({"--log-level", "warn", "--threads", threads, "bench",
-                                      "bare-metis", "--input", graph_dir, "--parts",
-                                      std::to_string(k), "--seed", std::to_string(o.seed)},
-                                     o.timeout_seconds);
-      whole_seconds.push_back(whole.wall_seconds);
-      metis_seconds.push_back(nlohmann::json::parse(bare.out).at("metis_seconds").get<double>());
-      whole_rss = std::max(whole_rss, whole.max_rss_bytes);
-      bare_rss = std::max(bare_rss, bare.max_rss_bytes);
-    }
-    double whole = median(whole_seconds), metis = median(metis_seconds);
-    std::printf("%5d | %12.2f %12.2f | %12.2f %12.2f | %10.2f %10.2f\n", k, whole, whole_rss / 1e9,
-                metis, bare_rss / 1e9, whole / metis, whole_rss / bare_rss);
+    RoundsOptions rounds;
+    rounds.title = std::to_string(k) + " parts: the whole `partita partition` command (read npy, METIS, relabel, "
+                   "write) next to METIS_PartGraphKway alone on the same graph";
+    rounds.warmup = 0;
+    rounds.rounds = o.repeat;
+    const Results results = run_cases(
+        rounds,
+        {{"partition", Role::kKernel,
+          [&] {
+            ProcessResult whole = run_child({"--log-level", "warn", "--threads", threads, "partition", "--input",
+                                             graph_dir, "--format", "npy", "--parts", std::to_string(k), "--seed",
+                                             std::to_string(o.seed), "--output", out_dir, "--overwrite"},
+                                            o.timeout_seconds);
+            whole_rss = std::max(whole_rss, whole.max_rss_bytes);
+            return whole.wall_seconds;
+          }},
+         {"bare METIS", Role::kBaseline, [&] {
+            ProcessResult bare = run_child({"--log-level", "warn", "--threads", threads, "bench", "bare-metis",
+                                            "--input", graph_dir, "--parts", std::to_string(k), "--seed",
+                                            std::to_string(o.seed)},
+                                           o.timeout_seconds);
+            bare_rss = std::max(bare_rss, bare.max_rss_bytes);
+            return nlohmann::json::parse(bare.out).at("metis_seconds").get<double>();
+          }}});
+    std::printf("%d parts: time ratio %.2f; peak GB: partition %.2f, bare METIS %.2f, mem ratio %.2f (each child "
+                "process's maximum resident set)\n",
+                k, results.ratio("partition"), whole_rss / 1e9, bare_rss / 1e9, whole_rss / bare_rss);
     std::fflush(stdout);
     std::error_code ec;
     fs::remove_all(out_dir, ec);
   }
-  std::printf("\npartition s: the whole `partita partition` command (read npy, METIS, relabel, "
-              "write); bare METIS s: METIS_PartGraphKway alone on the same graph; medians of %d "
-              "alternating runs. Peak memory is each child process's maximum resident set.\n",
-              o.repeat);
 }
 
 }  // namespace partita::bench

@@ -14,14 +14,15 @@ struct PartitionBenchOptions {
   uint64_t seed = 1;
   std::string workdir;  // empty: a fresh folder under $TMPDIR, removed afterwards
   int threads = 0;
-  int repeat = 3;  // runs of each child; medians are compared
+  int repeat = 3;  // interleaved rounds of both children; medians are compared
   double timeout_seconds = 1800;
 };
 
 // Generates the RMAT graph once (npy layout), then for each part count runs, each as a
 // fresh child process so that its peak memory is its own: (1) `partita partition` on the
 // files, end to end (read, METIS, relabel, write); (2) the baseline: read the same files,
-// build METIS's input and time METIS_PartGraphKway alone. Prints a table.
+// build METIS's input and time METIS_PartGraphKway alone. Prints a table of interleaved
+// rounds per part count (bench/harness.h), then the time ratio and both peaks.
 void run_partition_bench(const PartitionBenchOptions& options);
 
 // The baseline child: prints one JSON line {"metis_seconds": ...}.
