@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 #include "base/error.h"
@@ -25,6 +26,24 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr auto kDeadline = 120s;
+
+// The process's CPU seconds so far (every thread: both ends of a transfer). On a shared
+// machine a rate follows the CPU share the process gets; the CPU per byte is the steadier
+// figure, and says what a faster machine would gain.
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Runs `what`, returning its seconds and adding its CPU seconds per GB of `bytes` to `cpu`.
+template <typename F>
+double measured(F&& what, uint64_t bytes, std::vector<double>& cpu) {
+  const double start = process_cpu_seconds();
+  const double seconds = what();
+  cpu.push_back((process_cpu_seconds() - start) / (static_cast<double>(bytes) / 1e9));
+  return seconds;
+}
 
 // (a) `bytes` over a request channel in replies of at most the staging chunk, from memory.
 double channel_seconds(uint64_t bytes) {
@@ -87,40 +106,65 @@ void run_staging_bench(const StagingBenchOptions& o) {
   const double mb = static_cast<double>(bytes) / 1e6;
   std::printf("staging %s (%d parts, %.1f MB) over loopback, %s, %d interleaved rounds\n", dir.c_str(), parts, mb,
               runtime::tls::process_credentials() ? "TLS" : "plaintext", o.repeat);
-  std::printf("%-6s %14s %14s %14s %10s %10s %10s %16s %14s\n", "round", "(t) MB/s", "(a) MB/s", "(b) MB/s",
-              "(a)/(t)", "(b)/(t)", "(b)/(a)", "(c) again, s", "(c) copied B");
-  std::vector<double> tcp, channel, staging, channel_ratio, tcp_ratio, ratio, again;
+  std::printf("%-6s %9s %9s %9s %9s %8s %8s %8s %10s %10s %10s %13s %13s\n", "round", "in flight", "(t) MB/s",
+              "(a) MB/s", "(b) MB/s", "(a)/(t)", "(b)/(t)", "(b)/(a)", "(t) CPU/GB", "(a) CPU/GB", "(b) CPU/GB",
+              "(c) again, s", "(c) copied B");
+  // (t) and (a) once per round; (b) and (c) once per number of requests in flight.
+  struct Series {
+    std::vector<double> rate, tcp_ratio, channel_ratio, cpu, again;
+  };
+  std::vector<Series> series(o.in_flight.size());
+  std::vector<double> tcp, channel, channel_ratio, tcp_cpu, channel_cpu;
   runtime::StageServer server("127.0.0.1", kDeadline);
   for (int r = 0; r < o.repeat; ++r) {
-    const double t = mb / raw_tcp_seconds(bytes, runtime::wire::kMaxStageChunkBytes, 0);
-    const double a = mb / channel_seconds(bytes);
-    const std::string cache_dir = workdir.path() + "/cache-round";
-    fs::remove_all(cache_dir);
-    runtime::StageCacheOptions options;
-    options.dir = cache_dir;
-    options.deadline = kDeadline;
-    runtime::StageCache cache(options);
-    Stopwatch watch;
-    const runtime::StageOutcome first = cache.stage(manifest, server.open(served), runtime::StageServer::kServerId);
-    const double b = mb / watch.seconds();
-    if (first.bytes_copied != bytes) throw Error("staging copied " + std::to_string(first.bytes_copied) + " of " + std::to_string(bytes) + " bytes");
-    Stopwatch watch_again;
-    const runtime::StageOutcome second = cache.stage(manifest, server.open(served), runtime::StageServer::kServerId);
-    const double c = watch_again.seconds();
-    fs::remove_all(cache_dir);
-    std::printf("%-6d %14.1f %14.1f %14.1f %10.2f %10.2f %10.2f %16.3f %14llu\n", r + 1, t, a, b, a / t, b / t, b / a,
-                c, static_cast<unsigned long long>(second.bytes_copied));
-    std::fflush(stdout);
+    const double t =
+        mb / measured([&] { return raw_tcp_seconds(bytes, runtime::wire::kMaxStageChunkBytes, 0); }, bytes, tcp_cpu);
+    const double a = mb / measured([&] { return channel_seconds(bytes); }, bytes, channel_cpu);
     tcp.push_back(t);
-    channel_ratio.push_back(a / t);
-    tcp_ratio.push_back(b / t);
     channel.push_back(a);
-    staging.push_back(b);
-    ratio.push_back(b / a);
-    again.push_back(c);
+    channel_ratio.push_back(a / t);
+    for (size_t i = 0; i < o.in_flight.size(); ++i) {
+      // Every other round in the reverse order: none of the values always follows (t) and (a).
+      const size_t k = r % 2 == 0 ? i : o.in_flight.size() - 1 - i;
+      Series& out = series[k];
+      const std::string cache_dir = workdir.path() + "/cache-round";
+      fs::remove_all(cache_dir);
+      runtime::StageCacheOptions options;
+      options.dir = cache_dir;
+      options.deadline = kDeadline;
+      options.requests_in_flight = static_cast<size_t>(o.in_flight[k]);
+      runtime::StageCache cache(options);
+      runtime::StageOutcome first;
+      const double b = mb / measured(
+                                [&] {
+                                  Stopwatch watch;
+                                  first = cache.stage(manifest, server.open(served), runtime::StageServer::kServerId);
+                                  return watch.seconds();
+                                },
+                                bytes, out.cpu);
+      if (first.bytes_copied != bytes) {
+        throw Error("staging copied " + std::to_string(first.bytes_copied) + " of " + std::to_string(bytes) + " bytes");
+      }
+      Stopwatch watch_again;
+      const runtime::StageOutcome second = cache.stage(manifest, server.open(served), runtime::StageServer::kServerId);
+      const double c = watch_again.seconds();
+      fs::remove_all(cache_dir);
+      out.rate.push_back(b);
+      out.tcp_ratio.push_back(b / t);
+      out.channel_ratio.push_back(b / a);
+      out.again.push_back(c);
+      std::printf("%-6d %9d %9.1f %9.1f %9.1f %8.2f %8.2f %8.2f %10.3f %10.3f %10.3f %13.3f %13llu\n", r + 1,
+                  o.in_flight[k], t, a, b, a / t, b / t, b / a, tcp_cpu.back(), channel_cpu.back(), out.cpu.back(), c,
+                  static_cast<unsigned long long>(second.bytes_copied));
+      std::fflush(stdout);
+    }
   }
-  std::printf("median %14.1f %14.1f %14.1f %10.2f %10.2f %10.2f %16.3f\n", median(tcp), median(channel),
-              median(staging), median(channel_ratio), median(tcp_ratio), median(ratio), median(again));
+  for (size_t k = 0; k < o.in_flight.size(); ++k) {
+    const Series& out = series[k];
+    std::printf("median %9d %9.1f %9.1f %9.1f %8.2f %8.2f %8.2f %10.3f %10.3f %10.3f %13.3f\n", o.in_flight[k],
+                median(tcp), median(channel), median(out.rate), median(channel_ratio), median(out.tcp_ratio),
+                median(out.channel_ratio), median(tcp_cpu), median(channel_cpu), median(out.cpu), median(out.again));
+  }
 }
 
 }  // namespace partita::bench

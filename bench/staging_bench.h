@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace partita::bench {
 
@@ -14,6 +15,7 @@ struct StagingBenchOptions {
   int repeat = 5;               // interleaved rounds; medians are reported
   uint64_t seed = 1;
   std::string workdir;          // keeps (and reuses) the generated graph; empty: a temporary folder
+  std::vector<int> in_flight{4};  // (b) and (c) once per value: the staging's requests in flight
 };
 
 // The folder's META.json, partition_book.bin and both part<i>/ (the whole 1M-node graph by
@@ -28,7 +30,9 @@ struct StagingBenchOptions {
 //       temporary names, checking every file's checksum, renaming;
 //   (c) staging again into that cache: every file checked, nothing copied (its bytes
 //       copied are printed, and must be 0).
-// Prints each round, then medians and the medians of the rounds' (b)/(t) and (b)/(a) ratios.
+// (b) and (c) run once for each number of requests in flight (StageCacheOptions) given,
+// one after the other in each round (every other round in the reverse order). Prints each round with the process's CPU seconds per
+// GB of (t), (a) and (b) (both ends), then medians and the medians of the rounds' ratios.
 void run_staging_bench(const StagingBenchOptions& options);
 
 }  // namespace partita::bench

@@ -323,6 +323,10 @@ void add_staging_bench(CLI::App* bench) {
   staging->add_option("--repeat", sg->repeat, "interleaved rounds (medians are reported)")->check(cli::positive())->capture_default_str();
   staging->add_option("--seed", sg->seed, "graph seed")->capture_default_str();
   staging->add_option("--workdir", sg->workdir, "keep the generated graph here and reuse it (default: a temporary folder)");
+  staging->add_option("--in-flight", sg->in_flight, "staging requests in flight, e.g. 1,4: (b) once per value each round")
+      ->delimiter(',')
+      ->check(cli::in_range(1, 64))
+      ->capture_default_str();
   staging->callback([sg] { bench::run_staging_bench(*sg); });
 }
 

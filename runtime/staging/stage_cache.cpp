@@ -190,9 +190,32 @@ class PieceWriter {
   std::thread thread_;  // last: starts once the rest is there
 };
 
-// Fetches the files of `unit` into `into`, checking each.
+// Fetches the files of `unit` into `into` in ranges of `o.request_bytes`, checking each
+// file, with up to `o.requests_in_flight` requests sent ahead. The server answers them in
+// order, one reply after the other; with the next request already in its socket it starts
+// on the next range (opening the next file, reading and encrypting) while this end still
+// receives the last, instead of idling for a round trip and the wake-ups of both threads
+// per range, or per small file.
 void fetch_unit(RequestClient& client, const StagedUnit& unit, uint32_t first_file, const fs::path& into,
-                std::chrono::milliseconds deadline, StageOutcome& outcome) {
+                const StageCacheOptions& o, StageOutcome& outcome) {
+  const uint64_t request_bytes = o.request_bytes;
+  const std::chrono::milliseconds deadline = o.deadline;
+  // Every range of every file, in the order the replies come.
+  std::vector<wire::StageRequest> ranges;
+  for (size_t i = 0; i < unit.files.size(); ++i) {
+    const uint64_t bytes = unit.files[i].bytes;
+    for (uint64_t offset = 0; offset < bytes; offset += request_bytes) {
+      ranges.push_back({first_file + static_cast<uint32_t>(i), offset, std::min(bytes - offset, request_bytes)});
+    }
+  }
+  size_t sent = 0, answered = 0;
+  auto send_ahead = [&] {
+    for (; sent < ranges.size() && sent < answered + o.requests_in_flight; ++sent) {
+      unsigned char bytes[wire::kStageRequestBytes];
+      wire::encode_stage_request(ranges[sent], bytes);
+      client.send(Span<const char>(reinterpret_cast<const char*>(bytes), sizeof(bytes)), deadline);
+    }
+  };
   // 3 buffers: one being received, one being written, one ready for either.
   constexpr size_t kPiece = size_t{4} << 20;
   PieceWriter writer(3, kPiece);
@@ -211,18 +234,17 @@ void fetch_unit(RequestClient& client, const StagedUnit& unit, uint32_t first_fi
           if (!done) writer.abandon();
         }
       } abandon{writer};
-      for (uint64_t offset = 0; offset < f.bytes;) {
-        wire::StageRequest request{first_file + static_cast<uint32_t>(i), offset,
-                                   std::min(f.bytes - offset, wire::kMaxStageChunkBytes)};
-        unsigned char bytes[wire::kStageRequestBytes];
-        wire::encode_stage_request(request, bytes);
-        client.send(Span<const char>(reinterpret_cast<const char*>(bytes), sizeof(bytes)), deadline);
+      for (; answered < ranges.size() && ranges[answered].file == first_file + i; ++answered) {
+        send_ahead();
+        const wire::StageRequest& request = ranges[answered];
         uint64_t body = 0;
         const size_t length = client.receive_head(head, body, deadline);
         if (length < 1 || head[0] != wire::kStageReplyOk) {
-          client.discard_body(deadline);
+          // The replies to the requests still in flight are left unread: the staging ends
+          // here, and its connection with it.
           const std::string why = length > 1 ? std::string(head.data() + 1, length - 1) : "an empty reply";
-          throw Error("staging " + path + ": the server refused: " + why);
+          throw Error("staging " + path + ": the server refused the range [" + std::to_string(request.offset) + ", +" +
+                      std::to_string(request.bytes) + "): " + why);
         }
         if (body != request.bytes) {
           throw Error("staging " + path + ": the server sent " + std::to_string(body) + " bytes for a range of " +
@@ -235,7 +257,6 @@ void fetch_unit(RequestClient& client, const StagedUnit& unit, uint32_t first_fi
           writer.write(buffer, static_cast<size_t>(n), out.get(), path, check);
           got += n;
         }
-        offset += body;
         outcome.bytes_copied += body;
       }
       writer.drain();  // before the file is closed and checked
@@ -294,6 +315,11 @@ void touch(const fs::path& dir) {
 
 StageCache::StageCache(StageCacheOptions options) : options_(std::move(options)) {
   if (options_.dir.empty()) throw UsageError("the staging cache needs a folder");
+  if (options_.request_bytes == 0 || options_.request_bytes > wire::kMaxStageChunkBytes) {
+    throw UsageError("the staging cache's request size " + std::to_string(options_.request_bytes) +
+                     " is not in [1, " + std::to_string(wire::kMaxStageChunkBytes) + "] bytes");
+  }
+  if (options_.requests_in_flight == 0) throw UsageError("the staging cache needs at least 1 request in flight");
   std::error_code ec;
   options_.dir = fs::absolute(options_.dir, ec).lexically_normal().string();
   while (options_.dir.size() > 1 && options_.dir.back() == '/') options_.dir.pop_back();
@@ -363,7 +389,7 @@ StageOutcome StageCache::stage(const std::vector<StagedUnit>& units, const Chann
         connected = true;
       }
       StagingDir tmp(target.string(), true, kUnitMarker);
-      fetch_unit(client, unit, first_file, tmp.path(), options_.deadline, outcome);
+      fetch_unit(client, unit, first_file, tmp.path(), options_, outcome);
       write_file_atomically((fs::path(tmp.path()) / kUnitMarker).string(), units_to_json({unit}));
       tmp.commit();
       ++outcome.units_copied;

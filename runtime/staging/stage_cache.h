@@ -32,6 +32,7 @@
 
 #include "runtime/staging/folder_manifest.h"
 #include "runtime/transport/request_channel.h"
+#include "runtime/transport/wire_format.h"
 
 namespace partita::runtime {
 
@@ -39,6 +40,12 @@ struct StageCacheOptions {
   std::string dir;  // created if missing
   uint64_t max_bytes = 0;  // 0: unbounded
   std::chrono::milliseconds deadline{60000};  // connecting, each chunk, and waiting for the lock
+  // The bytes one request asks for: a file is fetched in ranges of this size (at most
+  // wire::kMaxStageChunkBytes).
+  uint64_t request_bytes = wire::kMaxStageChunkBytes;
+  // Requests sent before the reply to the first of them is read (at least 1): the server
+  // then starts on the next range (or the next file) while this end still receives the last.
+  size_t requests_in_flight = 4;
 };
 
 // What a staging did.

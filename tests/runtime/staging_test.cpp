@@ -3,7 +3,8 @@
 // bytes, that a cached unit is not copied again, that a damaged cached file is noticed
 // (named) and fetched again, that a copy that does not match its manifest is an error naming
 // the file and leaves nothing that looks valid, that a manifest from the network is checked,
-// and that the cache stays within its bound.
+// that the cache stays within its bound, and that all this holds while several requests
+// are in flight.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -278,6 +279,96 @@ TEST_F(StagingTest, AStagingThatCannotFitOnTheDiskIsRefusedBeforeItWrites) {
     EXPECT_NE(what.find("bytes free"), std::string::npos) << what;
   }
   for ([[maybe_unused]] const auto& unit : fs::directory_iterator(root_ / "cache" / "units")) ADD_FAILURE() << unit.path();
+}
+
+// A file is fetched in many ranges, several requested ahead of the one arriving: the
+// copies are still byte for byte the served files, each checked as it arrives, and a
+// damaged cached file is fetched again the same way.
+TEST_F(StagingTest, RangesRequestedAheadArriveInOrderAndEachFileIsChecked) {
+  StageCacheOptions o = options();
+  o.request_bytes = 64 << 10;  // x.bin of part0 (12 MB) in 192 ranges
+  StageCache cache(o);
+  const auto served = units({0, 1});
+  const StageOutcome first = stage(cache, served);
+  EXPECT_EQ(first.files_copied, 6);
+  const fs::path folder = first.folder;
+  for (const char* file : {"META.json", "partition_book.bin", "part0/x.bin", "part0/ids.bin", "part1/x.bin", "part1/ids.bin"}) {
+    expect_same_file(folder / file, root_ / "data" / file);
+  }
+  MappedArray((folder / "part0" / "x.bin").string()).verify_checksum();
+
+  const fs::path cached = fs::canonical(folder / "part0") / "x.bin";
+  flip_last_byte(cached);
+  const StageOutcome again = stage(cache, served);
+  ASSERT_EQ(again.damaged.size(), 1u);
+  EXPECT_EQ(again.bytes_copied, served[1].unit.bytes()) << "the damaged unit only";
+  expect_same_file(fs::path(again.folder) / "part0" / "x.bin", root_ / "data" / "part0" / "x.bin");
+
+  // A byte in the middle of a served file changes after it was described: the range that
+  // carries it arrives among others, and the file's check names it.
+  StageCacheOptions small = options();
+  small.dir = (root_ / "other-cache").string();
+  small.request_bytes = 64 << 10;
+  StageCache fresh(small);
+  {
+    std::fstream f(root_ / "data" / "part0" / "x.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(6 << 20);
+    f.put('\x7f');
+  }
+  try {
+    const StageOutcome outcome = stage(fresh, served);
+    ADD_FAILURE() << "a changed range was accepted into " << outcome.folder;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("x.bin"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("checksum mismatch"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(root_ / "other-cache" / "units" / key_text(served[1].unit.key())));
+}
+
+// A range the server refuses (the file shrank after it was described) ends the staging
+// with an error naming the file and the range, though later requests are already on their
+// way; nothing of the unit is kept, and the next staging, on a new connection, works.
+TEST_F(StagingTest, ARefusedRangeAmongThoseInFlightEndsTheStagingNamingIt) {
+  StageCacheOptions o = options();
+  o.request_bytes = 1 << 20;
+  StageCache cache(o);
+  const auto served = units({0});
+  const fs::path x = root_ / "data" / "part0" / "x.bin";
+  const std::string whole = read_file(x.string());
+  fs::resize_file(x, whole.size() / 2);
+  try {
+    const StageOutcome outcome = stage(cache, served);
+    ADD_FAILURE() << "staged a shrunk file into " << outcome.folder;
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(x.filename().string()), std::string::npos) << what;
+    EXPECT_NE(what.find("refused the range"), std::string::npos) << what;
+    EXPECT_NE(what.find("past the end"), std::string::npos) << what;
+  }
+  for (const auto& entry : fs::directory_iterator(root_ / "cache" / "units")) {
+    EXPECT_EQ(entry.path().filename().string().find(key_text(served[1].unit.key())), std::string::npos)
+        << "a copy was left: " << entry.path();
+  }
+  write_file_atomically(x.string(), whole);
+  const StageOutcome outcome = stage(cache, served);
+  EXPECT_EQ(outcome.units_copied, 1) << "the top unit was kept before the refusal";
+  expect_same_file(fs::path(outcome.folder) / "part0" / "x.bin", x);
+}
+
+TEST_F(StagingTest, RequestSizesOutsideTheProtocolsRangeAndNoRequestInFlightAreRefused) {
+  for (uint64_t bytes : {uint64_t{0}, wire::kMaxStageChunkBytes + 1}) {
+    StageCacheOptions o = options();
+    o.request_bytes = bytes;
+    try {
+      StageCache cache(o);
+      ADD_FAILURE() << "a request size of " << bytes << " bytes was taken";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::to_string(bytes)), std::string::npos) << e.what();
+    }
+  }
+  StageCacheOptions o = options();
+  o.requests_in_flight = 0;
+  EXPECT_THROW(StageCache cache(o), UsageError);
 }
 
 TEST_F(StagingTest, AMissingCacheFolderParentIsAnErrorNamingIt) {
