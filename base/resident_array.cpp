@@ -103,6 +103,17 @@ ArrayRef load_resident(MappedArray array) {
                               std::move(name));
 }
 
+ArrayRef copy_resident(const ArrayRef& array) {
+  if (array.empty()) return array;
+  const size_t bytes = array.bytes();
+  std::shared_ptr<HugeRegion> region = map_huge(bytes, array.name().empty() ? "an array" : array.name());
+  std::memcpy(region->base, array.raw_data(), bytes);
+  ::mprotect(region->base, region->bytes, PROT_READ);
+  const void* data = region->base;
+  return ArrayRef::from_owner(std::shared_ptr<const void>(region, region->base), array.dtype(), array.shape(), data,
+                              bytes, array.name());
+}
+
 bool is_anonymous_memory(const void* address) {
   const auto at = reinterpret_cast<uintptr_t>(address);
   std::ifstream in("/proc/self/maps");

@@ -2,12 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
 #include <time.h>
 
 #include <atomic>
 #include <cstdio>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "base/error.h"
 #include "base/random.h"
@@ -38,7 +40,14 @@ struct Throughput {
   // Edges per second of the process's CPU time: on a loaded machine, wall time also counts
   // the time the sampler waited for a core; CPU time counts only what it ran.
   double edges_per_cpu_second = 0;
+  double faults_per_batch = 0;  // the process's minor page faults per measured batch
 };
+
+long minor_faults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
 
 double process_cpu_seconds() {
   timespec ts{};
@@ -60,10 +69,13 @@ Throughput measure(const Topology& topology, const SamplerConfig& config,
   std::atomic<int64_t> edges{0}, nodes{0};
   const int64_t first_batch = next_batch;
   next_batch += 4 + num_batches;
-  auto run = [&](int first, int count) {
-    NeighborSampler sampler(topology, config);
+  // One sampler per thread, warmed up before the clock starts (the topology paged in, its
+  // buffers sized), as a loader's samplers are after their first batches.
+  std::vector<std::unique_ptr<NeighborSampler>> samplers;
+  for (int t = 0; t < threads; ++t) samplers.push_back(std::make_unique<NeighborSampler>(topology, config));
+  auto run = [&](NeighborSampler& sampler, int first, int count, int step) {
     int64_t local_edges = 0, local_nodes = 0;
-    for (int b = first; b < count; b += threads) {
+    for (int b = first; b < count; b += step) {
       const int64_t batch_index = first_batch + b;
       size_t offset = (static_cast<size_t>(batch_index) * batch_size) % (seeds.size() - batch_size);
       Span<const int64_t> batch(seeds.data() + offset, batch_size);
@@ -72,23 +84,28 @@ Throughput measure(const Topology& topology, const SamplerConfig& config,
       MiniBatch mb = sampler.sample(batch, {1, 0, static_cast<uint64_t>(batch_index)}, bounds);
       local_edges += static_cast<int64_t>(mb.row.size());
       local_nodes += static_cast<int64_t>(mb.node_ids.size());
+      sampler.recycle(std::move(mb));  // as a loader whose consumer hands batches back
     }
     edges += local_edges;
     nodes += local_nodes;
   };
-  run(num_batches, num_batches + 4);  // warm-up: page in the topology, size the buffers
+  for (int t = 0; t < threads; ++t) run(*samplers[t], num_batches, num_batches + 4, 1);
   edges = 0;
   nodes = 0;
+  const long faults_start = minor_faults();
   Stopwatch watch;
   const double cpu_start = process_cpu_seconds();
   std::vector<std::thread> workers;
-  for (int t = 1; t < threads; ++t) workers.emplace_back(run, t, num_batches);
-  run(0, num_batches);
+  for (int t = 1; t < threads; ++t) {
+    workers.emplace_back([&, t] { run(*samplers[t], t, num_batches, threads); });
+  }
+  run(*samplers[0], 0, num_batches, threads);
   for (auto& w : workers) w.join();
   double seconds = watch.seconds();
   const double cpu = process_cpu_seconds() - cpu_start;
-  return {num_batches / seconds, static_cast<double>(edges) / seconds,
-          static_cast<double>(nodes) / num_batches, static_cast<double>(edges) / cpu};
+  const double faults = static_cast<double>(minor_faults() - faults_start);
+  return {num_batches / seconds, static_cast<double>(edges) / seconds, static_cast<double>(nodes) / num_batches,
+          static_cast<double>(edges) / cpu, faults / num_batches};
 }
 
 std::string fanout_text(const std::vector<int>& fanout) {
@@ -106,7 +123,10 @@ void run_sample_bench(const SampleBenchOptions& o) {
   rmat.avg_degree = o.avg_degree;
   rmat.seed = o.seed;
   const Dataset d = input_or_rmat(o.input, rmat);
-  Topology topology = topology_from_dataset(d);
+  // The topology as samplers keep it (its sampling arrays on huge pages) and, as the
+  // same-run baseline of that, in the plain vectors it is built in (4 KB pages).
+  const Topology topology = topology_from_dataset(d);
+  const Topology plain_topology = topology_from_dataset(d, TopologyMemory::kPlain);
   std::vector<int64_t> seeds(d.num_nodes);
   for (int64_t v = 0; v < d.num_nodes; ++v) seeds[v] = v;
   Rng rng(o.seed);
@@ -114,31 +134,57 @@ void run_sample_bench(const SampleBenchOptions& o) {
   const double bytes_per_edge =
       static_cast<double>(topology.sampling_bytes()) / static_cast<double>(d.num_edges());
 
-  std::printf("\n%s: %lld nodes, %lld directed edges; batch %lld; topology %.2f bytes/edge\n\n",
-              o.input.empty() ? "RMAT" : o.input.c_str(), (long long)d.num_nodes,
-              (long long)d.num_edges(), (long long)o.batch_size, bytes_per_edge);
+  std::printf("\n%s: %lld nodes, %lld directed edges; batch %lld; topology %.2f bytes/edge; medians of %d "
+              "interleaved rounds of %d batches\n\n",
+              o.input.empty() ? "RMAT" : o.input.c_str(), (long long)d.num_nodes, (long long)d.num_edges(),
+              (long long)o.batch_size, bytes_per_edge, o.rounds, o.num_batches);
   double nodes_per_batch = 0;  // of the first fanout list: the gather below fetches as many rows
-  std::printf("%-12s %7s | %10s %14s %12s | %14s\n", "fanouts", "threads", "batches/s",
-              "edges/s", "nodes/batch", "vs 1 thread");
+  std::printf("%-12s %7s | %10s %10s %12s %11s %12s | %20s %9s | %14s\n", "fanouts", "threads", "batches/s",
+              "edges/s", "edges/CPU s", "nodes/batch", "faults/batch", "4 KB pages: edges/s", "ratio",
+              "vs 1 thread");
   for (const auto& fanout : o.fanouts) {
     SamplerConfig config;
     config.fanouts = {fanout};
     double single = 0;
     for (int threads : o.threads) {
-      Throughput t = measure(topology, config, seeds, o.batch_size, o.num_batches, threads, next_batch);
-      if (threads == o.threads.front()) single = t.edges_per_second;
+      std::vector<double> batches, rate, cpu_rate, faults, plain_rate, ratio;
+      Throughput t;
+      for (int round = 0; round < o.rounds; ++round) {
+        Throughput p;
+        // Alternate which goes first, so neither always runs on a warmer machine.
+        if (round % 2 == 0) {
+          t = measure(topology, config, seeds, o.batch_size, o.num_batches, threads, next_batch);
+          p = measure(plain_topology, config, seeds, o.batch_size, o.num_batches, threads, next_batch);
+        } else {
+          p = measure(plain_topology, config, seeds, o.batch_size, o.num_batches, threads, next_batch);
+          t = measure(topology, config, seeds, o.batch_size, o.num_batches, threads, next_batch);
+        }
+        batches.push_back(t.batches_per_second);
+        rate.push_back(t.edges_per_second);
+        cpu_rate.push_back(t.edges_per_cpu_second);
+        faults.push_back(t.faults_per_batch);
+        plain_rate.push_back(p.edges_per_second);
+        ratio.push_back(t.edges_per_second / p.edges_per_second);
+      }
+      if (threads == o.threads.front()) single = median(rate);
       if (nodes_per_batch == 0) nodes_per_batch = t.nodes_per_batch;
-      std::printf("%-12s %7d | %10.1f %13.2fM %12.0f | %13.2fx\n", fanout_text(fanout).c_str(),
-                  threads, t.batches_per_second, t.edges_per_second / 1e6, t.nodes_per_batch,
-                  t.edges_per_second / single);
+      std::printf("%-12s %7d | %10.1f %9.2fM %11.2fM %11.0f %12.1f | %19.2fM %8.2fx | %13.2fx\n",
+                  fanout_text(fanout).c_str(), threads, median(batches), median(rate) / 1e6,
+                  median(cpu_rate) / 1e6, t.nodes_per_batch, median(faults), median(plain_rate) / 1e6,
+                  median(ratio), median(rate) / single);
       if (fanout == std::vector<int>{15, 10, 5} && threads == 1) {
-        std::printf("%-12s %7s | %10.1f %13.2fM %12s | %13.2fx  <- ours / pyg-lib 0.4 (quoted)\n",
-                    "  pyg-lib", "1", kPygBatchesPerSecond, kPygEdgesPerSecond / 1e6, "",
-                    t.edges_per_second / kPygEdgesPerSecond);
+        std::printf("%-12s %7s | %10.1f %9.2fM %12s %11s %12s | %20s %9s | %13.2fx  <- ours / pyg-lib 0.4 "
+                    "(quoted); by CPU time %.2fx\n",
+                    "  pyg-lib", "1", kPygBatchesPerSecond, kPygEdgesPerSecond / 1e6, "", "", "", "", "",
+                    median(rate) / kPygEdgesPerSecond, median(cpu_rate) / kPygEdgesPerSecond);
       }
       std::fflush(stdout);
     }
   }
+  std::printf("\nedges/CPU s: sampled edges per second of the process's CPU time (on a loaded machine, wall time "
+              "also counts waiting for a core). faults/batch: minor page faults per batch (batches handed back to "
+              "the sampler, as a loader's consumer does). 4 KB pages: the same topology in plain vectors, same "
+              "rounds; ratio: huge pages over it.\n");
   if (o.feature_dim > 0) {
     // The sampled nodes' features: as many distinct random rows per batch as the first
     // fanout list reached, next to a memcpy of the same bytes.

@@ -21,6 +21,10 @@ class NeighborSampler {
   MiniBatch sample(Span<const int64_t> seeds, const SampleKey& key,
                    Span<const int64_t> seed_times = {});
 
+  // Hands back a batch sample() returned, once its user is done with it: the next sample()
+  // reuses its memory (SubgraphBuilder::recycle). The batch it returns is the same either way.
+  void recycle(MiniBatch&& used) { builder_.recycle(std::move(used)); }
+
  private:
   const Topology& topology_;
   SamplerConfig config_;

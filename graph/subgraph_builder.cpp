@@ -7,9 +7,27 @@
 
 namespace partita {
 
+namespace {
+
+// Every vector of `batch` emptied, its memory kept.
+void clear_keeping_capacity(MiniBatch& batch) {
+  for (auto* v : {&batch.node_ids, &batch.row, &batch.col, &batch.edge_ids, &batch.num_sampled_nodes,
+                  &batch.num_sampled_edges, &batch.batch, &batch.input_ids, &batch.input_local, &batch.y}) {
+    v->clear();
+  }
+  batch.edge_types.clear();
+  batch.x.clear();
+  batch.batch_size = 0;
+  batch.feature_dim = 0;
+}
+
+}  // namespace
+
 void SubgraphBuilder::start(Span<const int64_t> seeds, Span<const int64_t> seed_times) {
   map_.clear();
-  batch_ = MiniBatch{};
+  batch_ = std::move(spare_);
+  spare_ = MiniBatch{};
+  clear_keeping_capacity(batch_);
   frontier_.clear();
   frontier_trees_.clear();
   frontier_times_.clear();
@@ -67,7 +85,12 @@ void SubgraphBuilder::add_hop(const HopOutput& hop) {
   }
   constexpr size_t kAhead = 16;
   for (size_t k = 0; k < std::min(edges, kAhead); ++k) map_.prefetch(keys_[k]);
-  std::vector<int64_t> next, next_trees, next_times;
+  std::vector<int64_t>& next = next_;
+  std::vector<int64_t>& next_trees = next_trees_;
+  std::vector<int64_t>& next_times = next_times_;
+  next.clear();
+  next_trees.clear();
+  next_times.clear();
   for (size_t i = 0; i < frontier_.size(); ++i) {
     const int64_t col = frontier_begin_ + static_cast<int64_t>(i);
     const int64_t tree = disjoint_ ? frontier_trees_[i] : 0;
@@ -94,9 +117,9 @@ void SubgraphBuilder::add_hop(const HopOutput& hop) {
   batch_.num_sampled_nodes.push_back(static_cast<int64_t>(batch_.node_ids.size()) - nodes_before);
   batch_.num_sampled_edges.push_back(static_cast<int64_t>(batch_.row.size() - edges_before));
   frontier_begin_ = nodes_before;
-  frontier_ = std::move(next);
-  frontier_trees_ = std::move(next_trees);
-  frontier_times_ = std::move(next_times);
+  frontier_.swap(next_);
+  frontier_trees_.swap(next_trees_);
+  frontier_times_.swap(next_times_);
 }
 
 MiniBatch SubgraphBuilder::finish() {

@@ -32,6 +32,12 @@ class SubgraphBuilder {
   // The finished batch; the builder is ready for start() again.
   MiniBatch finish();
 
+  // Hands back a batch finish() returned, once its user is done with it: the next start()
+  // fills its vectors again, so that a batch of hundreds of thousands of nodes and edges
+  // reuses their memory instead of faulting in fresh pages (about a thousand a batch on the
+  // shared benchmark graph, BENCHMARKS.md "Neighbour sampling"). Keeps one.
+  void recycle(MiniBatch&& used) { spare_ = std::move(used); }
+
  private:
   // The dedup key of a node: in disjoint mode the same node in two trees is two nodes.
   int64_t key_of(int64_t node, int64_t tree) const {
@@ -46,6 +52,9 @@ class SubgraphBuilder {
   int64_t frontier_begin_ = 0;  // local index of frontier_[0]
   std::vector<int64_t> seed_times_;
   std::vector<int64_t> keys_;  // add_hop's: each neighbour's dedup key, kept for its capacity
+  // add_hop's next frontier, swapped with frontier_*: kept for their capacity.
+  std::vector<int64_t> next_, next_trees_, next_times_;
+  MiniBatch spare_;  // recycle()'s, emptied and taken by start()
 };
 
 }  // namespace partita

@@ -41,6 +41,17 @@ void set_columns(Topology::Parts& parts, ArrayRef indptr, ArrayRef indices, Arra
   parts.edge_type_ends = edge_type_ends(node_types, edge_types);
 }
 
+// The arrays every sampled node reads at random (its column bounds, its original id, its
+// picks' sources and edge ids), copied into huge-page memory where they are not there yet.
+void sampling_arrays_to_huge_pages(Topology::Parts& parts) {
+  parts.orig_node_ids = copy_resident(parts.orig_node_ids);
+  for (CscColumns& c : parts.csc) {
+    c.indptr = copy_resident(c.indptr);
+    c.indices = copy_resident(c.indices);
+    c.edge_ids = copy_resident(c.edge_ids);
+  }
+}
+
 }  // namespace
 
 Topology load_topology(const PartitionFolder& folder, int part) {
@@ -50,14 +61,23 @@ Topology load_topology(const PartitionFolder& folder, int part) {
   parts.book = folder.book();
   parts.part = part;
   for (int p = 0; p < part; ++p) parts.edge_begin += meta.parts[p].num_edges;
-  parts.orig_node_ids = ArrayRef::from_mapped(std::move(data.orig_ids));
-  parts.orig_edge_ids = ArrayRef::from_mapped(std::move(data.edge_ids));
   bool hetero = !meta.node_types.empty() && !meta.edge_types.empty();
+  const uint64_t sampling_bytes = data.orig_ids.data_bytes() + data.indptr.data_bytes() + data.indices.data_bytes();
+  const uint64_t available = available_memory_bytes();
+  const bool resident = sampling_bytes <= available / 2;
+  spdlog::debug("partition {} of {}: {} MiB of sampling arrays, {} MiB of memory available: {}", part, folder.dir(),
+                sampling_bytes >> 20, available >> 20, resident ? "huge-page memory" : "mapped");
+  const auto open = [&](MappedArray& a) {
+    return resident && !hetero ? load_resident(std::move(a)) : ArrayRef::from_mapped(std::move(a));
+  };
+  parts.orig_node_ids = open(data.orig_ids);
+  parts.orig_edge_ids = ArrayRef::from_mapped(std::move(data.edge_ids));
   if (hetero) parts.node_type = ArrayRef::from_mapped(std::move(*data.node_type));
-  set_columns(parts, ArrayRef::from_mapped(std::move(data.indptr)),
-              ArrayRef::from_mapped(std::move(data.indices)),
-              hetero ? ArrayRef::from_mapped(std::move(*data.edge_type)) : ArrayRef{},
-              meta.node_types, meta.edge_types);
+  set_columns(parts, open(data.indptr), open(data.indices),
+              hetero ? ArrayRef::from_mapped(std::move(*data.edge_type)) : ArrayRef{}, meta.node_types,
+              meta.edge_types);
+  // Heterogeneous columns were rebuilt per edge type in vectors: those go now.
+  if (resident && hetero) sampling_arrays_to_huge_pages(parts);
   return Topology(std::move(parts));
 }
 
@@ -151,7 +171,7 @@ FeatureStore features_from_dataset(const Dataset& d) {
   return store;
 }
 
-Topology topology_from_dataset(const Dataset& d) {
+Topology topology_from_dataset(const Dataset& d, TopologyMemory memory) {
   InEdges in = build_in_edges(d);
   Topology::Parts parts;
   parts.book = PartitionBook({0, d.num_nodes});
@@ -169,6 +189,7 @@ Topology topology_from_dataset(const Dataset& d) {
   parts.orig_edge_ids = ArrayRef::from_vector(std::move(in.edge_ids));
   set_columns(parts, ArrayRef::from_vector(std::move(in.indptr)), ArrayRef::from_vector(std::move(in.src)),
               edge_type, d.node_type_names, d.edge_types);
+  if (memory == TopologyMemory::kHugePages) sampling_arrays_to_huge_pages(parts);
   return Topology(std::move(parts));
 }
 

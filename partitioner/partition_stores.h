@@ -1,7 +1,7 @@
 // Opening the graph/ stores of a partition: from a partition folder or from an in-memory
-// dataset (as one partition). A folder's topology is mapped; its attributes (features,
-// labels, times) go into huge-page memory when they fit (base/resident_array.h says why) and
-// are mapped otherwise.
+// dataset (as one partition). A folder's topology (the arrays the sampler reads at random)
+// and its attributes (features, labels, times) go into huge-page memory when they fit
+// (base/resident_array.h says why) and are mapped otherwise.
 #pragma once
 
 #include <cstdint>
@@ -16,13 +16,22 @@
 
 namespace partita {
 
-// The topology of one part of a partition folder, mapped: opening is instant and only the
-// pages the sampler touches are read.
+// The topology of one part of a partition folder. Its sampling arrays (columns, original
+// node ids: Topology::sampling_bytes) are copied into huge-page memory when they take at
+// most half of the memory the kernel reports available (MemAvailable), as attributes are:
+// every sampled node reads random lines of them, and on 4 KB pages each is a TLB miss too.
+// Otherwise, and always for the original edge ids (read only to report results), mapped:
+// only the pages the sampler touches are read.
 Topology load_topology(const PartitionFolder& folder, int part);
+
+// Where a topology built in memory keeps its sampling arrays: huge-page memory, or the
+// vectors it was built in (4 KB pages where transparent huge pages are `madvise`-only: what
+// `partita bench sample` compares against).
+enum class TopologyMemory { kHugePages, kPlain };
 
 // The whole dataset as a single partition (global ids = original ids), for the reference
 // sampler and for tests that compare against partitioned runs.
-Topology topology_from_dataset(const Dataset& dataset);
+Topology topology_from_dataset(const Dataset& dataset, TopologyMemory memory = TopologyMemory::kHugePages);
 
 // Where a part's attributes are kept once opened (the job file's `features.storage`):
 //   kMemory: copied into anonymous memory with huge pages, the fastest for random rows;

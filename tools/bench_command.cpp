@@ -168,7 +168,7 @@ void add_sample_bench(CLI::App* bench) {
   sample->add_option("--triples", s->triples, "--hetero: a triples folder (FB15k-237) instead of the generator's graph");
   sample->add_option("--temporal", s->temporal, "temporal sampling (edge or node times) against uniform on the same graph")
       ->check(CLI::IsMember({"edge", "node"}));
-  sample->add_option("--rounds", s->rounds, "--hetero, --temporal: interleaved rounds (medians reported)")->check(cli::positive())->capture_default_str();
+  sample->add_option("--rounds", s->rounds, "interleaved rounds (medians reported)")->check(cli::positive())->capture_default_str();
   sample->callback([s, fanouts] {
     if (!fanouts->empty()) {
       s->fanouts.clear();

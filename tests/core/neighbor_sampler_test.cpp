@@ -147,6 +147,38 @@ TEST(SamplerTest, SameKeySameBatchOtherEpochOtherBatch) {
   EXPECT_NE(a.edge_ids, other_seed.edge_ids);
 }
 
+TEST(SamplerTest, ABatchHandedBackChangesNoLaterBatch) {
+  // A sampler reusing a returned batch's memory gives the batches a fresh sampler gives:
+  // larger and smaller batches before it, disjoint trees and time bounds included.
+  Dataset d = sbm_graph();
+  Topology t = topology_from_dataset(d);
+  const auto equal = [](const MiniBatch& a, const MiniBatch& b) {
+    EXPECT_EQ(a.node_ids, b.node_ids);
+    EXPECT_EQ(a.row, b.row);
+    EXPECT_EQ(a.col, b.col);
+    EXPECT_EQ(a.edge_ids, b.edge_ids);
+    EXPECT_EQ(a.batch, b.batch);
+    EXPECT_EQ(a.num_sampled_nodes, b.num_sampled_nodes);
+    EXPECT_EQ(a.num_sampled_edges, b.num_sampled_edges);
+    EXPECT_EQ(a.input_ids, b.input_ids);
+    EXPECT_EQ(a.input_local, b.input_local);
+    EXPECT_EQ(a.batch_size, b.batch_size);
+  };
+  for (bool disjoint : {false, true}) {
+    SCOPED_TRACE(disjoint ? "disjoint" : "shared");
+    SamplerConfig c = homogeneous({10, 5});
+    c.disjoint = disjoint;
+    NeighborSampler reused(t, c);
+    for (int64_t size : {200, 16, 64}) {
+      const uint64_t batch = static_cast<uint64_t>(size);
+      MiniBatch fresh = NeighborSampler(t, c).sample(first_nodes(size), {5, 1, batch});
+      MiniBatch again = reused.sample(first_nodes(size), {5, 1, batch});
+      equal(again, fresh);
+      reused.recycle(std::move(again));
+    }
+  }
+}
+
 TEST(SamplerTest, BfsOrderSeedsFirst) {
   Dataset d = sbm_graph();
   Topology t = topology_from_dataset(d);

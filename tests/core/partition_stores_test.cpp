@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/resident_array.h"
+#include "graph/neighbor_sampler.h"
 #include "partitioner/generators.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_stores.h"
@@ -51,6 +52,40 @@ TEST(PartitionStoresTest, FeaturesLabelsAndTimesFollowTheirNodesAndEdges) {
     std::vector<int64_t> foreign{topology.node_begin() == 0 ? topology.node_end() : 0};
     EXPECT_THROW(store.gather_as("node", "y", foreign, y), Error);
   }
+}
+
+// A topology whose sampling arrays fit in memory keeps them in anonymous (huge-page) memory,
+// from a folder and from a dataset alike, and samples the batches its 4 KB-page copy does.
+TEST(PartitionStoresTest, TopologiesKeepTheirSamplingArraysInMemory) {
+  SbmOptions o;
+  o.num_nodes = 3000;
+  Dataset d = generate_sbm(o);
+  testing::TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 2;
+  partition_dataset(d, options, tmp / "p");
+  PartitionFolder folder(tmp / "p");
+  const Topology part = load_topology(folder, 1);
+  EXPECT_TRUE(is_anonymous_memory(part.csc(0).indices.raw_data()));
+  EXPECT_TRUE(is_anonymous_memory(part.csc(0).indptr.raw_data()));
+  EXPECT_TRUE(is_anonymous_memory(part.orig_node_ids().data()));
+  const Topology huge = topology_from_dataset(d);
+  const Topology plain = topology_from_dataset(d, TopologyMemory::kPlain);
+  EXPECT_TRUE(is_anonymous_memory(huge.csc(0).indices.raw_data()));
+  EXPECT_NE(huge.csc(0).indices.raw_data(), plain.csc(0).indices.raw_data());
+  SamplerConfig c;
+  c.fanouts = {{10, 5}};
+  std::vector<int64_t> seeds{0, 17, 400, 2999};
+  MiniBatch a = NeighborSampler(huge, c).sample(seeds, {3, 0, 0});
+  MiniBatch b = NeighborSampler(plain, c).sample(seeds, {3, 0, 0});
+  EXPECT_EQ(a.node_ids, b.node_ids);
+  EXPECT_EQ(a.edge_ids, b.edge_ids);
+  // The copy of an array built in memory holds its elements.
+  const ArrayRef v = ArrayRef::from_vector(std::vector<int64_t>{5, 6, 7});
+  const ArrayRef r = copy_resident(v);
+  ASSERT_EQ(r.as<int64_t>().size(), 3u);
+  EXPECT_EQ(r.as<int64_t>()[2], 7);
+  EXPECT_TRUE(copy_resident(ArrayRef()).empty());
 }
 
 // Features kept in huge-page memory are the file's rows, byte for byte, and no longer a
