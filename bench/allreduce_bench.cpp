@@ -24,6 +24,7 @@
 #include "base/error.h"
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
+#include "bench/harness.h"
 #include "bench/stats.h"
 #include "runtime/actor_system.h"
 #include "runtime/client.h"
@@ -301,28 +302,29 @@ void run_allreduce_bench(const AllreduceBenchOptions& o) {
     }
   } cleanup{workdir};
   std::printf("\nallreduce of float32 buffers, one rank per process over loopback; %d warm-up + %d measured "
-              "operations per run, %d runs per row; per run the median of the slowest rank's times\n\n",
+              "operations per run, %d runs per row; per run the median of the slowest rank's times\n",
               o.warmup, o.iterations, o.runs);
-  std::printf("%8s %8s %10s %11s %13s %10s %11s   %s\n", "floats", "members", "gloo ms", "partita ms",
-              "partita/gloo", "gloo cpu", "partita cpu", "runs: gloo ms | partita ms");
   for (int64_t floats : o.floats) {
     for (int size : o.members) {
-      std::vector<double> gloo, ours, gloo_cpu, our_cpu;
-      for (int run = 0; run < o.runs; ++run) {
-        const RunFigures g = run_gloo_group(size, floats, o, workdir);
-        const RunFigures p = run_partita_group(size, floats, o);
-        gloo.push_back(g.ms);
-        gloo_cpu.push_back(g.cpu_ms);
-        ours.push_back(p.ms);
-        our_cpu.push_back(p.cpu_ms);
-      }
-      char runs[512] = {};
-      int at = 0;
-      for (double t : gloo) at += std::snprintf(runs + at, sizeof(runs) - at, "%.1f ", t);
-      at += std::snprintf(runs + at, sizeof(runs) - at, "|");
-      for (double t : ours) at += std::snprintf(runs + at, sizeof(runs) - at, " %.1f", t);
-      std::printf("%8s %8d %10.1f %11.1f %13.2f %10.1f %11.1f   %s\n", floats_text(floats).c_str(), size,
-                  median(gloo), median(ours), median(ours) / median(gloo), median(gloo_cpu), median(our_cpu), runs);
+      std::vector<double> gloo_cpu, our_cpu;
+      RoundsOptions rounds;
+      rounds.title = floats_text(floats) + " floats, " + std::to_string(size) + " members: ms per operation";
+      rounds.unit = "ms";
+      rounds.warmup = 0;  // every run starts fresh processes, which warm up with `--warmup` operations
+      rounds.rounds = o.runs;
+      const Results results = run_cases(rounds, {{"gloo", Role::kBaseline,
+                                                  [&] {
+                                                    const RunFigures g = run_gloo_group(size, floats, o, workdir);
+                                                    gloo_cpu.push_back(g.cpu_ms);
+                                                    return g.ms;
+                                                  }},
+                                                 {"partita", Role::kKernel, [&] {
+                                                    const RunFigures p = run_partita_group(size, floats, o);
+                                                    our_cpu.push_back(p.cpu_ms);
+                                                    return p.ms;
+                                                  }}});
+      std::printf("partita/gloo %.2f; cpu ms per operation and rank: gloo %.1f, partita %.1f\n",
+                  results.ratio("partita"), median(gloo_cpu), median(our_cpu));
       std::fflush(stdout);
     }
   }

@@ -19,8 +19,9 @@ struct AllreduceBenchOptions {
 // For each (floats, members): `runs` times a group of `members` processes running gloo's
 // ring allreduce and `runs` times one of Partita allreduce members (each process hosts one
 // member and sums through its own Allreduce client, as a trainer does), alternating.
-// Per run: the median over the measured operations of the slowest rank's time. Prints the
-// median of the runs for both and their ratio; every run checks one exact sum.
+// Per run: the median over the measured operations of the slowest rank's time. Prints a
+// table of the runs per row (bench/harness.h, gloo the baseline), the ratio and both CPU
+// times per operation and rank; every run checks one exact sum.
 // Then, for the 2-member rows, the time CAF messages (4 MiB each, all in flight) take to
 // move the bytes one member sends and receives in an operation between two processes:
 // what a ring over actor messages would spend on transport alone.

@@ -108,7 +108,7 @@ void print_table(const RoundsOptions& options, const Results& results) {
   const int baseline = find_role(results.cases, Role::kBaseline);
   const int floor = find_role(results.cases, Role::kFloor);
   const bool has_floor = floor >= 0 || options.floor > 0;
-  size_t width = 4;
+  size_t width = ("case, " + options.unit).size();
   for (const CaseResult& c : results.cases) width = std::max(width, c.name.size());
   const size_t rounds = results.cases.front().rounds.size();
 
