@@ -8,6 +8,8 @@
 
 #include "base/random.h"
 #include "base/stopwatch.h"
+#include "bench/harness.h"
+#include "bench/stats.h"
 #include "graph/neighbor_sampler.h"
 #include "graph/subgraph_builder.h"
 #include "models/aggregate.h"
@@ -22,19 +24,6 @@
 namespace partita::bench {
 
 namespace {
-
-template <typename Body>
-double median_ms(int runs, Body body) {
-  body();  // warm-up: allocator, thread pool, page faults
-  std::vector<double> ms;
-  for (int i = 0; i < runs; ++i) {
-    Stopwatch watch;
-    body();
-    ms.push_back(watch.seconds() * 1e3);
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
 
 // One batch of random seeds with N(0, 1) features and random labels.
 MiniBatch sample_one_batch(const AggregateBenchOptions& o) {
@@ -71,21 +60,26 @@ std::string list_text(const std::vector<int64_t>& values) {
 
 // Forward and backward of one aggregation over the batch's sampled edges with GraphSAGE's
 // mean weights, from `width`-wide features of every node to the rows a trimmed first layer
-// computes.
-double time_aggregation(const GraphBatch& batch, int64_t rows, int64_t width,
-                        AggregatePath path, int runs) {
+// computes: a case returning its milliseconds.
+Case aggregation_case(const std::string& name, Role role, const GraphBatch& batch, int64_t rows, int64_t width,
+                      AggregatePath path) {
   at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(1);
   at::Tensor x = at::randn({batch.num_nodes, width}, generator).requires_grad_(true);
   at::Tensor grad = at::randn({rows, width}, generator);
   const at::Tensor weight = batch.mean_weight.narrow(0, 0, batch.edges.edges_before(rows));
-  return median_ms(runs, [&] {
-    x.mutable_grad() = at::Tensor();
-    aggregate(x, weight, batch.edges, rows, path).backward(grad);
+  return Case(name, role, [&batch, rows, path, x, grad, weight]() mutable {
+    return wall_seconds([&] {
+             x.mutable_grad() = at::Tensor();
+             aggregate(x, weight, batch.edges, rows, path).backward(grad);
+           }) *
+           1e3;
   });
 }
 
-double time_model_step(const GraphBatch& batch, const AggregateBenchOptions& o,
-                       const std::string& kind, bool trim, bool csc) {
+// One model step (forward, cross-entropy, backward) on the batch: a case returning its
+// milliseconds.
+Case model_step_case(const GraphBatch& batch, const AggregateBenchOptions& o, const std::string& kind, bool trim,
+                     bool csc) {
   ModelConfig config;
   config.kind = kind;
   config.in_dim = o.in_dim;
@@ -96,11 +90,16 @@ double time_model_step(const GraphBatch& batch, const AggregateBenchOptions& o,
   config.trim = trim;
   config.csc_aggregation = csc;
   std::shared_ptr<GnnModel> model = make_model(config, o.seed);
-  uint64_t step = 0;
-  return median_ms(o.runs, [&] {
-    model->zero_grad();
-    at::Tensor logits = model->forward(batch, true, step_key(o.seed, 0, step++, 0));
-    (cross_entropy_sum(logits, batch.y) / static_cast<double>(batch.batch_size)).backward();
+  auto step = std::make_shared<uint64_t>(0);
+  const std::string name = kind + ", trim " + (trim ? "on" : "off") + ", " + (csc ? "CSC" : "index_add_");
+  // The trimmed CSC step is what the others are compared with.
+  return Case(name, csc && trim ? Role::kBaseline : Role::kKernel, [&batch, &o, model, step] {
+    return wall_seconds([&] {
+             model->zero_grad();
+             at::Tensor logits = model->forward(batch, true, step_key(o.seed, 0, (*step)++, 0));
+             (cross_entropy_sum(logits, batch.y) / static_cast<double>(batch.batch_size)).backward();
+           }) *
+           1e3;
   });
 }
 
@@ -129,40 +128,36 @@ void run_aggregate_bench(const AggregateBenchOptions& o) {
     to_graph_batch(std::move(copy));  // as the trainer calls it: taking over the features
     layout_ms.push_back(watch.seconds() * 1e3);
   }
-  std::sort(layout_ms.begin(), layout_ms.end());
-  std::printf("batch to tensors (to_graph_batch): %.1f ms\n\n", layout_ms[layout_ms.size() / 2]);
+  std::printf("batch to tensors (to_graph_batch): %.1f ms\n", median(layout_ms));
 
   GraphBatch batch = to_graph_batch(sampled);
   const int layers = static_cast<int>(o.fanouts.size());
   const int64_t rows = batch.layer_rows(0, layers, true);
-  std::printf("aggregation, forward + backward: %lld edges into %lld rows (a trimmed first "
-              "layer), median of %d\n",
-              (long long)batch.edges.edges_before(rows), (long long)rows, o.runs);
-  std::printf("%8s | %10s %14s | %8s\n", "width", "CSC ms", "index_add_ ms", "speed-up");
+  RoundsOptions rounds;
+  rounds.unit = "ms";
+  rounds.warmup = 1;  // the allocator, the thread pool, page faults
+  rounds.rounds = o.runs;
   for (int64_t width : {o.in_dim, o.hidden_dim}) {
-    const double csc = time_aggregation(batch, rows, width, AggregatePath::kCsc, o.runs);
-    const double index_add = time_aggregation(batch, rows, width, AggregatePath::kIndexAdd, o.runs);
-    std::printf("%8lld | %10.1f %14.1f | %7.2fx\n", (long long)width, csc, index_add, index_add / csc);
-    std::fflush(stdout);
+    rounds.title = "aggregation, forward + backward, width " + std::to_string(width) + ": " +
+                   std::to_string(batch.edges.edges_before(rows)) + " edges into " + std::to_string(rows) +
+                   " rows (a trimmed first layer)";
+    const Results results =
+        run_cases(rounds, {aggregation_case("CSC", Role::kKernel, batch, rows, width, AggregatePath::kCsc),
+                           aggregation_case("index_add_", Role::kBaseline, batch, rows, width,
+                                            AggregatePath::kIndexAdd)});
+    std::printf("width %lld: CSC %.1f ms, index_add_ %.1f ms: speed-up %.2fx\n", static_cast<long long>(width),
+                results.median("CSC"), results.median("index_add_"), 1 / results.ratio("CSC"));
   }
 
-  std::printf("\nmodel step (forward + cross-entropy + backward), %d layers, %lld -> %lld -> "
-              "%lld, dropout 0.5, median of %d\n",
-              layers, (long long)o.in_dim, (long long)o.hidden_dim, (long long)o.num_classes, o.runs);
-  std::printf("%-10s %6s %11s | %12s\n", "model", "trim", "aggregation", "ms per batch");
   for (const std::string& kind : o.kinds) {
-    double trimmed_csc = 0;
+    rounds.title = "model step (forward + cross-entropy + backward), " + kind + ", " + std::to_string(layers) +
+                   " layers, " + std::to_string(o.in_dim) + " -> " + std::to_string(o.hidden_dim) + " -> " +
+                   std::to_string(o.num_classes) + ", dropout 0.5: ms per batch";
+    std::vector<Case> cases;
     for (bool csc : {true, false}) {
-      for (bool trim : {true, false}) {
-        const double ms = time_model_step(batch, o, kind, trim, csc);
-        if (csc && trim) trimmed_csc = ms;
-        std::printf("%-10s %6s %11s | %12.1f", kind.c_str(), trim ? "on" : "off",
-                    csc ? "CSC" : "index_add_", ms);
-        if (!(csc && trim)) std::printf("   (%.2fx the trimmed CSC step)", ms / trimmed_csc);
-        std::printf("\n");
-        std::fflush(stdout);
-      }
+      for (bool trim : {true, false}) cases.push_back(model_step_case(batch, o, kind, trim, csc));
     }
+    run_cases(rounds, cases);
   }
 }
 

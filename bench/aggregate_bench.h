@@ -22,13 +22,14 @@ struct AggregateBenchOptions {
   int64_t num_classes = 16;
   std::vector<std::string> kinds{"graphsage"};
   int torch_threads = 2;
-  int runs = 5;  // measured runs of each row, after one warm-up; the median is reported
+  int runs = 5;  // interleaved rounds of each table, after one warm-up round; medians are reported
 };
 
-// Prints the batch's shape, the time to lay it out as tensors, a table of aggregation
-// forward+backward times (CSC path, index_add_ path, their ratio) at the input and hidden
-// widths, and a table of model forward+backward times per batch for each kind, trimmed
-// or not, on either path.
+// Prints the batch's shape, the time to lay it out as tensors, a table (bench/harness.h) of
+// aggregation forward+backward times at the input and at the hidden width (CSC path,
+// index_add_ path the baseline) with the speed-up, and a table of model forward+backward
+// times per batch for each kind, trimmed or not, on either path (against the trimmed CSC
+// step).
 void run_aggregate_bench(const AggregateBenchOptions& options);
 
 }  // namespace partita::bench
