@@ -67,21 +67,27 @@ class Daemon:
                 self.process.wait()
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    tls = tmp_path / "tls"
+def running_cluster(folder):
+    """A head and two nodes with their files in `folder` (tls, runs, cache-node-1, cache-node-2):
+    yields (head address, tls folder, nodes' Daemons) and stops them all when resumed."""
+    tls = folder / "tls"
     daemons = []
     try:
         head = Daemon(["--tls-dir", str(tls), "daemon", "--head", "--listen", "127.0.0.1:0", "--runs",
-                       str(tmp_path / "runs")])
+                       str(folder / "runs")])
         daemons.append(head)
         for name in ("node-1", "node-2"):
             daemons.append(Daemon(["--tls-dir", str(tls), "daemon", "--join", head.address, "--name", name,
-                                   "--cache", str(tmp_path / f"cache-{name}")]))
+                                   "--cache", str(folder / f"cache-{name}")]))
         yield head.address, tls, daemons[1:]
     finally:
         for daemon in reversed(daemons):
             daemon.stop()
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    yield from running_cluster(tmp_path)
 
 
 def wait_for_nodes(head, tls, count):

@@ -2,11 +2,11 @@
 python3 SCRIPT ARGS`).
 
 A real cluster on loopback (test_cluster.py's: a head and two nodes, each with a staging
-cache of its own). The working folder, made here, holds job_script.py and
-distributed_rank.py and is staged to the nodes; each rank's process, run by a node's
-launcher, trains PyG's GraphSAGE on its share of Cora with its gradients averaged through
+cache of its own), shared by the tests but the one that kills a node, which has its own.
+The working folder, made here, holds job_script.py and distributed_rank.py and is staged
+to the nodes; each rank's process, run by a node's launcher, trains PyG's GraphSAGE on its share of Cora with its gradients averaged through
 partita.distributed, checkpointing every epoch (partita.save_checkpoint). Every wait has a
-deadline; the cluster's processes are stopped when a test ends, passed or not.
+deadline; a cluster's processes are stopped when the tests that use it end, passed or not.
 """
 
 import json
@@ -20,12 +20,22 @@ import time
 import pytest
 import torch
 
-from test_cluster import cli, cluster, wait_for_nodes  # noqa: F401: cluster is a fixture
+from test_cluster import cli, cluster, running_cluster, wait_for_nodes  # noqa: F401: cluster is a fixture
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 import distributed_rank  # noqa: E402  (python/tests is on sys.path under pytest)
 
 DEADLINE = 300  # seconds, for a job to end or a process to appear or go
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """One cluster for the tests that leave its head and nodes as they found them (the test that
+    kills a node has a cluster of its own): (head, tls, nodes, its folder). Three daemons, each
+    loading libtorch, started once instead of for every test."""
+    folder = tmp_path_factory.mktemp("shared-cluster")
+    for head, tls, nodes in running_cluster(folder):
+        yield head, tls, nodes, folder
 
 
 def workdir(tmp_path):
@@ -98,8 +108,8 @@ def assert_reference_parameters(out, graph, world_size, epochs):
             f"{name}: the job's differs from the one-process reference by {(params[name] - expected[name]).abs().max()}"
 
 
-def test_a_python_job_trains_on_two_nodes_to_the_reference_and_its_logs_come_back(cluster, cora_parts, tmp_path):  # noqa: F811
-    head, tls, _ = cluster
+def test_a_python_job_trains_on_two_nodes_to_the_reference_and_its_logs_come_back(shared, cora_parts, tmp_path):
+    head, tls, _, folder = shared
     wait_for_nodes(head, tls, 2)
     graph = cora_parts[2]
     out = tmp_path / "params.pt"
@@ -119,12 +129,12 @@ def test_a_python_job_trains_on_two_nodes_to_the_reference_and_its_logs_come_bac
     listed = partita_cli(tls, "job", "list", "--address", head)
     assert re.search(rf"^{re.escape(job)}\s+done", listed.stdout, re.M), listed.stdout
     # The working folder is staged once: the same content again is served from the caches.
-    units = {n: sorted(os.listdir(tmp_path / f"cache-{n}" / "units")) for n in ("node-1", "node-2")}
+    units = {n: sorted(os.listdir(folder / f"cache-{n}" / "units")) for n in ("node-1", "node-2")}
     assert all(units.values()), units
     again = partita_cli(tls, "job", "submit", "--address", head, "--ranks", "2", "--", "/usr/bin/python3",
                         "job_script.py", graph.path, 1, tmp_path / "again.pt", cwd=tmp_path / "work")
     assert again.returncode == 0, again.stdout + again.stderr
-    assert units == {n: sorted(os.listdir(tmp_path / f"cache-{n}" / "units")) for n in ("node-1", "node-2")}
+    assert units == {n: sorted(os.listdir(folder / f"cache-{n}" / "units")) for n in ("node-1", "node-2")}
 
 
 def test_a_python_job_survives_a_killed_node_and_resumes_from_its_checkpoint(cluster, cora_parts, tmp_path):  # noqa: F811
@@ -158,8 +168,8 @@ def test_a_python_job_survives_a_killed_node_and_resumes_from_its_checkpoint(clu
     assert_reference_parameters(out, graph, 2, 3)
 
 
-def test_partita_stop_ends_every_process_of_a_python_job(cluster, cora_parts, tmp_path):  # noqa: F811
-    head, tls, _ = cluster
+def test_partita_stop_ends_every_process_of_a_python_job(shared, cora_parts, tmp_path):
+    head, tls, _, _ = shared
     wait_for_nodes(head, tls, 2)
     pids = tmp_path / "pids"
     pids.mkdir()
@@ -178,8 +188,8 @@ def test_partita_stop_ends_every_process_of_a_python_job(cluster, cora_parts, tm
     assert job_status(head, tls, job)["state"] == "cancelled"
 
 
-def test_a_failing_script_fails_the_job_with_its_status_and_stderr(cluster, cora_parts, tmp_path):  # noqa: F811
-    head, tls, _ = cluster
+def test_a_failing_script_fails_the_job_with_its_status_and_stderr(shared, cora_parts, tmp_path):
+    head, tls, _, _ = shared
     wait_for_nodes(head, tls, 2)
     submit = partita_cli(tls, "submit", "--address", head, "--ranks", "2", "--", "/usr/bin/python3", "job_script.py",
                          cora_parts[2].path, 1, tmp_path / "never.pt", "--fail", 7, cwd=workdir(tmp_path))
@@ -191,8 +201,8 @@ def test_a_failing_script_fails_the_job_with_its_status_and_stderr(cluster, cora
     assert "fails on purpose" in status["message"], status
 
 
-def test_a_module_of_the_working_folder_runs_with_dash_m(cluster, tmp_path):  # noqa: F811
-    head, tls, _ = cluster
+def test_a_module_of_the_working_folder_runs_with_dash_m(shared, tmp_path):
+    head, tls, _, _ = shared
     wait_for_nodes(head, tls, 2)
     work = tmp_path / "work"
     (work / "pkg").mkdir(parents=True)
@@ -208,8 +218,8 @@ def test_a_module_of_the_working_folder_runs_with_dash_m(cluster, tmp_path):  # 
         assert f"[rank {rank}] rank {rank} ran __main__ ['--greeting', 'hi']" in submit.stdout, submit.stdout
 
 
-def test_bad_python_jobs_are_refused_naming_the_problem(cluster, tmp_path):  # noqa: F811
-    head, tls, _ = cluster
+def test_bad_python_jobs_are_refused_naming_the_problem(shared, tmp_path):
+    head, tls, _, _ = shared
     wait_for_nodes(head, tls, 2)
     work = workdir(tmp_path)
     (tmp_path / "outside.py").write_text("print('not staged')\n")
