@@ -6,7 +6,8 @@ cache of its own), shared by the tests but the one that kills a node, which has 
 The working folder, made here, holds job_script.py and distributed_rank.py and is staged
 to the nodes; each rank's process, run by a node's launcher, trains PyG's GraphSAGE on its
 share of Cora with its gradients averaged through partita.distributed, checkpointing every
-epoch (partita.save_checkpoint). Every wait has a deadline; a cluster's processes are stopped when the tests that use it end, passed or not.
+epoch (partita.save_checkpoint). Every wait has a deadline; a cluster's processes are
+stopped when the tests that use it end, passed or not.
 """
 
 import json
