@@ -139,15 +139,15 @@ void run_sample_bench(const SampleBenchOptions& o) {
               o.input.empty() ? "RMAT" : o.input.c_str(), (long long)d.num_nodes, (long long)d.num_edges(),
               (long long)o.batch_size, bytes_per_edge, o.rounds, o.num_batches);
   double nodes_per_batch = 0;  // of the first fanout list: the gather below fetches as many rows
-  std::printf("%-12s %7s | %10s %10s %12s %11s %12s | %20s %9s | %14s\n", "fanouts", "threads", "batches/s",
-              "edges/s", "edges/CPU s", "nodes/batch", "faults/batch", "4 KB pages: edges/s", "ratio",
+  std::printf("%-12s %7s | %10s %10s %12s %11s %12s | %20s %11s | %14s\n", "fanouts", "threads", "batches/s",
+              "edges/s", "edges/CPU s", "nodes/batch", "faults/batch", "4 KB pages: edges/s", "ratio, CPU",
               "vs 1 thread");
   for (const auto& fanout : o.fanouts) {
     SamplerConfig config;
     config.fanouts = {fanout};
     double single = 0;
     for (int threads : o.threads) {
-      std::vector<double> batches, rate, cpu_rate, faults, plain_rate, ratio;
+      std::vector<double> batches, rate, cpu_rate, faults, plain_rate, ratio, cpu_ratio;
       Throughput t;
       for (int round = 0; round < o.rounds; ++round) {
         Throughput p;
@@ -165,15 +165,16 @@ void run_sample_bench(const SampleBenchOptions& o) {
         faults.push_back(t.faults_per_batch);
         plain_rate.push_back(p.edges_per_second);
         ratio.push_back(t.edges_per_second / p.edges_per_second);
+        cpu_ratio.push_back(t.edges_per_cpu_second / p.edges_per_cpu_second);
       }
       if (threads == o.threads.front()) single = median(rate);
       if (nodes_per_batch == 0) nodes_per_batch = t.nodes_per_batch;
-      std::printf("%-12s %7d | %10.1f %9.2fM %11.2fM %11.0f %12.1f | %19.2fM %8.2fx | %13.2fx\n",
+      std::printf("%-12s %7d | %10.1f %9.2fM %11.2fM %11.0f %12.1f | %19.2fM %5.2f/%5.2f | %13.2fx\n",
                   fanout_text(fanout).c_str(), threads, median(batches), median(rate) / 1e6,
                   median(cpu_rate) / 1e6, t.nodes_per_batch, median(faults), median(plain_rate) / 1e6,
-                  median(ratio), median(rate) / single);
+                  median(ratio), median(cpu_ratio), median(rate) / single);
       if (fanout == std::vector<int>{15, 10, 5} && threads == 1) {
-        std::printf("%-12s %7s | %10.1f %9.2fM %12s %11s %12s | %20s %9s | %13.2fx  <- ours / pyg-lib 0.4 "
+        std::printf("%-12s %7s | %10.1f %9.2fM %12s %11s %12s | %20s %11s | %13.2fx  <- ours / pyg-lib 0.4 "
                     "(quoted); by CPU time %.2fx\n",
                     "  pyg-lib", "1", kPygBatchesPerSecond, kPygEdgesPerSecond / 1e6, "", "", "", "", "",
                     median(rate) / kPygEdgesPerSecond, median(cpu_rate) / kPygEdgesPerSecond);
@@ -184,7 +185,7 @@ void run_sample_bench(const SampleBenchOptions& o) {
   std::printf("\nedges/CPU s: sampled edges per second of the process's CPU time (on a loaded machine, wall time "
               "also counts waiting for a core). faults/batch: minor page faults per batch (batches handed back to "
               "the sampler, as a loader's consumer does). 4 KB pages: the same topology in plain vectors, same "
-              "rounds; ratio: huge pages over it.\n");
+              "rounds; ratio: huge pages over it, by wall / by CPU time.\n");
   if (o.feature_dim > 0) {
     // The sampled nodes' features: as many distinct random rows per batch as the first
     // fanout list reached, next to a memcpy of the same bytes.

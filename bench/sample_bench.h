@@ -38,8 +38,10 @@ struct SampleBenchOptions {
   std::string temporal;
 };
 
-// Prints, per fanout and thread count, batches/s and sampled edges/s, the scaling against
-// one thread measured in the same run, and the topology's bytes per edge; then the gather
+// Prints, per fanout and thread count, medians of `rounds` rounds of batches/s, sampled
+// edges/s (by wall and by CPU time), minor page faults per batch and, interleaved, the same
+// on the topology in 4 KB pages; the scaling against one thread measured in the same run,
+// and the topology's bytes per edge; then the gather
 // of the sampled nodes' features next to a memcpy of the same bytes (bench/gather_bench.h).
 void run_sample_bench(const SampleBenchOptions& options);
 void run_hetero_sample_bench(const SampleBenchOptions& options);
