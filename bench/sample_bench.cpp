@@ -108,6 +108,28 @@ Throughput measure(const Topology& topology, const SamplerConfig& config,
           static_cast<double>(edges) / cpu, faults / num_batches};
 }
 
+// The floor of a batch's memory time: CPU nanoseconds per random 8-byte read of the
+// topology's largest array (its columns: 160 MB, far beyond the cache) when the reads are
+// independent and prefetched 16 ahead, as many in flight as the core keeps; a sampler's
+// reads depend on one another only hop by hop, so it can at best overlap them like this.
+double random_read_ns(const Topology& topology, uint64_t seed) {
+  const Span<const int64_t> column = topology.csc(0).indices.as<int64_t>();
+  constexpr size_t kReads = size_t{1} << 22, kAhead = 16;
+  std::vector<uint32_t> at(kReads);
+  Rng rng(mix64(seed, 0x666c6f6f72ull));
+  for (auto& a : at) a = static_cast<uint32_t>(rng.below(column.size()));
+  const double start = process_cpu_seconds();
+  int64_t sum = 0;
+  for (size_t k = 0; k < kReads; ++k) {
+    if (k + kAhead < kReads) __builtin_prefetch(column.data() + at[k + kAhead]);
+    sum += column[at[k]];
+  }
+  const double seconds = process_cpu_seconds() - start;
+  volatile int64_t keep = sum;  // the reads are the point
+  (void)keep;
+  return seconds * 1e9 / static_cast<double>(kReads);
+}
+
 std::string fanout_text(const std::vector<int>& fanout) {
   std::string s = "[";
   for (size_t i = 0; i < fanout.size(); ++i) s += (i ? "," : "") + std::to_string(fanout[i]);
@@ -178,6 +200,21 @@ void run_sample_bench(const SampleBenchOptions& o) {
                     "(quoted); by CPU time %.2fx\n",
                     "  pyg-lib", "1", kPygBatchesPerSecond, kPygEdgesPerSecond / 1e6, "", "", "", "", "",
                     median(rate) / kPygEdgesPerSecond, median(cpu_rate) / kPygEdgesPerSecond);
+      }
+      if (threads == 1) {
+        // Distance to the floor: one batch's random reads (column bounds and original id of
+        // every frontier node, each pick's source, each neighbour's dedup slot) at the
+        // overlapped random-read time measured now, against a batch's CPU time.
+        NeighborSampler sampler(topology, config);
+        const MiniBatch b = sampler.sample(Span<const int64_t>(seeds.data(), o.batch_size), {2, 0, 0});
+        int64_t frontier = 0;
+        for (size_t h = 0; h + 1 < b.num_sampled_nodes.size(); ++h) frontier += b.num_sampled_nodes[h];
+        const double reads = 2.0 * static_cast<double>(frontier) + 2.0 * static_cast<double>(b.row.size());
+        const double floor_ms = reads * random_read_ns(topology, o.seed) / 1e6;
+        const double batch_ms = t.edges_per_second / t.batches_per_second / median(cpu_rate) * 1e3;
+        std::printf("%-12s %7s | floor: %.0fk random reads a batch at the overlapped rate = %.2f ms; a batch's CPU "
+                    "time %.2f ms = %.2fx the floor\n",
+                    "", "", reads / 1e3, floor_ms, batch_ms, batch_ms / floor_ms);
       }
       std::fflush(stdout);
     }
