@@ -10,6 +10,7 @@
 
 #include "actors/protocol.h"
 #include "base/stopwatch.h"
+#include "bench/harness.h"
 #include "bench/stats.h"
 #include "bench/workdir.h"
 #include "dashboard/status_board.h"
@@ -144,31 +145,28 @@ void run_dashboard_bench(const DashboardBenchOptions& o) {
               "trainer in one process; %d poller(s) every %d ms\n",
               static_cast<long long>(o.num_nodes), static_cast<long long>(o.feature_dim),
               static_cast<long long>(o.hidden), static_cast<long long>(o.batch_size), o.pollers, o.poll_ms);
-  measure(*rt, job, o, false);  // warm-up: first-touch of the partitions, the allocator
-  std::printf("%-6s %16s %16s %8s %10s\n", "round", "(a) s/step", "(b) s/step", "(b)/(a)", "requests");
-  std::vector<double> a, b, ratios, publish;
+  std::vector<double> publish;
   int64_t requests = 0, failed = 0;
-  for (int r = 0; r < o.rounds; ++r) {
-    Round without, with;
-    if (r % 2 == 0) {
-      without = measure(*rt, job, o, false);
-      with = measure(*rt, job, o, true);
-    } else {
-      with = measure(*rt, job, o, true);
-      without = measure(*rt, job, o, false);
-    }
-    a.push_back(without.seconds_per_step);
-    b.push_back(with.seconds_per_step);
-    ratios.push_back(with.seconds_per_step / without.seconds_per_step);
-    publish.insert(publish.end(), with.publish_seconds.begin(), with.publish_seconds.end());
-    requests += with.requests;
-    failed += with.failed;
-    std::printf("%-6d %16.4f %16.4f %8.3f %10lld\n", r + 1, without.seconds_per_step, with.seconds_per_step,
-                ratios.back(), static_cast<long long>(with.requests));
-    std::fflush(stdout);
-  }
-  std::printf("\n%-52s %10.4f\n%-52s %10.4f\n%-52s %10.3f\n", "(a) without the page: median s/step", median(a),
-              "(b) page served and polled: median s/step", median(b), "median of the rounds' (b)/(a)", median(ratios));
+  RoundsOptions rounds;
+  rounds.title = "seconds per step (the median time between two steps' reports to the driver)";
+  rounds.warmup = 1;  // first-touch of the partitions, the allocator
+  rounds.rounds = o.rounds;
+  rounds.alternate = true;  // a b, b a, ...: neither always runs after the other
+  bool warm = false;
+  const Results results = run_cases(
+      rounds, {{"(a) without the page", Role::kBaseline,
+                [&] { return measure(*rt, job, o, false).seconds_per_step; }},
+               {"(b) page served and polled", Role::kKernel, [&] {
+                  const Round with = measure(*rt, job, o, true);
+                  if (warm) {  // the warm-up round runs (b) last
+                    publish.insert(publish.end(), with.publish_seconds.begin(), with.publish_seconds.end());
+                    requests += with.requests;
+                    failed += with.failed;
+                  }
+                  warm = true;
+                  return with.seconds_per_step;
+                }}});
+  std::printf("%-52s %10.3f\n", "median of the rounds' (b)/(a)", results.ratio("(b) page served and polled"));
   std::printf("%-52s %10lld (%lld failed)\n%-52s %10.1f\n", "requests served during (b)",
               static_cast<long long>(requests), static_cast<long long>(failed),
               "median publish() on the driver's thread, microseconds", median(publish) * 1e6);

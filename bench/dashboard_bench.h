@@ -26,10 +26,12 @@ struct DashboardBenchOptions {
 // StatusBoard served by a StatusServer on loopback, while `pollers` threads each fetch
 // /api/jobs, /api/jobs/ID/metrics and /metrics every poll_ms, and reload the page and its
 // scripts every 10th time (what a browser with the page open does, 10x as often per
-// poller). Rounds alternate the order (ab, ba, ...). A round's figure is the median time
-// between two steps' reports to the driver (robust to a step slowed by another process on
-// a shared machine). Prints each round's seconds per step, the medians, the median of the rounds' (b)/(a) ratios, the requests served, and the
-// median time of one publish() call on the driver's thread.
+// poller). After a warm-up round of both, rounds alternate the order (ba, ab, ...). A
+// round's figure is the median time between two steps' reports to the driver (robust to a
+// step slowed by another process on a shared machine). Prints a table (bench/harness.h) of
+// each round's seconds per step, the medians and the median of the rounds' (b)/(a) ratios,
+// then the requests served and the median time of one publish() call on the driver's
+// thread.
 void run_dashboard_bench(const DashboardBenchOptions& options);
 
 }  // namespace partita::bench
