@@ -24,6 +24,7 @@
 #include "base/file_util.h"
 #include "base/random.h"
 #include "base/stopwatch.h"
+#include "bench/harness.h"
 #include "bench/input_graph.h"
 #include "bench/stats.h"
 #include "bench/workdir.h"
@@ -223,13 +224,12 @@ int run_disk_bench(const DiskBenchOptions& o) {
     uint64_t bytes;
     std::unique_ptr<const DiskRows> rows;
     std::vector<DiskRequest> reads;
-    std::vector<double> device_s, store_s;
   };
   std::vector<Gap> gaps;
   for (uint64_t g : o.merge_gaps) {
     DiskReadOptions options = read_options;
     options.merge_gap_bytes = g;
-    Gap gap{g, std::make_unique<const DiskRows>(MappedArray(x_path), options), {}, {}, {}};
+    Gap gap{g, std::make_unique<const DiskRows>(MappedArray(x_path), options), {}};
     for (const auto& b : batches) {
       const std::vector<DiskRequest> r = gap.rows->requests(b, 0);
       gap.reads.insert(gap.reads.end(), r.begin(), r.end());
@@ -290,53 +290,76 @@ int run_disk_bench(const DiskBenchOptions& o) {
                 static_cast<double>(o.memory_limit_mb << 20) / static_cast<double>(feature_bytes));
   }
   std::fflush(stdout);
-  std::vector<double> single_s, pread_s;
-  for (int run = 0; run < o.runs; ++run) {
-    drop_cached(x_path);
-    single_s.push_back(device_reads(x_path, single_reads, o.queue_depth));
-    for (Gap& gap : gaps) {
-      drop_cached(x_path);
-      gap.device_s.push_back(device_reads(x_path, gap.reads, o.queue_depth));
-      drop_cached(x_path);
-      Stopwatch watch;
-      for (size_t b = batches.size(); b-- > 0;) gap.rows->read(batches[b], 0, out.data());  // the first batch last
-      gap.store_s.push_back(watch.seconds());
-      if (std::memcmp(out.data(), expected.data(), expected.size()) != 0) throw Error("bench disk: rows differ");
-    }
-    drop_cached(x_path);
-    ::setenv("PARTITA_NO_IO_URING", "1", 1);
-    const DiskRows fallback(MappedArray(x_path), read_options);
-    ::unsetenv("PARTITA_NO_IO_URING");
-    Stopwatch watch;
-    fallback.read(pread_slice, 0, out.data());
-    pread_s.push_back(watch.seconds());
-    if (std::memcmp(out.data(), expected.data(), pread_slice.size() * rows.row_bytes()) != 0) {
-      throw Error("bench disk: pread rows differ");
-    }
+  // Each case's figure is rows/s; the file's cached pages are dropped before each.
+  const double slice = static_cast<double>(pread_slice.size());
+  const auto cold = [&x_path] { drop_cached(x_path); };
+  const std::string single_name = "device: one read per random row";
+  const auto device_name = [](const Gap& gap) { return "device: the store's reads, gap " + std::to_string(gap.bytes); };
+  const auto store_name = [](const Gap& gap) { return "disk store gather (io_uring), gap " + std::to_string(gap.bytes); };
+  const std::string pread_name = "disk store gather (pread), gap " + std::to_string(read_options.merge_gap_bytes) +
+                                 ", " + std::to_string(pread_slice.size()) + " rows";
+  std::vector<Case> cases;
+  cases.emplace_back(single_name, Role::kBaseline,
+                     [&] { return n / device_reads(x_path, single_reads, o.queue_depth); }, cold);
+  for (Gap& gap : gaps) {
+    cases.emplace_back(device_name(gap), Role::kKernel,
+                       [&] { return n / device_reads(x_path, gap.reads, o.queue_depth); }, cold);
+    cases.emplace_back(store_name(gap), Role::kKernel,
+                       [&] {
+                         const double seconds = wall_seconds([&] {  // the first batch last
+                           for (size_t b = batches.size(); b-- > 0;) gap.rows->read(batches[b], 0, out.data());
+                         });
+                         if (std::memcmp(out.data(), expected.data(), expected.size()) != 0) {
+                           throw Error("bench disk: rows differ");
+                         }
+                         return n / seconds;
+                       },
+                       cold);
   }
-  std::printf("\n%-44s | %10s | %10s | %10s | %10s\n", "reader", "reads/s", "rows/s", "row MB/s", "read MB/s");
+  std::unique_ptr<DiskRows> fallback;
+  cases.emplace_back(pread_name, Role::kKernel,
+                     [&] {
+                       const double seconds = wall_seconds([&] { fallback->read(pread_slice, 0, out.data()); });
+                       if (std::memcmp(out.data(), expected.data(), pread_slice.size() * rows.row_bytes()) != 0) {
+                         throw Error("bench disk: pread rows differ");
+                       }
+                       return slice / seconds;
+                     },
+                     [&] {
+                       drop_cached(x_path);
+                       ::setenv("PARTITA_NO_IO_URING", "1", 1);
+                       fallback = std::make_unique<DiskRows>(MappedArray(x_path), read_options);
+                       ::unsetenv("PARTITA_NO_IO_URING");
+                     });
+  RoundsOptions rounds;
+  rounds.title = "rows/s of each reader";
+  rounds.unit = "rows/s";
+  rounds.warmup = 0;  // every reader starts from a cold page cache anyway
+  rounds.rounds = o.runs;
+  const Results results = run_cases(rounds, cases);
+
+  std::printf("\n%-48s | %10s | %10s | %10s | %10s\n", "reader", "reads/s", "rows/s", "row MB/s", "read MB/s");
   const auto line = [&](const std::string& name, double reads, double rows_done, double bytes, double seconds) {
-    std::printf("%-44s | %10.0f | %10.0f | %10.1f | %10.1f\n", name.c_str(), reads / seconds, rows_done / seconds,
+    std::printf("%-48s | %10.0f | %10.0f | %10.1f | %10.1f\n", name.c_str(), reads / seconds, rows_done / seconds,
                 rows_done * static_cast<double>(rows.row_bytes()) / mb / seconds, bytes / mb / seconds);
   };
-  line("device: one read per random row", n, n, static_cast<double>(total_bytes(single_reads)), median(single_s));
+  // The same medians as reads/s and MB/s: each reader's seconds for its rows at its median rate.
+  line(single_name, n, n, static_cast<double>(total_bytes(single_reads)), n / results.median(single_name));
   for (const Gap& gap : gaps) {
     const double reads = static_cast<double>(gap.reads.size()), bytes = static_cast<double>(total_bytes(gap.reads));
-    const std::string g = std::to_string(gap.bytes);
-    line("device: the store's reads, gap " + g, reads, n, bytes, median(gap.device_s));
-    line("disk store gather (io_uring), gap " + g, reads, n, bytes, median(gap.store_s));
+    line(device_name(gap), reads, n, bytes, n / results.median(device_name(gap)));
+    line(store_name(gap), reads, n, bytes, n / results.median(store_name(gap)));
   }
   const std::vector<DiskRequest> pread_reads = DiskRows(MappedArray(x_path), read_options).requests(pread_slice, 0);
-  const double slice = static_cast<double>(pread_slice.size());
-  line("disk store gather (pread), gap " + std::to_string(read_options.merge_gap_bytes) + ", 20k rows",
-       static_cast<double>(pread_reads.size()), slice, static_cast<double>(total_bytes(pread_reads)), median(pread_s));
+  line(pread_name, static_cast<double>(pread_reads.size()), slice, static_cast<double>(total_bytes(pread_reads)),
+       slice / results.median(pread_name));
   std::printf("\n");
   for (const Gap& gap : gaps) {
     std::printf("gap %llu: store / device on the same reads %.2f (goal >= 0.7); rows/s / one-read-per-row rows/s %.2f\n",
-                (unsigned long long)gap.bytes, median(gap.device_s) / median(gap.store_s),
-                median(single_s) / median(gap.store_s));
+                (unsigned long long)gap.bytes, results.ratio_between(store_name(gap), device_name(gap)),
+                results.ratio(store_name(gap)));
   }
-  std::printf("medians of %d interleaved rounds\n", o.runs);
+  std::printf("medians of %d interleaved rounds; ratios: medians of the rounds' ratios\n", o.runs);
   if (cgroup) {
     std::printf("cgroup peak memory during the rounds: %.1f MiB of a %lld MiB budget (features: %llu MiB)\n",
                 static_cast<double>(cgroup->peak_bytes()) / (1 << 20), (long long)o.memory_limit_mb,

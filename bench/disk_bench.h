@@ -35,8 +35,8 @@ struct DiskBenchOptions {
 // for as many uniformly random rows as the batches have; for each merge gap, the bare
 // device replaying the store's reads for the batches (DiskRows::requests) and the disk
 // store gathering them; and the pread fallback on 20,000 rows of the first batch. Prints
-// reads/s, rows/s and MB/s of each, store / device on the same reads, and the cgroup's peak
-// memory. Returns the process exit code.
+// the rounds' rows/s (bench/harness.h), then reads/s, rows/s and MB/s of each, store /
+// device on the same reads, and the cgroup's peak memory. Returns the process exit code.
 int run_disk_bench(const DiskBenchOptions& options);
 
 }  // namespace partita::bench

@@ -65,6 +65,10 @@ const CaseResult& Results::at(const std::string& name) const {
   throw Error("benchmark results: no case named '" + name + "'");
 }
 
+double Results::ratio_between(const std::string& a, const std::string& b) const {
+  return median_ratio(at(a).rounds, at(b).rounds);
+}
+
 double load_average() {
   double load[1] = {0};
   return getloadavg(load, 1) == 1 ? load[0] : 0;

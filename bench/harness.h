@@ -87,6 +87,9 @@ struct Results {
   const CaseResult& at(const std::string& name) const;
   double median(const std::string& name) const { return at(name).median; }
   double ratio(const std::string& name) const { return at(name).ratio; }
+  // The median over rounds of case a's figure over case b's in the same round, for ratios
+  // other than to the baseline and the floor. Throws Error naming a case that is not here.
+  double ratio_between(const std::string& a, const std::string& b) const;
 };
 
 // Runs `options.warmup` rounds and then `options.rounds` recorded rounds; every round runs

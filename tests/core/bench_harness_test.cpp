@@ -86,6 +86,7 @@ TEST(BenchHarnessTest, RatiosAreTheMedianOfTheRoundsOwnRatios) {
   EXPECT_DOUBLE_EQ(r.ratio("a"), 3);
   EXPECT_DOUBLE_EQ(r.ratio("b"), 1);
   EXPECT_DOUBLE_EQ(r.at("a").to_floor, 2);  // 2, 6, 2
+  EXPECT_DOUBLE_EQ(r.ratio_between("b", "floor"), 1);  // 1, 2, 0.2
   EXPECT_THROW(r.at("c"), Error);
 }
 
