@@ -99,6 +99,16 @@ void Dataset::validate() const {
   v.check_edges("test_edges", test_edges);
   if (feature_dim < 0) v.fail("feature_dim is negative");
   v.expect_size("x", x.size(), num_nodes * feature_dim, "num_nodes * feature_dim");
+  if (!node_type_feature_dim.empty()) {
+    v.expect_size("node_type_feature_dim", node_type_feature_dim.size(),
+                  static_cast<int64_t>(node_type_names.size()), "the number of node types");
+    for (size_t t = 0; t < node_type_feature_dim.size(); ++t) {
+      if (node_type_feature_dim[t] < 0 || node_type_feature_dim[t] > feature_dim) {
+        v.fail("node_type_feature_dim[" + std::to_string(t) + "] = " + std::to_string(node_type_feature_dim[t]) +
+               " is outside [0, feature_dim = " + std::to_string(feature_dim) + "]");
+      }
+    }
+  }
   if (!y.empty()) {
     v.expect_size("y", y.size(), num_nodes, "num_nodes");
     for (size_t i = 0; i < y.size(); ++i) {

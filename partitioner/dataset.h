@@ -58,6 +58,10 @@ struct Dataset {
   // edges (partitioner/splits.h) leave the graph in both types: a rating held out of
   // `rates` would otherwise still be read off `rated_by`.
   std::vector<int32_t> reverse_edge_type;
+  // Node types whose features differ in width (a PyG HeteroData's papers of 128 columns,
+  // authors of 64): empty when every type uses all feature_dim columns, or per node type
+  // the width of its features, the leading columns of x (the rest of its rows zero).
+  std::vector<int64_t> node_type_feature_dim;
 
   // Node splits: sorted, unique node ids.
   std::vector<int64_t> train_idx;

@@ -20,6 +20,7 @@ PartitionMeta describe_dataset(const Dataset& d) {
   meta.node_types = d.node_type_names;
   meta.edge_types = d.edge_types;
   meta.feature_dim = d.feature_dim;
+  meta.node_type_feature_dim = d.node_type_feature_dim;
   meta.transforms = d.transforms;
   meta.edge_feature_dim = d.edge_feature_dim;
   meta.has_labels = !d.y.empty();
@@ -37,6 +38,7 @@ void add_feature_shapes(const PartitionMeta& meta, json& j) {
   j["node_features"] = json::object();
   if (meta.feature_dim > 0) {
     j["node_features"]["x"] = {{"dtype", "float32"}, {"shape", {meta.num_nodes, meta.feature_dim}}};
+    if (!meta.node_type_feature_dim.empty()) j["node_features"]["x"]["type_widths"] = meta.node_type_feature_dim;
   }
   j["edge_features"] = json::object();
   if (meta.edge_feature_dim > 0) {
@@ -199,6 +201,17 @@ PartitionMeta parse_meta(const std::string& path) {
   const json& node_features = r.field(j, "node_features", "");
   if (node_features.contains("x")) {
     meta.feature_dim = r.columns(node_features["x"], "node_features.x.");
+    // Absent where every node type uses every column.
+    if (node_features["x"].contains("type_widths")) {
+      const json& widths = node_features["x"]["type_widths"];
+      if (!widths.is_array() || widths.size() != meta.node_types.size()) {
+        r.fail("node_features.x.type_widths", "expected one width per node type (" +
+                                                  std::to_string(meta.node_types.size()) + ")");
+      }
+      for (const auto& w : widths) {
+        meta.node_type_feature_dim.push_back(r.integer_value(w, "node_features.x.type_widths", 0, meta.feature_dim));
+      }
+    }
   }
   if (j.contains("transforms")) {  // absent in folders written before transforms existed
     const json& transforms = j["transforms"];

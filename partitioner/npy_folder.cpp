@@ -257,11 +257,14 @@ struct Types {
   std::vector<std::string> node_types;
   std::vector<EdgeType> edge_types;
   std::vector<int32_t> reverse_edge_types;
+  std::vector<int64_t> feature_dims;
 };
 
 // {"node_types": ["author", ...], "edge_types": [["author", "writes", "paper"], ...],
 //  "reverse_edge_types": [1, 0, -1]}: optional, per edge type the index of the type that
-// mirrors it edge by edge, -1 for none (Dataset::reverse_edge_type; validate() checks it).
+// mirrors it edge by edge, -1 for none (Dataset::reverse_edge_type; validate() checks it);
+// "feature_dims": [128, 64]: optional, per node type the width of its features, the leading
+// columns of x (Dataset::node_type_feature_dim).
 Types read_types(const std::string& path) {
   std::string text = detail::read_file(path);
   Types types;
@@ -269,8 +272,9 @@ Types read_types(const std::string& path) {
     nlohmann::json json = nlohmann::json::parse(text);
     if (!json.is_object()) throw file_error(path, "expected a JSON object");
     for (const auto& [key, value] : json.items()) {
-      if (key != "node_types" && key != "edge_types" && key != "reverse_edge_types") {
-        throw file_error(path, "unknown key \"" + key + "\" (expected node_types, edge_types, reverse_edge_types)");
+      if (key != "node_types" && key != "edge_types" && key != "reverse_edge_types" && key != "feature_dims") {
+        throw file_error(path, "unknown key \"" + key +
+                                   "\" (expected node_types, edge_types, reverse_edge_types, feature_dims)");
       }
     }
     if (json.contains("node_types")) types.node_types = json.at("node_types").get<std::vector<std::string>>();
@@ -286,6 +290,7 @@ Types read_types(const std::string& path) {
     if (json.contains("reverse_edge_types")) {
       types.reverse_edge_types = json.at("reverse_edge_types").get<std::vector<int32_t>>();
     }
+    if (json.contains("feature_dims")) types.feature_dims = json.at("feature_dims").get<std::vector<int64_t>>();
   } catch (const nlohmann::json::exception& e) {
     throw file_error(path, e.what());
   }
@@ -409,6 +414,7 @@ void apply_types(const Folder& folder, Dataset* d) {
   d->node_type_names = std::move(types.node_types);
   d->edge_types = std::move(types.edge_types);
   d->reverse_edge_type = std::move(types.reverse_edge_types);
+  d->node_type_feature_dim = std::move(types.feature_dims);
   if (!d->node_type_names.empty() && d->node_type.empty()) {
     throw file_error(folder.path("node_type.npy"), std::string("missing, but ") + kTypesFile + " declares node types");
   }
@@ -431,6 +437,7 @@ void write_types(const Dataset& d, const std::string& path) {
   json["edge_types"] = nlohmann::json::array();
   for (const EdgeType& t : d.edge_types) json["edge_types"].push_back({t.src_type, t.relation, t.dst_type});
   if (!d.reverse_edge_type.empty()) json["reverse_edge_types"] = d.reverse_edge_type;
+  if (!d.node_type_feature_dim.empty()) json["feature_dims"] = d.node_type_feature_dim;
   std::string text = json.dump(2) + "\n";
   detail::ScopedFd fd = detail::open_for_writing(path);
   detail::write_all(fd.get(), path, text.data(), text.size());

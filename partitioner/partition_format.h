@@ -46,6 +46,8 @@ struct PartitionMeta {
   std::vector<std::string> node_types;
   std::vector<EdgeType> edge_types;
   int64_t feature_dim = 0;       // x.bin [n, feature_dim] when > 0
+  // Empty, or per node type the width of its features (Dataset::node_type_feature_dim).
+  std::vector<int64_t> node_type_feature_dim;
   std::vector<std::string> transforms;  // applied to x before partitioning, in order
   int64_t edge_feature_dim = 0;  // edge_attr.bin [m, edge_feature_dim] when > 0
   bool has_labels = false;       // y.bin

@@ -316,6 +316,15 @@ PYBIND11_MODULE(_partita, m) {
             return names;
           },
           "The node types of which some node has a label.")
+      .def_property_readonly(
+          "feature_dims_by_type",
+          [](const GraphHandle& g) {
+            const auto& m = g.meta();
+            return m.node_type_feature_dim.empty() ? std::vector<int64_t>(m.node_types.size(), m.feature_dim)
+                                                   : m.node_type_feature_dim;
+          },
+          "A heterogeneous graph's feature width of each node type: the leading columns of x its nodes use "
+          "(the rest zero), by node type index ([] for a homogeneous one).")
       .def(
           "_node_types", [](py::object self) { return view_of(self.cast<const GraphHandle&>().original_node_type(), self); },
           "Original id -> node type index, read-only (empty for a homogeneous graph).")

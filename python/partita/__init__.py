@@ -136,7 +136,7 @@ def partition(source, output, num_parts=2, *, format=None, method="metis", seed=
 
     `source` is a PyTorch Geometric ``Data`` (edge_index, and x, y, train_mask, val_mask,
     test_mask where present; node ids are its rows), a ``HeteroData`` (the same fields per
-    node and edge type, x of one width over the types that have it; its nodes numbered as
+    node and edge type, each type's x of its own width; its nodes numbered as
     ``HeteroData.to_homogeneous()`` numbers them, and ``NeighborLoader(..., hetero=True)``
     hands back each type's own rows), or a path: an npy folder (x.npy,
     edge_index.npy, y.npy, train_idx.npy, ...; `format` "npy", the default) or another
@@ -301,15 +301,6 @@ def _write_hetero_npy_folder(data, folder):
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     np.save(os.path.join(folder, "node_type.npy"),
             np.repeat(np.arange(len(node_types), dtype=np.int32), counts))
-    # ToUndirected names the reverse of (s, r, d) (d, "rev_" + r, s): a held-out link leaves both.
-    reverse = [-1] * len(edge_types)
-    for k, (s, r, d) in enumerate(edge_types):
-        if (d, f"rev_{r}", s) in edge_types:
-            reverse[k] = edge_types.index((d, f"rev_{r}", s))
-            reverse[reverse[k]] = k
-    with open(os.path.join(folder, "types.json"), "w") as f:
-        json.dump({"node_types": node_types, "edge_types": [list(t) for t in edge_types],
-                   **({"reverse_edge_types": reverse} if any(r >= 0 for r in reverse) else {})}, f)
 
     def per_type(stores, name, what):
         """Each store's `name` as numpy, None where absent; all None or none."""
@@ -342,12 +333,21 @@ def _write_hetero_npy_folder(data, folder):
     np.save(os.path.join(folder, "edge_type.npy"), np.concatenate(types) if types else np.zeros(0, np.int32))
 
     x = per_type(node_stores, "x", node_types)
+    feature_dims = {}
     if x is not None:
-        widths = {t: (v.shape[1] if v.ndim == 2 else None) for t, v in zip(node_types, x)}
-        if len(set(widths.values())) != 1 or None in widths.values():
-            raise UsageError(f"partita.partition: a partition folder holds one feature width; the HeteroData's x "
-                             f"have widths {widths} (pad or project them to one)")
-        np.save(os.path.join(folder, "x.npy"), np.ascontiguousarray(np.concatenate(x), dtype=np.float32))
+        for t, v in zip(node_types, x):
+            if v.ndim != 2:
+                raise UsageError(f"partita.partition: data[{t!r}].x has shape {tuple(v.shape)}, expected "
+                                 f"(num_nodes, features)")
+        widths = [v.shape[1] for v in x]
+        if len(set(widths)) == 1:
+            np.save(os.path.join(folder, "x.npy"), np.ascontiguousarray(np.concatenate(x), dtype=np.float32))
+        else:  # one x of the widest width, each type's features its leading columns
+            padded = np.zeros((sum(counts), max(widths)), dtype=np.float32)
+            for k, v in enumerate(x):
+                padded[offsets[k]:offsets[k + 1], :widths[k]] = v
+            np.save(os.path.join(folder, "x.npy"), padded)
+            feature_dims = {"feature_dims": widths}
     y = per_type(node_stores, "y", node_types)
     if y is not None:
         rows = []
@@ -370,3 +370,12 @@ def _write_hetero_npy_folder(data, folder):
             continue
         ids = [np.flatnonzero(m) + offsets[k] for k, m in enumerate(masks) if m is not None]
         np.save(os.path.join(folder, f"{split}_idx.npy"), np.concatenate(ids).astype(np.int64))
+    # ToUndirected names the reverse of (s, r, d) (d, "rev_" + r, s): a held-out link leaves both.
+    reverse = [-1] * len(edge_types)
+    for k, (s, r, d) in enumerate(edge_types):
+        if (d, f"rev_{r}", s) in edge_types:
+            reverse[k] = edge_types.index((d, f"rev_{r}", s))
+            reverse[reverse[k]] = k
+    with open(os.path.join(folder, "types.json"), "w") as f:
+        json.dump({"node_types": node_types, "edge_types": [list(t) for t in edge_types], **feature_dims,
+                   **({"reverse_edge_types": reverse} if any(r >= 0 for r in reverse) else {})}, f)

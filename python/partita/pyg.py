@@ -342,6 +342,7 @@ class _TypeIndex:
         self.edge_row = graph._edge_index_in_type()  # original edge id -> row in its type
         self.num_nodes = list(graph.num_nodes_by_type)
         self.labelled = set(graph.labelled_node_types)
+        self.feature_dims = list(graph.feature_dims_by_type)  # each type's x: the leading columns
 
     def type_index(self, node_type, loader):
         if not isinstance(node_type, str) or node_type not in self.node_types:
@@ -422,7 +423,8 @@ class _TypeIndex:
             store.n_id = torch.from_numpy(self.node_row[n_id[positions]])
             index = torch.from_numpy(positions)
             if x is not None:
-                store.x = x.index_select(0, index)
+                width = self.feature_dims[t]
+                store.x = (x if width == x.shape[1] else x[:, :width]).index_select(0, index)
             if y is not None and name in self.labelled:
                 store.y = y.index_select(0, index)
             if group is not None:

@@ -224,10 +224,13 @@ class FeatureStore(pyg_data.FeatureStore):
         # name -> (torch dtype, row shape)
         attributes = {name: (getattr(torch, dtype), tuple(row)) for name, dtype, row in self._lookup.attributes()}
         # (group, name) -> (torch dtype, row shape): group None on a homogeneous graph, each
-        # node type on a heterogeneous one (y only on the types with labels).
+        # node type on a heterogeneous one (y only on the types with labels; x of the type's
+        # own width, the leading columns of the partitions' rows).
         if graph.is_hetero:
             labelled = set(graph.labelled_node_types)
-            self._owned = {(t, name): info for t in graph.node_types for name, info in attributes.items()
+            widths = dict(zip(graph.node_types, graph.feature_dims_by_type))
+            self._owned = {(t, name): (info if name != "x" else (info[0], (widths[t],)))
+                           for t in graph.node_types for name, info in attributes.items()
                            if name != "y" or t in labelled}
         else:
             self._owned = {(None, name): info for name, info in attributes.items()}
@@ -289,9 +292,17 @@ class FeatureStore(pyg_data.FeatureStore):
             who = "FeatureStore.get_tensor"
             ids, scalar = _node_ids(attr.index, self._num_rows(attr.group_name), who)
             rows = torch.from_numpy(self._lookup.get(attr.attr_name, self._original_ids(attr.group_name, ids, who)))
+            rows = self._type_width(attr, rows)
             return rows[0] if scalar else rows
         raise KeyError(f"FeatureStore: no tensor (group_name={attr.group_name!r}, attr_name={attr.attr_name!r}); "
                        f"it has: {self._describe()}")
+
+    def _type_width(self, attr, rows):
+        """A node type's x: the leading columns its nodes use (the partitions pad to the widest)."""
+        if attr.group_name is None or attr.attr_name != "x":
+            return rows
+        width = self._owned[(attr.group_name, "x")][1][0]
+        return rows if width == rows.shape[-1] else rows[..., :width].contiguous()
 
     def _multi_get_tensor(self, attrs):
         # The default, but keeps PyG's contract of None for a missing tensor (its caller

@@ -274,6 +274,29 @@ def test_rows_on_a_graph_whose_types_interleave(tmp_path):
             assert one[edge_type].edge_index.shape[1] == int((two.edge_type == k).sum())
 
 
+def test_node_types_of_different_widths_keep_their_own(tmp_path, source):
+    # Users with 5 features of their own, movies their 20 genres: the folder pads users to
+    # 20 columns, and batches and stores hand each type back its own.
+    data = source.clone()
+    data["user"].x = torch.randn(data["user"].num_nodes, 5, generator=torch.Generator().manual_seed(1))
+    graph = partita.partition(data, tmp_path / "parts", num_parts=2)
+    widths = [data[t].x.shape[1] for t in graph.node_types]
+    assert graph.feature_dims_by_type == widths and graph.feature_dim == max(widths)
+    hetero, homo = node_loaders(graph)
+    for batch, flat in zip(hetero, homo):
+        for t, name in enumerate(graph.node_types):
+            assert torch.equal(batch[name].x, data[name].x[batch[name].n_id])
+            padded = flat.x[flat.node_type == t]
+            assert torch.equal(padded[:, :widths[t]], batch[name].x)
+            assert not padded[:, widths[t]:].any()
+    fs, _ = partita.pyg.stores(graph)
+    rows = torch.tensor([3, 0, 7])
+    assert torch.equal(fs["user", "x", rows], data["user"].x[rows])
+    assert fs.get_tensor_size(group_name="user", attr_name="x") == torch.Size([data["user"].num_nodes, 5])
+    assert torch.equal(fs["movie", "x", rows], data["movie"].x[rows])
+    fs.close()
+
+
 def test_bad_input_names_the_problem(movielens, cora_parts, source):
     graph = movielens[1]
     with pytest.raises(partita.UsageError, match="hetero=True is for heterogeneous graphs"):
@@ -292,8 +315,7 @@ def test_bad_input_names_the_problem(movielens, cora_parts, source):
     with pytest.raises(TypeError, match="hetero must be a bool"):
         partita.pyg.NeighborLoader(graph, num_neighbors=[2], input_nodes="train", hetero="yes")
     bad = HeteroData()
-    bad["a"].x, bad["b"].x = torch.zeros(2, 3), torch.zeros(2, 4)
+    bad["a"].x, bad["b"].x = torch.zeros(2, 3), torch.zeros(2)
     bad["a", "to", "b"].edge_index = torch.tensor([[0], [1]])
-    with pytest.raises(partita.UsageError, match=r"one feature width; the HeteroData's x have widths "
-                                                 r"\{'a': 3, 'b': 4\}"):
+    with pytest.raises(partita.UsageError, match=r"data\['b'\].x has shape \(2,\), expected \(num_nodes, features\)"):
         partita.partition(bad, "unused-output")

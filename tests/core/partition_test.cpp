@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/subprocess.h"
 #include "partitioner/generators.h"
+#include "partitioner/meta_json.h"
 #include "partitioner/partition.h"
 #include "partitioner/partition_format.h"
 #include "partitioner/readers.h"
@@ -180,10 +181,12 @@ TEST(PartitionTest, HeteroNodeTypesAreBalancedAndStored) {
   o.num_venues = 20;
   o.feature_dim = 4;
   Dataset d = generate_hetero(o);
+  d.node_type_feature_dim = {4, 2, 0};  // papers use every column, authors 2, venues none
   TempDir tmp;
   PartitionMeta meta = partition_to(d, tmp / "h", 2);
   EXPECT_TRUE(meta.is_hetero);
   EXPECT_EQ(meta.node_types, d.node_type_names);
+  EXPECT_EQ(parse_meta_json(tmp / "h/META.json").node_type_feature_dim, (std::vector<int64_t>{4, 2, 0}));
   EXPECT_EQ(meta.edge_types.size(), d.edge_types.size());
   expect_faithful(d, tmp / "h");
   PartitionFolder folder(tmp / "h");

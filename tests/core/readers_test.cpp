@@ -622,6 +622,7 @@ Dataset hetero_dataset() {
   d.edges.dst = {2, 3, 3, 4, 5};
   d.edges.type = {0, 0, 1, 1, 1};
   d.reverse_edge_type = {-1, 1};  // citations listed both ways
+  d.node_type_feature_dim = {2, 2};
   d.feature_dim = 2;
   d.x = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11.5f};
   d.y = {-1, -1, 0, 2, 1, 0};
@@ -675,6 +676,7 @@ TEST(NpyFolderTest, HeteroDatasetRoundTripsWithEveryField) {
     EXPECT_EQ(r.edge_types[i].dst_type, d.edge_types[i].dst_type);
   }
   EXPECT_EQ(r.reverse_edge_type, d.reverse_edge_type);
+  EXPECT_EQ(r.node_type_feature_dim, d.node_type_feature_dim);
   EXPECT_EQ(r.train_idx, d.train_idx);
   EXPECT_EQ(r.val_idx, d.val_idx);
   EXPECT_EQ(r.test_idx, d.test_idx);
@@ -858,6 +860,16 @@ TEST(NpyFolderTest, TypesNeedTypesJsonAndMustBeInRange) {
   write_text(dir / "types.json",
              R"({"node_types": ["a", "b"], "edge_types": [["a", "r", "b"], ["b", "s", "a"]], "reverse_edge_types": [0, -1]})");
   EXPECT_CONTAINS(folder_error(dir), "reverse_edge_type[0] = 0 is not an edge type that mirrors it");
+  // x.npy has 1 column: type a's nodes use it, b's none.
+  write_text(dir / "types.json",
+             R"({"node_types": ["a", "b"], "edge_types": [["a", "r", "b"], ["b", "s", "a"]], "feature_dims": [1, 0]})");
+  EXPECT_EQ(read_npy_folder(dir.path()).node_type_feature_dim, (std::vector<int64_t>{1, 0}));
+  write_text(dir / "types.json",
+             R"({"node_types": ["a", "b"], "edge_types": [["a", "r", "b"], ["b", "s", "a"]], "feature_dims": [2, 1]})");
+  EXPECT_CONTAINS(folder_error(dir), "node_type_feature_dim[0] = 2 is outside [0, feature_dim = 1]");
+  write_text(dir / "types.json",
+             R"({"node_types": ["a", "b"], "edge_types": [["a", "r", "b"], ["b", "s", "a"]], "feature_dims": [1]})");
+  EXPECT_CONTAINS(folder_error(dir), "node_type_feature_dim has 1 entries");
 
   write_text(dir / "types.json", R"({"node_types": ["a", "b"], "edge_types": [["a", "r"]]})");
   EXPECT_CONTAINS(folder_error(dir), dir / "types.json: edge type [\"a\",\"r\"] is not [src_type, relation, dst_type]");
