@@ -1,14 +1,17 @@
 // The trainer of a knowledge-graph embedding job (task: link_prediction, encoder: none):
 // one replica of the relation embeddings (replicated, their gradients allreduced, dense
-// Adagrad) and a client of the sharded entity table (embeddings/sharded_embedding.h).
+// Adagrad) and a client of the entity table, sharded in memory or on disk behind a
+// partition buffer (training/kg_entities.h: embeddings.storage).
 //
-// A step (embeddings/kg_triples.h says which triples and negatives): read the rows of the
-// step's heads, tails and chunk negatives from their owners; score each positive against
-// its chunk's negatives on both sides (tail and head corruption, one batched GEMM per
-// side, models/kg_decoder.h); the loss (models/kg_loss.h) summed over positives; backward;
-// allreduce the relation gradients with the step's loss and positive count; divide by the
-// count (the mean over the step's positives of every trainer); step the relations, and push
-// the entity rows' gradients to their owners, which apply them.
+// A step (the table says which triples and negatives: embeddings/kg_triples.h in memory,
+// embeddings/bucket_epoch.h on disk): read the rows of the step's heads, tails and chunk
+// negatives from the table; score each positive against its chunk's negatives on both
+// sides (tail and head corruption, one batched GEMM per side, models/kg_decoder.h), a
+// softmax's negatives at their in-memory weight; the loss (models/kg_loss.h) summed over
+// positives; backward; allreduce the relation gradients with the step's loss and positive
+// count; divide by the count (the mean over the step's positives of every trainer); step
+// the relations, and hand the entity rows' gradients to the table, which applies them (in
+// memory their owners, on disk the trainer's buffer).
 //
 // Evaluation: the trainer ranks its share of the split's triples held by its partition,
 // both directions, against every entity (streamed from the owners in blocks, one GEMM per
