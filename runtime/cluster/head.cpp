@@ -592,213 +592,255 @@ bool lost_group_member(HeadPointer self, const caf::down_msg& msg) {
   return false;
 }
 
+// A member's agent went: its process died, or its connection dropped (CAF's connection
+// heartbeats drop a silent one).
+void lost_agent(HeadPointer self, const caf::down_msg& msg) {
+  if (lost_group_member(self, msg)) return;
+  for (auto& [id, m] : self->state.members) {
+    if (m.status.alive && m.agent.address() == msg.source) {
+      declare_dead(self, m,
+                   "its connection was lost (" +
+                       (msg.reason == caf::exit_reason::user_shutdown ? std::string("it stopped")
+                                                                       : self->system().render(msg.reason)) +
+                       ")");
+      return;
+    }
+  }
+}
+
+// A node joins: its member id, and the heartbeat period and timeout it must keep (ms).
+caf::result<uint64_t, int64_t, int64_t> admit_member(HeadPointer self, NodeInfo& info, caf::actor& agent) {
+  auto& s = self->state;
+  if (caf::error refused = refuse_non_node(self, "join as " + info.name)) return refused;
+  if (!agent) return caf::make_error(caf::sec::invalid_argument, "join without an agent");
+  if (s.stopping) return caf::make_error(caf::sec::invalid_argument, "the cluster is stopping");
+  Member m;
+  m.status.member = s.next_member++;
+  m.status.info = std::move(info);
+  m.status.alive = true;
+  m.agent = caf::actor_cast<node_agent_actor>(agent);
+  m.last_heartbeat = Clock::now();
+  self->monitor(agent);
+  spdlog::info("head: member {} joined: {} at {} ({} cores, {} MB)", m.status.member, m.status.info.name,
+               m.status.info.address, m.status.info.cores, m.status.info.memory_bytes >> 20);
+  const uint64_t id = m.status.member;
+  s.members.emplace(id, std::move(m));
+  return {id, static_cast<int64_t>(s.options.heartbeat_period.count()),
+          static_cast<int64_t>(s.options.heartbeat_timeout.count())};
+}
+
+// A member's heartbeat with its load: false for a member unknown or declared dead.
+caf::result<bool> record_heartbeat(HeadPointer self, uint64_t member, NodeLoad& load) {
+  if (caf::error refused = refuse_non_node(self, "a heartbeat of member " + std::to_string(member))) {
+    return refused;
+  }
+  auto it = self->state.members.find(member);
+  if (it == self->state.members.end() || !it->second.status.alive) return false;
+  it->second.last_heartbeat = Clock::now();
+  // A unit's key is 16 hex digits (runtime/staging/stage_cache.h); anything else is not one.
+  const auto not_a_key = [](const std::string& key) {
+    return key.size() != 16 || key.find_first_not_of("0123456789abcdef") != std::string::npos;
+  };
+  load.cached_units.erase(std::remove_if(load.cached_units.begin(), load.cached_units.end(), not_a_key),
+                          load.cached_units.end());
+  if (load.cached_units.size() > kMaxReportedCachedUnits) load.cached_units.resize(kMaxReportedCachedUnits);
+  it->second.status.load = std::move(load);
+  return true;
+}
+
+// The nodes (net of the reservations of jobs they do not list yet, which it drops once
+// listed or ended) and the jobs.
+ClusterStatus status_of_cluster(HeadState& s) {
+  ClusterStatus status;
+  status.version = partita_version();
+  status.heartbeat_ms = s.options.heartbeat_period.count();
+  status.heartbeat_timeout_ms = s.options.heartbeat_timeout.count();
+  const auto now = Clock::now();
+  for (auto& [id, m] : s.members) {
+    NodeStatus node = m.status;
+    node.load = listed_load(s, m);
+    node.ms_since_heartbeat = std::chrono::duration_cast<milliseconds>(now - m.last_heartbeat).count();
+    if (node.alive) node.load.memory_available_bytes -= reserved_on(s, node);
+    status.nodes.push_back(std::move(node));
+  }
+  status.jobs = jobs_of(s);
+  return status;
+}
+
+// A job driver's report on its job, with the token the head gave it: false for a job
+// unknown or finished; an error for a report without the token or one that is invalid.
+caf::result<bool> record_report(HeadPointer self, const std::string& id, const std::string& token, JobStatus& report) {
+  if (caf::error refused = refuse_non_node(self, "a report on job " + id)) return refused;
+  auto it = self->state.jobs.find(id);
+  if (it == self->state.jobs.end() || it->second.status.finished()) return false;
+  if (token != it->second.token) {
+    spdlog::warn("head: a report on job {} without its driver's token: refused", id);
+    return caf::make_error(caf::sec::invalid_argument, "a report on job " + id + " without its driver's token");
+  }
+  if (const std::string why = invalid_report(report); !why.empty()) {
+    spdlog::warn("head: a report on job {} refused: {}", id, why);
+    return caf::make_error(caf::sec::invalid_argument, "report on job " + id + " refused: " + why);
+  }
+  Job& job = it->second;
+  JobStatus& status = job.status;
+  if (report.partitions != status.partitions || report.owner != status.owner) {
+    // A new placement (an attempt): reserve its memory on its nodes.
+    job.reserved.clear();
+    if (report.partition_bytes.size() == report.partitions.size()) {
+      for (size_t p = 0; p < report.partitions.size(); ++p) {
+        job.reserved[report.partitions[p]] += std::max<int64_t>(0, report.partition_bytes[p]);
+      }
+    }
+  }
+  if (report.state != status.state) spdlog::info("head: job {}: {}", id, report.state);
+  report.id = status.id;
+  report.output = status.output;
+  report.submitted = true;
+  if (self->state.options.on_job_report) {
+    try {
+      self->state.options.on_job_report(report);
+    } catch (const std::exception& e) {
+      spdlog::warn("head: a listener of job {}'s reports failed: {}", id, e.what());
+    }
+  }
+  report.new_steps.clear();
+  status = std::move(report);
+  if (status.finished()) note_end(self->state, job);
+  return true;
+}
+
+// At most kMaxLogChunkBytes of job `id`'s log from `offset`, the offset after them, and the
+// job's state.
+caf::result<std::string, int64_t, std::string> log_chunk(const HeadState& s, const std::string& id, int64_t offset) {
+  auto it = s.jobs.find(id);
+  if (it == s.jobs.end()) return unknown_job(id);
+  std::string bytes;
+  std::ifstream in(it->second.log, std::ios::binary);
+  if (in && offset >= 0) {
+    in.seekg(0, std::ios::end);
+    const int64_t size = static_cast<int64_t>(in.tellg());
+    if (offset < size) {
+      bytes.resize(static_cast<size_t>(std::min(size - offset, kMaxLogChunkBytes)));
+      in.seekg(offset);
+      in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      bytes.resize(static_cast<size_t>(in.gcount()));
+    }
+  }
+  const int64_t next = std::max<int64_t>(0, offset) + static_cast<int64_t>(bytes.size());
+  return {std::move(bytes), next, it->second.status.state};
+}
+
+// Cancels job `id`: its state after the request.
+caf::result<std::string> cancel_on_request(HeadState& s, const std::string& id) {
+  auto it = s.jobs.find(id);
+  if (it == s.jobs.end()) return unknown_job(id);
+  cancel(s, id, it->second);
+  return it->second.status.state;
+}
+
+// Stops the cluster: cancels every job, waits for their drivers, then stops the nodes; the
+// reply (the nodes told to stop) comes once they have.
+caf::result<int32_t> begin_stop(HeadPointer self) {
+  auto& s = self->state;
+  if (s.stopping || s.answered) {
+    return caf::make_error(caf::sec::invalid_argument, "the cluster is already stopping");
+  }
+  size_t running = 0;
+  for (auto& [id, job] : s.jobs) {
+    cancel(s, id, job);
+    running += job.driver ? 1 : 0;
+  }
+  if (running > 0) spdlog::info("head: stopping the cluster: its {} job(s) first", running);
+  s.stopping = self->make_response_promise<int32_t>();
+  s.draining = true;
+  auto promise = *s.stopping;
+  continue_stop(self);
+  return promise;
+}
+
+// The address drivers reach the head at, told once by the daemon of its own process.
+bool learn_own_address(HeadPointer self, const std::string& address) {
+  auto& s = self->state;
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  if (!s.address.empty() || !sender || sender->node() != self->node() || address.empty()) return false;
+  s.address = address;
+  return true;
+}
+
+// The periodic check: silent members declared dead, late rendezvous groups failed, exited
+// drivers reaped, old ends forgotten, a cluster stop moved on; and the next check.
+void periodic_check(HeadPointer self) {
+  auto& s = self->state;
+  const auto now = Clock::now();
+  // Ids first: declare_dead forgets old dead members, erasing from the map.
+  std::vector<uint64_t> silent;
+  for (const auto& [id, m] : s.members) {
+    if (m.status.alive && now - m.last_heartbeat > s.options.heartbeat_timeout) silent.push_back(id);
+  }
+  for (uint64_t id : silent) {
+    auto it = s.members.find(id);
+    if (it == s.members.end()) continue;
+    const auto quiet = std::chrono::duration_cast<milliseconds>(now - it->second.last_heartbeat).count();
+    declare_dead(self, it->second, "no heartbeat for " + std::to_string(quiet) + " ms");
+  }
+  std::vector<std::string> late;
+  for (const auto& [name, group] : s.groups) {
+    if (now >= group.deadline) late.push_back(name);
+  }
+  for (const std::string& name : late) {
+    const RendezvousGroup& group = s.groups.at(name);
+    fail_group(self, name, "rank(s) " + missing_ranks(group) + " of " + std::to_string(group.size) +
+                               " did not arrive within " + std::to_string(s.options.rendezvous_deadline.count()) +
+                               " ms");
+  }
+  reap_drivers(s);
+  forget_old_ends(s);
+  continue_stop(self);
+  self->delayed_send(self, std::max(milliseconds(1), s.options.heartbeat_period / 2), check_atom::value);
+}
+
+caf::result<std::vector<caf::actor>> node_rendezvous(HeadPointer self, const std::string& name, int32_t rank,
+                                                     int32_t size, const caf::actor& member) {
+  if (caf::error refused = refuse_non_node(self, "a rendezvous of group " + name.substr(0, 64))) return refused;
+  return rendezvous(self, name, rank, size, member);
+}
+
+// A cluster stop's wait for its nodes ended: those that did not stop are given up on.
+void give_up_stopping_nodes(HeadPointer self) {
+  auto& s = self->state;
+  if (!s.stopping) return;
+  spdlog::warn("head: {} node(s) did not stop within {} ms", s.stopping_members.size(),
+               s.options.stop_deadline.count());
+  s.stopping_members.clear();
+  finish_stop_if_done(self);
+}
+
 head_impl::behavior_type head(HeadPointer self, HeadOptions options) {
   self->state.options = std::move(options);
   const milliseconds check_every = std::max(milliseconds(1), self->state.options.heartbeat_period / 2);
   self->delayed_send(self, check_every, check_atom::value);
-  // A member's agent went: its process died, or its connection dropped (CAF's connection
-  // heartbeats drop a silent one).
-  self->set_down_handler([self](caf::down_msg& msg) {
-    if (lost_group_member(self, msg)) return;
-    for (auto& [id, m] : self->state.members) {
-      if (m.status.alive && m.agent.address() == msg.source) {
-        declare_dead(self, m,
-                     "its connection was lost (" +
-                         (msg.reason == caf::exit_reason::user_shutdown ? std::string("it stopped")
-                                                                         : self->system().render(msg.reason)) +
-                         ")");
-        return;
-      }
-    }
-  });
+  self->set_down_handler([self](caf::down_msg& msg) { lost_agent(self, msg); });
   return {
-      [self](join_atom, NodeInfo& info, caf::actor& agent) -> caf::result<uint64_t, int64_t, int64_t> {
-        auto& s = self->state;
-        if (caf::error refused = refuse_non_node(self, "join as " + info.name)) return refused;
-        if (!agent) return caf::make_error(caf::sec::invalid_argument, "join without an agent");
-        if (s.stopping) return caf::make_error(caf::sec::invalid_argument, "the cluster is stopping");
-        Member m;
-        m.status.member = s.next_member++;
-        m.status.info = std::move(info);
-        m.status.alive = true;
-        m.agent = caf::actor_cast<node_agent_actor>(agent);
-        m.last_heartbeat = Clock::now();
-        self->monitor(agent);
-        spdlog::info("head: member {} joined: {} at {} ({} cores, {} MB)", m.status.member, m.status.info.name,
-                     m.status.info.address, m.status.info.cores, m.status.info.memory_bytes >> 20);
-        const uint64_t id = m.status.member;
-        s.members.emplace(id, std::move(m));
-        return {id, static_cast<int64_t>(s.options.heartbeat_period.count()),
-                static_cast<int64_t>(s.options.heartbeat_timeout.count())};
-      },
-      [self](heartbeat_atom, uint64_t member, NodeLoad& load) -> caf::result<bool> {
-        if (caf::error refused = refuse_non_node(self, "a heartbeat of member " + std::to_string(member))) {
-          return refused;
-        }
-        auto it = self->state.members.find(member);
-        if (it == self->state.members.end() || !it->second.status.alive) return false;
-        it->second.last_heartbeat = Clock::now();
-        // A unit's key is 16 hex digits (runtime/staging/stage_cache.h); anything else is not one.
-        const auto not_a_key = [](const std::string& key) {
-          return key.size() != 16 || key.find_first_not_of("0123456789abcdef") != std::string::npos;
-        };
-        load.cached_units.erase(std::remove_if(load.cached_units.begin(), load.cached_units.end(), not_a_key),
-                                load.cached_units.end());
-        if (load.cached_units.size() > kMaxReportedCachedUnits) load.cached_units.resize(kMaxReportedCachedUnits);
-        it->second.status.load = std::move(load);
-        return true;
-      },
-      [self](status_atom) {
-        auto& s = self->state;
-        ClusterStatus status;
-        status.version = partita_version();
-        status.heartbeat_ms = s.options.heartbeat_period.count();
-        status.heartbeat_timeout_ms = s.options.heartbeat_timeout.count();
-        const auto now = Clock::now();
-        for (auto& [id, m] : s.members) {
-          NodeStatus node = m.status;
-          node.load = listed_load(s, m);
-          node.ms_since_heartbeat = std::chrono::duration_cast<milliseconds>(now - m.last_heartbeat).count();
-          if (node.alive) node.load.memory_available_bytes -= reserved_on(s, node);
-          status.nodes.push_back(std::move(node));
-        }
-        status.jobs = jobs_of(s);
-        return status;
-      },
+      [self](join_atom, NodeInfo& info, caf::actor& agent) { return admit_member(self, info, agent); },
+      [self](heartbeat_atom, uint64_t member, NodeLoad& load) { return record_heartbeat(self, member, load); },
+      [self](status_atom) { return status_of_cluster(self->state); },
       [self](submit_job_atom, const std::string& name, const std::string& yaml) {
         return submit(self->state, name, yaml);
       },
       [self](resume_job_atom, const std::string& id) { return resume(self->state, id); },
-      [self](job_report_atom, const std::string& id, const std::string& token, JobStatus& report) -> caf::result<bool> {
-        if (caf::error refused = refuse_non_node(self, "a report on job " + id)) return refused;
-        auto it = self->state.jobs.find(id);
-        if (it == self->state.jobs.end() || it->second.status.finished()) return false;
-        if (token != it->second.token) {
-          spdlog::warn("head: a report on job {} without its driver's token: refused", id);
-          return caf::make_error(caf::sec::invalid_argument, "a report on job " + id + " without its driver's token");
-        }
-        if (const std::string why = invalid_report(report); !why.empty()) {
-          spdlog::warn("head: a report on job {} refused: {}", id, why);
-          return caf::make_error(caf::sec::invalid_argument, "report on job " + id + " refused: " + why);
-        }
-        Job& job = it->second;
-        JobStatus& status = job.status;
-        if (report.partitions != status.partitions || report.owner != status.owner) {
-          // A new placement (an attempt): reserve its memory on its nodes.
-          job.reserved.clear();
-          if (report.partition_bytes.size() == report.partitions.size()) {
-            for (size_t p = 0; p < report.partitions.size(); ++p) {
-              job.reserved[report.partitions[p]] += std::max<int64_t>(0, report.partition_bytes[p]);
-            }
-          }
-        }
-        if (report.state != status.state) spdlog::info("head: job {}: {}", id, report.state);
-        report.id = status.id;
-        report.output = status.output;
-        report.submitted = true;
-        if (self->state.options.on_job_report) {
-          try {
-            self->state.options.on_job_report(report);
-          } catch (const std::exception& e) {
-            spdlog::warn("head: a listener of job {}'s reports failed: {}", id, e.what());
-          }
-        }
-        report.new_steps.clear();
-        status = std::move(report);
-        if (status.finished()) note_end(self->state, job);
-        return true;
+      [self](job_report_atom, const std::string& id, const std::string& token, JobStatus& report) {
+        return record_report(self, id, token, report);
       },
-      [self](job_logs_atom, const std::string& id, int64_t offset) -> caf::result<std::string, int64_t, std::string> {
-        auto it = self->state.jobs.find(id);
-        if (it == self->state.jobs.end()) return unknown_job(id);
-        std::string bytes;
-        std::ifstream in(it->second.log, std::ios::binary);
-        if (in && offset >= 0) {
-          in.seekg(0, std::ios::end);
-          const int64_t size = static_cast<int64_t>(in.tellg());
-          if (offset < size) {
-            bytes.resize(static_cast<size_t>(std::min(size - offset, kMaxLogChunkBytes)));
-            in.seekg(offset);
-            in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-            bytes.resize(static_cast<size_t>(in.gcount()));
-          }
-        }
-        const int64_t next = std::max<int64_t>(0, offset) + static_cast<int64_t>(bytes.size());
-        return {std::move(bytes), next, it->second.status.state};
-      },
-      [self](cancel_job_atom, const std::string& id) -> caf::result<std::string> {
-        auto it = self->state.jobs.find(id);
-        if (it == self->state.jobs.end()) return unknown_job(id);
-        cancel(self->state, id, it->second);
-        return it->second.status.state;
-      },
-      [self](stop_cluster_atom) -> caf::result<int32_t> {
-        auto& s = self->state;
-        if (s.stopping || s.answered) {
-          return caf::make_error(caf::sec::invalid_argument, "the cluster is already stopping");
-        }
-        size_t running = 0;
-        for (auto& [id, job] : s.jobs) {
-          cancel(s, id, job);
-          running += job.driver ? 1 : 0;
-        }
-        if (running > 0) spdlog::info("head: stopping the cluster: its {} job(s) first", running);
-        s.stopping = self->make_response_promise<int32_t>();
-        s.draining = true;
-        auto promise = *s.stopping;
-        continue_stop(self);
-        return promise;
-      },
-      [self](own_address_atom, const std::string& address) {
-        auto& s = self->state;
-        const caf::strong_actor_ptr& sender = self->current_sender();
-        if (!s.address.empty() || !sender || sender->node() != self->node() || address.empty()) return false;
-        s.address = address;
-        return true;
-      },
-      [self](check_atom) {
-        auto& s = self->state;
-        const auto now = Clock::now();
-        // Ids first: declare_dead forgets old dead members, erasing from the map.
-        std::vector<uint64_t> silent;
-        for (const auto& [id, m] : s.members) {
-          if (m.status.alive && now - m.last_heartbeat > s.options.heartbeat_timeout) silent.push_back(id);
-        }
-        for (uint64_t id : silent) {
-          auto it = s.members.find(id);
-          if (it == s.members.end()) continue;
-          const auto quiet = std::chrono::duration_cast<milliseconds>(now - it->second.last_heartbeat).count();
-          declare_dead(self, it->second, "no heartbeat for " + std::to_string(quiet) + " ms");
-        }
-        std::vector<std::string> late;
-        for (const auto& [name, group] : s.groups) {
-          if (now >= group.deadline) late.push_back(name);
-        }
-        for (const std::string& name : late) {
-          const RendezvousGroup& group = s.groups.at(name);
-          fail_group(self, name, "rank(s) " + missing_ranks(group) + " of " + std::to_string(group.size) +
-                                     " did not arrive within " +
-                                     std::to_string(s.options.rendezvous_deadline.count()) + " ms");
-        }
-        reap_drivers(s);
-        forget_old_ends(s);
-        continue_stop(self);
-        self->delayed_send(self, std::max(milliseconds(1), s.options.heartbeat_period / 2), check_atom::value);
-      },
-      [self](rendezvous_atom, const std::string& name, int32_t rank, int32_t size,
-             const caf::actor& member) -> caf::result<std::vector<caf::actor>> {
-        if (caf::error refused = refuse_non_node(self, "a rendezvous of group " + name.substr(0, 64))) return refused;
-        return rendezvous(self, name, rank, size, member);
+      [self](job_logs_atom, const std::string& id, int64_t offset) { return log_chunk(self->state, id, offset); },
+      [self](cancel_job_atom, const std::string& id) { return cancel_on_request(self->state, id); },
+      [self](stop_cluster_atom) { return begin_stop(self); },
+      [self](own_address_atom, const std::string& address) { return learn_own_address(self, address); },
+      [self](check_atom) { periodic_check(self); },
+      [self](rendezvous_atom, const std::string& name, int32_t rank, int32_t size, const caf::actor& member) {
+        return node_rendezvous(self, name, rank, size, member);
       },
       [self](stop_ack_atom) { quit_after_answer(self); },
-      [self](stop_deadline_atom) {
-        auto& s = self->state;
-        if (!s.stopping) return;
-        spdlog::warn("head: {} node(s) did not stop within {} ms", s.stopping_members.size(),
-                     s.options.stop_deadline.count());
-        s.stopping_members.clear();
-        finish_stop_if_done(self);
-      },
+      [self](stop_deadline_atom) { give_up_stopping_nodes(self); },
   };
 }
 
