@@ -133,9 +133,12 @@ TEST_F(JobCommandTest, BadJobsAndFlagsAreNamed) {
 
 // A partition rewritten under a running job: its files shrink under their mappings. The
 // run used to die of SIGBUS with no message; it must exit 1 naming a file of that part.
+// Features are mapped here as they are when larger than memory (`storage: auto` would copy
+// this small part into memory, and a copy does not see its file change).
 TEST_F(JobCommandTest, APartitionTruncatedUnderARunningJobIsNamed) {
   const std::string job = write_job("long.yaml",
                                     "data: {partitions: parts}\n"
+                                    "features: {storage: mapped}\n"
                                     "model: {kind: graphsage, hidden: 16, layers: 2}\n"
                                     "sampling: {fanouts: [5, 5], batch_size: 20}\n"
                                     "train: {epochs: 1000}\n"
