@@ -153,6 +153,13 @@ void apply_feature_transforms(Dataset& d, const std::vector<FeatureTransform>& t
     if (d.feature_dim <= 0 || d.x.empty()) {
       throw Error(transform_error(t, "dataset '" + d.name + "' has no node features to transform"));
     }
+    // The transforms read x as one matrix: columns past a type's own width are padding that
+    // must stay zero, and a block a transform adds would shift every type's columns.
+    if (!d.node_type_feature_dim.empty()) {
+      throw Error(transform_error(t, "dataset '" + d.name +
+                                         "' gives its node types features of their own widths; transform "
+                                         "each type's features before partitioning"));
+    }
     switch (t.kind) {
       case FeatureTransform::Kind::kNormalizeFeatures:
         normalize_rows(d);

@@ -42,7 +42,8 @@ FeatureTransform parse_feature_transform(const std::string& text, const std::str
 
 // Applies `transforms` in order to d.x and appends each one's text to d.transforms. Throws
 // Error naming the transform and the problem (no features to transform, a column out of
-// range, a code that is not a non-negative integer or -1); a transform that fails leaves
+// range, a code that is not a non-negative integer or -1, node types with features of their
+// own widths: Dataset::node_type_feature_dim); a transform that fails leaves
 // x as the ones before it made it (the dataset in memory: nothing is written).
 void apply_feature_transforms(Dataset& d, const std::vector<FeatureTransform>& transforms);
 

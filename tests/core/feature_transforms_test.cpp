@@ -107,6 +107,14 @@ TEST(FeatureTransformsTest, BadTransformsAreNamedErrors) {
   Dataset bare = three_nodes({}, 0);
   EXPECT_CONTAINS(error_message([&] { apply_feature_transforms(bare, parse({"standardize"})); }),
                   "feature transform standardize: dataset 't' has no node features to transform");
+  // Node types whose features have widths of their own: columns past a width are padding.
+  Dataset typed = three_nodes({1, 2, 3, 0, 5, 0}, 2);
+  typed.node_type = {0, 1, 1};
+  typed.node_type_names = {"a", "b"};
+  typed.node_type_feature_dim = {2, 1};
+  EXPECT_CONTAINS(error_message([&] { apply_feature_transforms(typed, parse({"standardize"})); }),
+                  "feature transform standardize: dataset 't' gives its node types features of their own widths");
+  EXPECT_EQ(typed.x, (std::vector<float>{1, 2, 3, 0, 5, 0}));
 }
 
 }  // namespace
