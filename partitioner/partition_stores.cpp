@@ -61,8 +61,13 @@ Topology load_topology(const PartitionFolder& folder, int part) {
   parts.book = folder.book();
   parts.part = part;
   for (int p = 0; p < part; ++p) parts.edge_begin += meta.parts[p].num_edges;
-  bool hetero = !meta.node_types.empty() && !meta.edge_types.empty();
-  const uint64_t sampling_bytes = data.orig_ids.data_bytes() + data.indptr.data_bytes() + data.indices.data_bytes();
+  const bool hetero = !meta.node_types.empty() && !meta.edge_types.empty();
+  // Heterogeneous columns are rebuilt per edge type: an indptr each, and the edge ids beside
+  // the indices (set_columns).
+  const uint64_t column_bytes =
+      hetero ? meta.edge_types.size() * data.indptr.data_bytes() + 2 * data.indices.data_bytes()
+             : data.indptr.data_bytes() + data.indices.data_bytes();
+  const uint64_t sampling_bytes = data.orig_ids.data_bytes() + column_bytes;
   const uint64_t available = available_memory_bytes();
   const bool resident = sampling_bytes <= available / 2;
   spdlog::debug("partition {} of {}: {} MiB of sampling arrays, {} MiB of memory available: {}", part, folder.dir(),
