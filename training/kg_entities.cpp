@@ -239,8 +239,14 @@ class DiskEntities final : public KgEntities {
     }
     const uint64_t epoch = static_cast<uint64_t>(table_epoch.item<int64_t>());
     partitions_.reset();  // it reads the table being replaced
-    disk_ = std::make_unique<EmbeddingPartitions>(
-        EmbeddingPartitions::restore(snapshot_dir(c_.job), snapshot_tag(epoch), embedding_dir(c_.job), shape_of()));
+    try {
+      disk_ = std::make_unique<EmbeddingPartitions>(
+          EmbeddingPartitions::restore(snapshot_dir(c_.job), snapshot_tag(epoch), embedding_dir(c_.job), shape_of()));
+    } catch (...) {
+      // A refused snapshot leaves the table as it was; the step's error path still settles it.
+      partitions_ = std::make_unique<PartitionBuffer>(*disk_, logical_capacity(), staging(), deadline_);
+      throw;
+    }
     partitions_ = std::make_unique<PartitionBuffer>(*disk_, logical_capacity(), staging(), deadline_);
     trained_epoch_ = epoch;
   }
