@@ -163,17 +163,35 @@ TEST(SamplerTest, ABatchHandedBackChangesNoLaterBatch) {
     EXPECT_EQ(a.input_ids, b.input_ids);
     EXPECT_EQ(a.input_local, b.input_local);
     EXPECT_EQ(a.batch_size, b.batch_size);
+    EXPECT_EQ(a.edge_types, b.edge_types);
   };
-  for (bool disjoint : {false, true}) {
-    SCOPED_TRACE(disjoint ? "disjoint" : "shared");
+  std::vector<int64_t> edge_time(static_cast<size_t>(t.num_edges()));  // by position
+  for (int64_t g = 0; g < t.num_edges(); ++g) edge_time[g] = static_cast<int64_t>(mix64(static_cast<uint64_t>(g)) % 50);
+  for (const char* mode : {"shared", "disjoint", "disjoint, edge times"}) {
+    SCOPED_TRACE(mode);
+    const bool temporal = std::string(mode) == "disjoint, edge times";
     SamplerConfig c = homogeneous({10, 5});
-    c.disjoint = disjoint;
+    c.disjoint = std::string(mode) != "shared";
+    if (temporal) {
+      c.temporal = TemporalMode::kEdgeTime;
+      c.edge_time = ArrayRef::from_vector(edge_time);
+    }
     NeighborSampler reused(t, c);
     for (int64_t size : {200, 16, 64}) {
       const uint64_t batch = static_cast<uint64_t>(size);
-      MiniBatch fresh = NeighborSampler(t, c).sample(first_nodes(size), {5, 1, batch});
-      MiniBatch again = reused.sample(first_nodes(size), {5, 1, batch});
+      // Seeds bounded at times 20-29: some of their neighbours qualify, not all.
+      std::vector<int64_t> seed_times;
+      if (temporal) {
+        for (int64_t i = 0; i < size; ++i) seed_times.push_back(20 + i % 10);
+      }
+      MiniBatch fresh = NeighborSampler(t, c).sample(first_nodes(size), {5, 1, batch}, seed_times);
+      MiniBatch again = reused.sample(first_nodes(size), {5, 1, batch}, seed_times);
       equal(again, fresh);
+      if (temporal) {  // the bounds took effect
+        SamplerConfig untimed = homogeneous({10, 5});
+        untimed.disjoint = true;
+        EXPECT_LT(fresh.row.size(), NeighborSampler(t, untimed).sample(first_nodes(size), {5, 1, batch}).row.size());
+      }
       reused.recycle(std::move(again));
     }
   }
