@@ -368,6 +368,10 @@ def _write_hetero_npy_folder(data, folder):
         masks = per_type(node_stores, f"{split}_mask", node_types)
         if masks is None:
             continue
+        for k, m in enumerate(masks):
+            if m is not None and (m.dtype != np.bool_ or m.shape != (counts[k],)):
+                raise UsageError(f"partita.partition: data[{node_types[k]!r}].{split}_mask must be a bool mask "
+                                 f"of its {counts[k]} nodes, not {m.dtype} of shape {tuple(m.shape)}")
         ids = [np.flatnonzero(m) + offsets[k] for k, m in enumerate(masks) if m is not None]
         np.save(os.path.join(folder, f"{split}_idx.npy"), np.concatenate(ids).astype(np.int64))
     # ToUndirected names the reverse of (s, r, d) (d, "rev_" + r, s): a held-out link leaves both.

@@ -104,3 +104,7 @@ def test_bad_input_names_the_problem(tmp_path, ratings):
         ratings, holdout={"test": 0.1, "edge_type": ("user", "likes", "movie")})
     assert "must be (source type, relation, destination type)" in error(ratings, holdout={"test": 0.1,
                                                                                          "edge_type": "rates"})
+    masked = ratings.clone()
+    masked["movie"].train_mask = torch.arange(masked["movie"].num_nodes) < 10  # a mask: accepted
+    masked["user"].train_mask = torch.tensor([0, 1])  # indices, not a mask of the users
+    assert "data['user'].train_mask must be a bool mask of its" in error(masked)
