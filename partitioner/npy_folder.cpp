@@ -262,7 +262,8 @@ struct Types {
 
 // {"node_types": ["author", ...], "edge_types": [["author", "writes", "paper"], ...],
 //  "reverse_edge_types": [1, 0, -1]}: optional, per edge type the index of the type that
-// mirrors it edge by edge, -1 for none (Dataset::reverse_edge_type; validate() checks it);
+// mirrors it edge by edge, -1 for none (Dataset::reverse_edge_type; validate() checks the
+// pairs' types, not their edges);
 // "feature_dims": [128, 64]: optional, per node type the width of its features, the leading
 // columns of x (Dataset::node_type_feature_dim).
 Types read_types(const std::string& path) {

@@ -621,7 +621,7 @@ Dataset hetero_dataset() {
   d.edges.src = {0, 1, 2, 3, 4};
   d.edges.dst = {2, 3, 3, 4, 5};
   d.edges.type = {0, 0, 1, 1, 1};
-  d.reverse_edge_type = {-1, 1};  // citations listed both ways
+  d.reverse_edge_type = {-1, 1};  // cites is its own reverse (validate checks types, not edges)
   d.node_type_feature_dim = {2, 2};
   d.feature_dim = 2;
   d.x = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11.5f};
