@@ -163,11 +163,8 @@ PyObject* g_error = nullptr;
 PyObject* g_usage_error = nullptr;
 PyObject* g_closed_error = nullptr;
 
-}  // namespace
-
-PYBIND11_MODULE(_partita, m) {
-  m.doc() = "Partita's native half: the embedded runtime, partition folders, the partitioner, the node loader";
-
+// partita.Error and its subclasses, and the translation of the runtime's exceptions to them.
+void bind_errors(py::module_& m) {
   g_error = PyErr_NewException("partita.Error", PyExc_RuntimeError, nullptr);
   py::tuple usage_bases = py::make_tuple(py::handle(g_error), py::handle(PyExc_ValueError));
   g_usage_error = PyErr_NewException("partita.UsageError", usage_bases.ptr(), nullptr);
@@ -186,7 +183,10 @@ PYBIND11_MODULE(_partita, m) {
       PyErr_SetString(g_error, e.what());
     }
   });
+}
 
+// The embedded runtime's life: init, shutdown, is_running, nodes.
+void bind_runtime(py::module_& m) {
   m.def(
       "init",
       [](int threads, const std::string& log_level, const std::string& address, const std::string& tls_dir,
@@ -218,7 +218,10 @@ PYBIND11_MODULE(_partita, m) {
   m.def("is_running", [] { return EmbeddedRuntime::instance().running(); });
   m.def("nodes", [] { return EmbeddedRuntime::instance().nodes(); },
         "Where the loaders' actors run: [\"in-process\"], or the cluster nodes' addresses.");
+}
 
+// partition(): a dataset to a partition folder.
+void bind_partitioner(py::module_& m) {
   m.def(
       "partition",
       [](const std::string& input, const std::string& format, const std::string& output, int num_parts,
@@ -251,8 +254,13 @@ PYBIND11_MODULE(_partita, m) {
       py::arg("holdout_by_time") = false, py::arg("holdout_keep_history") = false,
       py::arg("holdout_edge_type") = std::vector<std::string>{},
       "Reads a dataset, partitions it and writes the partition folder; returns the report as JSON.");
+}
 
-  py::class_<GraphHandle, std::shared_ptr<GraphHandle>>(m, "Graph")
+using GraphClass = py::class_<GraphHandle, std::shared_ptr<GraphHandle>>;
+
+// A Graph's folder, its whole-graph properties and its id maps.
+void def_graph_properties(GraphClass& graph) {
+  graph
       .def(py::init([](const std::string& path) {
              py::gil_scoped_release release;
              return std::make_shared<GraphHandle>(path);
@@ -293,9 +301,13 @@ PYBIND11_MODULE(_partita, m) {
           py::arg("name"), "The split's nodes (\"train\", \"val\", \"test\") in original ids, sorted (read-only).")
       .def(
           "global_ids", [](py::object self) { return view_of(self.cast<const GraphHandle&>().global_of(), self); },
-          "Original id -> global id (the partitioner's numbering; each part a contiguous range), read-only.")
-      // A heterogeneous graph by type (python/graph_handle.h), what partita.pyg's HeteroData
-      // batches and stores are made of: views of the handle's arrays, no copies.
+          "Original id -> global id (the partitioner's numbering; each part a contiguous range), read-only.");
+}
+
+// A heterogeneous graph by type (python/graph_handle.h), what partita.pyg's HeteroData
+// batches and stores are made of: views of the handle's arrays, no copies.
+void def_graph_type_views(GraphClass& graph) {
+  graph
       .def_property_readonly(
           "num_nodes_by_type",
           [](const GraphHandle& g) {
@@ -352,7 +364,17 @@ PYBIND11_MODULE(_partita, m) {
           "_edge_index_in_type",
           [](py::object self) { return view_of(self.cast<const GraphHandle&>().edge_index_in_type(), self); },
           "Original edge id -> the edge's row among its type's edges, read-only.");
+}
 
+// Graph: an open partition folder.
+void bind_graph(py::module_& m) {
+  GraphClass graph(m, "Graph");
+  def_graph_properties(graph);
+  def_graph_type_views(graph);
+}
+
+// NodeLoader: seed nodes to sampled batches.
+void bind_node_loader(py::module_& m) {
   py::class_<NodeLoader>(m, "NodeLoader")
       .def(py::init([](std::shared_ptr<GraphHandle> graph, py::array_t<int64_t, py::array::c_style> input_nodes,
                        const std::vector<int>& num_neighbors, int64_t batch_size, bool shuffle, bool drop_last,
@@ -389,7 +411,10 @@ PYBIND11_MODULE(_partita, m) {
              return to_python(std::move(batch));
            })
       .def("close", &NodeLoader::close, py::call_guard<py::gil_scoped_release>());
+}
 
+// _edge_split() and LinkLoader: a folder's link splits, and seed edges to sampled batches.
+void bind_link_loader(py::module_& m) {
   m.def(
       "_edge_split",
       [](std::shared_ptr<GraphHandle> graph, const std::string& split, int32_t edge_type) {
@@ -456,7 +481,10 @@ PYBIND11_MODULE(_partita, m) {
              return to_python(std::move(batch));
            })
       .def("close", &LinkLoader::close, py::call_guard<py::gil_scoped_release>());
+}
 
+// _split_epoch(): a trainer's batches of an epoch, the reference for the loaders.
+void bind_split_epoch(py::module_& m) {
   m.def(
       "_split_epoch",
       [](std::shared_ptr<GraphHandle> graph, int part, const std::string& split, const std::vector<int>& num_neighbors,
@@ -481,9 +509,11 @@ PYBIND11_MODULE(_partita, m) {
       py::arg("seed"), py::arg("epoch"), py::arg("shuffle"),
       "The batches a trainer of partition `part` takes in an epoch of `split` (protocol.h: epoch), sampled by "
       "the same actors as a job's: the reference the loader is compared with.");
+}
 
-  // partita.distributed's native half: a rank's allreduce group. Every wait (the rendezvous,
-  // the ring's wiring, each sum) has its deadline and runs with Python's lock released.
+// partita.distributed's native half: a rank's allreduce group. Every wait (the rendezvous,
+// the ring's wiring, each sum) has its deadline and runs with Python's lock released.
+void bind_process_group(py::module_& m) {
   py::class_<ProcessGroup>(m, "ProcessGroup")
       .def(py::init([](const std::string& group, int rank, int world_size, double timeout, double op_timeout) {
              ProcessGroupOptions o;
@@ -519,6 +549,21 @@ PYBIND11_MODULE(_partita, m) {
           },
           py::arg("array"), "Replaces a float32 C-contiguous array with its element-wise sum over the ranks.")
       .def("destroy", &ProcessGroup::destroy, py::call_guard<py::gil_scoped_release>());
+}
 
+}  // namespace
+
+PYBIND11_MODULE(_partita, m) {
+  m.doc() = "Partita's native half: the embedded runtime, partition folders, the partitioner, the node loader";
+
+  // In this order: a signature shows a class by its Python name once the class is registered.
+  bind_errors(m);
+  bind_runtime(m);
+  bind_partitioner(m);
+  bind_graph(m);
+  bind_node_loader(m);
+  bind_link_loader(m);
+  bind_split_epoch(m);
+  bind_process_group(m);
   bind_stores(m);  // partita.pyg.FeatureStore and GraphStore (python/store_bindings.h)
 }
