@@ -159,7 +159,9 @@ class MetaReader {
   const json& j_;
 };
 
-PartitionMeta parse_meta(const std::string& path) {
+// The JSON object in the file at `path`; a file that cannot be read, invalid JSON or another
+// JSON value is a file_error.
+json read_json(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw file_error(path, "cannot open (is this a partition folder?)");
   json j;
@@ -168,10 +170,14 @@ PartitionMeta parse_meta(const std::string& path) {
   } catch (const json::parse_error& e) {
     throw file_error(path, std::string("invalid JSON: ") + e.what());
   }
-  MetaReader r(path, j);
   if (!j.is_object()) throw file_error(path, "expected a JSON object");
+  return j;
+}
+
+// The format and its version (this build's), the graph's name, size, part count and whether
+// it is heterogeneous.
+void read_header(const MetaReader& r, const json& j, PartitionMeta& meta) {
   if (r.string("format") != "partita-partitions") r.fail("format", "not 'partita-partitions'");
-  PartitionMeta meta;
   meta.format_version = static_cast<int>(r.integer(j, "format_version", 1, "", 1 << 20));
   if (meta.format_version != kPartitionFormatVersion) {
     r.fail("format_version", "version " + std::to_string(meta.format_version) +
@@ -183,6 +189,10 @@ PartitionMeta parse_meta(const std::string& path) {
   meta.num_nodes = r.integer(j, "num_nodes", 1);
   meta.num_edges = r.integer(j, "num_edges", 0);
   meta.is_hetero = r.boolean("is_hetero");
+}
+
+// The node type names and the edge types [src_type, relation, dst_type].
+void read_types(const MetaReader& r, const json& j, PartitionMeta& meta) {
   const json& node_types = r.field(j, "node_types", "");
   if (!node_types.is_array()) r.fail("node_types", "expected an array of strings");
   for (const auto& t : node_types) {
@@ -198,6 +208,10 @@ PartitionMeta parse_meta(const std::string& path) {
     }
     meta.edge_types.push_back({t[0].get<std::string>(), t[1].get<std::string>(), t[2].get<std::string>()});
   }
+}
+
+// The node and edge feature widths, the transforms applied to the features, and the labels.
+void read_features(const MetaReader& r, const json& j, PartitionMeta& meta) {
   const json& node_features = r.field(j, "node_features", "");
   if (node_features.contains("x")) {
     meta.feature_dim = r.columns(node_features["x"], "node_features.x.");
@@ -230,6 +244,11 @@ PartitionMeta parse_meta(const std::string& path) {
     meta.has_labels = true;
     meta.num_classes = r.integer(labels["y"], "num_classes", 0, "labels.y.");
   }
+}
+
+// Which times and held-out edges the folder has; held_out_in_graph needs held-out edges with
+// times, and edge times.
+void read_times_and_splits(const MetaReader& r, const json& j, PartitionMeta& meta) {
   meta.has_node_time = r.boolean("has_node_time");
   meta.has_edge_time = r.boolean("has_edge_time");
   meta.has_edge_splits = r.boolean("has_edge_splits");
@@ -242,9 +261,10 @@ PartitionMeta parse_meta(const std::string& path) {
   if (meta.held_out_in_graph && !(meta.has_edge_splits && meta.has_edge_split_time && meta.has_edge_time)) {
     r.fail("held_out_in_graph", "is true, but the folder has no held-out edges with times and edge times");
   }
-  meta.method = r.string("partition_method");
-  meta.seed = r.unsigned_integer("seed");
+}
 
+// The partition book: num_parts + 1 non-decreasing offsets from 0 to num_nodes.
+void read_partition_book(const MetaReader& r, const json& j, PartitionMeta& meta) {
   const json& book = r.field(j, "partition_book", "");
   if (!book.is_array() || static_cast<int>(book.size()) != meta.num_parts + 1) {
     r.fail("partition_book", "expected num_parts + 1 = " + std::to_string(meta.num_parts + 1) + " offsets");
@@ -259,6 +279,10 @@ PartitionMeta parse_meta(const std::string& path) {
   for (int p = 0; p < meta.num_parts; ++p) {
     if (meta.partition_book[p + 1] < meta.partition_book[p]) r.fail("partition_book", "offsets decrease");
   }
+}
+
+// Each part's counts; a part's nodes match the book, and the parts' edges add up to num_edges.
+void read_parts(const MetaReader& r, const json& j, PartitionMeta& meta) {
   const json& parts = r.field(j, "parts", "");
   if (!parts.is_array() || static_cast<int>(parts.size()) != meta.num_parts) {
     r.fail("parts", "expected one entry per part (" + std::to_string(meta.num_parts) + ")");
@@ -284,6 +308,20 @@ PartitionMeta parse_meta(const std::string& path) {
     meta.parts.push_back(s);
   }
   if (total_edges != meta.num_edges) r.fail("parts", "edge counts do not add up to num_edges");
+}
+
+PartitionMeta parse_meta(const std::string& path) {
+  const json j = read_json(path);
+  MetaReader r(path, j);
+  PartitionMeta meta;
+  read_header(r, j, meta);
+  read_types(r, j, meta);
+  read_features(r, j, meta);
+  read_times_and_splits(r, j, meta);
+  meta.method = r.string("partition_method");
+  meta.seed = r.unsigned_integer("seed");
+  read_partition_book(r, j, meta);
+  read_parts(r, j, meta);
   return meta;
 }
 
