@@ -3,11 +3,10 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -18,6 +17,7 @@
 #include "base/parallel.h"
 #include "base/random.h"
 #include "base/resident_array.h"
+#include "bench/harness.h"
 #include "bench/stats.h"
 #include "bench/workdir.h"
 #include "graph/feature_store.h"
@@ -85,13 +85,6 @@ std::vector<std::vector<int64_t>> draw_batches(const GatherBenchOptions& o) {
   return batches;
 }
 
-template <typename Body>
-double seconds_of(Body body) {
-  auto start = std::chrono::steady_clock::now();
-  body();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -104,9 +97,9 @@ long minor_faults() {
   return usage.ru_minflt;
 }
 
-// One timed pass: wall seconds, the process's CPU seconds over it (on a loaded machine the
-// wall time also counts the time spent waiting for a core; the CPU time does not) and the
-// minor page faults it took.
+// One timed pass over every batch: wall seconds, the process's CPU seconds over it (on a
+// loaded machine the wall time also counts the time spent waiting for a core; the CPU time
+// does not) and the minor page faults it took.
 struct Pass {
   double wall = 0, cpu = 0;
   long faults = 0;
@@ -117,177 +110,196 @@ Pass pass_of(Body body) {
   const long faults = minor_faults();
   const double cpu = process_cpu_seconds();
   Pass p;
-  p.wall = seconds_of(body);
+  p.wall = wall_seconds(body);
   p.cpu = process_cpu_seconds() - cpu;
   p.faults = minor_faults() - faults;
   return p;
+}
+
+// What every case reads and writes: the matrix as a partition's features are stored (an
+// array file, opened both ways a partition's stores keep it: partitioner/partition_stores.h),
+// the batches and one output buffer, reused by every pass.
+struct Inputs {
+  explicit Inputs(const GatherBenchOptions& options);
+
+  const GatherBenchOptions& o;
+  const size_t row_bytes, batch_bytes, matrix_bytes;
+  const double pass_bytes;  // of gathered rows in one pass over the batches
+  const Workdir workdir;
+  FeatureStore memory, mapped;
+  const std::vector<std::vector<int64_t>> batches;
+  // One allocation serves the aligned output and the one 16 bytes past alignment.
+  const AlignedBuffer out;
+  const char* matrix = nullptr;  // the rows in memory
+};
+
+Inputs::Inputs(const GatherBenchOptions& options)
+    : o(options),
+      row_bytes(static_cast<size_t>(o.dim) * sizeof(float)),
+      batch_bytes(static_cast<size_t>(o.batch_nodes) * row_bytes),
+      matrix_bytes(static_cast<size_t>(o.num_nodes) * row_bytes),
+      pass_bytes(static_cast<double>(batch_bytes) * o.num_batches),
+      workdir("", "gather-bench"),
+      memory(0, o.num_nodes, 0, 0),
+      mapped(0, o.num_nodes, 0, 0),
+      batches(draw_batches(o)),
+      out(batch_bytes + 64) {
+  const std::string path = workdir.path() + "/x.bin";
+  {
+    const std::vector<float> x = make_features(o.num_nodes, o.dim, o.seed);
+    write_array(path, {o.num_nodes, o.dim}, x.data());
+  }
+  memory.put("node", "x", RowSpace::kNode, load_resident(MappedArray(path)));
+  mapped.put("node", "x", RowSpace::kNode, ArrayRef::from_mapped(MappedArray(path)));
+  matrix = static_cast<const char*>(memory.get("node", "x")->raw_data());
+  // Every page of the mapping read once, so that no timed pass reads the disk.
+  const auto* m = static_cast<const volatile char*>(mapped.get("node", "x")->raw_data());
+  char sum = 0;
+  for (size_t at = 0; at < matrix_bytes; at += 4096) sum = static_cast<char>(sum + m[at]);
+  (void)sum;
+}
+
+// The floor: memcpy of a batch's bytes from consecutive slices of the matrix itself (in
+// memory), split over the threads, so that its source comes from memory as the gather's
+// does; one small reused source would sit in the cache and flatter the floor.
+Pass copy_pass(const Inputs& in, int threads) {
+  return pass_of([&] {
+    for (int b = 0; b < in.o.num_batches; ++b) {
+      const size_t slice = static_cast<size_t>(b) * in.batch_bytes % (in.matrix_bytes - in.batch_bytes + 1);
+      const char* source = in.matrix + slice;
+      parallel_for(static_cast<int64_t>(in.batch_bytes), threads, [&](int64_t begin, int64_t end) {
+        std::memcpy(in.out.data() + begin, source + begin, static_cast<size_t>(end - begin));
+      });
+    }
+  });
+}
+
+Pass gather_pass(const Inputs& in, const FeatureStore& store, char* dst, int threads) {
+  return pass_of([&] {
+    for (const auto& batch : in.batches) store.gather("node", "x", batch, dst, in.batch_bytes, threads);
+  });
+}
+
+// The row copy kernel with plain stores only, split over the threads as the store splits a
+// gather: what the streaming stores change, in the same rounds.
+Pass plain_pass(const Inputs& in, int threads) {
+  return pass_of([&] {
+    for (const auto& batch : in.batches) {
+      parallel_for(static_cast<int64_t>(batch.size()), threads, [&](int64_t lo, int64_t hi) {
+        RowSource from;
+        from.data = in.matrix;
+        from.row_bytes = in.row_bytes;
+        from.ids = batch.data() + lo;
+        from.rows = static_cast<uint64_t>(in.o.num_nodes);
+        from.streaming = false;
+        copy_rows(from, nullptr, static_cast<size_t>(hi - lo), in.out.data() + lo * in.row_bytes, in.batch_bytes);
+      });
+    }
+  });
+}
+
+// The kernel alone on one thread, prefetching `ahead` rows ahead.
+double kernel_seconds(const Inputs& in, size_t ahead) {
+  return wall_seconds([&] {
+    for (const auto& batch : in.batches) {
+      RowSource from;
+      from.data = in.matrix;
+      from.row_bytes = in.row_bytes;
+      from.ids = batch.data();
+      from.rows = static_cast<uint64_t>(in.o.num_nodes);
+      from.prefetch_rows = ahead;
+      copy_rows(from, nullptr, batch.size(), in.out.data(), in.batch_bytes);
+    }
+  });
+}
+
+RoundsOptions rounds_of(const GatherBenchOptions& o, std::string title) {
+  RoundsOptions rounds;
+  rounds.title = std::move(title);
+  rounds.unit = "GB/s";
+  rounds.warmup = o.warmup_runs;
+  rounds.rounds = o.runs;
+  return rounds;
+}
+
+// One table for `threads`: memcpy (the floor) and each way of gathering, in GB/s by wall
+// time. Below it, what the harness's table does not hold: the ratios to memcpy by CPU time
+// (medians of the rounds' ratios) and the memory gather's minor page faults per batch.
+void measure_threads(const Inputs& in, int threads) {
+  struct Way {
+    const char* name;
+    std::function<Pass()> pass;
+    std::vector<Pass> passes;  // every repetition's, warm-up rounds first
+  };
+  char* out = in.out.data();
+  std::vector<Way> ways{
+      {"memcpy", [&] { return copy_pass(in, threads); }, {}},
+      {"mapped", [&] { return gather_pass(in, in.mapped, out, threads); }, {}},
+      {"memory", [&] { return gather_pass(in, in.memory, out, threads); }, {}},
+      {"unaligned", [&] { return gather_pass(in, in.memory, out + 16, threads); }, {}},
+      {"plain st", [&] { return plain_pass(in, threads); }, {}},
+  };
+  std::vector<Case> cases;
+  for (Way& way : ways) {
+    cases.emplace_back(way.name, cases.empty() ? Role::kFloor : Role::kKernel, [&in, &way] {
+      way.passes.push_back(way.pass());
+      return in.pass_bytes / way.passes.back().wall / 1e9;
+    });
+  }
+  run_cases(rounds_of(in.o, std::to_string(threads) + (threads == 1 ? " thread" : " threads")), cases);
+
+  const auto recorded = [&](const Way& way, auto figure) {
+    std::vector<double> values;
+    for (size_t r = static_cast<size_t>(in.o.warmup_runs); r < way.passes.size(); ++r) values.push_back(figure(r));
+    return median(std::move(values));
+  };
+  std::printf("by CPU time, / memcpy (median of the rounds' ratios):");
+  for (size_t w = 1; w < ways.size(); ++w) {
+    const double ratio = recorded(ways[w], [&](size_t r) { return ways[0].passes[r].cpu / ways[w].passes[r].cpu; });
+    std::printf("%s %s %.2f", w == 1 ? "" : ",", ways[w].name, ratio);
+  }
+  const Way& memory = ways[2];
+  const double faults = recorded(memory, [&](size_t r) {
+    return static_cast<double>(memory.passes[r].faults) / in.o.num_batches;
+  });
+  std::printf("\nmemory: median %.1f minor page faults per batch\n", faults);
+  std::fflush(stdout);
+}
+
+// The kernel alone on one thread at each prefetch distance, next to memcpy on one thread.
+void sweep_prefetch(const Inputs& in) {
+  std::vector<Case> cases{{"memcpy", Role::kFloor, [&in] { return in.pass_bytes / copy_pass(in, 1).wall / 1e9; }}};
+  for (int ahead : in.o.prefetch_sweep) {
+    cases.emplace_back("distance " + std::to_string(ahead), Role::kKernel, [&in, ahead] {
+      return in.pass_bytes / kernel_seconds(in, static_cast<size_t>(ahead)) / 1e9;
+    });
+  }
+  run_cases(rounds_of(in.o, "row copy kernel (graph/row_copy.h) from memory, one thread, by prefetch distance (rows "
+                            "ahead; default " + std::to_string(kPrefetchRows) + ")"),
+            cases);
 }
 
 }  // namespace
 
 int run_gather_bench(const GatherBenchOptions& o) {
   check_options(o);
-  const size_t row_bytes = static_cast<size_t>(o.dim) * sizeof(float);
-  const size_t batch_bytes = static_cast<size_t>(o.batch_nodes) * row_bytes;
-  const double run_bytes = static_cast<double>(batch_bytes) * o.num_batches;
-
-  // The matrix as a partition's features are stored: an array file, opened both ways a
-  // partition's stores keep it (partitioner/partition_stores.h).
-  const Workdir workdir("", "gather-bench");
-  const std::string path = workdir.path() + "/x.bin";
-  {
-    const std::vector<float> x = make_features(o.num_nodes, o.dim, o.seed);
-    write_array(path, {o.num_nodes, o.dim}, x.data());
-  }
-  FeatureStore memory(0, o.num_nodes, 0, 0), mapped(0, o.num_nodes, 0, 0);
-  memory.put("node", "x", RowSpace::kNode, load_resident(MappedArray(path)));
-  mapped.put("node", "x", RowSpace::kNode, ArrayRef::from_mapped(MappedArray(path)));
-  const char* matrix = static_cast<const char*>(memory.get("node", "x")->raw_data());
-  const size_t matrix_bytes = static_cast<size_t>(o.num_nodes) * row_bytes;
-  {
-    // Every page of the mapping read once, so that no timed run reads the disk.
-    const auto* m = static_cast<const volatile char*>(mapped.get("node", "x")->raw_data());
-    char sum = 0;
-    for (size_t at = 0; at < matrix_bytes; at += 4096) sum = static_cast<char>(sum + m[at]);
-    (void)sum;
-  }
-  const std::vector<std::vector<int64_t>> batches = draw_batches(o);
-  // One allocation serves the aligned output and the one 16 bytes past alignment.
-  AlignedBuffer out(batch_bytes + 64);
-
-  // memcpy's batches are consecutive slices of the feature matrix itself (in memory), so
-  // its source comes from memory as the gather's does; one small reused source would sit in
-  // the cache and flatter the baseline.
-  auto gather_into = [&](const FeatureStore& store, char* dst, int threads) {
-    return pass_of([&] {
-      for (const auto& batch : batches) store.gather("node", "x", batch, dst, batch_bytes, threads);
-    });
-  };
-  // The row copy kernel with plain stores only, split over the threads as the store splits
-  // a gather: what the streaming stores change, in the same runs.
-  const char* x_data = static_cast<const char*>(memory.get("node", "x")->raw_data());
-  auto gather_plain = [&](int threads) {
-    return pass_of([&] {
-      for (const auto& batch : batches) {
-        parallel_for(static_cast<int64_t>(batch.size()), threads, [&](int64_t lo, int64_t hi) {
-          RowSource from;
-          from.data = x_data;
-          from.row_bytes = row_bytes;
-          from.ids = batch.data() + lo;
-          from.rows = static_cast<uint64_t>(o.num_nodes);
-          from.streaming = false;
-          copy_rows(from, nullptr, static_cast<size_t>(hi - lo), out.data() + lo * row_bytes, batch_bytes);
-        });
-      }
-    });
-  };
-  auto copy_pass = [&](int threads) {
-    return pass_of([&] {
-      for (int b = 0; b < o.num_batches; ++b) {
-        const char* source = matrix + (static_cast<size_t>(b) * batch_bytes) % (matrix_bytes - batch_bytes + 1);
-        parallel_for(static_cast<int64_t>(batch_bytes), threads, [&](int64_t begin, int64_t end) {
-          std::memcpy(out.data() + begin, source + begin, static_cast<size_t>(end - begin));
-        });
-      }
-    });
-  };
-  auto copy = [&](int threads) { return copy_pass(threads).wall; };
-  // Every run times each way once, so load from elsewhere falls on all of them; ratios are
-  // taken within a run and their median reported, by wall time and by CPU time.
-  enum Way { kMapped, kMemory, kUnaligned, kPlain, kWays };
-  struct Figures {
-    double memcpy_gbs = 0;
-    double gbs[kWays] = {}, ratio[kWays] = {}, cpu_ratio[kWays] = {};
-    double faults_per_batch = 0;  // the memory gather's minor page faults per batch
-  };
-  auto measure = [&](int threads) {
-    std::vector<double> c, gbs[kWays], ratio[kWays], cpu_ratio[kWays], faults;
-    for (int i = 0; i < o.warmup_runs + o.runs; ++i) {
-      Pass p[kWays];
-      const Pass tc = copy_pass(threads);
-      p[kMapped] = gather_into(mapped, out.data(), threads);
-      p[kMemory] = gather_into(memory, out.data(), threads);
-      p[kUnaligned] = gather_into(memory, out.data() + 16, threads);
-      p[kPlain] = gather_plain(threads);
-      if (i < o.warmup_runs) continue;
-      c.push_back(run_bytes / tc.wall / 1e9);
-      for (int w = 0; w < kWays; ++w) {
-        gbs[w].push_back(run_bytes / p[w].wall / 1e9);
-        ratio[w].push_back(tc.wall / p[w].wall);
-        cpu_ratio[w].push_back(tc.cpu / p[w].cpu);
-      }
-      faults.push_back(static_cast<double>(p[kMemory].faults) / o.num_batches);
-    }
-    Figures f;
-    f.memcpy_gbs = median(c);
-    for (int w = 0; w < kWays; ++w) {
-      f.gbs[w] = median(gbs[w]);
-      f.ratio[w] = median(ratio[w]);
-      f.cpu_ratio[w] = median(cpu_ratio[w]);
-    }
-    f.faults_per_batch = median(faults);
-    return f;
-  };
-
+  const Inputs in(o);
   std::printf(
-      "\nFeature gather: %lld x %lld float32 (%.0f MiB), %d batches x %lld distinct "
-      "random ids (%.1f MiB of rows each); medians of %d interleaved runs (each times every way) after %d warm-up; "
-      "ratios to memcpy (the floor): medians of the runs\' ratios, by wall time / by CPU time\n\n",
-      (long long)o.num_nodes, (long long)o.dim, static_cast<double>(o.num_nodes) * row_bytes / (1 << 20),
-      o.num_batches, (long long)o.batch_nodes, static_cast<double>(batch_bytes) / (1 << 20), o.runs, o.warmup_runs);
-  std::printf("%7s | %11s | %11s %11s | %11s %11s | %14s %11s | %13s %11s | %12s\n", "threads", "memcpy GB/s",
-              "memory GB/s", "ratio", "mapped GB/s", "ratio", "unaligned GB/s", "ratio", "plain st GB/s", "ratio",
-              "faults/batch");
-  for (int threads : o.threads) {
-    const Figures f = measure(threads);
-    std::printf("%7d | %11.2f |", threads, f.memcpy_gbs);
-    for (Way w : {kMemory, kMapped, kUnaligned, kPlain}) {
-      const int width = w == kUnaligned ? 14 : w == kPlain ? 13 : 11;
-      std::printf(" %*.2f %5.2f/%5.2f |", width, f.gbs[w], f.ratio[w], f.cpu_ratio[w]);
-    }
-    std::printf(" %12.1f\n", f.faults_per_batch);
-    std::fflush(stdout);
-  }
-  if (!o.prefetch_sweep.empty()) {
-    // The kernel alone on one thread, at each distance, every run timing all of them.
-    const ArrayRef& x = *memory.get("node", "x");
-    const auto kernel = [&](size_t ahead) {
-      return seconds_of([&] {
-        for (const auto& batch : batches) {
-          RowSource from;
-          from.data = static_cast<const char*>(x.raw_data());
-          from.row_bytes = row_bytes;
-          from.ids = batch.data();
-          from.rows = static_cast<uint64_t>(o.num_nodes);
-          from.prefetch_rows = ahead;
-          copy_rows(from, nullptr, batch.size(), out.data(), batch_bytes);
-        }
-      });
-    };
-    std::vector<std::vector<double>> ratios(o.prefetch_sweep.size()), rates(o.prefetch_sweep.size());
-    for (int i = 0; i < o.warmup_runs + o.runs; ++i) {
-      const double tc = copy(1);
-      for (size_t d = 0; d < o.prefetch_sweep.size(); ++d) {
-        const double t = kernel(static_cast<size_t>(o.prefetch_sweep[d]));
-        if (i < o.warmup_runs) continue;
-        ratios[d].push_back(tc / t);
-        rates[d].push_back(run_bytes / t / 1e9);
-      }
-    }
-    std::printf("\nrow copy kernel (graph/row_copy.h) from memory, one thread, by prefetch distance (rows ahead; "
-                "default %zu):\n%9s | %9s %7s\n", kPrefetchRows, "distance", "GB/s", "ratio");
-    for (size_t d = 0; d < o.prefetch_sweep.size(); ++d) {
-      std::printf("%9d | %9.2f %7.2f\n", o.prefetch_sweep[d], median(rates[d]), median(ratios[d]));
-    }
-  }
+      "\nFeature gather: %lld x %lld float32 (%.0f MiB), %d batches x %lld distinct random ids (%.1f MiB of rows "
+      "each); every case passes over all batches once a round; ratios to memcpy by wall time in the tables, by "
+      "CPU time below them\n",
+      (long long)o.num_nodes, (long long)o.dim, static_cast<double>(in.matrix_bytes) / (1 << 20), o.num_batches,
+      (long long)o.batch_nodes, static_cast<double>(in.batch_bytes) / (1 << 20));
+  for (int threads : o.threads) measure_threads(in, threads);
+  if (!o.prefetch_sweep.empty()) sweep_prefetch(in);
   std::printf(
       "\nGB/s: bytes of gathered rows per second. memcpy: the same bytes from contiguous slices of the matrix in "
       "memory, split over the same threads. mapped: FeatureStore::gather from the array file mapped (4 KB pages, "
       "every page in the page cache); memory: from the copy in huge-page memory (base/resident_array.h), as a "
       "partition that fits in memory keeps its features; both into a 64-byte aligned buffer (as a torch "
       "tensor's); unaligned: memory into a buffer 16 bytes past that alignment (as a large malloc's); plain st: "
-      "memory, aligned, with the row copy kernel's plain stores only (no streaming stores). faults/batch: minor "
-      "page faults per batch of the memory gather (its output buffer is reused).\n");
+      "memory, aligned, with the row copy kernel's plain stores only (no streaming stores). Page faults: minor "
+      "faults per batch of the memory gather (its output buffer is reused).\n");
   return 0;
 }
 
