@@ -12,9 +12,9 @@
 #include "base/random.h"
 #include "base/stopwatch.h"
 #include "base/subprocess.h"
+#include "bench/harness.h"
 #include "bench/input_graph.h"
 #include "bench/raw_tcp.h"
-#include "bench/stats.h"
 #include "bench/workdir.h"
 #include "messages/codec.h"
 #include "partitioner/partition_stores.h"
@@ -92,21 +92,17 @@ Encoded rows_request(const std::string& dir, int part, int64_t rows, bool contig
   return request;
 }
 
-// (c) Feature replies over the remote partition's feature channel.
-double feature_channel_bytes_per_second(ChannelClient& channel, const Encoded& request, int requests,
-                                        size_t* reply_bytes) {
-  std::vector<char> head, rows;
-  auto ask = [&] {
-    channel.send(Span<const char>(request.bytes), kDeadline);
-    uint64_t body_bytes = 0;
-    const size_t length = channel.receive_head(head, body_bytes, kDeadline);
-    const DecodedFeatureRowsHeader h = decode_feature_rows_header(Span<const char>(head.data(), length));
-    if (h.bytes != body_bytes) throw Error("feature channel: a header for " + std::to_string(h.bytes) + " bytes");
-    channel.receive_body(rows, kDeadline);
-    return h.bytes;
-  };
-  *reply_bytes = ask();
-  return bytes_per_second(requests, ask);
+// (c) One feature request over the remote partition's feature channel, its rows received
+// into `rows`; returns their bytes.
+size_t ask_feature_channel(ChannelClient& channel, const Encoded& request, std::vector<char>& head,
+                           std::vector<char>& rows) {
+  channel.send(Span<const char>(request.bytes), kDeadline);
+  uint64_t body_bytes = 0;
+  const size_t length = channel.receive_head(head, body_bytes, kDeadline);
+  const DecodedFeatureRowsHeader h = decode_feature_rows_header(Span<const char>(head.data(), length));
+  if (h.bytes != body_bytes) throw Error("feature channel: a header for " + std::to_string(h.bytes) + " bytes");
+  channel.receive_body(rows, kDeadline);
+  return h.bytes;
 }
 
 // (d) Feature replies from the remote partition actor by CAF message (request, remote
@@ -148,34 +144,37 @@ void run_transfer_bench(const TransferBenchOptions& o) {
   channel.open(decode_channel_offer(Span<const char>(offer.bytes)), 1, kDeadline);
   const Encoded request = rows_request(dir, 1, o.rows, o.contiguous);
 
-  std::printf("\n%lld %s rows of %lld float32 per request from partition 1 of RMAT %lld nodes, on a daemon; "
-              "%d requests per configuration after one warm-up; %d interleaved rounds\n\n",
-              static_cast<long long>(o.rows), o.contiguous ? "contiguous" : "random", static_cast<long long>(o.feature_dim),
-              static_cast<long long>(o.num_nodes), o.requests, o.repeat);
-  std::vector<double> tcp, channel_alone, feature, caf_path, channel_ratio, feature_ratio, caf_ratio;
-  size_t reply_bytes = 0;
-  for (int r = 0; r < o.repeat; ++r) {
-    feature.push_back(feature_channel_bytes_per_second(channel, request, o.requests, &reply_bytes));
-    // (a) the same bytes through a loopback TCP connection, a reply's worth at a time.
-    const double total = static_cast<double>(reply_bytes) * o.requests;
-    tcp.push_back(total / raw_tcp_seconds(static_cast<uint64_t>(total), reply_bytes, 1));
-    channel_alone.push_back(channel_bytes_per_second(reply_bytes, o.requests));
-    caf_path.push_back(caf_bytes_per_second(system, remote, request, o.requests));
-    channel_ratio.push_back(channel_alone.back() / tcp.back());
-    feature_ratio.push_back(feature.back() / tcp.back());
-    caf_ratio.push_back(caf_path.back() / tcp.back());
-    std::printf("round %d: (a) raw TCP %.2f  (b) channel %.2f  (c) feature channel %.2f  (d) CAF %.2f GB/s; "
-                "(c)/(a) %.2f\n",
-                r + 1, tcp.back() / 1e9, channel_alone.back() / 1e9, feature.back() / 1e9, caf_path.back() / 1e9,
-                feature_ratio.back());
-    std::fflush(stdout);
-  }
-  std::printf("\n%.1f MB of rows per reply; medians: (a) raw loopback TCP %.2f GB/s, (b) request channel %.2f GB/s "
-              "(%.2f of (a)), (c) feature channel from a daemon %.2f GB/s (%.2f of (a)), (d) CAF message %.2f GB/s "
-              "(%.2f of (a))\n",
-              reply_bytes / 1e6, median(tcp) / 1e9, median(channel_alone) / 1e9, median(channel_ratio),
-              median(feature) / 1e9, median(feature_ratio), median(caf_path) / 1e9, median(caf_ratio));
-  std::printf("goal: remote feature transfer >= 0.8x raw TCP: %s\n", median(feature_ratio) >= 0.8 ? "met" : "not met");
+  std::vector<char> head, rows;
+  const auto ask_features = [&] { return ask_feature_channel(channel, request, head, rows); };
+  const size_t reply_bytes = ask_features();
+  const double total = static_cast<double>(reply_bytes) * o.requests;
+
+  char title[256];
+  std::snprintf(title, sizeof title,
+                "%lld %s rows of %lld float32 per request (%.1f MB) from partition 1 of RMAT %lld nodes, on a "
+                "daemon; each case %d requests after one untimed",
+                static_cast<long long>(o.rows), o.contiguous ? "contiguous" : "random",
+                static_cast<long long>(o.feature_dim), reply_bytes / 1e6, static_cast<long long>(o.num_nodes),
+                o.requests);
+  RoundsOptions rounds;
+  rounds.title = title;
+  rounds.unit = "GB/s";
+  rounds.rounds = o.repeat;
+  // (a) moves the same bytes as the others through a loopback TCP connection, a reply's
+  // worth at a time.
+  const Results results = run_cases(
+      rounds, {
+                  {"(a) raw loopback TCP", Role::kBaseline,
+                   [&] { return total / raw_tcp_seconds(static_cast<uint64_t>(total), reply_bytes, 1) / 1e9; }},
+                  {"(b) request channel", Role::kKernel,
+                   [&] { return channel_bytes_per_second(reply_bytes, o.requests) / 1e9; }},
+                  {"(c) feature channel", Role::kKernel,
+                   [&] { return bytes_per_second(o.requests, ask_features) / 1e9; }},
+                  {"(d) CAF message", Role::kKernel,
+                   [&] { return caf_bytes_per_second(system, remote, request, o.requests) / 1e9; }},
+              });
+  std::printf("goal: remote feature transfer >= 0.8x raw TCP: %s\n",
+              results.ratio("(c) feature channel") >= 0.8 ? "met" : "not met");
   caf::anon_send_exit(remote, caf::exit_reason::user_shutdown);
   connection.request_shutdown();
   daemon.process->wait(30);

@@ -14,13 +14,14 @@ struct TransferBenchOptions {
   int64_t rows = 56000;         // random rows per request (a [15,10,5] batch's remote share)
   bool contiguous = false;      // the partition's first rows instead: no gather cost
   int requests = 10;            // measured requests per configuration and round
-  int repeat = 5;               // interleaved rounds; medians are reported
+  int repeat = 5;               // interleaved rounds after one warm-up; medians are reported
   uint64_t seed = 1;
   std::string workdir;          // keeps (and reuses) the generated graph; empty: a temporary folder
 };
 
 // Partition 1 of an RMAT graph served by a partition actor on a `partita daemon` child;
-// in each round, one after the other, the same bytes moved by:
+// in each of the interleaved rounds (bench/harness.h, one warm-up round), the same bytes
+// moved by:
 //   (a) raw loopback TCP between two threads of this process (blocking sockets, default
 //       buffers): the baseline;
 //   (b) the transport's request channel between two threads of this process, the body
@@ -30,7 +31,8 @@ struct TransferBenchOptions {
 //       another process does per batch, short of placing the rows); with `contiguous`,
 //       rows in order, whose gather is a plain copy;
 //   (d) a CAF message from the daemon (feature request and reply) for comparison.
-// Prints each round, then medians and the medians of the rounds' ratios to (a).
+// Prints a table of every round's GB/s, the medians and the medians of the rounds' ratios
+// to (a), then whether (c) meets the goal of 0.8 of (a).
 void run_transfer_bench(const TransferBenchOptions& options);
 
 }  // namespace partita::bench
