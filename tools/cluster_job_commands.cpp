@@ -633,7 +633,8 @@ void add_logs_command(CLI::App& app, const GlobalOptions& global) {
 
 void add_job_driver_command(CLI::App& app, const GlobalOptions& global) {
   auto o = std::make_shared<DriverArgs>();
-  CLI::App* cmd = app.add_subcommand("job-driver", "");  // no description: hidden; the head runs it
+  // Not for users (the head runs it): out of --help by an empty group.
+  CLI::App* cmd = app.add_subcommand("job-driver", "")->group("");
   cmd->add_option("--head", o->head, "HOST:PORT of the head")->required();
   cmd->add_option("--head-pid", o->head_pid, "the head's process id (this driver's parent)")->required();
   cmd->add_option("--job", o->id, "the job's id")->required();

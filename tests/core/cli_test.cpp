@@ -305,6 +305,7 @@ TEST(CliTest, CommandsThatNeverTrainStartWithoutLibtorch) {
   for (const char* command : {"partition", "status", "daemon", "run", "submit", "bench"}) {
     EXPECT_NE(all.out.find(command), std::string::npos) << command << ": " << all.out;
   }
+  EXPECT_EQ(all.out.find("job-driver"), std::string::npos) << "the head's own command is listed: " << all.out;
   auto unknown = run_partita({"frobnicate"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_EQ(unknown.err, "partita: error: unknown command 'frobnicate' (see partita --help)\n");
