@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "base/error.h"
-#include "training/relational_encoder.h"
 
 namespace partita::python {
 
@@ -36,6 +35,13 @@ GraphHandle::GraphHandle(const std::string& dir) : dir_(checked_dir(dir)), folde
     global_of_.assign(ids.begin(), ids.end());
   }
   original_of_.assign(static_cast<size_t>(n), -1);
+  const bool hetero = folder_.meta().is_hetero;
+  std::vector<uint8_t> labelled;  // per node type: has a node with a label
+  if (hetero) {
+    node_type_of_.assign(static_cast<size_t>(n), 0);
+    original_edge_type_.assign(static_cast<size_t>(folder_.meta().num_edges), 0);
+    labelled.assign(folder_.meta().node_types.size(), 0);
+  }
   for (int p = 0; p < folder_.meta().num_parts; ++p) {
     const PartitionData data = folder_.load_part(p);
     Span<const int64_t> orig = data.orig_ids.as<int64_t>();
@@ -56,7 +62,9 @@ GraphHandle::GraphHandle(const std::string& dir) : dir_(checked_dir(dir)), folde
                                                    std::to_string(m) + " edges");
       }
     }
+    const size_t first_edge = original_edge_of_.size();
     original_edge_of_.insert(original_edge_of_.end(), edges.begin(), edges.end());
+    if (hetero) take_types(p, data, first_edge, labelled);
     const std::pair<const MappedArray*, std::vector<int64_t>*> splits[] = {
         {&data.train_idx, &train_}, {&data.val_idx, &val_}, {&data.test_idx, &test_}};
     for (const auto& [ids, to] : splits) {
@@ -69,13 +77,33 @@ GraphHandle::GraphHandle(const std::string& dir) : dir_(checked_dir(dir)), folde
                                                  " disagrees with the parts' " + std::to_string(original_edge_of_.size()) +
                                                  " edges");
   }
-  if (folder_.meta().is_hetero) {
-    node_type_of_ = global_node_types(folder_);
-    index_types();
+  if (hetero) index_types(labelled);
+}
+
+void GraphHandle::take_types(int part, const PartitionData& data, size_t first_edge, std::vector<uint8_t>& labelled) {
+  if (!data.node_type) throw Error(dir_ + ": part " + std::to_string(part) + " has no node types");
+  const Span<const int32_t> type = data.node_type->as<int32_t>();
+  std::copy(type.begin(), type.end(), node_type_of_.begin() + data.node_begin);
+  if (!folder_.meta().edge_types.empty()) {
+    if (!data.edge_type) throw Error(dir_ + ": part " + std::to_string(part) + " has no edge types");
+    const Span<const int32_t> edge_type = data.edge_type->as<int32_t>();
+    if (first_edge + edge_type.size() != original_edge_of_.size()) {
+      throw file_error(data.edge_type->path(), "holds " + std::to_string(edge_type.size()) + " edge types for " +
+                                                   std::to_string(original_edge_of_.size() - first_edge) + " edges");
+    }
+    for (size_t k = 0; k < edge_type.size(); ++k) {
+      original_edge_type_[static_cast<size_t>(original_edge_of_[first_edge + k])] = edge_type[k];
+    }
+  }
+  if (data.y) {
+    const Span<const int64_t> y = data.y->as<int64_t>();
+    for (size_t k = 0; k < y.size(); ++k) {
+      if (y[k] >= 0) labelled[static_cast<size_t>(type[k])] = 1;
+    }
   }
 }
 
-void GraphHandle::index_types() {
+void GraphHandle::index_types(const std::vector<uint8_t>& labelled) {
   const PartitionMeta& meta = folder_.meta();
   const size_t n = static_cast<size_t>(meta.num_nodes), m = static_cast<size_t>(meta.num_edges);
   const size_t node_types = meta.node_types.size(), edge_types = meta.edge_types.size();
@@ -95,25 +123,6 @@ void GraphHandle::index_types() {
     nodes_by_type_[static_cast<size_t>(type_node_offsets_[t] + node_index_in_type_[v])] = static_cast<int64_t>(v);
   }
 
-  original_edge_type_.assign(m, 0);
-  std::vector<uint8_t> labelled(node_types, 0);
-  int64_t global_edge = 0;
-  for (int p = 0; p < meta.num_parts; ++p) {
-    const PartitionData part = folder_.load_part(p);
-    if (edge_types > 0) {
-      if (!part.edge_type) throw Error(dir_ + ": part " + std::to_string(p) + " has no edge types");
-      for (int32_t t : part.edge_type->as<int32_t>()) {
-        original_edge_type_[static_cast<size_t>(original_edge_of_[static_cast<size_t>(global_edge++)])] = t;
-      }
-    }
-    if (part.y && part.node_type) {
-      const Span<const int64_t> y = part.y->as<int64_t>();
-      const Span<const int32_t> type = part.node_type->as<int32_t>();
-      for (size_t k = 0; k < y.size(); ++k) {
-        if (y[k] >= 0) labelled[static_cast<size_t>(type[k])] = 1;
-      }
-    }
-  }
   for (size_t t = 0; t < node_types; ++t) {
     if (labelled[t]) labelled_node_types_.push_back(static_cast<int32_t>(t));
   }

@@ -71,8 +71,12 @@ class GraphHandle {
   std::vector<int64_t> node_index_in_type_, nodes_by_type_, type_node_offsets_, edge_index_in_type_,
       type_num_edges_;
 
-  // Fills the by-type arrays above from the parts' node_type.bin, edge_type.bin and y.bin.
-  void index_types();
+  // A heterogeneous part's node types, its edges' types (by original edge id) and which node
+  // types it labels, as the constructor reads each part once; its edges' original ids are
+  // original_edge_of_ from first_edge on.
+  void take_types(int part, const PartitionData& data, size_t first_edge, std::vector<uint8_t>& labelled);
+  // Fills the by-type arrays above from node_type_of_, original_edge_type_ and `labelled`.
+  void index_types(const std::vector<uint8_t>& labelled);
   std::vector<int64_t> train_, val_, test_;
 };
 
