@@ -104,7 +104,7 @@ ArrayRef load_resident(MappedArray array) {
 }
 
 ArrayRef copy_resident(const ArrayRef& array) {
-  if (array.empty()) return array;
+  if (array.empty() || array.bytes() == 0) return array;  // nothing to copy (its data may be null)
   const size_t bytes = array.bytes();
   std::shared_ptr<HugeRegion> region = map_huge(bytes, array.name().empty() ? "an array" : array.name());
   std::memcpy(region->base, array.raw_data(), bytes);

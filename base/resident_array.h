@@ -34,8 +34,9 @@ ArrayRef load_resident(MappedArray array);
 // A copy of `array`'s elements in anonymous memory, laid out as load_resident lays out a
 // file's (2 MB aligned, madvise(MADV_HUGEPAGE), plain pages under 2 MB), read-only: for
 // arrays built in memory (a vector's pages are 4 KB ones where transparent huge pages are
-// `madvise`-only) that are read at random, such as a topology's columns. An empty array
-// stays empty. Throws Error naming the array when the memory cannot be had.
+// `madvise`-only) that are read at random, such as a topology's columns. An empty array,
+// or one of no elements, is returned as it is. Throws Error naming the array when the
+// memory cannot be had.
 ArrayRef copy_resident(const ArrayRef& array);
 
 // Whether the address lies in anonymous memory (no file behind it), from /proc/self/maps:

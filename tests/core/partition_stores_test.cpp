@@ -86,6 +86,9 @@ TEST(PartitionStoresTest, TopologiesKeepTheirSamplingArraysInMemory) {
   ASSERT_EQ(r.as<int64_t>().size(), 3u);
   EXPECT_EQ(r.as<int64_t>()[2], 7);
   EXPECT_TRUE(copy_resident(ArrayRef()).empty());
+  // An edge type with no edges in a part: a column of no elements, whose vector has no data.
+  const ArrayRef none = copy_resident(ArrayRef::from_vector(std::vector<int64_t>{}));
+  EXPECT_EQ(none.as<int64_t>().size(), 0u);
 }
 
 // Features kept in huge-page memory are the file's rows, byte for byte, and no longer a
