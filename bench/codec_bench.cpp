@@ -34,7 +34,6 @@ void measure(const CodecBenchOptions& o, const std::string& title, size_t payloa
              const std::function<void()>& decode) {
   const auto gbs = [payload](double seconds) { return static_cast<double>(payload) / seconds / 1e9; };
   std::vector<double> decode_seconds;
-  int calls = 0;  // of the encode+decode case: its first o.warmup_runs are warm-up rounds
   RoundsOptions rounds;
   rounds.title = title;
   rounds.unit = "GB/s";
@@ -47,7 +46,7 @@ void measure(const CodecBenchOptions& o, const std::string& title, size_t payloa
        [&] {
          const double e = wall_seconds(encode);
          const double d = wall_seconds(decode);
-         if (calls++ >= o.warmup_runs) decode_seconds.push_back(d);
+         if (recording()) decode_seconds.push_back(d);
          return gbs(e + d);
        }},
   });

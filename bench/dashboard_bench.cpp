@@ -152,18 +152,16 @@ void run_dashboard_bench(const DashboardBenchOptions& o) {
   rounds.warmup = 1;  // first-touch of the partitions, the allocator
   rounds.rounds = o.rounds;
   rounds.alternate = true;  // a b, b a, ...: neither always runs after the other
-  bool warm = false;
   const Results results = run_cases(
       rounds, {{"(a) without the page", Role::kBaseline,
                 [&] { return measure(*rt, job, o, false).seconds_per_step; }},
                {"(b) page served and polled", Role::kKernel, [&] {
                   const Round with = measure(*rt, job, o, true);
-                  if (warm) {  // the warm-up round runs (b) last
+                  if (recording()) {
                     publish.insert(publish.end(), with.publish_seconds.begin(), with.publish_seconds.end());
                     requests += with.requests;
                     failed += with.failed;
                   }
-                  warm = true;
                   return with.seconds_per_step;
                 }}});
   std::printf("%-52s %10.3f\n", "median of the rounds' (b)/(a)", results.ratio("(b) page served and polled"));

@@ -229,7 +229,7 @@ void measure_threads(const Inputs& in, int threads) {
   struct Way {
     const char* name;
     std::function<Pass()> pass;
-    std::vector<Pass> passes;  // every repetition's, warm-up rounds first
+    std::vector<Pass> passes;  // the recorded rounds' (harness recording())
   };
   char* out = in.out.data();
   std::vector<Way> ways{
@@ -242,15 +242,16 @@ void measure_threads(const Inputs& in, int threads) {
   std::vector<Case> cases;
   for (Way& way : ways) {
     cases.emplace_back(way.name, cases.empty() ? Role::kFloor : Role::kKernel, [&in, &way] {
-      way.passes.push_back(way.pass());
-      return in.pass_bytes / way.passes.back().wall / 1e9;
+      const Pass pass = way.pass();
+      if (recording()) way.passes.push_back(pass);
+      return in.pass_bytes / pass.wall / 1e9;
     });
   }
   run_cases(rounds_of(in.o, std::to_string(threads) + (threads == 1 ? " thread" : " threads")), cases);
 
   const auto recorded = [&](const Way& way, auto figure) {
     std::vector<double> values;
-    for (size_t r = static_cast<size_t>(in.o.warmup_runs); r < way.passes.size(); ++r) values.push_back(figure(r));
+    for (size_t r = 0; r < way.passes.size(); ++r) values.push_back(figure(r));
     return median(std::move(values));
   };
   std::printf("by CPU time, / memcpy (median of the rounds' ratios):");

@@ -11,6 +11,8 @@ namespace partita::bench {
 
 namespace {
 
+bool recording_now = false;  // run_cases' thread, while a recorded repetition runs
+
 void check(const RoundsOptions& options, const std::vector<Case>& cases) {
   auto require = [](bool ok, const std::string& message) {
     if (!ok) throw UsageError("benchmark rounds: " + message);
@@ -74,6 +76,8 @@ double load_average() {
   return getloadavg(load, 1) == 1 ? load[0] : 0;
 }
 
+bool recording() { return recording_now; }
+
 Results run_cases(const RoundsOptions& options, const std::vector<Case>& cases) {
   check(options, cases);
   Results results;
@@ -85,8 +89,12 @@ Results run_cases(const RoundsOptions& options, const std::vector<Case>& cases) 
     for (int k = 0; k < n; ++k) {
       const int i = reversed ? n - 1 - k : k;
       if (cases[i].setup) cases[i].setup();
+      recording_now = round >= options.warmup;
+      struct Reset {
+        ~Reset() { recording_now = false; }
+      } reset;  // also when the case throws
       const double value = cases[i].run();
-      if (round >= options.warmup) results.cases[i].rounds.push_back(value);
+      if (recording_now) results.cases[i].rounds.push_back(value);
     }
   }
   results.load_end = load_average();

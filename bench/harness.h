@@ -99,6 +99,12 @@ struct Results {
 // cases (none, a case without `run`, two baselines); an exception of a case propagates.
 Results run_cases(const RoundsOptions& options, const std::vector<Case>& cases);
 
+// Whether the repetition running now, inside a case's `run`, is one of run_cases' recorded
+// rounds (false in warm-up rounds and outside run_cases): for the figures a case keeps
+// beside the one it returns (CPU time, page faults, a phase's own time), so that they cover
+// the rounds the table covers.
+bool recording();
+
 // Prints `results` as `run_cases` does: a row per case with every round's figure, the median,
 // the ratio to the baseline and to the floor, then the load average at start and end.
 void print_table(const RoundsOptions& options, const Results& results);

@@ -73,6 +73,14 @@ TEST(BenchHarnessTest, WarmUpRepetitionsRunButAreNotRecorded) {
   EXPECT_EQ(log.size(), 10u);  // 5 set-ups, 5 runs
   EXPECT_EQ(r.at("a").rounds, (std::vector<double>{1, 2, 3}));
   EXPECT_DOUBLE_EQ(r.median("a"), 2);
+  // A case can tell its recorded repetitions from the warm-up ones, for figures of its own.
+  std::vector<bool> seen;
+  run_cases(quiet(2, 3), {{"b", Role::kKernel, [&] {
+                             seen.push_back(recording());
+                             return 1.0;
+                           }}});
+  EXPECT_EQ(seen, (std::vector<bool>{false, false, true, true, true}));
+  EXPECT_FALSE(recording());
 }
 
 TEST(BenchHarnessTest, RatiosAreTheMedianOfTheRoundsOwnRatios) {
