@@ -167,11 +167,16 @@ TEST(SamplerTest, ABatchHandedBackChangesNoLaterBatch) {
   };
   std::vector<int64_t> edge_time(static_cast<size_t>(t.num_edges()));  // by position
   for (int64_t g = 0; g < t.num_edges(); ++g) edge_time[g] = static_cast<int64_t>(mix64(static_cast<uint64_t>(g)) % 50);
-  for (const char* mode : {"shared", "disjoint", "disjoint, edge times"}) {
-    SCOPED_TRACE(mode);
-    const bool temporal = std::string(mode) == "disjoint, edge times";
+  struct Mode {
+    const char* name;
+    bool disjoint, temporal;
+  };
+  for (const Mode& mode : {Mode{"shared", false, false}, Mode{"disjoint", true, false},
+                           Mode{"disjoint, edge times", true, true}}) {
+    SCOPED_TRACE(mode.name);
+    const bool temporal = mode.temporal;
     SamplerConfig c = homogeneous({10, 5});
-    c.disjoint = std::string(mode) != "shared";
+    c.disjoint = mode.disjoint;
     if (temporal) {
       c.temporal = TemporalMode::kEdgeTime;
       c.edge_time = ArrayRef::from_vector(edge_time);
