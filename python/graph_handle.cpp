@@ -86,11 +86,8 @@ void GraphHandle::take_types(int part, const PartitionData& data, size_t first_e
   std::copy(type.begin(), type.end(), node_type_of_.begin() + data.node_begin);
   if (!folder_.meta().edge_types.empty()) {
     if (!data.edge_type) throw Error(dir_ + ": part " + std::to_string(part) + " has no edge types");
+    // One per edge of the part, as its edge ids: load_part checks both shapes and the types.
     const Span<const int32_t> edge_type = data.edge_type->as<int32_t>();
-    if (first_edge + edge_type.size() != original_edge_of_.size()) {
-      throw file_error(data.edge_type->path(), "holds " + std::to_string(edge_type.size()) + " edge types for " +
-                                                   std::to_string(original_edge_of_.size() - first_edge) + " edges");
-    }
     for (size_t k = 0; k < edge_type.size(); ++k) {
       original_edge_type_[static_cast<size_t>(original_edge_of_[first_edge + k])] = edge_type[k];
     }
